@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what benchcage's tests and demo need on a bare Debian 12 machine.
+# Idempotent: a second run installs nothing and returns quickly.
+set -euo pipefail
+
+packages=(
+  redis-server postgresql postgresql-contrib mariadb-server mariadb-plugin-rocksdb
+  sysbench debootstrap docker.io chromium procps psmisc iproute2
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "deps: installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! python3 -c 'import secantusdb' 2>/dev/null; then
+  echo "deps: pip install secantusdb"
+  pip install -q secantusdb
+fi

@@ -1,0 +1,220 @@
+//! The command line: clap derive types only. Parsing into validated structs
+//! happens in the commands.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// Honest database benchmarks in constrained environments.
+///
+/// benchcage provisions cgroups or containers with pinned CPUs, a memory cap,
+/// a sized engine cache and optional IO limits, renders engine configs,
+/// runs workloads, records proof that the limits held, and cleans up.
+#[derive(Debug, Parser)]
+#[command(name = "benchcage", version, propagate_version = true)]
+pub struct Cli {
+    /// Project root holding environments/, engines/, templates/, scenarios/, results/.
+    #[arg(long, global = true, env = "BENCHCAGE_HOME", default_value = ".")]
+    pub home: PathBuf,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// What this host can do: cgroup v1/v2, docker, mlock, CPUs, RAM, and why not.
+    #[command(after_help = "Example:\n  benchcage doctor")]
+    Doctor,
+    /// List shipped environments, engines and scenarios.
+    #[command(after_help = "Examples:\n  benchcage list\n  benchcage list engines")]
+    List(ListArgs),
+    /// Check specs; every error is listed at once, exit code 2 on any.
+    #[command(
+        after_help = "Examples:\n  benchcage validate\n  benchcage validate scenarios/quickstart.yaml environments/vm-1g.yaml"
+    )]
+    Validate(ValidateArgs),
+    /// Render an engine's config files for an environment.
+    #[command(
+        after_help = "Example:\n  benchcage render mongodb@3.2 --env c4-16g --set sync_period=1s -o /tmp/cfg"
+    )]
+    Render(RenderArgs),
+    /// Show the cells, pinned CPUs, memory and configs of a scenario; creates nothing.
+    #[command(after_help = "Example:\n  benchcage plan scenarios/quickstart.yaml --set cache_size=64MiB")]
+    Plan(PlanArgs),
+    /// Run a scenario: provision, load, measure, verify, tear down, write results.
+    #[command(
+        after_help = "Examples:\n  benchcage run scenarios/quickstart.yaml\n  benchcage run scenarios/003-mongodb-3.2.yaml --only redis --set server.memory=1GiB\n  benchcage run scenarios/quickstart.yaml --resume 20261130-101500-ab12"
+    )]
+    Run(RunArgs),
+    /// Drive a workload against a server that is already running.
+    #[command(
+        after_help = "Example:\n  benchcage drive --store redis://127.0.0.1:6379 --workload a --records 100000 --operations 1000000 --threads 16 --load"
+    )]
+    Drive(DriveArgs),
+    /// Report one or more runs as HTML, Markdown, JSON or CSV.
+    #[command(after_help = "Example:\n  benchcage report 20261130-101500-ab12 --format html -o report.html")]
+    Report(ReportArgs),
+    /// List past runs from results/history.sqlite.
+    #[command(after_help = "Example:\n  benchcage history --engine redis --since 2026-11-01")]
+    History(HistoryArgs),
+    /// Compare a candidate run with a baseline; exit 1 on regression.
+    #[command(
+        after_help = "Examples:\n  benchcage compare 20261129-020000-aa11 20261130-020000-bb22 --threshold 5%\n  benchcage compare best-of-last:5 20261130-020000-bb22"
+    )]
+    Compare(CompareArgs),
+    /// Remove what dead runs left behind (cgroups, containers, processes, hog, dirs).
+    #[command(after_help = "Examples:\n  benchcage cleanup --dry-run\n  benchcage cleanup")]
+    Cleanup(CleanupArgs),
+    /// Lock host RAM so that only --leave remains; hold until interrupted.
+    #[command(after_help = "Example:\n  benchcage hog --leave 16GiB")]
+    Hog(HogArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// environments, engines or scenarios; all when omitted.
+    pub what: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Spec files or folders; every shipped spec when omitted.
+    pub paths: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    /// Engine name, optionally with a version: `mongodb@3.2`.
+    pub engine: String,
+    /// Environment name (from environments/) or path.
+    #[arg(long)]
+    pub env: String,
+    /// Knob override, `k=v`; repeatable.
+    #[arg(long = "set", value_name = "K=V")]
+    pub set: Vec<String>,
+    /// Write the files here (printed paths); default: a folder under results/rendered/.
+    #[arg(short = 'o', long = "out")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// Scenario name or path.
+    pub scenario: String,
+    /// Restrict to one environment.
+    #[arg(long)]
+    pub env: Option<String>,
+    /// Only cells whose id contains this text.
+    #[arg(long)]
+    pub only: Option<String>,
+    /// Knob or environment override, `k=v`; repeatable.
+    #[arg(long = "set", value_name = "K=V")]
+    pub set: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Scenario name or path.
+    pub scenario: String,
+    /// Restrict to one environment.
+    #[arg(long)]
+    pub env: Option<String>,
+    /// Only cells whose id contains this text.
+    #[arg(long)]
+    pub only: Option<String>,
+    /// Knob or environment override (`cache_size=2GiB`, `server.memory=1GiB`, `backend=docker`); repeatable.
+    #[arg(long = "set", value_name = "K=V")]
+    pub set: Vec<String>,
+    /// Resume this run id: only cells that did not finish run again.
+    #[arg(long)]
+    pub resume: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct DriveArgs {
+    /// Store URL: redis://, postgres://, mysql://, mongodb://, or null://.
+    #[arg(long)]
+    pub store: String,
+    /// YCSB workload a..f, or a custom mix like `read=0.9,update=0.05,insert=0.05`.
+    #[arg(long, default_value = "a")]
+    pub workload: String,
+    /// Number of records in the data set.
+    #[arg(long, default_value_t = 1000)]
+    pub records: u64,
+    /// Operations to run in the measured phase.
+    #[arg(long)]
+    pub operations: Option<u64>,
+    /// Measured phase length (`30s`), instead of an operation count.
+    #[arg(long)]
+    pub duration: Option<String>,
+    /// Client connections.
+    #[arg(long, default_value_t = 1)]
+    pub threads: u32,
+    #[arg(long, default_value_t = 10)]
+    pub field_count: u32,
+    #[arg(long, default_value_t = 100)]
+    pub field_length: u32,
+    /// Load the records before the measured phase.
+    #[arg(long)]
+    pub load: bool,
+    /// Target operations per second over all threads.
+    #[arg(long)]
+    pub target: Option<u64>,
+    /// Random seed for a reproducible sequence.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Write the full result as JSON here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Run ids (folders under results/) or paths.
+    #[arg(required = true)]
+    pub runs: Vec<String>,
+    /// html, md, json or csv.
+    #[arg(long, default_value = "html")]
+    pub format: String,
+    /// Output file; default: inside the (first) run folder.
+    #[arg(short = 'o', long = "out")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    #[arg(long)]
+    pub engine: Option<String>,
+    #[arg(long)]
+    pub scenario: Option<String>,
+    /// YYYY-MM-DD.
+    #[arg(long)]
+    pub since: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Baseline run id, or `best-of-last:N` from the history.
+    pub base: String,
+    /// Candidate run id.
+    pub candidate: String,
+    /// Worse than this (beyond the noise band) is a regression.
+    #[arg(long, default_value = "5%")]
+    pub threshold: String,
+    /// Metrics to compare: throughput, p99, p95, p50, mean; repeatable.
+    #[arg(long = "metric")]
+    pub metric: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CleanupArgs {
+    /// Print what would be removed; remove nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct HogArgs {
+    /// Memory to leave for everything else (`16GiB`).
+    #[arg(long)]
+    pub leave: String,
+}

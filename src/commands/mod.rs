@@ -1,0 +1,41 @@
+//! One file per subcommand. `dispatch` builds the runtime and routes.
+
+use crate::cli::{Cli, Command};
+use std::process::ExitCode;
+
+pub mod cleanup;
+pub mod compare;
+pub mod doctor;
+pub mod drive;
+pub mod history;
+pub mod hog;
+pub mod list;
+pub mod plan;
+pub mod render;
+pub mod report;
+pub mod run;
+pub mod validate;
+
+/// Route a parsed command line to its command.
+pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    let home = cli.home.clone();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        match cli.command {
+            Command::Doctor => doctor::run(&home).await,
+            Command::List(a) => list::run(&home, &a).await,
+            Command::Validate(a) => validate::run(&home, &a).await,
+            Command::Render(a) => render::run(&home, &a).await,
+            Command::Plan(a) => plan::run(&home, &a).await,
+            Command::Run(a) => run::run(&home, &a).await,
+            Command::Drive(a) => drive::run(&home, &a).await,
+            Command::Report(a) => report::run(&home, &a).await,
+            Command::History(a) => history::run(&home, &a).await,
+            Command::Compare(a) => compare::run(&home, &a).await,
+            Command::Cleanup(a) => cleanup::run(&home, &a).await,
+            Command::Hog(a) => hog::run(&home, &a).await,
+        }
+    })
+}

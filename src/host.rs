@@ -1,0 +1,1 @@
+//! Facts about this machine: CPUs online, RAM, MemAvailable, cgroup version, kernel.

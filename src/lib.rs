@@ -1,0 +1,26 @@
+//! benchcage: honest database benchmarks in constrained environments.
+//!
+//! Layout (one concern per module, see STYLE.md):
+//! - `cli`, `commands`: the command line and one file per subcommand.
+//! - `units`: sizes, shares, durations and CPU sets, parsed once.
+//! - `spec`: environment, engine and scenario models and their validation.
+//! - `render`: engine config files from Tera templates.
+//! - `host`: facts about this machine.
+//! - `sandbox`: the sandbox trait, cgroup and docker backends, hog, ledger, readiness.
+//! - `workload`: the built-in load generator, stores and external tools.
+//! - `metrics`: the sampler and the fidelity record.
+//! - `results`: the result model, atomic writes, history.
+//! - `report`: HTML, Markdown, CSV and JSON reports.
+
+pub mod cli;
+pub mod commands;
+pub mod error;
+pub mod host;
+pub mod metrics;
+pub mod render;
+pub mod report;
+pub mod results;
+pub mod sandbox;
+pub mod spec;
+pub mod units;
+pub mod workload;

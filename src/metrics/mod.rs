@@ -1,0 +1,1 @@
+//! The per-second sampler and the fidelity record.

@@ -1,0 +1,1 @@
+//! Engine config files rendered with Tera from knobs and the environment.

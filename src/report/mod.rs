@@ -1,0 +1,1 @@
+//! HTML, Markdown, CSV and JSON reports.

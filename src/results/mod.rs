@@ -1,0 +1,3 @@
+//! Results: the model, atomic writes, run layout and history.
+
+pub mod model;

@@ -1,0 +1,152 @@
+//! The shape of what a run records. Shared by the load generator (which
+//! fills `PhaseResult`), the run command (which writes `RunRecord` and
+//! `CellRecord`), the history database and the reports.
+//!
+//! Maps are `BTreeMap` so serialized output is stable.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Latency percentiles in microseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Percentiles {
+    pub min: f64,
+    pub mean: f64,
+    pub p50: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+}
+
+/// One operation kind (`READ`, `UPDATE`, `INSERT`, `SCAN`,
+/// `READ-MODIFY-WRITE`, a tool's `TRANSACTION`, a query name...).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpStats {
+    /// Successful operations.
+    pub count: u64,
+    /// Failed operations (never counted in `count`).
+    pub errors: u64,
+    /// Successful operations per second over the measured window.
+    pub throughput: f64,
+    /// Latency measured from the actual send.
+    pub latency_us: Percentiles,
+    /// Latency measured from the intended start time when a target rate was
+    /// set (no coordinated omission); `None` without a target rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intended_latency_us: Option<Percentiles>,
+    /// First few distinct error messages, for the report.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub error_samples: Vec<String>,
+}
+
+/// One second of a phase: operations finished in that second, per kind.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SecondSample {
+    /// Seconds since the measured window began.
+    pub t: u64,
+    pub ops: u64,
+    pub errors: u64,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_kind: BTreeMap<String, u64>,
+}
+
+/// How a phase ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum PhaseStatus {
+    /// Finished, within its error budget, fidelity checks passed.
+    Ok,
+    /// Did not finish or exceeded its error budget.
+    Failed { reason: String },
+    /// Finished, but a fidelity check failed (e.g. claimed io-bound and read
+    /// nothing from disk, the hog lost its lock): never shown as a result.
+    Invalid { reason: String },
+    /// The kernel OOM-killed the engine during the phase.
+    Oom { reason: String },
+}
+
+impl PhaseStatus {
+    pub fn is_ok(&self) -> bool {
+        matches!(self, PhaseStatus::Ok)
+    }
+}
+
+/// What one measured (or load) phase produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseResult {
+    /// Phase name from the scenario (`load`, `workload-a`, `sysbench-oltp`...).
+    pub name: String,
+    /// What ran: `ycsb:a`, `ycsb:custom`, `candles`, `sysbench:oltp_read_write`,
+    /// `pgbench`, `ycsb-external`, `command`.
+    pub workload: String,
+    pub threads: u32,
+    /// Measured window in seconds (warm-up excluded).
+    pub duration_s: f64,
+    /// Totals over every kind.
+    pub total_ops: u64,
+    pub total_errors: u64,
+    pub throughput: f64,
+    /// Per operation kind, upper-case YCSB names.
+    pub ops: BTreeMap<String, OpStats>,
+    /// Per-second time series of the measured window.
+    #[serde(default)]
+    pub series: Vec<SecondSample>,
+    #[serde(flatten)]
+    pub status: PhaseStatus,
+    /// Raw tool output files saved next to the result, relative to the cell.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub raw_outputs: Vec<String>,
+}
+
+/// One kernel sample of a cgroup (server or client), taken every second.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResourceSample {
+    /// Milliseconds since the cell started.
+    pub t_ms: u64,
+    pub cpu_usec: u64,
+    pub memory_bytes: u64,
+    pub memory_limit_bytes: u64,
+    pub page_cache_bytes: u64,
+    pub rss_bytes: u64,
+    pub major_faults: u64,
+    pub io_read_bytes: u64,
+    pub io_write_bytes: u64,
+}
+
+/// Proof that the limits held, per cell.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FidelityRecord {
+    /// Limits as read back from the kernel (cgroup file -> value).
+    pub limits_read_back: BTreeMap<String, String>,
+    /// `Cpus_allowed_list` of every engine thread (tid -> list).
+    pub engine_thread_cpus: BTreeMap<String, String>,
+    /// Bytes the hog held locked (VmLck), checked before and after.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hog_locked_bytes: Option<u64>,
+    pub oom_kills: u64,
+    pub engine_restarts: u64,
+    /// Cache size the engine itself reports using.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_reported_cache_bytes: Option<u64>,
+    /// Each failed check, in words. Empty means valid.
+    #[serde(default)]
+    pub violations: Vec<String>,
+}
+
+impl FidelityRecord {
+    pub fn is_valid(&self) -> bool {
+        self.violations.is_empty()
+    }
+}
+
+/// The host a run ran on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostInfo {
+    pub hostname: String,
+    pub cpu_model: String,
+    pub cores: u32,
+    pub kernel: String,
+    pub memory_bytes: u64,
+    pub cgroup_version: String,
+}

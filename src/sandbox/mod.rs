@@ -1,0 +1,1 @@
+//! Sandboxes: the trait, cgroup and docker backends, the hog, the ledger, readiness.

@@ -1,0 +1,1 @@
+//! Specs: environment, engine and scenario models and their validation.

@@ -1,0 +1,1 @@
+//! The built-in load generator, stores and external tools.

@@ -38,7 +38,9 @@ pub enum Command {
     )]
     Render(RenderArgs),
     /// Show the cells, pinned CPUs, memory and configs of a scenario; creates nothing.
-    #[command(after_help = "Example:\n  benchcage plan scenarios/quickstart.yaml --set cache_size=64MiB")]
+    #[command(
+        after_help = "Example:\n  benchcage plan scenarios/quickstart.yaml --set cache_size=64MiB"
+    )]
     Plan(PlanArgs),
     /// Run a scenario: provision, load, measure, verify, tear down, write results.
     #[command(
@@ -51,7 +53,9 @@ pub enum Command {
     )]
     Drive(DriveArgs),
     /// Report one or more runs as HTML, Markdown, JSON or CSV.
-    #[command(after_help = "Example:\n  benchcage report 20261130-101500-ab12 --format html -o report.html")]
+    #[command(
+        after_help = "Example:\n  benchcage report 20261130-101500-ab12 --format html -o report.html"
+    )]
     Report(ReportArgs),
     /// List past runs from results/history.sqlite.
     #[command(after_help = "Example:\n  benchcage history --engine redis --since 2026-11-01")]

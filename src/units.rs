@@ -125,7 +125,7 @@ impl fmt::Display for Bytes {
             (Self::MIB, "MiB"),
             (Self::KIB, "KiB"),
         ] {
-            if b >= unit && b % unit == 0 {
+            if b >= unit && b.is_multiple_of(unit) {
                 return write!(f, "{}{}", b / unit, name);
             }
         }
@@ -345,11 +345,11 @@ impl FromStr for Duration {
 impl fmt::Display for Duration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ms = self.0.as_millis();
-        if ms % 3_600_000 == 0 && ms > 0 {
+        if ms.is_multiple_of(3_600_000) && ms > 0 {
             write!(f, "{}h", ms / 3_600_000)
-        } else if ms % 60_000 == 0 && ms > 0 {
+        } else if ms.is_multiple_of(60_000) && ms > 0 {
             write!(f, "{}m", ms / 60_000)
-        } else if ms % 1000 == 0 {
+        } else if ms.is_multiple_of(1000) {
             write!(f, "{}s", ms / 1000)
         } else {
             write!(f, "{ms}ms")
@@ -499,7 +499,10 @@ mod tests {
         assert_eq!("1GiB".parse::<Bytes>().unwrap(), Bytes::from_gib(1));
         assert_eq!("12g".parse::<Bytes>().unwrap(), Bytes::from_gib(12));
         assert_eq!("1048576".parse::<Bytes>().unwrap(), Bytes::from_mib(1));
-        assert_eq!("1.5GiB".parse::<Bytes>().unwrap(), Bytes(3 * Bytes::GIB / 2));
+        assert_eq!(
+            "1.5GiB".parse::<Bytes>().unwrap(),
+            Bytes(3 * Bytes::GIB / 2)
+        );
         assert_eq!("2GB".parse::<Bytes>().unwrap(), Bytes(2_000_000_000));
     }
 
@@ -507,8 +510,20 @@ mod tests {
     fn negative_empty_absurd_and_unknown_sizes_are_refused() {
         assert!("-1GiB".parse::<Bytes>().unwrap_err().0.contains("negative"));
         assert!("".parse::<Bytes>().is_err());
-        assert!("9999999TiB".parse::<Bytes>().unwrap_err().0.contains("absurd"));
-        assert!("12furlongs".parse::<Bytes>().unwrap_err().0.contains("unit"));
+        assert!(
+            "9999999TiB"
+                .parse::<Bytes>()
+                .unwrap_err()
+                .0
+                .contains("absurd")
+        );
+        assert!(
+            "12furlongs"
+                .parse::<Bytes>()
+                .unwrap_err()
+                .0
+                .contains("unit")
+        );
     }
 
     #[test]

@@ -150,3 +150,65 @@ pub struct HostInfo {
     pub memory_bytes: u64,
     pub cgroup_version: String,
 }
+
+/// `results/<run-id>/run.json`: written when the run starts, rewritten
+/// atomically (temp, fsync, rename) when it ends.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// `YYYYMMDD-HHMMSS-xxxx`, also the folder name.
+    pub run_id: String,
+    /// Scenario name (file stem) and the hash of its file.
+    pub scenario: String,
+    pub scenario_hash: String,
+    /// Every spec file used (path -> sha256).
+    pub spec_hashes: BTreeMap<String, String>,
+    /// RFC 3339 times.
+    pub started_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
+    pub host: HostInfo,
+    pub benchcage_version: String,
+    pub git_rev: String,
+    /// `--set` overrides given on the command line.
+    #[serde(default)]
+    pub overrides: BTreeMap<String, String>,
+    /// Cell keys in plan order.
+    pub cells: Vec<String>,
+    /// running, finished, interrupted, failed.
+    pub status: String,
+}
+
+/// `results/<run-id>/cells/<cell-key>/cell.json`: one cell of the matrix.
+/// Phase results live beside it in `phases/<nn>-<name>.json`, samples in
+/// `samples.json`, the fidelity record in `fidelity.json`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CellRecord {
+    /// Hash of engine, version, rendered config, limits, workload, threads.
+    pub key: String,
+    /// Human label: `redis@7.0 / quickstart / a / 4 threads / rep 1`.
+    pub label: String,
+    pub engine: String,
+    pub version: String,
+    /// Version string the engine itself reported.
+    pub engine_reported_version: String,
+    pub environment: String,
+    pub backend: String,
+    pub threads: u32,
+    pub repetition: u32,
+    /// Limits as planned (memory, cache, CPUs, hog...), as strings.
+    pub limits: BTreeMap<String, String>,
+    pub knobs: BTreeMap<String, String>,
+    /// Data set size in bytes, as the engine or `du` reports after load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_size_bytes: Option<u64>,
+    /// Phase results in order (also on disk one file each).
+    pub phases: Vec<PhaseResult>,
+    pub fidelity: FidelityRecord,
+    /// finished, failed.
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+    /// Seconds spent outside the phases (provision, start, ready, load, teardown).
+    #[serde(default)]
+    pub overhead_s: f64,
+}

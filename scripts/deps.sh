@@ -17,7 +17,7 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-if ! python3 -c 'import secantusdb' 2>/dev/null; then
+if ! python3 -c 'import secantus' 2>/dev/null; then
   echo "deps: pip install secantusdb"
   pip install -q secantusdb
 fi

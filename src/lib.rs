@@ -13,6 +13,7 @@
 //! - `report`: HTML, Markdown, CSV and JSON reports.
 
 pub mod cli;
+pub mod clients;
 pub mod commands;
 pub mod error;
 pub mod host;

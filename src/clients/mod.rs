@@ -1,0 +1,123 @@
+//! Database clients: the only files that import a database client crate
+//! (`redis`, `tokio-postgres`, `mysql_async`, `mongodb`). Each file wraps its
+//! crate behind small connection types used by the workload stores and by
+//! readiness probes; no client crate type leaves its file.
+
+use crate::sandbox::Probe;
+use std::time::Duration;
+
+pub mod mongodb;
+pub mod mysql;
+pub mod postgres;
+pub mod redis;
+
+/// How long one protocol round trip may take before the probe gives up.
+pub const PING_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A failed client call, per protocol, so callers can tell a refused
+/// connection from a server error.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("redis at {addr}: {msg}")]
+    Redis { addr: String, msg: String },
+    #[error("postgres at {addr}: {msg}")]
+    Postgres { addr: String, msg: String },
+    #[error("mysql at {addr}: {msg}")]
+    Mysql { addr: String, msg: String },
+    #[error("mongodb at {addr}: {msg}")]
+    Mongodb { addr: String, msg: String },
+    #[error("{what} at {addr} did not answer within {secs}s")]
+    Timeout {
+        what: &'static str,
+        addr: String,
+        secs: u64,
+    },
+    #[error(
+        "refusing to connect to {0}: benchcage only talks to 127.0.0.1 (use a loopback address)"
+    )]
+    NotLoopback(String),
+}
+
+/// Where a client connects: always loopback.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    pub host: String,
+    pub port: u16,
+    pub user: Option<String>,
+    pub password: Option<String>,
+    pub database: Option<String>,
+}
+
+impl Endpoint {
+    /// A loopback endpoint on `port`.
+    pub fn loopback(port: u16) -> Self {
+        Endpoint {
+            host: "127.0.0.1".into(),
+            port,
+            user: None,
+            password: None,
+            database: None,
+        }
+    }
+
+    /// `host:port`, for messages.
+    pub fn addr(&self) -> String {
+        format!("{}:{}", self.host, self.port)
+    }
+
+    /// Refuse anything but a loopback address (the network rule).
+    pub fn check_loopback(&self) -> Result<(), ClientError> {
+        if is_loopback_host(&self.host) {
+            Ok(())
+        } else {
+            Err(ClientError::NotLoopback(self.host.clone()))
+        }
+    }
+}
+
+/// True for `127.x.y.z`, `::1` and `localhost`.
+pub fn is_loopback_host(host: &str) -> bool {
+    let h = host.trim_start_matches('[').trim_end_matches(']');
+    if h.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    h.parse::<std::net::IpAddr>()
+        .map(|ip| ip.is_loopback())
+        .unwrap_or(false)
+}
+
+/// Runs `fut` under [`PING_TIMEOUT`].
+pub(crate) async fn timed<T>(
+    what: &'static str,
+    addr: &str,
+    fut: impl std::future::Future<Output = Result<T, ClientError>>,
+) -> Result<T, ClientError> {
+    match tokio::time::timeout(PING_TIMEOUT, fut).await {
+        Ok(r) => r,
+        Err(_) => Err(ClientError::Timeout {
+            what,
+            addr: addr.to_string(),
+            secs: PING_TIMEOUT.as_secs(),
+        }),
+    }
+}
+
+/// One real protocol round trip to the engine on `127.0.0.1:port`; returns
+/// the version string the server reports (redis `INFO server`, postgres
+/// `SHOW server_version`, mysql `SELECT VERSION()`, mongodb `buildInfo`).
+pub async fn ping(probe: &Probe, port: u16) -> Result<String, ClientError> {
+    let mut ep = Endpoint::loopback(port);
+    match probe {
+        Probe::Redis => timed("redis", &ep.addr(), redis::server_version(&ep)).await,
+        Probe::Postgres { user, database } => {
+            ep.user = Some(user.clone());
+            ep.database = Some(database.clone());
+            timed("postgres", &ep.addr(), postgres::server_version(&ep)).await
+        }
+        Probe::Mysql { user } => {
+            ep.user = Some(user.clone());
+            timed("mysql", &ep.addr(), mysql::server_version(&ep)).await
+        }
+        Probe::Mongodb => timed("mongodb", &ep.addr(), mongodb::server_version(&ep)).await,
+    }
+}

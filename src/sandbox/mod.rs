@@ -117,3 +117,227 @@ pub struct CgroupStats {
     pub io_read_bytes: u64,
     pub io_write_bytes: u64,
 }
+
+pub mod cgroup;
+
+pub use cgroup::stats::read_cgroup_stats;
+
+/// What `provision` created, with the limits read back from the kernel.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Provisioned {
+    /// Kernel file (relative to its controller's cgroup dir, prefixed by the
+    /// group, e.g. `server/memory.limit_in_bytes`) -> value read back.
+    pub read_back: BTreeMap<String, String>,
+    /// Where each cgroup of the sandbox lives (`server/memory` -> path).
+    pub cgroup_paths: BTreeMap<String, PathBuf>,
+}
+
+/// How a started engine is addressed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum EngineId {
+    /// Process id of the engine's leader (cgroup backend).
+    Pid(u32),
+    /// Container id (docker backend).
+    Container(String),
+}
+
+/// A started engine.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct EngineHandle {
+    pub id: EngineId,
+    pub port: u16,
+    pub log_path: PathBuf,
+    /// Limits read back from the engine's view, e.g. `Cpus_allowed_list`.
+    pub read_back: BTreeMap<String, String>,
+}
+
+/// Whether the engine still runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum EngineStatus {
+    Running,
+    /// Exited with a code, or was killed by a signal.
+    Exited {
+        code: Option<i32>,
+        signal: Option<i32>,
+    },
+    /// Never started, or already stopped and reaped by `stop_engine`.
+    NotStarted,
+}
+
+/// How an engine stopped.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum StopOutcome {
+    /// Exited within the grace period after SIGTERM.
+    Terminated,
+    /// Needed SIGKILL (ignored SIGTERM or hung).
+    Killed,
+    /// Had already exited before stop was asked.
+    AlreadyExited,
+}
+
+/// What `stop_engine` did.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct StopReport {
+    pub outcome: StopOutcome,
+    /// Pids still in the cgroup after the leader went (double-forked daemons), killed by the sweep.
+    pub swept: Vec<u32>,
+    pub status: EngineStatus,
+}
+
+/// What `teardown` removed and what it could not.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TeardownReport {
+    /// Resources removed, in removal order (`cgroup memory/benchcage/<id>/server`).
+    pub removed: Vec<String>,
+    /// Resources still present after the budget ran out, with the reason.
+    pub leaked: Vec<String>,
+    pub elapsed_ms: u64,
+}
+
+impl TeardownReport {
+    /// Nothing was left behind.
+    pub fn is_clean(&self) -> bool {
+        self.leaked.is_empty()
+    }
+}
+
+/// Errors of the sandbox layer: one variant per external call, each naming
+/// the path, pid or container it concerned.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("cgroup support: {0}")]
+    Unsupported(String),
+    #[error("creating cgroup {path}: {source}")]
+    CgroupCreate {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("writing `{value}` to {path}: {source}")]
+    CgroupWrite {
+        path: PathBuf,
+        value: String,
+        source: std::io::Error,
+    },
+    #[error("reading {path}: {source}")]
+    CgroupRead {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("removing cgroup {path}: {detail}")]
+    CgroupRemove { path: PathBuf, detail: String },
+    #[error(
+        "limit not applied: {file} reads `{got}` but the spec asks `{want}`; the kernel refused or rounded it"
+    )]
+    LimitMismatch {
+        file: String,
+        want: String,
+        got: String,
+    },
+    #[error("stat of data dir {path} (for its IO device): {source}")]
+    DataDevice {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("preparing data dir {path}: {detail}")]
+    DataDir { path: PathBuf, detail: String },
+    #[error("user `{user}` for the engine: {detail}")]
+    User { user: String, detail: String },
+    #[error("starting `{program}`: {source}; check the engine's binary path")]
+    Spawn {
+        program: String,
+        source: std::io::Error,
+    },
+    #[error("init command `{argv}` failed with {status}; engine log {log_path}:\n{log_tail}")]
+    Init {
+        argv: String,
+        status: String,
+        log_path: PathBuf,
+        log_tail: String,
+    },
+    #[error("engine exited ({status}) before it was ready; engine log {log_path}:\n{log_tail}")]
+    EngineExited {
+        status: String,
+        log_path: PathBuf,
+        log_tail: String,
+    },
+    #[error("engine not ready after {timeout}: {last_error}; engine log {log_path}:\n{log_tail}")]
+    NotReady {
+        timeout: crate::units::Duration,
+        last_error: String,
+        log_path: PathBuf,
+        log_tail: String,
+    },
+    #[error("signalling pid {pid}: {source}")]
+    Signal { pid: i32, source: nix::Error },
+    #[error("ledger {path}: {source}")]
+    Ledger {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("memory hog: {0}")]
+    Hog(String),
+    #[error("engine not started yet; call start_engine first")]
+    NoEngine,
+    #[error("{call}: {detail}")]
+    Backend { call: &'static str, detail: String },
+}
+
+/// A place where engines run under limits: the cgroup backend and the docker
+/// backend implement it. Lifecycle: `provision`, `start_engine`, (caller
+/// checks readiness with `ready::wait_ready`), `stats` any time,
+/// `stop_engine`, `teardown` (always, even after errors).
+#[async_trait::async_trait]
+pub trait Sandbox: Send {
+    /// The run id this sandbox belongs to.
+    fn run_id(&self) -> &str;
+
+    /// Create the server and client groups with `limits`, read every limit
+    /// back from the kernel; a mismatch is [`SandboxError::LimitMismatch`].
+    async fn provision(&mut self, limits: &CellLimits) -> Result<Provisioned, SandboxError>;
+
+    /// Run the launch's `init` commands and then the engine, inside the
+    /// server limits from its first instruction, output to `log_path`.
+    async fn start_engine(&mut self, launch: &EngineLaunch) -> Result<EngineHandle, SandboxError>;
+
+    /// Kernel counters of the server group.
+    async fn stats(&self) -> Result<CgroupStats, SandboxError>;
+
+    /// Kernel counters of the client group.
+    async fn client_stats(&self) -> Result<CgroupStats, SandboxError>;
+
+    /// Make `cmd` start inside the client group (pinned to the client CPUs,
+    /// outside the server's budget). Call before spawning the load generator
+    /// or an external tool.
+    fn prepare_client(&self, cmd: &mut std::process::Command) -> Result<(), SandboxError>;
+
+    /// Whether the engine still runs (reaps it if it exited).
+    async fn engine_status(&mut self) -> Result<EngineStatus, SandboxError>;
+
+    /// SIGTERM, wait `grace`, SIGKILL, then kill whatever is left in the group.
+    async fn stop_engine(&mut self, grace: std::time::Duration)
+    -> Result<StopReport, SandboxError>;
+
+    /// Remove everything this sandbox created (reverse ledger order) within
+    /// `budget`, verify it is gone, and report what leaked instead of hanging.
+    async fn teardown(
+        &mut self,
+        budget: std::time::Duration,
+    ) -> Result<TeardownReport, SandboxError>;
+}
+
+/// A free loopback port: bind 127.0.0.1:0 and release it. Racy by nature;
+/// the engine failing to bind is reported with its log tail.
+pub fn free_port() -> Result<u16, SandboxError> {
+    let listener =
+        std::net::TcpListener::bind(("127.0.0.1", 0)).map_err(|e| SandboxError::Backend {
+            call: "bind 127.0.0.1:0",
+            detail: e.to_string(),
+        })?;
+    listener
+        .local_addr()
+        .map(|a| a.port())
+        .map_err(|e| SandboxError::Backend {
+            call: "local_addr",
+            detail: e.to_string(),
+        })
+}

@@ -8,6 +8,7 @@
 //! - `host`: facts about this machine.
 //! - `sandbox`: the sandbox trait, cgroup and docker backends, hog, ledger, readiness.
 //! - `workload`: the built-in load generator, stores and external tools.
+//! - `run`: the run lifecycle: cells, keys, resume, interrupts, live view.
 //! - `metrics`: the sampler and the fidelity record.
 //! - `results`: the result model, atomic writes, history.
 //! - `report`: HTML, Markdown, CSV and JSON reports.
@@ -21,6 +22,7 @@ pub mod metrics;
 pub mod render;
 pub mod report;
 pub mod results;
+pub mod run;
 pub mod sandbox;
 pub mod spec;
 pub mod units;

@@ -112,6 +112,18 @@ pub struct ResourceSample {
     pub major_faults: u64,
     pub io_read_bytes: u64,
     pub io_write_bytes: u64,
+    /// Which cgroup: `server` or `client`. Counters (CPU, faults, IO) are
+    /// cumulative since the cgroup was created; the report takes differences.
+    #[serde(default)]
+    pub cgroup: String,
+    /// Stage or phase running when the sample was taken (`load`, `settle`,
+    /// `workload-a/t4`...).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub phase: String,
+    /// Page cache the kernel may drop first; `memory - inactive_file` is the
+    /// working set.
+    #[serde(default)]
+    pub inactive_file_bytes: u64,
 }
 
 /// Proof that the limits held, per cell.
@@ -132,6 +144,27 @@ pub struct FidelityRecord {
     /// Each failed check, in words. Empty means valid.
     #[serde(default)]
     pub violations: Vec<String>,
+    /// What each measured phase read from disk, keyed like the phase files
+    /// (`01-workload-a-t4`): the evidence behind `expect: io-bound`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub phase_io: BTreeMap<String, PhaseIo>,
+}
+
+/// Kernel counters of the server over one phase (differences, end - start).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhaseIo {
+    pub major_faults: u64,
+    pub io_read_bytes: u64,
+    pub io_write_bytes: u64,
+    pub cpu_usec: u64,
+    /// Memory cap during the phase.
+    pub memory_limit_bytes: u64,
+    /// The phase declared `expect: io-bound`.
+    #[serde(default)]
+    pub expect_io_bound: bool,
+    /// Why the io-bound claim did not hold; `None` when it held or was not made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_bound_violation: Option<String>,
 }
 
 impl FidelityRecord {
@@ -176,6 +209,12 @@ pub struct RunRecord {
     pub cells: Vec<String>,
     /// running, finished, interrupted, failed.
     pub status: String,
+    /// Peak resident memory of benchcage itself during the run (VmHWM).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub benchcage_peak_rss_bytes: Option<u64>,
+    /// Why the run failed or was interrupted, and how to resume it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// `results/<run-id>/cells/<cell-key>/cell.json`: one cell of the matrix.
@@ -211,4 +250,11 @@ pub struct CellRecord {
     /// Seconds spent outside the phases (provision, start, ready, load, teardown).
     #[serde(default)]
     pub overhead_s: f64,
+    /// Seconds per lifecycle stage (`provision`, `start`, `ready`, `load`,
+    /// `settle`, `phases`, `collect`, `teardown`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub stage_s: BTreeMap<String, f64>,
+    /// Memory cap of the server during the measured phases (after settle).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_limit_bytes: Option<u64>,
 }

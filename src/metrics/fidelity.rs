@@ -1,0 +1,220 @@
+//! The checks behind a cell's fidelity record, as pure functions over what
+//! was recorded: limits read back, CPUs of every engine thread, the hog's
+//! locked memory, OOM kills and restarts, and the io-bound claim of a phase.
+//! Each returns the violations it found, in words; none means it held.
+
+use crate::results::model::PhaseIo;
+use crate::sandbox::CgroupStats;
+use crate::units::{Bytes, CpuSet};
+use std::collections::BTreeMap;
+
+/// The kernel rounds memory limits down to a page.
+const PAGE: u64 = 4096;
+
+/// What a phase must have read from disk to count as io-bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IoBoundThresholds {
+    /// Bytes the server's cgroup read from block devices during the phase.
+    pub min_read_bytes: u64,
+    /// Major page faults of the server's cgroup during the phase.
+    pub min_major_faults: u64,
+}
+
+impl Default for IoBoundThresholds {
+    /// 8 MiB read and 100 major faults: a phase whose working set sits in
+    /// memory reads (nearly) nothing, one that misses reads far more.
+    fn default() -> Self {
+        IoBoundThresholds {
+            min_read_bytes: 8 << 20,
+            min_major_faults: 100,
+        }
+    }
+}
+
+/// The server's counters over one phase, and whether an io-bound claim held.
+pub fn phase_io(
+    before: &CgroupStats,
+    after: &CgroupStats,
+    expect_io_bound: bool,
+    th: IoBoundThresholds,
+) -> PhaseIo {
+    let mut io = PhaseIo {
+        major_faults: after.major_faults.saturating_sub(before.major_faults),
+        io_read_bytes: after.io_read_bytes.saturating_sub(before.io_read_bytes),
+        io_write_bytes: after.io_write_bytes.saturating_sub(before.io_write_bytes),
+        cpu_usec: after.cpu_usec.saturating_sub(before.cpu_usec),
+        memory_limit_bytes: after.memory_limit,
+        expect_io_bound,
+        io_bound_violation: None,
+    };
+    if expect_io_bound {
+        let mut missing = Vec::new();
+        if io.io_read_bytes < th.min_read_bytes {
+            missing.push(format!(
+                "read {} from disk (needs at least {})",
+                Bytes(io.io_read_bytes),
+                Bytes(th.min_read_bytes)
+            ));
+        }
+        if io.major_faults < th.min_major_faults {
+            missing.push(format!(
+                "had {} major faults (needs at least {})",
+                io.major_faults, th.min_major_faults
+            ));
+        }
+        if !missing.is_empty() {
+            io.io_bound_violation = Some(format!(
+                "declared `expect: io-bound` but the server {}: the data fit in memory",
+                missing.join(" and ")
+            ));
+        }
+    }
+    io
+}
+
+/// Every engine thread must be allowed exactly the planned server CPUs.
+pub fn thread_cpu_violations(threads: &BTreeMap<String, String>, expected: &CpuSet) -> Vec<String> {
+    if threads.is_empty() {
+        return vec!["no engine thread could be read from /proc".to_string()];
+    }
+    let mut bad: Vec<String> = threads
+        .iter()
+        .filter(|(_, list)| list.parse::<CpuSet>().ok().as_ref() != Some(expected))
+        .map(|(tid, list)| format!("{tid} on CPUs {list}"))
+        .collect();
+    if bad.is_empty() {
+        return Vec::new();
+    }
+    let n = bad.len();
+    bad.truncate(5);
+    vec![format!(
+        "{n} engine thread(s) not pinned to CPUs {expected}: {}",
+        bad.join(", ")
+    )]
+}
+
+/// The memory cap read back from the kernel must be the planned one
+/// (rounded down to a page).
+pub fn memory_limit_violation(planned: u64, read_back: u64) -> Option<String> {
+    let rounded = planned / PAGE * PAGE;
+    (read_back != rounded && read_back != planned).then(|| {
+        format!(
+            "memory cap read back as {} but {} was planned",
+            Bytes(read_back),
+            Bytes(planned)
+        )
+    })
+}
+
+/// A hog must still hold what it locked at the start (5% slack for the
+/// kernel's accounting).
+pub fn hog_violation(expected: u64, locked_now: Option<u64>) -> Option<String> {
+    match locked_now {
+        None => Some("the memory hog is gone: the data could sit in the page cache".into()),
+        Some(now) if now.saturating_mul(100) < expected.saturating_mul(95) => Some(format!(
+            "the memory hog holds {} locked but {} was planned",
+            Bytes(now),
+            Bytes(expected)
+        )),
+        Some(_) => None,
+    }
+}
+
+/// OOM kills and restarts of the engine during the cell.
+pub fn supervision_violations(oom_kills: u64, restarts: u64) -> Vec<String> {
+    let mut out = Vec::new();
+    if oom_kills > 0 {
+        out.push(format!(
+            "the kernel OOM-killed {oom_kills} process(es) in the server's cgroup"
+        ));
+    }
+    if restarts > 0 {
+        out.push(format!("the engine restarted {restarts} time(s)"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(faults: u64, read: u64) -> CgroupStats {
+        CgroupStats {
+            major_faults: faults,
+            io_read_bytes: read,
+            memory_limit: 1 << 30,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn an_io_bound_phase_that_read_from_disk_is_valid() {
+        let io = phase_io(
+            &stats(10, 0),
+            &stats(5_000, 64 << 20),
+            true,
+            IoBoundThresholds::default(),
+        );
+        assert_eq!(io.major_faults, 4_990);
+        assert_eq!(io.io_read_bytes, 64 << 20);
+        assert_eq!(io.io_bound_violation, None);
+    }
+
+    #[test]
+    fn an_io_bound_phase_that_read_nothing_is_flagged() {
+        let io = phase_io(
+            &stats(10, 0),
+            &stats(12, 4096),
+            true,
+            IoBoundThresholds::default(),
+        );
+        let why = io.io_bound_violation.unwrap();
+        assert!(why.contains("expect: io-bound"), "{why}");
+        assert!(why.contains("major faults"), "{why}");
+    }
+
+    #[test]
+    fn a_phase_that_claims_nothing_is_never_flagged() {
+        let io = phase_io(
+            &stats(0, 0),
+            &stats(0, 0),
+            false,
+            IoBoundThresholds::default(),
+        );
+        assert_eq!(io.io_bound_violation, None);
+        assert!(!io.expect_io_bound);
+    }
+
+    #[test]
+    fn a_thread_outside_the_server_cpus_is_a_violation() {
+        let cpus: CpuSet = "1".parse().unwrap();
+        let mut threads = BTreeMap::new();
+        threads.insert("10/10".to_string(), "1".to_string());
+        assert!(thread_cpu_violations(&threads, &cpus).is_empty());
+        threads.insert("10/11".to_string(), "0-1".to_string());
+        let v = thread_cpu_violations(&threads, &cpus);
+        assert_eq!(v.len(), 1);
+        assert!(v[0].contains("10/11 on CPUs 0-1"), "{v:?}");
+        assert!(!thread_cpu_violations(&BTreeMap::new(), &cpus).is_empty());
+    }
+
+    #[test]
+    fn a_memory_cap_read_back_rounded_to_a_page_holds() {
+        assert_eq!(memory_limit_violation(1_000_000, 999_424), None);
+        assert_eq!(memory_limit_violation(1 << 30, 1 << 30), None);
+        assert!(memory_limit_violation(1 << 30, 2 << 30).is_some());
+    }
+
+    #[test]
+    fn a_hog_that_lost_its_lock_invalidates_the_cell() {
+        assert_eq!(hog_violation(100 << 20, Some(100 << 20)), None);
+        assert!(hog_violation(100 << 20, Some(10 << 20)).is_some());
+        assert!(hog_violation(100 << 20, None).is_some());
+    }
+
+    #[test]
+    fn oom_kills_and_restarts_are_violations() {
+        assert!(supervision_violations(0, 0).is_empty());
+        assert_eq!(supervision_violations(1, 2).len(), 2);
+    }
+}

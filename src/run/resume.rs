@@ -1,0 +1,113 @@
+//! Resume bookkeeping: which cells of a run finished, and which must run
+//! again. A cell counts as done only when its `cell.json` says `finished`;
+//! a failed, interrupted or half-written cell runs again on `--resume`.
+
+use crate::results::model::CellRecord;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// What the results folder says about one planned cell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CellState {
+    /// `cell.json` exists with status `finished`.
+    Finished,
+    /// `cell.json` exists with status `failed`, and why.
+    Failed(String),
+    /// A folder without a readable final record (interrupted or killed).
+    Incomplete,
+    /// Never started.
+    Missing,
+}
+
+impl CellState {
+    pub fn is_done(&self) -> bool {
+        matches!(self, CellState::Finished)
+    }
+}
+
+/// The state of each cell key in `cells_dir` (`results/<run>/cells`).
+pub fn cell_states(cells_dir: &Path, keys: &[String]) -> BTreeMap<String, CellState> {
+    keys.iter()
+        .map(|k| (k.clone(), cell_state(&cells_dir.join(k))))
+        .collect()
+}
+
+fn cell_state(dir: &Path) -> CellState {
+    if !dir.exists() {
+        return CellState::Missing;
+    }
+    let Ok(text) = std::fs::read(dir.join("cell.json")) else {
+        return CellState::Incomplete;
+    };
+    match serde_json::from_slice::<CellRecord>(&text) {
+        Ok(rec) if rec.status == "finished" => CellState::Finished,
+        Ok(rec) if rec.status == "failed" => {
+            CellState::Failed(rec.failure.unwrap_or_else(|| "no reason recorded".into()))
+        }
+        _ => CellState::Incomplete,
+    }
+}
+
+/// Keys that must run, in plan order.
+pub fn to_run(keys: &[String], states: &BTreeMap<String, CellState>) -> Vec<String> {
+    keys.iter()
+        .filter(|k| !states.get(*k).is_some_and(CellState::is_done))
+        .cloned()
+        .collect()
+}
+
+/// Keys the resumed plan has that the original run did not: the scenario,
+/// an engine spec, a template or an override changed since.
+pub fn unknown_keys(planned: &[String], recorded: &[String]) -> Vec<String> {
+    planned
+        .iter()
+        .filter(|k| !recorded.contains(k))
+        .cloned()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write_cell(cells: &Path, key: &str, status: &str) {
+        let dir = cells.join(key);
+        std::fs::create_dir_all(&dir).unwrap();
+        let rec = CellRecord {
+            key: key.into(),
+            status: status.into(),
+            failure: (status == "failed").then(|| "engine exited".to_string()),
+            ..Default::default()
+        };
+        std::fs::write(dir.join("cell.json"), serde_json::to_vec(&rec).unwrap()).unwrap();
+    }
+
+    #[test]
+    fn only_finished_cells_are_skipped_on_resume() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cells = tmp.path();
+        write_cell(cells, "a", "finished");
+        write_cell(cells, "b", "failed");
+        std::fs::create_dir_all(cells.join("c")).unwrap();
+        std::fs::create_dir_all(cells.join("e")).unwrap();
+        std::fs::write(cells.join("e/cell.json"), b"{\"key\":").unwrap();
+        let keys: Vec<String> = ["a", "b", "c", "d", "e"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let states = cell_states(cells, &keys);
+        assert_eq!(states["a"], CellState::Finished);
+        assert_eq!(states["b"], CellState::Failed("engine exited".into()));
+        assert_eq!(states["c"], CellState::Incomplete);
+        assert_eq!(states["d"], CellState::Missing);
+        assert_eq!(states["e"], CellState::Incomplete);
+        assert_eq!(to_run(&keys, &states), vec!["b", "c", "d", "e"]);
+    }
+
+    #[test]
+    fn a_changed_plan_shows_its_new_keys() {
+        let planned = vec!["a".to_string(), "z".to_string()];
+        let recorded = vec!["a".to_string(), "b".to_string()];
+        assert_eq!(unknown_keys(&planned, &recorded), vec!["z"]);
+    }
+}

@@ -119,6 +119,7 @@ pub struct CgroupStats {
 }
 
 pub mod cgroup;
+pub mod docker;
 
 pub use cgroup::stats::read_cgroup_stats;
 

@@ -473,7 +473,8 @@ impl DockerClient {
     pub async fn start(&self, id: &str) -> Result<(), DockerError> {
         bounded(
             Duration::from_secs(60),
-            self.inner.start_container(id, None::<StartContainerOptions>),
+            self.inner
+                .start_container(id, None::<StartContainerOptions>),
         )
         .await
         .map_err(|cause| DockerError::StartContainer {
@@ -596,16 +597,18 @@ impl DockerClient {
             .stderr(true)
             .build();
         let id = id.to_string();
-        self.inner.logs(&id, Some(options)).map(move |item| match item {
-            Ok(LogOutput::StdOut { message })
-            | Ok(LogOutput::StdErr { message })
-            | Ok(LogOutput::Console { message })
-            | Ok(LogOutput::StdIn { message }) => Ok(message.to_vec()),
-            Err(e) => Err(DockerError::Logs {
-                id: id.clone(),
-                cause: cause(e),
-            }),
-        })
+        self.inner
+            .logs(&id, Some(options))
+            .map(move |item| match item {
+                Ok(LogOutput::StdOut { message })
+                | Ok(LogOutput::StdErr { message })
+                | Ok(LogOutput::Console { message })
+                | Ok(LogOutput::StdIn { message }) => Ok(message.to_vec()),
+                Err(e) => Err(DockerError::Logs {
+                    id: id.clone(),
+                    cause: cause(e),
+                }),
+            })
     }
 
     /// `GET /containers/json?all=1&filters={"label":[label]}`.

@@ -120,6 +120,9 @@ pub struct CgroupStats {
 
 pub mod cgroup;
 pub mod docker;
+pub mod ledger;
+pub mod process;
+pub mod ready;
 
 pub use cgroup::stats::read_cgroup_stats;
 

@@ -6,8 +6,15 @@
 
 pub mod cpuset;
 pub mod files;
+pub mod freezer;
+pub mod group;
 pub mod hierarchy;
 pub mod io;
 pub mod memory;
 pub mod pids;
+pub mod remove;
+pub mod sandbox;
 pub mod stats;
+
+pub use hierarchy::Hierarchy;
+pub use sandbox::{CgroupConfig, CgroupSandbox};

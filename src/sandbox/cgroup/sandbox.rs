@@ -1,0 +1,401 @@
+//! [`CgroupSandbox`]: the [`Sandbox`] trait on cgroups v1 or v2.
+
+use super::group::{self, Group, GroupLimits, TOP};
+use super::hierarchy::Hierarchy;
+use super::{io, memory, remove, stats};
+use crate::sandbox::ledger::{self, Ledger, Resource};
+use crate::sandbox::process::{self, Detach, Launch};
+use crate::sandbox::{
+    CellLimits, CgroupStats, EngineHandle, EngineId, EngineLaunch, EngineStatus, Program,
+    Provisioned, Sandbox, SandboxError, StopReport, TeardownReport,
+};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Where a cgroup sandbox keeps its state.
+#[derive(Debug, Clone)]
+pub struct CgroupConfig {
+    pub hierarchy: Hierarchy,
+    /// Ledger folder (see [`ledger`]).
+    pub ledger_root: PathBuf,
+    /// A path on the disk that will hold data dirs: its block device gets the IO limits.
+    pub data_root: PathBuf,
+}
+
+impl CgroupConfig {
+    /// This host's hierarchy, the default ledger folder, data under `data_root`.
+    pub fn detect(data_root: &Path) -> Result<CgroupConfig, SandboxError> {
+        Ok(CgroupConfig {
+            hierarchy: Hierarchy::detect()?,
+            ledger_root: ledger::default_root(),
+            data_root: data_root.to_path_buf(),
+        })
+    }
+}
+
+struct Engine {
+    child: tokio::process::Child,
+    status: EngineStatus,
+}
+
+/// A sandbox made of `benchcage/<run-id>/{server,client}` cgroups.
+pub struct CgroupSandbox {
+    run_id: String,
+    cfg: CgroupConfig,
+    ledger: Option<Ledger>,
+    top: Group,
+    run: Group,
+    server: Group,
+    client: Group,
+    limits: Option<CellLimits>,
+    engine: Option<Engine>,
+}
+
+/// Run ids become directory names: keep them to a safe alphabet.
+pub fn check_run_id(run_id: &str) -> Result<(), SandboxError> {
+    let ok = !run_id.is_empty()
+        && run_id.len() <= 128
+        && !run_id.starts_with('.')
+        && run_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(SandboxError::Unsupported(format!(
+            "run id `{run_id}` must be 1-128 characters of A-Z a-z 0-9 - _ . (not starting with a dot)"
+        )))
+    }
+}
+
+impl CgroupSandbox {
+    /// A sandbox for `run_id`; nothing is created until `provision`.
+    pub fn new(run_id: &str, cfg: CgroupConfig) -> Result<CgroupSandbox, SandboxError> {
+        check_run_id(run_id)?;
+        let top = Group::at(&cfg.hierarchy, Path::new(TOP), "top");
+        let run_rel = Path::new(TOP).join(run_id);
+        let run = Group::at(&cfg.hierarchy, &run_rel, "run");
+        let server = Group::at(&cfg.hierarchy, &run_rel.join("server"), "server");
+        let client = Group::at(&cfg.hierarchy, &run_rel.join("client"), "client");
+        Ok(CgroupSandbox {
+            run_id: run_id.to_string(),
+            cfg,
+            ledger: None,
+            top,
+            run,
+            server,
+            client,
+            limits: None,
+            engine: None,
+        })
+    }
+
+    /// The server group (its directories, e.g. for the sampler).
+    pub fn server_group(&self) -> &Group {
+        &self.server
+    }
+
+    /// The client group.
+    pub fn client_group(&self) -> &Group {
+        &self.client
+    }
+
+    /// The ledger file of this sandbox.
+    pub fn ledger_path(&self) -> PathBuf {
+        ledger::path_for(&self.cfg.ledger_root, &self.run_id)
+    }
+
+    /// The open ledger, to record run-level resources (e.g. the hog).
+    pub fn ledger_mut(&mut self) -> Result<&mut Ledger, SandboxError> {
+        if self.ledger.is_none() {
+            self.ledger = Some(Ledger::open(&self.cfg.ledger_root, &self.run_id)?);
+        }
+        Ok(self.ledger.as_mut().expect("opened above"))
+    }
+
+    /// Drop the server's page cache (between load and measurement).
+    pub fn drop_page_cache(&self) -> Result<(), SandboxError> {
+        match self.server.memory_dir() {
+            Some(d) => memory::drop_cache(d, self.server.is_v2()),
+            None => Ok(()),
+        }
+    }
+
+    fn create_parents(&mut self) -> Result<(), SandboxError> {
+        let dirs = self.run.dirs.clone();
+        self.ledger_mut()?.record(Resource::Cgroup { dirs })?;
+        // A concurrent teardown may remove the shared top folder between our
+        // two mkdirs (ENOENT); creating it again is enough.
+        let mut tries = 0;
+        loop {
+            group::ensure_parent(&self.top)?;
+            match group::ensure_parent(&self.run) {
+                Err(SandboxError::CgroupCreate { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound && tries < 5 =>
+                {
+                    tries += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn make_group(
+        &mut self,
+        which: &str,
+        limits: &GroupLimits,
+        out: &mut BTreeMap<String, String>,
+    ) -> Result<(), SandboxError> {
+        let g = if which == "server" {
+            self.server.clone()
+        } else {
+            self.client.clone()
+        };
+        self.ledger_mut()?.record(Resource::Cgroup {
+            dirs: g.dirs.clone(),
+        })?;
+        g.create()?;
+        g.apply(limits)?;
+        g.read_back(limits, out)
+    }
+
+    fn engine_mut(&mut self) -> Result<&mut Engine, SandboxError> {
+        self.engine.as_mut().ok_or(SandboxError::NoEngine)
+    }
+}
+
+#[async_trait::async_trait]
+impl Sandbox for CgroupSandbox {
+    fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    async fn provision(&mut self, limits: &CellLimits) -> Result<Provisioned, SandboxError> {
+        let wants_io = limits.io != Default::default();
+        let dev = if wants_io {
+            Some(io::data_device(
+                &self.cfg.data_root,
+                Path::new("/sys/dev/block"),
+            )?)
+        } else {
+            None
+        };
+        self.create_parents()?;
+        let mut read_back = BTreeMap::new();
+        let server = GroupLimits {
+            cpus: Some(limits.server_cpus.clone()),
+            memory: Some((limits.memory, limits.swap)),
+            pids: Some(limits.pids),
+            io: dev.map(|d| (d, limits.io.clone())),
+        };
+        self.make_group("server", &server, &mut read_back)?;
+        let client = GroupLimits {
+            cpus: Some(limits.client_cpus.clone()),
+            ..GroupLimits::default()
+        };
+        self.make_group("client", &client, &mut read_back)?;
+        self.limits = Some(limits.clone());
+        let mut cgroup_paths = BTreeMap::new();
+        for (label, g) in [("server", &self.server), ("client", &self.client)] {
+            for (c, d) in &g.dirs {
+                cgroup_paths.insert(format!("{label}/{c}"), d.clone());
+            }
+        }
+        read_back.insert("hierarchy".into(), self.cfg.hierarchy.version().into());
+        Ok(Provisioned {
+            read_back,
+            cgroup_paths,
+        })
+    }
+
+    async fn start_engine(&mut self, launch: &EngineLaunch) -> Result<EngineHandle, SandboxError> {
+        let limits = self
+            .limits
+            .clone()
+            .ok_or_else(|| SandboxError::Unsupported("start_engine before provision".into()))?;
+        if let Program::Image(image) = &launch.program {
+            return Err(SandboxError::Unsupported(format!(
+                "image `{image}` needs the docker backend; the cgroup backend runs local binaries"
+            )));
+        }
+        let user = launch
+            .user
+            .as_deref()
+            .map(process::lookup_user)
+            .transpose()?;
+        if !launch.data_dir.exists() {
+            self.ledger_mut()?.record(Resource::DataDir {
+                path: launch.data_dir.clone(),
+            })?;
+            std::fs::create_dir_all(&launch.data_dir).map_err(|e| SandboxError::DataDir {
+                path: launch.data_dir.clone(),
+                detail: e.to_string(),
+            })?;
+        }
+        if let Some(id) = user {
+            // postgres and mariadb refuse a data dir they do not own.
+            std::os::unix::fs::chown(&launch.data_dir, Some(id.uid), Some(id.gid)).map_err(
+                |e| SandboxError::DataDir {
+                    path: launch.data_dir.clone(),
+                    detail: format!("chown to uid {}: {e}", id.uid),
+                },
+            )?;
+        }
+        for (host, engine_path) in &launch.config_files {
+            if host != engine_path {
+                std::fs::copy(host, engine_path).map_err(|e| SandboxError::DataDir {
+                    path: engine_path.clone(),
+                    detail: format!("copying config {}: {e}", host.display()),
+                })?;
+            }
+        }
+        let procs = self.server.procs_files();
+        for argv in &launch.init {
+            let l = Launch {
+                argv,
+                env: &launch.env,
+                procs: &procs,
+                user,
+                log_path: &launch.log_path,
+                cwd: Some(&launch.data_dir),
+            };
+            let status = process::run_to_end(&l).await?;
+            if !status.success() {
+                return Err(SandboxError::Init {
+                    argv: argv.join(" "),
+                    status: process::describe(process::status_of(status)),
+                    log_path: launch.log_path.clone(),
+                    log_tail: process::log_tail(
+                        &launch.log_path,
+                        super::super::ready::LOG_TAIL_LINES,
+                    ),
+                });
+            }
+        }
+        let l = Launch {
+            argv: &launch.argv,
+            env: &launch.env,
+            procs: &procs,
+            user,
+            log_path: &launch.log_path,
+            cwd: Some(&launch.data_dir),
+        };
+        let child = process::spawn(&l)?;
+        let pid = child.id().unwrap_or(0);
+        let start_time = ledger::process_start_time(pid as i32).unwrap_or(0);
+        self.engine = Some(Engine {
+            child,
+            status: EngineStatus::Running,
+        });
+        // The pid is only known now; it is inside the ledgered cgroup already.
+        self.ledger_mut()?.record(Resource::Process {
+            pid: pid as i32,
+            start_time,
+        })?;
+        let mut read_back = BTreeMap::new();
+        for (tid, cpus) in process::cpus_allowed(pid) {
+            if cpus.parse().ok().as_ref() != Some(&limits.server_cpus) {
+                return Err(SandboxError::LimitMismatch {
+                    file: format!("/proc/{pid}/task/{tid}/status Cpus_allowed_list"),
+                    want: limits.server_cpus.to_string(),
+                    got: cpus,
+                });
+            }
+            if tid == pid {
+                read_back.insert("Cpus_allowed_list".into(), cpus);
+            }
+        }
+        Ok(EngineHandle {
+            id: EngineId::Pid(pid),
+            port: launch.port,
+            log_path: launch.log_path.clone(),
+            read_back,
+        })
+    }
+
+    async fn stats(&self) -> Result<CgroupStats, SandboxError> {
+        stats::read_cgroup_stats(&self.server.dirs)
+    }
+
+    async fn client_stats(&self) -> Result<CgroupStats, SandboxError> {
+        stats::read_cgroup_stats(&self.client.dirs)
+    }
+
+    fn prepare_client(&self, cmd: &mut std::process::Command) -> Result<(), SandboxError> {
+        process::join_in_pre_exec(cmd, &self.client.procs_files(), Detach::Group, None)
+    }
+
+    async fn engine_status(&mut self) -> Result<EngineStatus, SandboxError> {
+        let Some(e) = self.engine.as_mut() else {
+            return Ok(EngineStatus::NotStarted);
+        };
+        if e.status == EngineStatus::Running
+            && let Ok(Some(s)) = e.child.try_wait()
+        {
+            e.status = process::status_of(s);
+        }
+        Ok(e.status)
+    }
+
+    async fn stop_engine(&mut self, grace: Duration) -> Result<StopReport, SandboxError> {
+        let dirs = self.server.dirs.clone();
+        let e = self.engine_mut()?;
+        let deadline = Instant::now() + grace + Duration::from_secs(10);
+        let report = process::stop(&mut e.child, grace, &dirs, deadline).await;
+        e.status = report.status;
+        Ok(report)
+    }
+
+    async fn teardown(&mut self, budget: Duration) -> Result<TeardownReport, SandboxError> {
+        let started = Instant::now();
+        let deadline = started + budget;
+        if self
+            .engine
+            .as_ref()
+            .is_some_and(|e| e.status == EngineStatus::Running)
+        {
+            let grace = (budget / 4).min(Duration::from_secs(2));
+            self.stop_engine(grace).await?;
+        }
+        let entries = match &self.ledger {
+            Some(l) => l.entries()?,
+            None => ledger::read_entries(&self.ledger_path())?,
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        let reaped = ledger::reap_entries(&entries, left).await;
+        // The shared top folder goes when no other run uses it (EBUSY: in use).
+        for d in self.top.dirs.values() {
+            let _ = std::fs::remove_dir(d);
+        }
+        let mut leaked = reaped.leaked;
+        for e in &entries {
+            if e.resource.exists() && !matches!(e.resource, Resource::Container { .. }) {
+                let what = e.resource.describe();
+                if !leaked.iter().any(|l| l.starts_with(&what)) {
+                    leaked.push(format!("{what}: still present after teardown"));
+                }
+            }
+        }
+        if leaked.is_empty() {
+            match self.ledger.take() {
+                Some(l) => l.finish()?,
+                None => {
+                    let _ = std::fs::remove_file(self.ledger_path());
+                }
+            }
+        }
+        self.engine = None;
+        self.limits = None;
+        Ok(TeardownReport {
+            removed: reaped.removed,
+            leaked,
+            elapsed_ms: started.elapsed().as_millis() as u64,
+        })
+    }
+}
+
+/// Every pid in the sandbox's server group (for tests and the sampler).
+pub fn server_pids(sb: &CgroupSandbox) -> Vec<i32> {
+    remove::pids_in(&sb.server.dirs).into_iter().collect()
+}

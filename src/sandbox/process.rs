@@ -1,0 +1,271 @@
+//! Engine processes: spawned inside their cgroup from the first
+//! instruction (the child writes itself to every `cgroup.procs` in
+//! `pre_exec`, before `exec`), in their own session and process group,
+//! optionally as an unprivileged user, output appended to a log file.
+//! Stop is SIGTERM to the group, a grace period, SIGKILL, then a sweep of
+//! every pid still in the cgroup.
+
+use crate::sandbox::cgroup::remove;
+use crate::sandbox::{EngineStatus, SandboxError, StopOutcome, StopReport};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use std::collections::BTreeMap;
+use std::fs::OpenOptions;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// How the child detaches from benchcage's process group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detach {
+    /// `setsid`: own session and process group (engines).
+    Session,
+    /// `setpgid(0, 0)`: own process group (load generators, tools).
+    Group,
+}
+
+/// A resolved unprivileged user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Identity {
+    pub uid: u32,
+    pub gid: u32,
+}
+
+/// Look up a local user by name.
+pub fn lookup_user(name: &str) -> Result<Identity, SandboxError> {
+    match nix::unistd::User::from_name(name) {
+        Ok(Some(u)) => Ok(Identity {
+            uid: u.uid.as_raw(),
+            gid: u.gid.as_raw(),
+        }),
+        Ok(None) => Err(SandboxError::User {
+            user: name.to_string(),
+            detail: "no such user; create it or install the engine's package".into(),
+        }),
+        Err(e) => Err(SandboxError::User {
+            user: name.to_string(),
+            detail: e.to_string(),
+        }),
+    }
+}
+
+/// Make `cmd` join the cgroups whose `cgroup.procs` files are `procs`,
+/// detach, and drop to `user`, all in the child before `exec`. The files
+/// are opened here (by root) so the child only calls `write(2)`.
+pub fn join_in_pre_exec(
+    cmd: &mut std::process::Command,
+    procs: &[PathBuf],
+    detach: Detach,
+    user: Option<Identity>,
+) -> Result<(), SandboxError> {
+    let fds: Vec<OwnedFd> = procs
+        .iter()
+        .map(|p| {
+            OpenOptions::new()
+                .write(true)
+                .open(p)
+                .map(OwnedFd::from)
+                .map_err(|source| SandboxError::CgroupWrite {
+                    path: p.clone(),
+                    value: "0".into(),
+                    source,
+                })
+        })
+        .collect::<Result<_, _>>()?;
+    // SAFETY: the closure only makes async-signal-safe calls (write, setsid,
+    // setpgid, setgroups, setgid, setuid) on values prepared before fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            for fd in &fds {
+                // "0" means the writing process itself, on v1 and v2.
+                if libc::write(fd.as_raw_fd(), b"0".as_ptr().cast(), 1) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            let rc = match detach {
+                Detach::Session => libc::setsid(),
+                Detach::Group => libc::setpgid(0, 0),
+            };
+            if rc < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if let Some(id) = user
+                && (libc::setgroups(0, std::ptr::null()) < 0
+                    || libc::setgid(id.gid) < 0
+                    || libc::setuid(id.uid) < 0)
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    Ok(())
+}
+
+/// What to run inside a group.
+#[derive(Debug, Clone)]
+pub struct Launch<'a> {
+    pub argv: &'a [String],
+    pub env: &'a BTreeMap<String, String>,
+    pub procs: &'a [PathBuf],
+    pub user: Option<Identity>,
+    pub log_path: &'a Path,
+    pub cwd: Option<&'a Path>,
+}
+
+fn command(l: &Launch<'_>) -> Result<std::process::Command, SandboxError> {
+    let program = l.argv.first().ok_or_else(|| SandboxError::Spawn {
+        program: String::new(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty argv"),
+    })?;
+    if let Some(parent) = l.log_path.parent() {
+        std::fs::create_dir_all(parent).map_err(|source| SandboxError::Spawn {
+            program: program.clone(),
+            source,
+        })?;
+    }
+    let log = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(l.log_path)
+        .map_err(|source| SandboxError::Spawn {
+            program: format!("{program} (log {})", l.log_path.display()),
+            source,
+        })?;
+    let log2 = log.try_clone().map_err(|source| SandboxError::Spawn {
+        program: program.clone(),
+        source,
+    })?;
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(&l.argv[1..])
+        .envs(l.env)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(log))
+        .stderr(Stdio::from(log2));
+    if let Some(cwd) = l.cwd {
+        cmd.current_dir(cwd);
+    }
+    join_in_pre_exec(&mut cmd, l.procs, Detach::Session, l.user)?;
+    Ok(cmd)
+}
+
+/// Start a long-running process (the engine); tokio reaps it.
+pub fn spawn(l: &Launch<'_>) -> Result<tokio::process::Child, SandboxError> {
+    let cmd = command(l)?;
+    tokio::process::Command::from(cmd)
+        .spawn()
+        .map_err(|source| SandboxError::Spawn {
+            program: l.argv[0].clone(),
+            source,
+        })
+}
+
+/// Run a one-shot command (an `init` step) to its end.
+pub async fn run_to_end(l: &Launch<'_>) -> Result<ExitStatus, SandboxError> {
+    spawn(l)?
+        .wait()
+        .await
+        .map_err(|source| SandboxError::Spawn {
+            program: l.argv[0].clone(),
+            source,
+        })
+}
+
+/// An exit status as [`EngineStatus`].
+pub fn status_of(s: ExitStatus) -> EngineStatus {
+    EngineStatus::Exited {
+        code: s.code(),
+        signal: s.signal(),
+    }
+}
+
+/// Human form of a status: `exit code 1`, `signal 9`.
+pub fn describe(s: EngineStatus) -> String {
+    match s {
+        EngineStatus::Exited { code: Some(c), .. } => format!("exit code {c}"),
+        EngineStatus::Exited {
+            signal: Some(sig), ..
+        } => format!("killed by signal {sig}"),
+        EngineStatus::Exited { .. } => "exited".into(),
+        EngineStatus::Running => "running".into(),
+        EngineStatus::NotStarted => "not started".into(),
+    }
+}
+
+/// The last `n` lines of a log file (empty when it does not exist).
+pub fn log_tail(path: &Path, n: usize) -> String {
+    let text = std::fs::read(path).unwrap_or_default();
+    let text = String::from_utf8_lossy(&text);
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Stop `child` (leader of process group `pgid`): SIGTERM to the group,
+/// wait `grace`, SIGKILL, then kill whatever is still in `cgroup_dirs`
+/// (daemons that double-forked out of the group).
+pub async fn stop(
+    child: &mut tokio::process::Child,
+    grace: Duration,
+    cgroup_dirs: &BTreeMap<String, PathBuf>,
+    deadline: Instant,
+) -> StopReport {
+    let pgid = child.id().map(|p| p as i32);
+    let mut outcome = StopOutcome::AlreadyExited;
+    let mut status = match child.try_wait() {
+        Ok(Some(s)) => Some(status_of(s)),
+        _ => None,
+    };
+    if status.is_none() {
+        if let Some(pg) = pgid {
+            let _ = kill(Pid::from_raw(-pg), Signal::SIGTERM);
+        }
+        match tokio::time::timeout(grace, child.wait()).await {
+            Ok(Ok(s)) => {
+                outcome = StopOutcome::Terminated;
+                status = Some(status_of(s));
+            }
+            _ => {
+                outcome = StopOutcome::Killed;
+                if let Some(pg) = pgid {
+                    let _ = kill(Pid::from_raw(-pg), Signal::SIGKILL);
+                }
+                let _ = child.start_kill();
+                status = child.wait().await.ok().map(status_of);
+            }
+        }
+    } else if let Some(pg) = pgid {
+        // The leader is gone; its group may live on.
+        let _ = kill(Pid::from_raw(-pg), Signal::SIGKILL);
+    }
+    let swept = match remove::kill_all(cgroup_dirs, deadline).await {
+        Ok(p) | Err(p) => p.into_iter().map(|p| p as u32).collect(),
+    };
+    StopReport {
+        outcome,
+        swept,
+        status: status.unwrap_or(EngineStatus::NotStarted),
+    }
+}
+
+/// `Cpus_allowed_list` of every thread of `pid` (tid -> list).
+pub fn cpus_allowed(pid: u32) -> BTreeMap<u32, String> {
+    let mut out = BTreeMap::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for t in tasks.flatten() {
+        let Some(tid) = t.file_name().to_str().and_then(|s| s.parse().ok()) else {
+            continue;
+        };
+        let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+        if let Some(v) = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        {
+            out.insert(tid, v.trim().to_string());
+        }
+    }
+    out
+}

@@ -1,0 +1,54 @@
+//! Readiness: a real protocol round trip (via `crate::clients::ping`)
+//! repeated under one timeout; a failure carries the engine's log tail.
+
+use crate::sandbox::{EngineLaunch, EngineStatus, Sandbox, SandboxError, process};
+use std::time::{Duration, Instant};
+
+/// Lines of engine log carried by a readiness error.
+pub const LOG_TAIL_LINES: usize = 20;
+
+/// Wait until the engine answers its probe; returns the server version it
+/// reported. Fails early when the engine exits, and at the launch's
+/// readiness timeout otherwise.
+pub async fn wait_ready(
+    sandbox: &mut dyn Sandbox,
+    launch: &EngineLaunch,
+) -> Result<String, SandboxError> {
+    let timeout = launch.readiness.timeout;
+    let deadline = Instant::now() + timeout.std();
+    let mut last_error = "no probe answered yet".to_string();
+    let mut pause = Duration::from_millis(20);
+    loop {
+        let status = sandbox.engine_status().await?;
+        if let EngineStatus::Exited { .. } = status {
+            return Err(SandboxError::EngineExited {
+                status: process::describe(status),
+                log_path: launch.log_path.clone(),
+                log_tail: process::log_tail(&launch.log_path, LOG_TAIL_LINES),
+            });
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(SandboxError::NotReady {
+                timeout,
+                last_error,
+                log_path: launch.log_path.clone(),
+                log_tail: process::log_tail(&launch.log_path, LOG_TAIL_LINES),
+            });
+        }
+        let attempt = left.min(Duration::from_secs(2));
+        match tokio::time::timeout(
+            attempt,
+            crate::clients::ping(&launch.readiness.probe, launch.port),
+        )
+        .await
+        {
+            Ok(Ok(version)) => return Ok(version),
+            Ok(Err(e)) => last_error = e.to_string(),
+            Err(_) => last_error = format!("probe got no answer within {attempt:?}"),
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        tokio::time::sleep(pause.min(left)).await;
+        pause = (pause * 2).min(Duration::from_millis(200));
+    }
+}

@@ -58,11 +58,13 @@ pub enum Command {
     )]
     Report(ReportArgs),
     /// List past runs from results/history.sqlite.
-    #[command(after_help = "Example:\n  benchcage history --engine redis --since 2026-11-01")]
+    #[command(
+        after_help = "Examples:\n  benchcage history --engine redis --since 2026-11-01\n  benchcage history --scenario nightly --ids | head -1\n  benchcage history --index 20261130-101500-ab12"
+    )]
     History(HistoryArgs),
     /// Compare a candidate run with a baseline; exit 1 on regression.
     #[command(
-        after_help = "Examples:\n  benchcage compare 20261129-020000-aa11 20261130-020000-bb22 --threshold 5%\n  benchcage compare best-of-last:5 20261130-020000-bb22"
+        after_help = "Exit codes: 0 no regression, 1 regression (or a phase that failed where the base had a result), 2 bad input.\n\nExamples:\n  benchcage compare 20261129-020000-aa11 20261130-020000-bb22 --threshold 5%\n  benchcage compare best-of-last:5 20261130-020000-bb22 --metric throughput --metric p99"
     )]
     Compare(CompareArgs),
     /// Remove what dead runs left behind (cgroups, containers, processes, hog, dirs).
@@ -179,20 +181,33 @@ pub struct ReportArgs {
     /// html, md, json or csv.
     #[arg(long, default_value = "html")]
     pub format: String,
-    /// Output file; default: inside the (first) run folder.
+    /// Output file (`-` for standard output); default: `report.<ext>` inside
+    /// the (first) run folder.
     #[arg(short = 'o', long = "out")]
     pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
 pub struct HistoryArgs {
+    /// Only runs with this engine (`redis`) or engine@version (`redis@7.0`).
     #[arg(long)]
     pub engine: Option<String>,
+    /// Only runs of this scenario.
     #[arg(long)]
     pub scenario: Option<String>,
-    /// YYYY-MM-DD.
+    /// Only runs started on or after this day, YYYY-MM-DD (UTC).
     #[arg(long)]
     pub since: Option<String>,
+    /// Print only the run ids, newest first (for scripts).
+    #[arg(long)]
+    pub ids: bool,
+    /// Index (or re-index) these run folders or ids instead of listing; runs
+    /// are indexed when they finish, this is for runs copied from elsewhere.
+    #[arg(long = "index", value_name = "RUN")]
+    pub index: Vec<String>,
+    /// Keep re-indexing the --index runs until killed (crash tests).
+    #[arg(long, hide = true, requires = "index")]
+    pub index_forever: bool,
 }
 
 #[derive(Debug, Args)]
@@ -204,7 +219,9 @@ pub struct CompareArgs {
     /// Worse than this (beyond the noise band) is a regression.
     #[arg(long, default_value = "5%")]
     pub threshold: String,
-    /// Metrics to compare: throughput, p99, p95, p50, mean; repeatable.
+    /// Metrics to compare: throughput (default), mean, p50, p95, p99, p999,
+    /// max; repeatable. The noise band is 2 standard deviations of the
+    /// base's repetitions (of the last N runs for best-of-last:N) over their mean.
     #[arg(long = "metric")]
     pub metric: Vec<String>,
 }

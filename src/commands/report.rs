@@ -1,9 +1,57 @@
-//! `benchcage report` (not built yet).
+//! `benchcage report RUN... [--format html|md|json|csv] [-o FILE]`.
 
 use crate::cli::ReportArgs;
-use std::path::Path;
+use crate::error::bad_input;
+use crate::report::{Format, ReportInput, input_with_history};
+use crate::results::atomic::write_atomic;
+use crate::results::layout::{self, RunData};
+use anyhow::Context;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-pub async fn run(_home: &Path, _args: &ReportArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`benchcage report` is not built yet")
+pub async fn run(home: &Path, args: &ReportArgs) -> anyhow::Result<ExitCode> {
+    let format: Format = args.format.parse().map_err(bad_input)?;
+    let runs = load_runs(home, &args.runs)?;
+    let input = match input_with_history(runs.clone(), &layout::history_db(home)) {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("warning: no trend over past runs: {e}");
+            ReportInput { runs, past: vec![] }
+        }
+    };
+    let text = format
+        .exporter()
+        .export(&input)
+        .context("cannot render the report")?;
+    let out = match &args.out {
+        Some(p) if p.as_os_str() == "-" => {
+            std::io::stdout()
+                .write_all(text.as_bytes())
+                .context("cannot write the report to standard output")?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(p) => p.clone(),
+        None => input.runs[0]
+            .dir
+            .join(format!("report.{}", format.extension())),
+    };
+    write_atomic(&out, text.as_bytes())?;
+    let shown = std::path::absolute(&out).unwrap_or(out);
+    println!("{}", shown.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Resolve and load run ids or folders; an unknown run is bad input.
+pub fn load_runs(home: &Path, args: &[String]) -> anyhow::Result<Vec<RunData>> {
+    let root = layout::results_root(home);
+    let dirs: Vec<PathBuf> = args
+        .iter()
+        .map(|a| layout::resolve_run(&root, a).map_err(|e| bad_input(e.to_string())))
+        .collect::<anyhow::Result<_>>()?;
+    dirs.iter()
+        .map(|d| {
+            layout::load_run(d).with_context(|| format!("cannot load the run in {}", d.display()))
+        })
+        .collect()
 }

@@ -1,1 +1,113 @@
-//! HTML, Markdown, CSV and JSON reports.
+//! Reports of one or more runs: HTML (one self-contained file with inline
+//! SVG charts), Markdown (the same tables), CSV and JSON (one row per cell x
+//! phase x operation kind). One `Exporter` trait, four formats behind it.
+//!
+//! `view` computes what is shown once; the exporters only lay it out.
+
+pub mod charts;
+pub mod compare;
+pub mod csv;
+pub mod fmt;
+pub mod html;
+pub mod json;
+pub mod markdown;
+pub mod view;
+
+use crate::results::flat::FlatRow;
+use crate::results::history::{self, HistoryError};
+use crate::results::layout::RunData;
+use std::path::Path;
+use std::str::FromStr;
+
+/// What a report is made from.
+#[derive(Debug, Clone, Default)]
+pub struct ReportInput {
+    /// The runs to report, in the order given.
+    pub runs: Vec<RunData>,
+    /// Rows of past runs of the same scenario from the history (for the
+    /// trend); empty when there is no history or several runs are reported.
+    pub past: Vec<FlatRow>,
+}
+
+/// A report that could not be produced.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("cannot serialize the report: {0}")]
+    Serialize(#[from] serde_json::Error),
+}
+
+/// Turns runs into one report file's text.
+pub trait Exporter {
+    /// The whole report.
+    fn export(&self, input: &ReportInput) -> Result<String, ReportError>;
+}
+
+/// The report formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Html,
+    Markdown,
+    Json,
+    Csv,
+}
+
+impl FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "html" => Ok(Format::Html),
+            "md" | "markdown" => Ok(Format::Markdown),
+            "json" => Ok(Format::Json),
+            "csv" => Ok(Format::Csv),
+            other => Err(format!(
+                "unknown report format `{other}`; use html, md, json or csv"
+            )),
+        }
+    }
+}
+
+impl Format {
+    /// File extension, without the dot.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::Html => "html",
+            Format::Markdown => "md",
+            Format::Json => "json",
+            Format::Csv => "csv",
+        }
+    }
+    /// The exporter for this format.
+    pub fn exporter(self) -> Box<dyn Exporter> {
+        match self {
+            Format::Html => Box::new(html::Html),
+            Format::Markdown => Box::new(markdown::Markdown),
+            Format::Json => Box::new(json::Json),
+            Format::Csv => Box::new(csv::Csv),
+        }
+    }
+}
+
+/// Number of past runs the trend shows.
+pub const TREND_RUNS: usize = 12;
+
+/// The report input for `runs`, with the past runs of the scenario from
+/// the history at `history_db` when exactly one run is reported.
+pub fn input_with_history(
+    runs: Vec<RunData>,
+    history_db: &Path,
+) -> Result<ReportInput, HistoryError> {
+    let past = match runs.as_slice() {
+        [one] => {
+            let ids = history::last_finished_runs(
+                history_db,
+                &one.run.scenario,
+                TREND_RUNS,
+                Some(&one.run.started_at),
+                Some(&one.run.run_id),
+            )?;
+            history::rows_of_runs(history_db, &ids)?
+        }
+        _ => Vec::new(),
+    };
+    Ok(ReportInput { runs, past })
+}

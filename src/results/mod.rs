@@ -1,3 +1,8 @@
-//! Results: the model, atomic writes, run layout and history.
+//! Results: the model, atomic writes, the run folder layout, flat rows and
+//! the history database.
 
+pub mod atomic;
+pub mod flat;
+pub mod history;
+pub mod layout;
 pub mod model;

@@ -100,12 +100,17 @@ pub struct PhaseResult {
 }
 
 /// One kernel sample of a cgroup (server or client), taken every second.
+///
+/// `cpu_usec`, `major_faults`, `io_read_bytes` and `io_write_bytes` are the
+/// kernel's cumulative counters as read (the report derives per-second rates
+/// from consecutive samples); the other fields are gauges.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ResourceSample {
     /// Milliseconds since the cell started.
     pub t_ms: u64,
     pub cpu_usec: u64,
     pub memory_bytes: u64,
+    /// The memory cap in force at this sample (0, or a huge value, when unlimited).
     pub memory_limit_bytes: u64,
     pub page_cache_bytes: u64,
     pub rss_bytes: u64,
@@ -257,4 +262,10 @@ pub struct CellRecord {
     /// Memory cap of the server during the measured phases (after settle).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_limit_bytes: Option<u64>,
+    /// Same for every repetition of one configuration (the key without the
+    /// repetition index); `compare` groups repetitions by it to get a noise
+    /// band. When empty, readers derive it from engine, version,
+    /// environment, backend, threads, limits and knobs.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub group: String,
 }

@@ -1,0 +1,525 @@
+//! Regression checks: a candidate run against a baseline, cell group by
+//! cell group (repetitions of one configuration together), phase by phase,
+//! operation kind by operation kind.
+//!
+//! Noise band: 2 × the sample standard deviation of the baseline's values
+//! divided by their mean (0 with a single value). The baseline's values are
+//! its repetitions for a run baseline, and the per-run means of the last N
+//! runs for `best-of-last:N`. A candidate is a regression when it is worse
+//! than the baseline by more than `threshold + band`.
+
+use crate::report::fmt;
+use crate::results::flat::{FlatRow, NO_OP, Verdict};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::str::FromStr;
+
+/// A metric to compare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Metric {
+    Throughput,
+    Mean,
+    P50,
+    P95,
+    P99,
+    P999,
+    Max,
+}
+
+impl FromStr for Metric {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s.to_ascii_lowercase().as_str() {
+            "throughput" | "ops" => Metric::Throughput,
+            "mean" => Metric::Mean,
+            "p50" => Metric::P50,
+            "p95" => Metric::P95,
+            "p99" => Metric::P99,
+            "p999" | "p99.9" => Metric::P999,
+            "max" => Metric::Max,
+            other => {
+                return Err(format!(
+                    "unknown metric `{other}`; use throughput, mean, p50, p95, p99, p999 or max"
+                ));
+            }
+        })
+    }
+}
+
+impl Metric {
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Throughput => "throughput",
+            Metric::Mean => "mean",
+            Metric::P50 => "p50",
+            Metric::P95 => "p95",
+            Metric::P99 => "p99",
+            Metric::P999 => "p99.9",
+            Metric::Max => "max",
+        }
+    }
+    /// Throughput: higher is better. Latencies: lower is better.
+    pub fn higher_is_better(self) -> bool {
+        self == Metric::Throughput
+    }
+    fn of(self, r: &FlatRow) -> f64 {
+        match self {
+            Metric::Throughput => r.throughput,
+            Metric::Mean => r.lat_mean_us,
+            Metric::P50 => r.lat_p50_us,
+            Metric::P95 => r.lat_p95_us,
+            Metric::P99 => r.lat_p99_us,
+            Metric::P999 => r.lat_p999_us,
+            Metric::Max => r.lat_max_us,
+        }
+    }
+    fn show(self, v: f64) -> String {
+        if self.higher_is_better() {
+            format!("{} ops/s", fmt::ops(v))
+        } else {
+            format!("{} ms", fmt::ms(v))
+        }
+    }
+}
+
+/// A relative threshold, as a fraction (`5%` is 0.05).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Threshold(pub f64);
+
+impl FromStr for Threshold {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let t = s.trim();
+        let num = t.strip_suffix('%').unwrap_or(t).trim();
+        match num.parse::<f64>() {
+            Ok(v) if (0.0..1000.0).contains(&v) => Ok(Threshold(v / 100.0)),
+            _ => Err(format!(
+                "threshold `{s}` is not a percentage; write e.g. `5%` (0 to 1000)"
+            )),
+        }
+    }
+}
+
+/// What a baseline says about one (group, phase, kind, metric).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BaseStat {
+    pub value: f64,
+    /// Relative noise band (0.03 = ±3%).
+    pub band: f64,
+    /// Values the band came from.
+    pub n: usize,
+}
+
+/// Where a row is matched: cell group, phase, operation kind.
+pub type MatchKey = (String, String, String);
+
+fn key(r: &FlatRow) -> MatchKey {
+    (r.cell_group.clone(), r.phase.clone(), r.op.clone())
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+/// 2 × sample standard deviation over the mean; 0 for fewer than 2 values.
+pub fn noise_band(values: &[f64]) -> f64 {
+    if values.len() < 2 {
+        return 0.0;
+    }
+    let m = mean(values);
+    if m == 0.0 {
+        return 0.0;
+    }
+    let var = values.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (values.len() - 1) as f64;
+    2.0 * var.sqrt() / m.abs()
+}
+
+/// Ok values per match key.
+fn ok_values(rows: &[FlatRow], metric: Metric) -> BTreeMap<MatchKey, Vec<f64>> {
+    let mut m: BTreeMap<MatchKey, Vec<f64>> = BTreeMap::new();
+    for r in rows
+        .iter()
+        .filter(|r| r.status == Verdict::Ok && r.op != NO_OP)
+    {
+        m.entry(key(r)).or_default().push(metric.of(r));
+    }
+    m
+}
+
+/// (cell group, phase) pairs with a phase that is not a result.
+pub fn failed_phases<'a>(
+    rows: impl IntoIterator<Item = &'a FlatRow>,
+) -> BTreeSet<(String, String)> {
+    rows.into_iter()
+        .filter(|r| r.status != Verdict::Ok)
+        .map(|r| (r.cell_group.clone(), r.phase.clone()))
+        .collect()
+}
+
+/// Baseline from one run: the mean of the repetitions, band from their spread.
+pub fn base_from_run(rows: &[FlatRow], metric: Metric) -> BTreeMap<MatchKey, BaseStat> {
+    ok_values(rows, metric)
+        .into_iter()
+        .map(|(k, v)| {
+            (
+                k,
+                BaseStat {
+                    value: mean(&v),
+                    band: noise_band(&v),
+                    n: v.len(),
+                },
+            )
+        })
+        .collect()
+}
+
+/// Baseline from several runs (`best-of-last:N`): per key, the best of the
+/// runs' means; the band from the spread of those means.
+pub fn base_best_of(runs: &[Vec<FlatRow>], metric: Metric) -> BTreeMap<MatchKey, BaseStat> {
+    let mut per: BTreeMap<MatchKey, Vec<f64>> = BTreeMap::new();
+    for rows in runs {
+        for (k, v) in ok_values(rows, metric) {
+            per.entry(k).or_default().push(mean(&v));
+        }
+    }
+    per.into_iter()
+        .map(|(k, means)| {
+            let best = if metric.higher_is_better() {
+                means.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+            } else {
+                means.iter().copied().fold(f64::INFINITY, f64::min)
+            };
+            (
+                k,
+                BaseStat {
+                    value: best,
+                    band: noise_band(&means),
+                    n: means.len(),
+                },
+            )
+        })
+        .collect()
+}
+
+/// The verdict on one compared value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    Better,
+    /// Worse or better, but within threshold + band.
+    Same,
+    Regression,
+    /// The candidate's phase failed, was invalid or OOM where no phase of
+    /// the base's (cell group, phase) did.
+    Failed,
+    /// In the base, not in the candidate.
+    Missing,
+    /// In the candidate, not in the base.
+    New,
+}
+
+impl Change {
+    fn word(self) -> &'static str {
+        match self {
+            Change::Better => "better",
+            Change::Same => "ok",
+            Change::Regression => "REGRESSION",
+            Change::Failed => "FAILED",
+            Change::Missing => "missing",
+            Change::New => "new",
+        }
+    }
+    /// Whether this makes `compare` exit 1.
+    pub fn fails(self) -> bool {
+        matches!(self, Change::Regression | Change::Failed)
+    }
+}
+
+/// One compared (group, phase, kind, metric).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangeRow {
+    pub label: String,
+    pub phase: String,
+    pub op: String,
+    pub metric: Metric,
+    pub base: Option<BaseStat>,
+    /// Candidate mean and its number of repetitions.
+    pub candidate: Option<(f64, usize)>,
+    /// (candidate - base) / base.
+    pub change: Option<f64>,
+    pub verdict: Change,
+    pub note: String,
+}
+
+/// A whole comparison.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    pub rows: Vec<ChangeRow>,
+    pub threshold: Threshold,
+}
+
+impl Comparison {
+    /// Rows that make the comparison fail.
+    pub fn failures(&self) -> usize {
+        self.rows.iter().filter(|r| r.verdict.fails()).count()
+    }
+}
+
+/// Compare a candidate's rows against baselines (one per metric).
+/// `labels` names each cell group (from either side).
+pub fn compare(
+    bases: &BTreeMap<Metric, BTreeMap<MatchKey, BaseStat>>,
+    base_failed: &BTreeSet<(String, String)>,
+    labels: &BTreeMap<String, String>,
+    candidate: &[FlatRow],
+    threshold: Threshold,
+) -> Comparison {
+    // (group, phase) where the candidate has a phase that is not a result
+    // and the base had none: a new failure.
+    let mut failed: BTreeMap<(String, String), String> = BTreeMap::new();
+    for r in candidate.iter().filter(|r| r.status != Verdict::Ok) {
+        let k = (r.cell_group.clone(), r.phase.clone());
+        if !base_failed.contains(&k) {
+            failed
+                .entry(k)
+                .or_insert_with(|| format!("{}: {}", r.status.as_str().to_uppercase(), r.reason));
+        }
+    }
+    let mut rows = Vec::new();
+    for (metric, base) in bases {
+        let cand = ok_values(candidate, *metric);
+        let keys: BTreeSet<&MatchKey> = base.keys().chain(cand.keys()).collect();
+        for k in keys {
+            let label = labels.get(&k.0).cloned().unwrap_or_else(|| k.0.clone());
+            let b = base.get(k).cloned();
+            let c = cand.get(k).map(|v| (mean(v), v.len()));
+            let fail = failed.get(&(k.0.clone(), k.1.clone()));
+            let (verdict, change, note) = match (&b, c, fail) {
+                (Some(_), _, Some(reason)) => (Change::Failed, None, reason.clone()),
+                (Some(_), None, None) => (Change::Missing, None, String::new()),
+                (None, Some(_), _) => (Change::New, None, String::new()),
+                (None, None, _) => continue,
+                (Some(b), Some((cv, _)), None) => {
+                    let change = if b.value == 0.0 {
+                        0.0
+                    } else {
+                        (cv - b.value) / b.value
+                    };
+                    let worse = if metric.higher_is_better() {
+                        -change
+                    } else {
+                        change
+                    };
+                    let limit = threshold.0 + b.band;
+                    let v = if worse > limit {
+                        Change::Regression
+                    } else if -worse > limit {
+                        Change::Better
+                    } else {
+                        Change::Same
+                    };
+                    (v, Some(change), String::new())
+                }
+            };
+            rows.push(ChangeRow {
+                label,
+                phase: k.1.clone(),
+                op: k.2.clone(),
+                metric: *metric,
+                base: b,
+                candidate: c,
+                change,
+                verdict,
+                note,
+            });
+        }
+    }
+    Comparison { rows, threshold }
+}
+
+/// The comparison as an aligned text table with a summary line.
+pub fn render(c: &Comparison, base_name: &str, cand_name: &str) -> String {
+    let head = [
+        "cell",
+        "phase",
+        "op",
+        "metric",
+        "base",
+        "n",
+        "band",
+        "candidate",
+        "n",
+        "change",
+        "verdict",
+    ];
+    let mut lines: Vec<[String; 11]> = Vec::new();
+    for r in &c.rows {
+        lines.push([
+            r.label.clone(),
+            r.phase.clone(),
+            r.op.clone(),
+            r.metric.name().to_string(),
+            r.base
+                .as_ref()
+                .map(|b| r.metric.show(b.value))
+                .unwrap_or_else(|| "—".into()),
+            r.base
+                .as_ref()
+                .map(|b| b.n.to_string())
+                .unwrap_or_else(|| "—".into()),
+            r.base
+                .as_ref()
+                .map(|b| format!("±{:.1}%", b.band * 100.0))
+                .unwrap_or_else(|| "—".into()),
+            r.candidate
+                .map(|(v, _)| r.metric.show(v))
+                .unwrap_or_else(|| "—".into()),
+            r.candidate
+                .map(|(_, n)| n.to_string())
+                .unwrap_or_else(|| "—".into()),
+            r.change.map(fmt::percent).unwrap_or_else(|| "—".into()),
+            if r.note.is_empty() {
+                r.verdict.word().to_string()
+            } else {
+                format!("{} ({})", r.verdict.word(), r.note)
+            },
+        ]);
+    }
+    let mut widths: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
+    for l in &lines {
+        for (i, c) in l.iter().enumerate().take(10) {
+            widths[i] = widths[i].max(c.chars().count());
+        }
+    }
+    let right = [
+        false, false, false, false, true, true, true, true, true, true, false,
+    ];
+    let fmt_line = |cells: Vec<&str>| -> String {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            let pad = widths[i].saturating_sub(c.chars().count());
+            if i == 10 {
+                s.push_str(c);
+            } else if right[i] {
+                let _ = write!(s, "{}{}  ", " ".repeat(pad), c);
+            } else {
+                let _ = write!(s, "{}{}  ", c, " ".repeat(pad));
+            }
+        }
+        s.trim_end().to_string()
+    };
+    let mut out = format!("base: {base_name}\ncandidate: {cand_name}\n\n");
+    out.push_str(&fmt_line(head.to_vec()));
+    out.push('\n');
+    for l in &lines {
+        out.push_str(&fmt_line(l.iter().map(String::as_str).collect()));
+        out.push('\n');
+    }
+    let fails = c.failures();
+    let _ = write!(
+        out,
+        "\n{} compared, {} regression{} (worse than {:.1}% beyond the noise band; \
+         band = 2 × standard deviation of the base's repetitions / mean)\n",
+        c.rows
+            .iter()
+            .filter(|r| r.candidate.is_some() && r.base.is_some())
+            .count(),
+        fails,
+        if fails == 1 { "" } else { "s" },
+        c.threshold.0 * 100.0
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(group: &str, rep: u32, tput: f64) -> FlatRow {
+        FlatRow {
+            cell_group: group.into(),
+            cell_key: format!("{group}-{rep}"),
+            repetition: rep,
+            phase: "run".into(),
+            op: "READ".into(),
+            throughput: tput,
+            lat_p99_us: 1000.0 / tput * 1000.0,
+            ..Default::default()
+        }
+    }
+
+    fn run_cmp(base: &[FlatRow], cand: &[FlatRow], metric: Metric) -> Comparison {
+        let mut bases = BTreeMap::new();
+        bases.insert(metric, base_from_run(base, metric));
+        compare(
+            &bases,
+            &failed_phases(base),
+            &BTreeMap::new(),
+            cand,
+            Threshold(0.05),
+        )
+    }
+
+    #[test]
+    fn threshold_reads_percentages() {
+        assert_eq!("5%".parse::<Threshold>().unwrap(), Threshold(0.05));
+        assert_eq!("2.5".parse::<Threshold>().unwrap(), Threshold(0.025));
+        assert!("abc".parse::<Threshold>().is_err());
+        assert!("-5%".parse::<Threshold>().is_err());
+    }
+
+    #[test]
+    fn noise_band_is_two_sigma_over_mean() {
+        let b = noise_band(&[90.0, 110.0]);
+        // sd = 14.142..., 2 sd / 100
+        assert!((b - 0.28284).abs() < 1e-4, "{b}");
+        assert_eq!(noise_band(&[100.0]), 0.0);
+    }
+
+    #[test]
+    fn ten_percent_slower_is_a_regression_and_faster_is_not() {
+        let base = [row("g", 1, 1000.0), row("g", 2, 1002.0)];
+        let slow = [row("g", 1, 900.0), row("g", 2, 902.0)];
+        let c = run_cmp(&base, &slow, Metric::Throughput);
+        assert_eq!(c.rows[0].verdict, Change::Regression);
+        assert_eq!(c.failures(), 1);
+        let fast = [row("g", 1, 1100.0)];
+        assert_eq!(
+            run_cmp(&base, &fast, Metric::Throughput).rows[0].verdict,
+            Change::Better
+        );
+    }
+
+    #[test]
+    fn higher_latency_is_worse() {
+        let base = [row("g", 1, 1000.0)];
+        let slow = [row("g", 1, 800.0)];
+        let c = run_cmp(&base, &slow, Metric::P99);
+        assert_eq!(c.rows[0].verdict, Change::Regression);
+        assert!(c.rows[0].change.unwrap() > 0.2);
+    }
+
+    #[test]
+    fn a_candidate_phase_that_failed_fails_the_comparison() {
+        let base = [row("g", 1, 1000.0)];
+        let mut bad = row("g", 1, 0.0);
+        bad.status = Verdict::Oom;
+        bad.reason = "killed".into();
+        bad.op = NO_OP.into();
+        let c = run_cmp(&base, std::slice::from_ref(&bad), Metric::Throughput);
+        assert_eq!(c.rows[0].verdict, Change::Failed);
+        assert!(c.rows[0].note.contains("OOM"));
+        // The same failure in the base is not new: nothing fails.
+        let c = run_cmp(&[base[0].clone(), bad.clone()], &[bad], Metric::Throughput);
+        assert_eq!(c.failures(), 0);
+    }
+
+    #[test]
+    fn best_of_takes_the_best_run_and_the_spread_of_runs() {
+        let runs = vec![vec![row("g", 1, 1000.0)], vec![row("g", 1, 1100.0)]];
+        let b = base_best_of(&runs, Metric::Throughput);
+        let s = &b[&("g".to_string(), "run".to_string(), "READ".to_string())];
+        assert_eq!(s.value, 1100.0);
+        assert_eq!(s.n, 2);
+        assert!(s.band > 0.0);
+    }
+}

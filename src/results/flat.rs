@@ -1,0 +1,428 @@
+//! A run flattened to one row per cell x phase x operation kind: the shape
+//! of the CSV and JSON exports, of the history table, and what `compare`
+//! matches on.
+
+use crate::results::layout::{CellData, RunData, phase_stem};
+use crate::results::model::{CellRecord, Percentiles, PhaseStatus};
+use serde::{Deserialize, Serialize};
+
+/// Operation kind of the row of a phase that recorded no operation kinds
+/// (it failed before any operation finished).
+pub const NO_OP: &str = "-";
+
+/// How a phase counts in reports: only `Ok` phases are results.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    #[default]
+    Ok,
+    Failed,
+    Invalid,
+    Oom,
+}
+
+impl Verdict {
+    /// The lower-case word used in every export.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Ok => "ok",
+            Verdict::Failed => "failed",
+            Verdict::Invalid => "invalid",
+            Verdict::Oom => "oom",
+        }
+    }
+    /// Parse the word written by `as_str`.
+    pub fn parse(s: &str) -> Option<Verdict> {
+        match s {
+            "ok" => Some(Verdict::Ok),
+            "failed" => Some(Verdict::Failed),
+            "invalid" => Some(Verdict::Invalid),
+            "oom" => Some(Verdict::Oom),
+            _ => None,
+        }
+    }
+}
+
+/// The verdict and reason of the cell's phase at `index`, with the cell's
+/// fidelity taken into account: a phase that passed its own checks is
+/// invalid when its io-bound claim did not hold, or when the cell's
+/// fidelity record has violations of its own.
+pub fn phase_verdict(cell: &CellRecord, index: usize) -> (Verdict, String) {
+    let phase = &cell.phases[index];
+    let io_violation = cell
+        .fidelity
+        .phase_io
+        .get(&phase_stem(index, &phase.name))
+        .and_then(|io| io.io_bound_violation.clone());
+    match &phase.status {
+        PhaseStatus::Failed { reason } => (Verdict::Failed, reason.clone()),
+        PhaseStatus::Invalid { reason } => (Verdict::Invalid, reason.clone()),
+        PhaseStatus::Oom { reason } => (Verdict::Oom, reason.clone()),
+        PhaseStatus::Ok => {
+            if let Some(v) = io_violation {
+                return (Verdict::Invalid, v);
+            }
+            let cell_wide = cell_violations(cell);
+            if cell_wide.is_empty() {
+                (Verdict::Ok, String::new())
+            } else {
+                (
+                    Verdict::Invalid,
+                    format!("fidelity: {}", cell_wide.join("; ")),
+                )
+            }
+        }
+    }
+}
+
+/// The fidelity violations that concern the whole cell: all but the
+/// io-bound claims, which concern only their phase.
+pub fn cell_violations(cell: &CellRecord) -> Vec<String> {
+    let per_phase: Vec<&String> = cell
+        .fidelity
+        .phase_io
+        .values()
+        .filter_map(|io| io.io_bound_violation.as_ref())
+        .collect();
+    cell.fidelity
+        .violations
+        .iter()
+        .filter(|v| !per_phase.iter().any(|p| v.contains(p.as_str())))
+        .cloned()
+        .collect()
+}
+
+/// One row: a cell, one of its phases, one operation kind.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FlatRow {
+    pub run_id: String,
+    /// RFC 3339 start of the run.
+    pub run_started_at: String,
+    pub scenario: String,
+    pub cell_key: String,
+    /// Shared by the repetitions of one configuration.
+    pub cell_group: String,
+    /// The cell's label without its repetition.
+    pub group_label: String,
+    pub engine: String,
+    pub version: String,
+    pub environment: String,
+    pub backend: String,
+    /// The phase's client threads.
+    pub threads: u32,
+    pub repetition: u32,
+    /// 0-based position of the phase in the cell.
+    pub phase_index: u32,
+    pub phase: String,
+    pub workload: String,
+    pub status: Verdict,
+    /// Why the phase is not a result; empty when `status` is ok.
+    pub reason: String,
+    pub op: String,
+    pub count: u64,
+    pub errors: u64,
+    /// This operation kind's operations per second.
+    pub throughput: f64,
+    /// Latency in microseconds.
+    pub lat_min_us: f64,
+    pub lat_mean_us: f64,
+    pub lat_p50_us: f64,
+    pub lat_p95_us: f64,
+    pub lat_p99_us: f64,
+    pub lat_p999_us: f64,
+    pub lat_max_us: f64,
+    /// The whole phase's operations per second (every kind).
+    pub phase_throughput: f64,
+    pub duration_s: f64,
+    pub data_size_bytes: Option<u64>,
+    /// The memory cap in force during the measured phases, when known.
+    pub memory_limit_bytes: Option<u64>,
+    pub fidelity_valid: bool,
+}
+
+/// Column names of `FlatRow`, in field order (CSV header, history columns).
+pub const COLUMNS: [&str; 33] = [
+    "run_id",
+    "run_started_at",
+    "scenario",
+    "cell_key",
+    "cell_group",
+    "group_label",
+    "engine",
+    "version",
+    "environment",
+    "backend",
+    "threads",
+    "repetition",
+    "phase_index",
+    "phase",
+    "workload",
+    "status",
+    "reason",
+    "op",
+    "count",
+    "errors",
+    "throughput",
+    "lat_min_us",
+    "lat_mean_us",
+    "lat_p50_us",
+    "lat_p95_us",
+    "lat_p99_us",
+    "lat_p999_us",
+    "lat_max_us",
+    "phase_throughput",
+    "duration_s",
+    "data_size_bytes",
+    "memory_limit_bytes",
+    "fidelity_valid",
+];
+
+impl FlatRow {
+    /// The row's values as text, in `COLUMNS` order; `None` is empty.
+    pub fn values(&self) -> [String; 33] {
+        let opt = |v: Option<u64>| v.map(|b| b.to_string()).unwrap_or_default();
+        [
+            self.run_id.clone(),
+            self.run_started_at.clone(),
+            self.scenario.clone(),
+            self.cell_key.clone(),
+            self.cell_group.clone(),
+            self.group_label.clone(),
+            self.engine.clone(),
+            self.version.clone(),
+            self.environment.clone(),
+            self.backend.clone(),
+            self.threads.to_string(),
+            self.repetition.to_string(),
+            self.phase_index.to_string(),
+            self.phase.clone(),
+            self.workload.clone(),
+            self.status.as_str().to_string(),
+            self.reason.clone(),
+            self.op.clone(),
+            self.count.to_string(),
+            self.errors.to_string(),
+            self.throughput.to_string(),
+            self.lat_min_us.to_string(),
+            self.lat_mean_us.to_string(),
+            self.lat_p50_us.to_string(),
+            self.lat_p95_us.to_string(),
+            self.lat_p99_us.to_string(),
+            self.lat_p999_us.to_string(),
+            self.lat_max_us.to_string(),
+            self.phase_throughput.to_string(),
+            self.duration_s.to_string(),
+            opt(self.data_size_bytes),
+            opt(self.memory_limit_bytes),
+            self.fidelity_valid.to_string(),
+        ]
+    }
+}
+
+/// Every row of a run, in cell, phase and operation-kind order.
+pub fn flatten(run: &RunData) -> Vec<FlatRow> {
+    let mut rows = Vec::new();
+    for cell in &run.cells {
+        let rec = &cell.record;
+        let group = cell_group(rec);
+        let group_label = group_label(rec);
+        let cap = memory_cap(cell);
+        for (i, phase) in rec.phases.iter().enumerate() {
+            let (status, reason) = phase_verdict(rec, i);
+            let base = FlatRow {
+                run_id: run.run.run_id.clone(),
+                run_started_at: run.run.started_at.clone(),
+                scenario: run.run.scenario.clone(),
+                cell_key: rec.key.clone(),
+                cell_group: group.clone(),
+                group_label: group_label.clone(),
+                engine: rec.engine.clone(),
+                version: rec.version.clone(),
+                environment: rec.environment.clone(),
+                backend: rec.backend.clone(),
+                threads: phase.threads,
+                repetition: rec.repetition,
+                phase_index: i as u32,
+                phase: phase.name.clone(),
+                workload: phase.workload.clone(),
+                status,
+                reason,
+                op: NO_OP.to_string(),
+                count: 0,
+                errors: phase.total_errors,
+                throughput: 0.0,
+                lat_min_us: 0.0,
+                lat_mean_us: 0.0,
+                lat_p50_us: 0.0,
+                lat_p95_us: 0.0,
+                lat_p99_us: 0.0,
+                lat_p999_us: 0.0,
+                lat_max_us: 0.0,
+                phase_throughput: phase.throughput,
+                duration_s: phase.duration_s,
+                data_size_bytes: rec.data_size_bytes,
+                memory_limit_bytes: cap,
+                fidelity_valid: cell_violations(rec).is_empty(),
+            };
+            if phase.ops.is_empty() {
+                rows.push(base);
+                continue;
+            }
+            for (op, stats) in &phase.ops {
+                let Percentiles {
+                    min,
+                    mean,
+                    p50,
+                    p95,
+                    p99,
+                    p999,
+                    max,
+                } = stats.latency_us.clone();
+                rows.push(FlatRow {
+                    op: op.clone(),
+                    count: stats.count,
+                    errors: stats.errors,
+                    throughput: stats.throughput,
+                    lat_min_us: min,
+                    lat_mean_us: mean,
+                    lat_p50_us: p50,
+                    lat_p95_us: p95,
+                    lat_p99_us: p99,
+                    lat_p999_us: p999,
+                    lat_max_us: max,
+                    ..base.clone()
+                });
+            }
+        }
+    }
+    rows
+}
+
+/// The cell's group: `CellRecord::group` when the run recorded one, else
+/// a stable hash of what distinguishes one configuration from another
+/// (everything but the repetition index).
+pub fn cell_group(rec: &CellRecord) -> String {
+    if !rec.group.is_empty() {
+        return rec.group.clone();
+    }
+    let canonical = serde_json::json!({
+        "engine": rec.engine,
+        "version": rec.version,
+        "environment": rec.environment,
+        "backend": rec.backend,
+        "threads": rec.threads,
+        "limits": rec.limits,
+        "knobs": rec.knobs,
+    });
+    format!("g{:016x}", fnv1a64(canonical.to_string().as_bytes()))
+}
+
+/// The cell's label with its ` / rep N` part removed.
+pub fn group_label(rec: &CellRecord) -> String {
+    let parts: Vec<&str> = rec
+        .label
+        .split(" / ")
+        .filter(|p| !p.trim_start().starts_with("rep "))
+        .collect();
+    if parts.is_empty() || rec.label.is_empty() {
+        format!(
+            "{}@{} / {} / {} threads",
+            rec.engine, rec.version, rec.environment, rec.threads
+        )
+    } else {
+        parts.join(" / ")
+    }
+}
+
+/// Caps at or above this are "unlimited" (v1 reads back a page-rounded
+/// i64::MAX).
+pub const UNLIMITED_CAP: u64 = 1 << 60;
+
+/// The memory cap the measured phases ran under: the one the run recorded,
+/// else the smallest cap the kernel reported in the server's samples (a
+/// settle step only ever shrinks it), else the planned `memory` limit.
+pub fn memory_cap(cell: &CellData) -> Option<u64> {
+    let usable = |b: &u64| *b > 0 && *b < UNLIMITED_CAP;
+    cell.record
+        .memory_limit_bytes
+        .filter(usable)
+        .or_else(|| {
+            cell.samples
+                .iter()
+                .filter(|s| s.cgroup.is_empty() || s.cgroup == "server")
+                .map(|s| s.memory_limit_bytes)
+                .filter(usable)
+                .min()
+        })
+        .or_else(|| {
+            cell.record
+                .limits
+                .get("memory")
+                .and_then(|m| m.parse::<crate::units::Bytes>().ok())
+                .map(|b| b.as_u64())
+        })
+}
+
+/// FNV-1a, 64 bits: stable across Rust releases (unlike `DefaultHasher`),
+/// which matters because group keys are stored in the history.
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::model::{FidelityRecord, PhaseResult};
+
+    fn cell(rep: u32) -> CellRecord {
+        CellRecord {
+            key: format!("k{rep}"),
+            label: format!("redis@7.0 / small / a / 4 threads / rep {rep}"),
+            engine: "redis".into(),
+            version: "7.0".into(),
+            environment: "small".into(),
+            threads: 4,
+            repetition: rep,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn repetitions_share_a_group_and_a_label() {
+        assert_eq!(cell_group(&cell(1)), cell_group(&cell(2)));
+        assert_eq!(group_label(&cell(2)), "redis@7.0 / small / a / 4 threads");
+        let mut other = cell(1);
+        other.threads = 8;
+        assert_ne!(cell_group(&cell(1)), cell_group(&other));
+    }
+
+    #[test]
+    fn an_ok_phase_in_a_cell_with_fidelity_violations_is_invalid() {
+        let mut c = cell(1);
+        c.fidelity = FidelityRecord {
+            violations: vec!["hog lost its lock".into()],
+            ..Default::default()
+        };
+        c.phases = vec![PhaseResult {
+            name: "run".into(),
+            workload: "ycsb:a".into(),
+            threads: 4,
+            duration_s: 1.0,
+            total_ops: 1,
+            total_errors: 0,
+            throughput: 1.0,
+            ops: Default::default(),
+            series: vec![],
+            status: PhaseStatus::Ok,
+            raw_outputs: vec![],
+        }];
+        let (v, reason) = phase_verdict(&c, 0);
+        assert_eq!(v, Verdict::Invalid);
+        assert!(reason.contains("hog lost its lock"));
+    }
+}

@@ -1,0 +1,475 @@
+//! The history database, `results/history.sqlite`: every finished run,
+//! one row per cell x phase x operation kind (see `flat::FlatRow`).
+//!
+//! The only file that uses rusqlite. SQLite runs in WAL mode and each run
+//! is written in one transaction, so a writer killed mid-run leaves the
+//! database as it was before that run: whole runs only, never half of one.
+
+use crate::results::flat::{COLUMNS, FlatRow, Verdict, flatten};
+use crate::results::layout::RunData;
+use rusqlite::{Connection, OpenFlags, Row, params, params_from_iter};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS runs (
+    run_id            TEXT PRIMARY KEY,
+    scenario          TEXT NOT NULL,
+    scenario_hash     TEXT NOT NULL,
+    status            TEXT NOT NULL,
+    started_at        TEXT NOT NULL,
+    finished_at       TEXT,
+    hostname          TEXT NOT NULL,
+    benchcage_version TEXT NOT NULL,
+    git_rev           TEXT NOT NULL,
+    cells             INTEGER NOT NULL,
+    row_count         INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS results (
+    run_id            TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    run_started_at    TEXT NOT NULL,
+    scenario          TEXT NOT NULL,
+    cell_key          TEXT NOT NULL,
+    cell_group        TEXT NOT NULL,
+    group_label       TEXT NOT NULL,
+    engine            TEXT NOT NULL,
+    version           TEXT NOT NULL,
+    environment       TEXT NOT NULL,
+    backend           TEXT NOT NULL,
+    threads           INTEGER NOT NULL,
+    repetition        INTEGER NOT NULL,
+    phase_index       INTEGER NOT NULL,
+    phase             TEXT NOT NULL,
+    workload          TEXT NOT NULL,
+    status            TEXT NOT NULL,
+    reason            TEXT NOT NULL,
+    op                TEXT NOT NULL,
+    count             INTEGER NOT NULL,
+    errors            INTEGER NOT NULL,
+    throughput        REAL NOT NULL,
+    lat_min_us        REAL NOT NULL,
+    lat_mean_us       REAL NOT NULL,
+    lat_p50_us        REAL NOT NULL,
+    lat_p95_us        REAL NOT NULL,
+    lat_p99_us        REAL NOT NULL,
+    lat_p999_us       REAL NOT NULL,
+    lat_max_us        REAL NOT NULL,
+    phase_throughput  REAL NOT NULL,
+    duration_s        REAL NOT NULL,
+    data_size_bytes   INTEGER,
+    memory_limit_bytes INTEGER,
+    fidelity_valid    INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS results_by_run ON results(run_id);
+CREATE INDEX IF NOT EXISTS results_by_group ON results(cell_group, phase, op);
+CREATE INDEX IF NOT EXISTS runs_by_scenario ON runs(scenario, started_at);
+";
+
+/// A history operation that failed, naming the database.
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    #[error("history database {path}: {what}: {message}")]
+    Sqlite {
+        path: PathBuf,
+        what: &'static str,
+        message: String,
+    },
+    #[error("cannot create the folder of {path}: {source}")]
+    Folder {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn sql_err<'a>(
+    path: &'a Path,
+    what: &'static str,
+) -> impl Fn(rusqlite::Error) -> HistoryError + 'a {
+    move |e| HistoryError::Sqlite {
+        path: path.to_path_buf(),
+        what,
+        message: e.to_string(),
+    }
+}
+
+fn open(path: &Path, create: bool) -> Result<Connection, HistoryError> {
+    let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    if create {
+        flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| HistoryError::Folder {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        }
+    }
+    let conn = Connection::open_with_flags(path, flags).map_err(sql_err(path, "open"))?;
+    conn.busy_timeout(Duration::from_secs(10))
+        .map_err(sql_err(path, "set the busy timeout"))?;
+    // WAL: a killed writer's uncommitted pages never reach the main file.
+    // synchronous=FULL: a committed run survives a power cut too.
+    conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))
+        .map_err(sql_err(path, "switch to WAL mode"))?;
+    conn.pragma_update(None, "synchronous", "FULL")
+        .map_err(sql_err(path, "set synchronous"))?;
+    conn.pragma_update(None, "foreign_keys", "ON")
+        .map_err(sql_err(path, "enable foreign keys"))?;
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(sql_err(path, "read the schema version"))?;
+    if version < SCHEMA_VERSION {
+        conn.execute_batch(SCHEMA)
+            .map_err(sql_err(path, "create the schema"))?;
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION)
+            .map_err(sql_err(path, "write the schema version"))?;
+    }
+    Ok(conn)
+}
+
+/// Open an existing history for reading; `None` when there is none yet
+/// (nothing is created).
+fn open_existing(path: &Path) -> Result<Option<Connection>, HistoryError> {
+    if !path.is_file() {
+        return Ok(None);
+    }
+    open(path, false).map(Some)
+}
+
+/// Index a run: replace whatever the history held for its run id with its
+/// current rows, in one transaction. Returns the number of rows written.
+/// Idempotent; creates the database (and its folder) when missing.
+pub fn index_run(db_path: &Path, run: &RunData) -> Result<usize, HistoryError> {
+    let mut conn = open(db_path, true)?;
+    let rows = flatten(run);
+    let tx = conn
+        .transaction()
+        .map_err(sql_err(db_path, "begin a transaction"))?;
+    let r = &run.run;
+    tx.execute("DELETE FROM results WHERE run_id = ?1", params![r.run_id])
+        .map_err(sql_err(db_path, "delete the run's old rows"))?;
+    tx.execute("DELETE FROM runs WHERE run_id = ?1", params![r.run_id])
+        .map_err(sql_err(db_path, "delete the old run"))?;
+    tx.execute(
+        "INSERT INTO runs (run_id, scenario, scenario_hash, status, started_at, finished_at, \
+         hostname, benchcage_version, git_rev, cells, row_count) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        params![
+            r.run_id,
+            r.scenario,
+            r.scenario_hash,
+            r.status,
+            r.started_at,
+            r.finished_at,
+            r.host.hostname,
+            r.benchcage_version,
+            r.git_rev,
+            run.cells.len() as i64,
+            rows.len() as i64,
+        ],
+    )
+    .map_err(sql_err(db_path, "insert the run"))?;
+    {
+        let placeholders: Vec<String> = (1..=COLUMNS.len()).map(|i| format!("?{i}")).collect();
+        let mut stmt = tx
+            .prepare(&format!(
+                "INSERT INTO results ({}) VALUES ({})",
+                COLUMNS.join(", "),
+                placeholders.join(", ")
+            ))
+            .map_err(sql_err(db_path, "prepare the row insert"))?;
+        for row in &rows {
+            stmt.execute(params![
+                row.run_id,
+                row.run_started_at,
+                row.scenario,
+                row.cell_key,
+                row.cell_group,
+                row.group_label,
+                row.engine,
+                row.version,
+                row.environment,
+                row.backend,
+                row.threads,
+                row.repetition,
+                row.phase_index,
+                row.phase,
+                row.workload,
+                row.status.as_str(),
+                row.reason,
+                row.op,
+                row.count as i64,
+                row.errors as i64,
+                row.throughput,
+                row.lat_min_us,
+                row.lat_mean_us,
+                row.lat_p50_us,
+                row.lat_p95_us,
+                row.lat_p99_us,
+                row.lat_p999_us,
+                row.lat_max_us,
+                row.phase_throughput,
+                row.duration_s,
+                row.data_size_bytes.map(|b| b as i64),
+                row.memory_limit_bytes.map(|b| b as i64),
+                row.fidelity_valid,
+            ])
+            .map_err(sql_err(db_path, "insert a row"))?;
+        }
+    }
+    tx.commit().map_err(sql_err(db_path, "commit the run"))?;
+    Ok(rows.len())
+}
+
+fn read_row(r: &Row<'_>) -> rusqlite::Result<FlatRow> {
+    let status: String = r.get(15)?;
+    Ok(FlatRow {
+        run_id: r.get(0)?,
+        run_started_at: r.get(1)?,
+        scenario: r.get(2)?,
+        cell_key: r.get(3)?,
+        cell_group: r.get(4)?,
+        group_label: r.get(5)?,
+        engine: r.get(6)?,
+        version: r.get(7)?,
+        environment: r.get(8)?,
+        backend: r.get(9)?,
+        threads: r.get(10)?,
+        repetition: r.get(11)?,
+        phase_index: r.get(12)?,
+        phase: r.get(13)?,
+        workload: r.get(14)?,
+        status: Verdict::parse(&status).unwrap_or(Verdict::Invalid),
+        reason: r.get(16)?,
+        op: r.get(17)?,
+        count: r.get::<_, i64>(18)? as u64,
+        errors: r.get::<_, i64>(19)? as u64,
+        throughput: r.get(20)?,
+        lat_min_us: r.get(21)?,
+        lat_mean_us: r.get(22)?,
+        lat_p50_us: r.get(23)?,
+        lat_p95_us: r.get(24)?,
+        lat_p99_us: r.get(25)?,
+        lat_p999_us: r.get(26)?,
+        lat_max_us: r.get(27)?,
+        phase_throughput: r.get(28)?,
+        duration_s: r.get(29)?,
+        data_size_bytes: r.get::<_, Option<i64>>(30)?.map(|b| b as u64),
+        memory_limit_bytes: r.get::<_, Option<i64>>(31)?.map(|b| b as u64),
+        fidelity_valid: r.get(32)?,
+    })
+}
+
+/// Which runs `list_runs` returns.
+#[derive(Debug, Clone, Default)]
+pub struct RunFilter {
+    /// `engine` or `engine@version`.
+    pub engine: Option<String>,
+    pub scenario: Option<String>,
+    /// Runs started on or after this `YYYY-MM-DD`.
+    pub since: Option<String>,
+}
+
+/// One run as `benchcage history` lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSummary {
+    pub run_id: String,
+    pub scenario: String,
+    pub status: String,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub hostname: String,
+    pub cells: u64,
+    /// Distinct `engine@version`, sorted.
+    pub engines: Vec<String>,
+    /// Phases that are results, and phases that are not (failed, invalid, OOM).
+    pub phases_ok: u64,
+    pub phases_excluded: u64,
+}
+
+/// Runs matching `filter`, newest first. Empty when there is no history.
+pub fn list_runs(db_path: &Path, filter: &RunFilter) -> Result<Vec<RunSummary>, HistoryError> {
+    let Some(conn) = open_existing(db_path)? else {
+        return Ok(Vec::new());
+    };
+    let mut sql = String::from(
+        "SELECT run_id, scenario, status, started_at, finished_at, hostname, cells FROM runs r WHERE 1=1",
+    );
+    let mut args: Vec<String> = Vec::new();
+    if let Some(s) = &filter.scenario {
+        args.push(s.clone());
+        sql.push_str(&format!(" AND scenario = ?{}", args.len()));
+    }
+    if let Some(since) = &filter.since {
+        args.push(since.clone());
+        sql.push_str(&format!(" AND started_at >= ?{}", args.len()));
+    }
+    if let Some(e) = &filter.engine {
+        args.push(e.clone());
+        let n = args.len();
+        sql.push_str(&format!(
+            " AND EXISTS (SELECT 1 FROM results x WHERE x.run_id = r.run_id \
+             AND (x.engine = ?{n} OR x.engine || '@' || x.version = ?{n}))"
+        ));
+    }
+    sql.push_str(" ORDER BY started_at DESC, run_id DESC");
+    let mut stmt = conn.prepare(&sql).map_err(sql_err(db_path, "list runs"))?;
+    let mut runs: Vec<RunSummary> = stmt
+        .query_map(params_from_iter(args.iter()), |r| {
+            Ok(RunSummary {
+                run_id: r.get(0)?,
+                scenario: r.get(1)?,
+                status: r.get(2)?,
+                started_at: r.get(3)?,
+                finished_at: r.get(4)?,
+                hostname: r.get(5)?,
+                cells: r.get::<_, i64>(6)? as u64,
+                engines: Vec::new(),
+                phases_ok: 0,
+                phases_excluded: 0,
+            })
+        })
+        .and_then(|it| it.collect())
+        .map_err(sql_err(db_path, "list runs"))?;
+    let mut engines = conn
+        .prepare(
+            "SELECT DISTINCT engine || '@' || version FROM results WHERE run_id = ?1 ORDER BY 1",
+        )
+        .map_err(sql_err(db_path, "list engines"))?;
+    let mut phases = conn
+        .prepare(
+            "SELECT status = 'ok', COUNT(*) FROM \
+             (SELECT DISTINCT cell_key, phase_index, status FROM results WHERE run_id = ?1) \
+             GROUP BY status = 'ok'",
+        )
+        .map_err(sql_err(db_path, "count phases"))?;
+    for run in &mut runs {
+        run.engines = engines
+            .query_map(params![run.run_id], |r| r.get(0))
+            .and_then(|it| it.collect())
+            .map_err(sql_err(db_path, "list engines"))?;
+        let counts: Vec<(bool, i64)> = phases
+            .query_map(params![run.run_id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .and_then(|it| it.collect())
+            .map_err(sql_err(db_path, "count phases"))?;
+        for (ok, n) in counts {
+            if ok {
+                run.phases_ok = n as u64;
+            } else {
+                run.phases_excluded = n as u64;
+            }
+        }
+    }
+    Ok(runs)
+}
+
+/// The last `n` runs with status `finished` of `scenario` that started
+/// before `before` (RFC 3339; all when `None`), excluding `exclude`;
+/// newest first.
+pub fn last_finished_runs(
+    db_path: &Path,
+    scenario: &str,
+    n: usize,
+    before: Option<&str>,
+    exclude: Option<&str>,
+) -> Result<Vec<String>, HistoryError> {
+    let Some(conn) = open_existing(db_path)? else {
+        return Ok(Vec::new());
+    };
+    let mut stmt = conn
+        .prepare(
+            "SELECT run_id FROM runs WHERE scenario = ?1 AND status = 'finished' \
+             AND (?2 IS NULL OR started_at < ?2) AND (?3 IS NULL OR run_id <> ?3) \
+             ORDER BY started_at DESC, run_id DESC LIMIT ?4",
+        )
+        .map_err(sql_err(db_path, "find the last runs"))?;
+    stmt.query_map(params![scenario, before, exclude, n as i64], |r| r.get(0))
+        .and_then(|it| it.collect())
+        .map_err(sql_err(db_path, "find the last runs"))
+}
+
+/// Every row of the given runs, in run start, cell, phase and kind order.
+pub fn rows_of_runs(db_path: &Path, run_ids: &[String]) -> Result<Vec<FlatRow>, HistoryError> {
+    let Some(conn) = open_existing(db_path)? else {
+        return Ok(Vec::new());
+    };
+    let mut stmt = conn
+        .prepare(&format!(
+            "SELECT {} FROM results WHERE run_id = ?1 ORDER BY rowid",
+            COLUMNS.join(", ")
+        ))
+        .map_err(sql_err(db_path, "read rows"))?;
+    let mut out = Vec::new();
+    for id in run_ids {
+        let rows: Vec<FlatRow> = stmt
+            .query_map(params![id], read_row)
+            .and_then(|it| it.collect())
+            .map_err(sql_err(db_path, "read rows"))?;
+        out.extend(rows);
+    }
+    out.sort_by(|a, b| a.run_started_at.cmp(&b.run_started_at));
+    Ok(out)
+}
+
+/// What `check` found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryCheck {
+    /// `PRAGMA integrity_check` lines; `["ok"]` when sound.
+    pub integrity: Vec<String>,
+    /// Per run: id, rows it should have, rows it has.
+    pub runs: Vec<(String, u64, u64)>,
+    /// Run ids that have rows but no run entry.
+    pub orphans: Vec<String>,
+}
+
+impl HistoryCheck {
+    /// Sound, and every run is whole.
+    pub fn is_sound(&self) -> bool {
+        self.integrity == ["ok"]
+            && self.orphans.is_empty()
+            && self.runs.iter().all(|(_, want, have)| want == have)
+    }
+}
+
+/// Check the database: SQLite's own integrity check, and that every run
+/// holds exactly the rows it was indexed with.
+pub fn check(db_path: &Path) -> Result<HistoryCheck, HistoryError> {
+    let conn = open(db_path, false)?;
+    let integrity: Vec<String> = conn
+        .prepare("PRAGMA integrity_check")
+        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+        .map_err(sql_err(db_path, "integrity check"))?;
+    let runs: Vec<(String, u64, u64)> = conn
+        .prepare(
+            "SELECT r.run_id, r.row_count, (SELECT COUNT(*) FROM results x WHERE x.run_id = r.run_id) \
+             FROM runs r ORDER BY r.run_id",
+        )
+        .and_then(|mut s| {
+            s.query_map([], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get::<_, i64>(1)? as u64,
+                    r.get::<_, i64>(2)? as u64,
+                ))
+            })?
+            .collect()
+        })
+        .map_err(sql_err(db_path, "count rows per run"))?;
+    let known: BTreeSet<&str> = runs.iter().map(|(id, _, _)| id.as_str()).collect();
+    let with_rows: Vec<String> = conn
+        .prepare("SELECT DISTINCT run_id FROM results ORDER BY run_id")
+        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+        .map_err(sql_err(db_path, "list run ids"))?;
+    let orphans = with_rows
+        .into_iter()
+        .filter(|id| !known.contains(id.as_str()))
+        .collect();
+    Ok(HistoryCheck {
+        integrity,
+        runs,
+        orphans,
+    })
+}

@@ -1,0 +1,288 @@
+//! Where a run's files live, and loading a run folder into memory.
+//!
+//! ```text
+//! results/
+//!   history.sqlite
+//!   <run-id>/run.json                          RunRecord
+//!   <run-id>/cells/<cell-key>/cell.json        CellRecord (embeds phases + fidelity)
+//!   <run-id>/cells/<cell-key>/phases/<nn>-<name>.json   PhaseResult, nn from 01
+//!   <run-id>/cells/<cell-key>/samples.json     Vec<ResourceSample>
+//!   <run-id>/cells/<cell-key>/fidelity.json    FidelityRecord
+//! ```
+
+use crate::results::model::{CellRecord, ResourceSample, RunRecord};
+use serde::de::DeserializeOwned;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// The run's own record.
+pub const RUN_FILE: &str = "run.json";
+/// Folder of cells inside a run folder.
+pub const CELLS_DIR: &str = "cells";
+/// The cell's record.
+pub const CELL_FILE: &str = "cell.json";
+/// Folder of phase results inside a cell folder.
+pub const PHASES_DIR: &str = "phases";
+/// Per-second resource samples of the server.
+pub const SAMPLES_FILE: &str = "samples.json";
+/// The cell's fidelity record.
+pub const FIDELITY_FILE: &str = "fidelity.json";
+/// The history database, directly under `results/`.
+pub const HISTORY_FILE: &str = "history.sqlite";
+
+/// `results/` under the project home.
+pub fn results_root(home: &Path) -> PathBuf {
+    home.join("results")
+}
+
+/// `results/history.sqlite` under the project home.
+pub fn history_db(home: &Path) -> PathBuf {
+    results_root(home).join(HISTORY_FILE)
+}
+
+/// Paths of one run folder.
+#[derive(Debug, Clone)]
+pub struct RunPaths {
+    pub dir: PathBuf,
+}
+
+impl RunPaths {
+    /// The folder of `run_id` under `results_root`.
+    pub fn new(results_root: &Path, run_id: &str) -> Self {
+        RunPaths {
+            dir: results_root.join(run_id),
+        }
+    }
+    pub fn run_json(&self) -> PathBuf {
+        self.dir.join(RUN_FILE)
+    }
+    pub fn cells_dir(&self) -> PathBuf {
+        self.dir.join(CELLS_DIR)
+    }
+    /// Paths of one cell of this run.
+    pub fn cell(&self, key: &str) -> CellPaths {
+        CellPaths {
+            dir: self.cells_dir().join(key),
+        }
+    }
+}
+
+/// Paths of one cell folder.
+#[derive(Debug, Clone)]
+pub struct CellPaths {
+    pub dir: PathBuf,
+}
+
+impl CellPaths {
+    pub fn cell_json(&self) -> PathBuf {
+        self.dir.join(CELL_FILE)
+    }
+    pub fn phases_dir(&self) -> PathBuf {
+        self.dir.join(PHASES_DIR)
+    }
+    /// `phases/<nn>-<name>.json` for the phase at `index` (0-based; the file
+    /// is numbered from 01 so that a listing sorts in phase order).
+    pub fn phase_json(&self, index: usize, name: &str) -> PathBuf {
+        self.phases_dir()
+            .join(format!("{}.json", phase_stem(index, name)))
+    }
+    pub fn samples_json(&self) -> PathBuf {
+        self.dir.join(SAMPLES_FILE)
+    }
+    pub fn fidelity_json(&self) -> PathBuf {
+        self.dir.join(FIDELITY_FILE)
+    }
+}
+
+/// `<nn>-<name>` of the phase at 0-based `index`: its file name without
+/// `.json`, also the key of `FidelityRecord::phase_io`.
+pub fn phase_stem(index: usize, name: &str) -> String {
+    format!("{:02}-{}", index + 1, file_safe(name))
+}
+
+/// A phase name made safe for a file name: anything but letters, digits,
+/// `.`, `_` and `-` becomes `-`.
+pub fn file_safe(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if s.is_empty() || s.starts_with('.') {
+        format!("p{s}")
+    } else {
+        s
+    }
+}
+
+/// One cell loaded from disk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellData {
+    pub record: CellRecord,
+    /// The server's resource samples; empty when the cell has none.
+    pub samples: Vec<ResourceSample>,
+}
+
+/// A run folder loaded into memory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunData {
+    /// The folder it was loaded from.
+    pub dir: PathBuf,
+    pub run: RunRecord,
+    /// Cells that have a `cell.json`, in plan order.
+    pub cells: Vec<CellData>,
+    /// Planned cells without a `cell.json` (not run, or interrupted).
+    pub unfinished: Vec<String>,
+}
+
+/// Why a run folder could not be found or read.
+#[derive(Debug, thiserror::Error)]
+pub enum LayoutError {
+    #[error(
+        "no run `{arg}`: neither a folder with a run.json nor a run id under {root}{known}; \
+         list runs with `benchcage history` or `ls {root}`"
+    )]
+    UnknownRun {
+        arg: String,
+        root: PathBuf,
+        known: String,
+    },
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{path} is not valid: {source}")]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// Run ids under `results_root` (folders with a `run.json`), sorted.
+pub fn list_run_ids(results_root: &Path) -> Vec<String> {
+    let Ok(entries) = fs::read_dir(results_root) else {
+        return Vec::new();
+    };
+    let mut ids: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join(RUN_FILE).is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// The folder of a run given as a run id (under `results_root`) or a path.
+pub fn resolve_run(results_root: &Path, arg: &str) -> Result<PathBuf, LayoutError> {
+    let as_path = PathBuf::from(arg);
+    if as_path.join(RUN_FILE).is_file() {
+        return Ok(as_path);
+    }
+    let under = results_root.join(arg);
+    if !arg.is_empty() && !arg.contains('/') && under.join(RUN_FILE).is_file() {
+        return Ok(under);
+    }
+    let ids = list_run_ids(results_root);
+    let known = if ids.is_empty() {
+        " (there are no runs there yet)".to_string()
+    } else {
+        let last: Vec<&str> = ids.iter().rev().take(5).map(String::as_str).collect();
+        format!(" (latest: {})", last.join(", "))
+    };
+    Err(LayoutError::UnknownRun {
+        arg: arg.to_string(),
+        root: results_root.to_path_buf(),
+        known,
+    })
+}
+
+fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, LayoutError> {
+    let bytes = fs::read(path).map_err(|source| LayoutError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    serde_json::from_slice(&bytes).map_err(|source| LayoutError::Parse {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Load a run folder: `run.json`, then every cell with a `cell.json` (plan
+/// order first, then any other cell folder by name) and its samples.
+pub fn load_run(dir: &Path) -> Result<RunData, LayoutError> {
+    let paths = RunPaths {
+        dir: dir.to_path_buf(),
+    };
+    let run: RunRecord = read_json(&paths.run_json())?;
+    let mut keys: Vec<String> = run.cells.clone();
+    if let Ok(entries) = fs::read_dir(paths.cells_dir()) {
+        let mut extra: Vec<String> = entries
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().is_dir())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|k| !keys.contains(k))
+            .collect();
+        extra.sort();
+        keys.extend(extra);
+    }
+    let mut cells = Vec::new();
+    let mut unfinished = Vec::new();
+    for key in keys {
+        let cp = paths.cell(&key);
+        if !cp.cell_json().is_file() {
+            unfinished.push(key);
+            continue;
+        }
+        let record: CellRecord = read_json(&cp.cell_json())?;
+        let samples = if cp.samples_json().is_file() {
+            read_json(&cp.samples_json())?
+        } else {
+            Vec::new()
+        };
+        cells.push(CellData { record, samples });
+    }
+    Ok(RunData {
+        dir: dir.to_path_buf(),
+        run,
+        cells,
+        unfinished,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phase_files_are_numbered_from_one_and_file_safe() {
+        let c = RunPaths::new(Path::new("/r"), "run1").cell("k");
+        assert_eq!(
+            c.phase_json(0, "load"),
+            PathBuf::from("/r/run1/cells/k/phases/01-load.json")
+        );
+        assert_eq!(
+            c.phase_json(11, "sysbench oltp/rw"),
+            PathBuf::from("/r/run1/cells/k/phases/12-sysbench-oltp-rw.json")
+        );
+        assert_eq!(file_safe(".."), "p..");
+    }
+
+    #[test]
+    fn unknown_run_names_the_folder_and_the_latest_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir_all(dir.path().join("20261130-010000-aaaa")).unwrap();
+        fs::write(dir.path().join("20261130-010000-aaaa/run.json"), "{}").unwrap();
+        let err = resolve_run(dir.path(), "nope").unwrap_err().to_string();
+        assert!(err.contains("no run `nope`"), "{err}");
+        assert!(err.contains("20261130-010000-aaaa"), "{err}");
+    }
+}

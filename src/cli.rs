@@ -73,6 +73,9 @@ pub enum Command {
     /// Lock host RAM so that only --leave remains; hold until interrupted.
     #[command(after_help = "Example:\n  benchcage hog --leave 16GiB")]
     Hog(HogArgs),
+    /// Test fixture: hold a cgroup sandbox with redis until a signal.
+    #[command(hide = true)]
+    SandboxHold(SandboxHoldArgs),
 }
 
 #[derive(Debug, Args)]
@@ -231,6 +234,40 @@ pub struct CleanupArgs {
     /// Print what would be removed; remove nothing.
     #[arg(long)]
     pub dry_run: bool,
+}
+
+/// Where `sandbox-hold` stops and waits for a signal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HoldStage {
+    Provision,
+    Start,
+    Ready,
+}
+
+/// Where `sandbox-hold` panics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PanicIn {
+    Main,
+    Task,
+}
+
+#[derive(Debug, Args)]
+pub struct SandboxHoldArgs {
+    /// Run id of the sandbox.
+    #[arg(long)]
+    pub run_id: String,
+    /// Folder for the data dir and the engine log.
+    #[arg(long)]
+    pub dir: PathBuf,
+    /// Hold after this stage.
+    #[arg(long, value_enum, default_value = "ready")]
+    pub until: HoldStage,
+    /// Also start a memory hog leaving this much.
+    #[arg(long)]
+    pub hog_leave: Option<String>,
+    /// Panic once the stage is reached.
+    #[arg(long, value_enum)]
+    pub panic: Option<PanicIn>,
 }
 
 #[derive(Debug, Args)]

@@ -4,8 +4,8 @@
 
 use benchcage::sandbox::cgroup::{CgroupConfig, CgroupSandbox, Hierarchy};
 use benchcage::sandbox::{
-    CellLimits, EngineId, EngineLaunch, IoLimits, Probe, Program, Readiness, Sandbox, StopOutcome,
-    SwapPolicy, free_port, ledger, ready,
+    CellLimits, EngineId, EngineLaunch, EngineStatus, IoLimits, Probe, Program, Readiness, Sandbox,
+    StopOutcome, SwapPolicy, free_port, ledger, ready,
 };
 use benchcage::units::{Bytes, CpuSet, Duration};
 use std::collections::BTreeMap;
@@ -90,25 +90,7 @@ fn launch(s: &Scratch, argv: Vec<String>, port: u16, probe: Probe, timeout_s: u6
 }
 
 fn redis(s: &Scratch, port: u16) -> EngineLaunch {
-    let data = s.path().join("data");
-    let argv = [
-        "/usr/bin/redis-server",
-        "--bind",
-        "127.0.0.1",
-        "--port",
-        &port.to_string(),
-        "--dir",
-        data.to_str().unwrap(),
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-        "--io-threads",
-        "2",
-    ]
-    .map(String::from)
-    .to_vec();
-    launch(s, argv, port, Probe::Redis, 15)
+    benchcage::commands::sandbox_hold::redis_launch(s.path(), port)
 }
 
 /// Every cgroup directory of any controller whose path mentions `run_id`.
@@ -206,4 +188,392 @@ async fn redis_runs_pinned_capped_and_ready_and_teardown_leaves_nothing() {
     let t = sb.teardown(BUDGET).await.unwrap();
     assert!(t.is_clean(), "{t:?}");
     assert_clean(&s, &[pid]);
+}
+
+fn sh(s: &Scratch, script: &str, port: u16, timeout_s: u64) -> EngineLaunch {
+    launch(
+        s,
+        vec!["/bin/sh".into(), "-c".into(), script.into()],
+        port,
+        Probe::Redis,
+        timeout_s,
+    )
+}
+
+/// Provision, start `l`, expect readiness to fail; returns the error text.
+async fn start_expecting_failure(s: &Scratch, l: &EngineLaunch) -> (String, Vec<u32>) {
+    let mut sb = s.sandbox();
+    sb.provision(&limits(256)).await.unwrap();
+    let mut pids = Vec::new();
+    let err = match sb.start_engine(l).await {
+        Err(e) => e,
+        Ok(h) => {
+            pids.push(engine_pid(&h));
+            ready::wait_ready(&mut sb, l).await.unwrap_err()
+        }
+    };
+    let t = sb.teardown(BUDGET).await.unwrap();
+    assert!(t.is_clean(), "{t:?}");
+    (err.to_string(), pids)
+}
+
+#[tokio::test]
+async fn a_process_allocating_past_the_cap_is_oom_killed_and_the_kernel_counts_it() {
+    let s = Scratch::new("oom");
+    let mut sb = s.sandbox();
+    sb.provision(&limits(64)).await.unwrap();
+    let l = launch(
+        &s,
+        vec![
+            "/usr/bin/python3".into(),
+            "-c".into(),
+            "import time\nb = b'x' * (512 << 20)\ntime.sleep(30)".into(),
+        ],
+        free_port().unwrap(),
+        Probe::Redis,
+        10,
+    );
+    let h = sb.start_engine(&l).await.unwrap();
+    let deadline = Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        let st = sb.engine_status().await.unwrap();
+        if st != EngineStatus::Running || Instant::now() > deadline {
+            break st;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        status,
+        EngineStatus::Exited {
+            code: None,
+            signal: Some(9)
+        }
+    );
+    let st = sb.stats().await.unwrap();
+    assert!(st.oom_kills >= 1, "{st:?}");
+    assert!(st.memory_max_usage <= 64 << 20, "{st:?}");
+    let t = sb.teardown(BUDGET).await.unwrap();
+    assert!(t.is_clean(), "{t:?}");
+    assert_clean(&s, &[engine_pid(&h)]);
+}
+
+#[tokio::test]
+async fn postgres_runs_as_its_user_after_initdb_in_the_same_cgroup() {
+    let s = Scratch::new("pg");
+    let mut sb = s.sandbox();
+    sb.provision(&limits(512)).await.unwrap();
+    let port = free_port().unwrap();
+    let data = s.path().join("data");
+    let bin = "/usr/lib/postgresql/15/bin";
+    let mut l = launch(
+        &s,
+        vec![
+            format!("{bin}/postgres"),
+            "-D".into(),
+            data.to_string_lossy().into(),
+            "-p".into(),
+            port.to_string(),
+            "-c".into(),
+            "listen_addresses=127.0.0.1".into(),
+            "-c".into(),
+            format!(
+                "unix_socket_directories={}",
+                s.path().join("data").display()
+            ),
+        ],
+        port,
+        Probe::Postgres {
+            user: "postgres".into(),
+            database: "postgres".into(),
+        },
+        60,
+    );
+    l.user = Some("postgres".into());
+    l.init = vec![vec![
+        format!("{bin}/initdb"),
+        "-D".into(),
+        data.to_string_lossy().into(),
+        "-U".into(),
+        "postgres".into(),
+        "--auth=trust".into(),
+    ]];
+    let started = Instant::now();
+    let h = sb.start_engine(&l).await.unwrap();
+    let init_done = started.elapsed();
+    let ready_at = Instant::now();
+    let version = ready::wait_ready(&mut sb, &l).await.unwrap();
+    eprintln!(
+        "postgres initdb {:?}, start-to-ready {:?}",
+        init_done,
+        ready_at.elapsed()
+    );
+    assert!(version.starts_with("15"), "{version}");
+    let pid = engine_pid(&h);
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    assert!(
+        status.lines().any(|l| l.starts_with("Uid:\t101")),
+        "{status}"
+    );
+    let server_pids = benchcage::sandbox::cgroup::sandbox::server_pids(&sb);
+    assert!(
+        server_pids.len() > 3,
+        "postgres children stay in the cgroup"
+    );
+    for p in &server_pids {
+        for (tid, list) in benchcage::sandbox::process::cpus_allowed(*p as u32) {
+            assert_eq!(list, "0", "pid {p} thread {tid}");
+        }
+    }
+    let t = sb.teardown(BUDGET).await.unwrap();
+    assert!(t.is_clean(), "{t:?}");
+    assert_clean(&s, &[pid]);
+    assert!(!data.exists(), "the data dir the sandbox created is gone");
+}
+
+#[tokio::test]
+async fn a_missing_binary_is_a_spawn_error_naming_it_and_leaves_nothing() {
+    let s = Scratch::new("missing");
+    let l = launch(&s, vec!["/nonexistent/redis".into()], 1, Probe::Redis, 5);
+    let (err, _) = start_expecting_failure(&s, &l).await;
+    assert!(
+        err.contains("/nonexistent/redis") && err.contains("No such file"),
+        "{err}"
+    );
+    assert_clean(&s, &[]);
+}
+
+#[tokio::test]
+async fn a_bad_config_fails_early_with_the_engine_log_tail() {
+    let s = Scratch::new("badcfg");
+    let port = free_port().unwrap();
+    let mut l = redis(&s, port);
+    l.argv.push("--no-such-option".into());
+    l.argv.push("1".into());
+    let (err, pids) = start_expecting_failure(&s, &l).await;
+    assert!(err.contains("before it was ready"), "{err}");
+    assert!(err.contains("no-such-option"), "log tail missing: {err}");
+    assert_clean(&s, &pids);
+}
+
+#[tokio::test]
+async fn a_taken_port_fails_with_the_bind_error_in_the_log_tail() {
+    let s = Scratch::new("port");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let (err, pids) = start_expecting_failure(&s, &redis(&s, port)).await;
+    assert!(
+        err.contains("in use") || err.contains("Address already"),
+        "{err}"
+    );
+    assert_clean(&s, &pids);
+}
+
+#[tokio::test]
+async fn an_engine_exiting_after_two_seconds_is_reported_with_its_status() {
+    let s = Scratch::new("exit2");
+    let l = sh(
+        &s,
+        "echo starting; sleep 2; echo giving up; exit 3",
+        free_port().unwrap(),
+        20,
+    );
+    let started = Instant::now();
+    let (err, pids) = start_expecting_failure(&s, &l).await;
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert!(
+        err.contains("exit code 3") && err.contains("giving up"),
+        "{err}"
+    );
+    assert_clean(&s, &pids);
+}
+
+#[tokio::test]
+async fn an_engine_that_never_answers_times_out_and_is_killed() {
+    let s = Scratch::new("never");
+    let l = sh(
+        &s,
+        "echo listening soon; exec sleep 600",
+        free_port().unwrap(),
+        2,
+    );
+    let (err, pids) = start_expecting_failure(&s, &l).await;
+    assert!(
+        err.contains("not ready after 2s") && err.contains("listening soon"),
+        "{err}"
+    );
+    assert_clean(&s, &pids);
+}
+
+#[tokio::test]
+async fn an_engine_ignoring_sigterm_is_killed_after_the_grace_period() {
+    let s = Scratch::new("noterm");
+    // SIG_IGN survives exec, so sleep ignores SIGTERM as well as the shell.
+    let l = sh(&s, "trap '' TERM; echo up; sleep 600 & wait", 1, 5);
+    let mut sb = s.sandbox();
+    sb.provision(&limits(256)).await.unwrap();
+    let h = sb.start_engine(&l).await.unwrap();
+    while !std::fs::read_to_string(&l.log_path)
+        .unwrap_or_default()
+        .contains("up")
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let t0 = Instant::now();
+    let stop = sb
+        .stop_engine(std::time::Duration::from_millis(500))
+        .await
+        .unwrap();
+    assert_eq!(stop.outcome, StopOutcome::Killed, "{stop:?}");
+    assert!(t0.elapsed() < std::time::Duration::from_secs(5));
+    let t = sb.teardown(BUDGET).await.unwrap();
+    assert!(t.is_clean(), "{t:?}");
+    assert_clean(&s, &[engine_pid(&h)]);
+}
+
+#[tokio::test]
+async fn a_double_forked_daemon_is_swept_from_the_cgroup() {
+    let s = Scratch::new("daemon");
+    let port = free_port().unwrap();
+    let mut l = redis(&s, port);
+    let mut argv = vec!["/bin/sh".to_string(), "-c".into()];
+    argv.push(format!(
+        "setsid sh -c 'sleep 600 & echo $! > {}/daemon.pid' ; exec \"$@\"",
+        s.path().display()
+    ));
+    argv.push("sh".into());
+    argv.extend(l.argv.clone());
+    l.argv = argv;
+    let mut sb = s.sandbox();
+    sb.provision(&limits(256)).await.unwrap();
+    let h = sb.start_engine(&l).await.unwrap();
+    ready::wait_ready(&mut sb, &l).await.unwrap();
+    let daemon: u32 = std::fs::read_to_string(s.path().join("daemon.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(pid_alive(daemon));
+    let stop = sb
+        .stop_engine(std::time::Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(stop.swept.contains(&daemon), "{stop:?}");
+    let t = sb.teardown(BUDGET).await.unwrap();
+    assert!(t.is_clean(), "{t:?}");
+    assert_clean(&s, &[engine_pid(&h), daemon]);
+}
+
+#[tokio::test]
+async fn a_sigstopped_engine_is_killed_and_its_cgroup_removed() {
+    let s = Scratch::new("stopped");
+    let port = free_port().unwrap();
+    let l = redis(&s, port);
+    let mut sb = s.sandbox();
+    sb.provision(&limits(256)).await.unwrap();
+    let h = sb.start_engine(&l).await.unwrap();
+    ready::wait_ready(&mut sb, &l).await.unwrap();
+    let pid = engine_pid(&h);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGSTOP,
+    )
+    .unwrap();
+    let stop = sb
+        .stop_engine(std::time::Duration::from_millis(500))
+        .await
+        .unwrap();
+    assert_eq!(stop.outcome, StopOutcome::Killed);
+    let t = sb.teardown(BUDGET).await.unwrap();
+    assert!(t.is_clean(), "{t:?}");
+    assert_clean(&s, &[pid]);
+}
+
+#[tokio::test]
+async fn two_sandboxes_at_once_keep_apart() {
+    let a = Scratch::new("twin-a");
+    let b = Scratch::new("twin-b");
+    let (mut sa, mut sbx) = (a.sandbox(), b.sandbox());
+    sa.provision(&limits(128)).await.unwrap();
+    sbx.provision(&limits(128)).await.unwrap();
+    let (pa, pb) = (free_port().unwrap(), free_port().unwrap());
+    let (la, lb) = (redis(&a, pa), redis(&b, pb));
+    let ha = sa.start_engine(&la).await.unwrap();
+    let hb = sbx.start_engine(&lb).await.unwrap();
+    ready::wait_ready(&mut sa, &la).await.unwrap();
+    ready::wait_ready(&mut sbx, &lb).await.unwrap();
+    assert!(sa.teardown(BUDGET).await.unwrap().is_clean());
+    assert!(pid_alive(engine_pid(&hb)), "tearing down A touched B");
+    assert_eq!(cgroups_of(&b.run_id).len(), Controllers::count());
+    assert_eq!(sbx.engine_status().await.unwrap(), EngineStatus::Running);
+    assert!(sbx.teardown(BUDGET).await.unwrap().is_clean());
+    assert_clean(&a, &[engine_pid(&ha)]);
+    assert_clean(&b, &[engine_pid(&hb)]);
+}
+
+/// How many controllers a run's folder appears in.
+struct Controllers;
+impl Controllers {
+    fn count() -> usize {
+        match Hierarchy::detect().unwrap() {
+            Hierarchy::V1 { mounts } => mounts.len(),
+            Hierarchy::V2 { .. } => 1,
+        }
+    }
+}
+
+fn fd_count() -> usize {
+    std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
+fn empty_limits() -> CellLimits {
+    CellLimits {
+        io: IoLimits::default(),
+        ..limits(128)
+    }
+}
+
+#[tokio::test]
+async fn five_hundred_create_destroy_cycles_return_to_baseline() {
+    let s = Scratch::new("cycles");
+    let fds = fd_count();
+    let mut times = Vec::new();
+    for i in 0..500 {
+        let mut sb = CgroupSandbox::new(&format!("{}-{i}", s.run_id), s.config()).unwrap();
+        let t0 = Instant::now();
+        sb.provision(&empty_limits()).await.unwrap();
+        let t = sb.teardown(BUDGET).await.unwrap();
+        times.push(t0.elapsed());
+        assert!(t.is_clean(), "cycle {i}: {t:?}");
+    }
+    // Other tests run in parallel: the baseline is "none of this test's groups".
+    assert_eq!(cgroups_of(&s.run_id), Vec::<PathBuf>::new());
+    assert!(fd_count() <= fds, "fds grew from {fds} to {}", fd_count());
+    times.sort();
+    eprintln!("provision+teardown median {:?}", times[times.len() / 2]);
+    assert!(std::fs::read_dir(s.ledgers()).unwrap().next().is_none());
+}
+
+/// Not a test of behaviour: the timing benchmark `make bench` runs
+/// (scripts/bench/sandbox.sh). Prints JSON on one line.
+#[tokio::test]
+#[ignore]
+async fn bench_provision_and_teardown_of_an_empty_sandbox() {
+    let s = Scratch::new("bench");
+    let (mut prov, mut tear) = (Vec::new(), Vec::new());
+    for i in 0..100 {
+        let mut sb = CgroupSandbox::new(&format!("{}-{i}", s.run_id), s.config()).unwrap();
+        let t0 = Instant::now();
+        sb.provision(&empty_limits()).await.unwrap();
+        let t1 = Instant::now();
+        assert!(sb.teardown(BUDGET).await.unwrap().is_clean());
+        prov.push(t1 - t0);
+        tear.push(t1.elapsed());
+    }
+    prov.sort();
+    tear.sort();
+    println!(
+        "BENCH {{\"provision_median_ms\":{:.3},\"teardown_median_ms\":{:.3},\"n\":100}}",
+        prov[50].as_secs_f64() * 1e3,
+        tear[50].as_secs_f64() * 1e3
+    );
 }

@@ -1,9 +1,20 @@
-//! `benchcage hog` (not built yet).
+//! `benchcage hog --leave SIZE`: lock host RAM so that only SIZE remains,
+//! hold until interrupted. Refusals (cannot lock what it must) exit 2.
 
 use crate::cli::HogArgs;
+use crate::error::bad_input;
+use crate::sandbox::hog;
+use crate::units::Bytes;
 use std::path::Path;
 use std::process::ExitCode;
 
-pub async fn run(_home: &Path, _args: &HogArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`benchcage hog` is not built yet")
+pub async fn run(_home: &Path, args: &HogArgs) -> anyhow::Result<ExitCode> {
+    let leave: Bytes = args
+        .leave
+        .parse()
+        .map_err(|e| bad_input(format!("--leave `{}`: {e}", args.leave)))?;
+    hog::hold(leave)
+        .await
+        .map_err(|e| bad_input(format!("{e} (nothing is locked)")))?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -14,6 +14,7 @@ pub mod plan;
 pub mod render;
 pub mod report;
 pub mod run;
+pub mod sandbox_hold;
 pub mod validate;
 
 /// Route a parsed command line to its command.
@@ -36,6 +37,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             Command::Compare(a) => compare::run(&home, &a).await,
             Command::Cleanup(a) => cleanup::run(&home, &a).await,
             Command::Hog(a) => hog::run(&home, &a).await,
+            Command::SandboxHold(a) => sandbox_hold::run(&home, &a).await,
         }
     })
 }

@@ -120,6 +120,7 @@ pub struct CgroupStats {
 
 pub mod cgroup;
 pub mod docker;
+pub mod hog;
 pub mod ledger;
 pub mod process;
 pub mod ready;

@@ -364,10 +364,6 @@ impl Sandbox for CgroupSandbox {
         };
         let left = deadline.saturating_duration_since(Instant::now());
         let reaped = ledger::reap_entries(&entries, left).await;
-        // The shared top folder goes when no other run uses it (EBUSY: in use).
-        for d in self.top.dirs.values() {
-            let _ = std::fs::remove_dir(d);
-        }
         let mut leaked = reaped.leaked;
         for e in &entries {
             if e.resource.exists() && !matches!(e.resource, Resource::Container { .. }) {

@@ -1,11 +1,28 @@
 //! `benchcage run`: from a scenario to verified results.
 //!
-//! - `id`: run ids.
-//! - `key`: cell keys, the identity of a cell across runs.
-//! - `resume`: which cells of an earlier run finished.
+//! - `cell`: one cell, start to end (provision .. teardown, write).
+//! - `matrix`: every cell of a plan, run records, resume, interrupts.
+//! - `phase`, `exec`: how a phase runs (the load generator as a child in
+//!   the client group, external tools).
+//! - `settle`: shrink the memory cap to a share of the data, drop caches.
+//! - `id`, `key`, `resume`: run ids, cell keys, what finished.
 //! - `signals`: Ctrl-C and SIGTERM as cancellation tokens.
+//! - `live`: the live status line.
+//! - `disk`, `provenance`: free space, data size, version, git rev, spec hashes.
+//!
+//! Thread sweeps are sub-results of one cell: a cell loads its data once
+//! and runs each phase at each thread count in order, one phase file per
+//! run (`phases/02-workload-a-t4.json`). The cell key includes the thread
+//! lists, so a different sweep is a different cell.
 
+pub mod cell;
+pub mod disk;
+pub mod exec;
 pub mod id;
 pub mod key;
+pub mod live;
+pub mod phase;
+pub mod provenance;
 pub mod resume;
+pub mod settle;
 pub mod signals;

@@ -1,0 +1,597 @@
+//! One cell, start to end (DESIGN.md): provision, render, start, ready,
+//! load, settle, phases, collect, teardown, write. Teardown always runs,
+//! with its own time budget, whatever happened before; a finished phase is
+//! on disk before the next one starts; `cell.json` is written last and is
+//! what `--resume` trusts.
+
+use crate::metrics::fidelity::{self, IoBoundThresholds};
+use crate::metrics::procfs;
+use crate::metrics::sampler::{Sampler, StatsSource, Target};
+use crate::results::model::{CellRecord, FidelityRecord, PhaseResult, PhaseStatus};
+use crate::run::disk;
+use crate::run::live::{Live, Status};
+use crate::run::phase::{PhaseEnv, PhaseExec, PlaceHook};
+use crate::run::settle;
+use crate::sandbox::{
+    Backend, CellLimits, CgroupStats, EngineId, EngineLaunch, EngineStatus, Sandbox, SandboxError,
+};
+use crate::units::{Bytes, Share};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::{Duration, Instant};
+use tokio::sync::{Mutex, watch};
+use tokio_util::sync::CancellationToken;
+
+/// A sandbox shared by the lifecycle, the sampler and the phase hooks.
+pub type SharedSandbox = Arc<Mutex<Box<dyn Sandbox + Sync>>>;
+
+/// Builds the engine launch for a port, data dir, config dir and log path,
+/// with the rendered config files (file name -> content) to write first.
+pub type LaunchFn = Arc<
+    dyn Fn(u16, &Path, &Path, &Path) -> anyhow::Result<(EngineLaunch, Vec<(String, String)>)>
+        + Send
+        + Sync,
+>;
+
+/// What the engine itself says, over its own protocol.
+#[async_trait::async_trait]
+pub trait EngineFacts: Send + Sync {
+    /// Wait until a real query succeeds, or fail with the log tail.
+    async fn wait_ready(&self, launch: &EngineLaunch) -> anyhow::Result<()>;
+    /// The version string the engine reports (`SELECT version()`, `INFO server`).
+    async fn version(&self, port: u16) -> Option<String>;
+    /// Data (and index) size the engine reports, when it does.
+    async fn data_size(&self, port: u16) -> Option<u64>;
+    /// Cache size the engine reports it uses.
+    async fn cache_size(&self, port: u16) -> Option<u64>;
+}
+
+/// The settle step of a cell.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SettleSpec {
+    /// Shrink the memory cap to this share of the measured data size.
+    pub memory: Option<Share>,
+    /// Drop the server's page cache before the phases.
+    pub drop_caches: bool,
+}
+
+/// One phase of a cell: its runs, one per thread count (a thread sweep is
+/// a list of sub-results of one cell, in order, sharing the loaded data).
+#[derive(Clone)]
+pub struct PhaseStep {
+    pub name: String,
+    pub exec: Arc<dyn PhaseExec>,
+    pub threads: Vec<u32>,
+    pub expect_io_bound: bool,
+}
+
+/// Everything needed to run one cell, built from the plan.
+#[derive(Clone)]
+pub struct CellWork {
+    pub key: String,
+    /// The key without the repetition: the same for every repetition.
+    pub group: String,
+    pub label: String,
+    pub engine: String,
+    pub version: String,
+    pub environment: String,
+    pub backend: Backend,
+    pub limits: CellLimits,
+    /// Planned limits in words (memory, cache, CPUs, hog) for the record.
+    pub limits_record: BTreeMap<String, String>,
+    pub knobs: BTreeMap<String, String>,
+    pub repetition: u32,
+    pub launch: LaunchFn,
+    pub facts: Arc<dyn EngineFacts>,
+    pub load: Option<PhaseStep>,
+    pub settle: SettleSpec,
+    pub phases: Vec<PhaseStep>,
+    pub io_bound: IoBoundThresholds,
+}
+
+/// Where a cell runs and how it reports.
+pub struct CellCtx {
+    pub run_id: String,
+    pub cell_dir: PathBuf,
+    /// Parent of the engine's data dir (outside the results disk).
+    pub work_dir: PathBuf,
+    pub stop: CancellationToken,
+    pub hurry: CancellationToken,
+    pub live: Arc<StdMutex<Live>>,
+    /// `2/4`.
+    pub position: String,
+}
+
+/// How long teardown may take, whatever happened before.
+pub const TEARDOWN_BUDGET: Duration = Duration::from_secs(60);
+/// SIGTERM grace before SIGKILL (none when the user pressed Ctrl-C twice).
+pub const STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// Why a cell did not finish.
+#[derive(Debug)]
+enum Stop {
+    Failed(String),
+    Interrupted,
+}
+
+impl From<anyhow::Error> for Stop {
+    fn from(e: anyhow::Error) -> Self {
+        Stop::Failed(format!("{e:#}"))
+    }
+}
+
+impl From<SandboxError> for Stop {
+    fn from(e: SandboxError) -> Self {
+        Stop::Failed(e.to_string())
+    }
+}
+
+struct Running {
+    sandbox: SharedSandbox,
+    record: CellRecord,
+    stage_start: Instant,
+    stage: String,
+    sampler: Option<Sampler>,
+    port: u16,
+    engine_pid: Option<u32>,
+    cgroup_paths: BTreeMap<String, PathBuf>,
+    launch: Option<EngineLaunch>,
+    phase_time: Duration,
+    oom_at_start: u64,
+    phase_started_ms: BTreeMap<String, u64>,
+    epoch: Instant,
+}
+
+impl Running {
+    fn enter(&mut self, ctx: &CellCtx, stage: &str) {
+        self.leave();
+        self.stage = stage.to_string();
+        self.stage_start = Instant::now();
+        if let Some(s) = &self.sampler {
+            s.set_phase(stage);
+        }
+        show(ctx, &self.record.label, stage, None, None);
+    }
+
+    fn leave(&mut self) {
+        if !self.stage.is_empty() {
+            let secs = self.stage_start.elapsed().as_secs_f64();
+            *self.record.stage_s.entry(self.stage.clone()).or_default() += secs;
+        }
+        self.stage.clear();
+    }
+}
+
+fn show(ctx: &CellCtx, label: &str, stage: &str, ops: Option<f64>, mem: Option<(u64, u64)>) {
+    let status = Status {
+        cell: format!("{} {label}", ctx.position),
+        stage: stage.to_string(),
+        ops_per_s: ops,
+        memory: mem.map(|m| m.0),
+        memory_cap: mem.map(|m| m.1),
+    };
+    ctx.live
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .show(&status);
+}
+
+struct SandboxStats(SharedSandbox);
+
+#[async_trait::async_trait]
+impl StatsSource for SandboxStats {
+    async fn stats(&self, target: Target) -> anyhow::Result<CgroupStats> {
+        let sb = self.0.lock().await;
+        Ok(match target {
+            Target::Server => sb.stats().await?,
+            Target::Client => sb.client_stats().await?,
+        })
+    }
+}
+
+/// Run one cell to the end and write its records. Never returns early
+/// without tearing the sandbox down. Returns the record as written.
+pub async fn run_cell(
+    work: &CellWork,
+    sandbox: Box<dyn Sandbox + Sync>,
+    ctx: &CellCtx,
+    writer: &dyn CellWriter,
+) -> anyhow::Result<CellRecord> {
+    let epoch = Instant::now();
+    let mut r = Running {
+        sandbox: Arc::new(Mutex::new(sandbox)),
+        record: base_record(work),
+        stage_start: Instant::now(),
+        stage: String::new(),
+        sampler: None,
+        port: 0,
+        engine_pid: None,
+        cgroup_paths: BTreeMap::new(),
+        launch: None,
+        phase_time: Duration::ZERO,
+        oom_at_start: 0,
+        phase_started_ms: BTreeMap::new(),
+        epoch,
+    };
+    std::fs::create_dir_all(&ctx.cell_dir)?;
+    let outcome = lifecycle(work, ctx, &mut r, writer).await;
+
+    r.enter(ctx, "teardown");
+    let samples = match r.sampler.take() {
+        Some(s) => s.finish().await,
+        None => Vec::new(),
+    };
+    let leaked = teardown(&r.sandbox, &ctx.hurry).await;
+    r.leave();
+    let data_dir = ctx.work_dir.join(&work.key);
+    let _ = std::fs::remove_dir_all(&data_dir);
+
+    let rec = &mut r.record;
+    rec.overhead_s = epoch.elapsed().saturating_sub(r.phase_time).as_secs_f64();
+    let _ = std::mem::take(&mut r.phase_started_ms);
+    match outcome {
+        Ok(()) => rec.status = "finished".into(),
+        Err(Stop::Interrupted) => {
+            rec.status = "interrupted".into();
+            rec.failure = Some("interrupted before the cell finished".into());
+        }
+        Err(Stop::Failed(why)) => {
+            rec.status = "failed".into();
+            rec.failure = Some(why);
+        }
+    }
+    if let Some(leak) = leaked {
+        rec.fidelity.violations.push(leak.clone());
+        if rec.status == "finished" {
+            rec.status = "failed".into();
+            rec.failure = Some(leak);
+        }
+    }
+    writer.samples(&ctx.cell_dir, &samples)?;
+    writer.fidelity(&ctx.cell_dir, &rec.fidelity)?;
+    writer.cell(&ctx.cell_dir, rec)?;
+    Ok(r.record)
+}
+
+/// Where a cell's files go; the run writes them atomically.
+pub trait CellWriter: Send + Sync {
+    fn phase(
+        &self,
+        cell_dir: &Path,
+        index: usize,
+        stem: &str,
+        result: &PhaseResult,
+    ) -> anyhow::Result<()>;
+    fn samples(
+        &self,
+        cell_dir: &Path,
+        samples: &[crate::results::model::ResourceSample],
+    ) -> anyhow::Result<()>;
+    fn fidelity(&self, cell_dir: &Path, f: &FidelityRecord) -> anyhow::Result<()>;
+    fn cell(&self, cell_dir: &Path, rec: &CellRecord) -> anyhow::Result<()>;
+    fn file(&self, path: &Path, bytes: &[u8]) -> anyhow::Result<()>;
+}
+
+fn base_record(work: &CellWork) -> CellRecord {
+    CellRecord {
+        key: work.key.clone(),
+        label: work.label.clone(),
+        engine: work.engine.clone(),
+        version: work.version.clone(),
+        environment: work.environment.clone(),
+        backend: match work.backend {
+            Backend::Cgroup => "cgroup".into(),
+            Backend::Docker => "docker".into(),
+        },
+        threads: work
+            .phases
+            .iter()
+            .flat_map(|p| p.threads.iter().copied())
+            .max()
+            .unwrap_or(0),
+        repetition: work.repetition,
+        limits: work.limits_record.clone(),
+        knobs: work.knobs.clone(),
+        status: "running".into(),
+        ..Default::default()
+    }
+}
+
+async fn lifecycle(
+    work: &CellWork,
+    ctx: &CellCtx,
+    r: &mut Running,
+    writer: &dyn CellWriter,
+) -> Result<(), Stop> {
+    let check = |ctx: &CellCtx| {
+        if ctx.stop.is_cancelled() {
+            Err(Stop::Interrupted)
+        } else {
+            Ok(())
+        }
+    };
+
+    r.enter(ctx, "provision");
+    let provisioned = r.sandbox.lock().await.provision(&work.limits).await?;
+    r.record.fidelity.limits_read_back = provisioned.read_back.clone();
+    r.cgroup_paths = provisioned.cgroup_paths.clone();
+    let before = r.sandbox.lock().await.stats().await?;
+    r.oom_at_start = before.oom_kills;
+    r.sampler = Some(Sampler::start(
+        Arc::new(SandboxStats(r.sandbox.clone())),
+        Duration::from_secs(1),
+        r.epoch,
+    ));
+    check(ctx)?;
+
+    r.enter(ctx, "render");
+    r.port = crate::sandbox::free_port()?;
+    let data_dir = ctx.work_dir.join(&work.key).join("data");
+    let config_dir = ctx.cell_dir.join("config");
+    let log_path = ctx.cell_dir.join("engine.log");
+    std::fs::create_dir_all(&config_dir).map_err(anyhow::Error::from)?;
+    let (launch, files) = (work.launch)(r.port, &data_dir, &config_dir, &log_path)?;
+    for (name, content) in &files {
+        writer.file(&config_dir.join(name), content.as_bytes())?;
+    }
+    writer.file(
+        &ctx.cell_dir.join("launch.json"),
+        &serde_json::to_vec_pretty(&launch).map_err(anyhow::Error::from)?,
+    )?;
+    check(ctx)?;
+
+    r.enter(ctx, "start");
+    let handle = r.sandbox.lock().await.start_engine(&launch).await?;
+    if let EngineId::Pid(pid) = handle.id {
+        r.engine_pid = Some(pid);
+    }
+    for (k, v) in handle.read_back {
+        r.record.fidelity.limits_read_back.insert(k, v);
+    }
+    r.launch = Some(launch.clone());
+
+    r.enter(ctx, "ready");
+    tokio::select! {
+        res = work.facts.wait_ready(&launch) => res?,
+        _ = ctx.stop.cancelled() => return Err(Stop::Interrupted),
+    }
+
+    let mut index = 0usize;
+    if let Some(load) = &work.load {
+        r.enter(ctx, "load");
+        let threads = load.threads.first().copied().unwrap_or(1);
+        let res = run_one(work, ctx, r, load, threads, index, false).await?;
+        writer.phase(
+            &ctx.cell_dir,
+            index,
+            &stem(index, &load.name, threads),
+            &res,
+        )?;
+        index += 1;
+        let ok = res.status.is_ok();
+        r.record.phases.push(res);
+        if !ok {
+            return Err(Stop::Failed(
+                "the load phase failed; see its phase file".into(),
+            ));
+        }
+    }
+    check(ctx)?;
+
+    r.enter(ctx, "settle");
+    let on_disk = disk::dir_size(&data_dir);
+    let reported = work.facts.data_size(r.port).await;
+    let data_size = reported.filter(|b| *b > 0).unwrap_or(on_disk);
+    r.record.data_size_bytes = Some(data_size);
+    if let Some(share) = work.settle.memory {
+        let cap = settle::settled_cap(share, Bytes(data_size));
+        settle::set_memory_cap(&r.cgroup_paths, cap, work.limits.swap)?;
+        r.record.limits.insert(
+            "memory_settled".into(),
+            format!("{cap} ({share} of data {})", Bytes(data_size)),
+        );
+    }
+    if work.settle.drop_caches {
+        settle::drop_page_cache(&r.cgroup_paths)?;
+    }
+    let settled = r.sandbox.lock().await.stats().await?;
+    r.record.memory_limit_bytes = Some(settled.memory_limit);
+    check(ctx)?;
+
+    for step in &work.phases {
+        for &threads in &step.threads {
+            check(ctx)?;
+            r.enter(ctx, &format!("{} t{threads}", step.name));
+            let res = run_one(work, ctx, r, step, threads, index, true).await?;
+            writer.phase(
+                &ctx.cell_dir,
+                index,
+                &stem(index, &step.name, threads),
+                &res,
+            )?;
+            index += 1;
+            r.record.phases.push(res);
+        }
+    }
+
+    r.enter(ctx, "collect");
+    collect(work, ctx, r).await?;
+    Ok(())
+}
+
+/// `02-workload-a-t4`: the phase file stem (also used for raw outputs).
+pub fn stem(index: usize, name: &str, threads: u32) -> String {
+    format!(
+        "{:02}-{}-t{threads}",
+        index + 1,
+        crate::run::key::file_safe(name)
+    )
+}
+
+/// One run of one phase at one thread count: stats before and after, the
+/// engine watched while it runs, the io-bound claim checked.
+async fn run_one(
+    work: &CellWork,
+    ctx: &CellCtx,
+    r: &mut Running,
+    step: &PhaseStep,
+    threads: u32,
+    index: usize,
+    measured: bool,
+) -> Result<PhaseResult, Stop> {
+    let stem = stem(index, &step.name, threads);
+    let before = r.sandbox.lock().await.stats().await?;
+    let cancel = ctx.stop.child_token();
+    let (progress, mut progress_rx) = watch::channel(None);
+    let sb = r.sandbox.clone();
+    let place: PlaceHook = Arc::new(move |cmd: &mut std::process::Command| {
+        // The hook runs synchronously inside the phase task: the sandbox
+        // lock is only ever held for a moment by the sampler and the watcher.
+        for _ in 0..2000 {
+            if let Ok(guard) = sb.try_lock() {
+                return guard.prepare_client(cmd).map_err(std::io::Error::other);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        Err(std::io::Error::other(
+            "sandbox busy: could not place the client",
+        ))
+    });
+    let env = PhaseEnv {
+        port: r.port,
+        threads,
+        cell_dir: ctx.cell_dir.clone(),
+        stem: stem.clone(),
+        cancel: cancel.clone(),
+        place,
+        progress,
+    };
+    let started = Instant::now();
+    r.phase_started_ms
+        .insert(stem.clone(), r.epoch.elapsed().as_millis() as u64);
+    let latest = r.sampler.as_ref().map(|s| s.latest());
+    let fut = step.exec.run(env);
+    tokio::pin!(fut);
+    let mut died: Option<String> = None;
+    let mut tick = tokio::time::interval(Duration::from_millis(500));
+    let label = format!("{} t{threads}", step.name);
+    let result = loop {
+        tokio::select! {
+            res = &mut fut => break res,
+            _ = tick.tick() => {
+                if died.is_none() {
+                    let status = r.sandbox.lock().await.engine_status().await;
+                    if let Ok(EngineStatus::Exited { code, signal }) = status {
+                        died = Some(format!(
+                            "the engine exited during phase {} (code {code:?}, signal {signal:?}); see engine.log",
+                            step.name
+                        ));
+                        cancel.cancel();
+                    }
+                }
+                let ops = *progress_rx.borrow_and_update();
+                let mem = latest
+                    .as_ref()
+                    .and_then(|l| l.borrow().as_ref().map(|s| (s.memory_bytes, s.memory_limit_bytes)));
+                show(ctx, &work.label, &label, ops, mem);
+            }
+        }
+    };
+    if measured {
+        r.phase_time += started.elapsed();
+    }
+    if let Some(why) = died {
+        return Err(Stop::Failed(why));
+    }
+    if ctx.stop.is_cancelled() {
+        return Err(Stop::Interrupted);
+    }
+    let mut res = result.map_err(|e| Stop::Failed(format!("phase {}: {e:#}", step.name)))?;
+    let after = r.sandbox.lock().await.stats().await?;
+    let io = fidelity::phase_io(&before, &after, step.expect_io_bound, work.io_bound);
+    let ooms = after.oom_kills.saturating_sub(before.oom_kills);
+    if ooms > 0 {
+        res.status = PhaseStatus::Oom {
+            reason: format!(
+                "the kernel OOM-killed {ooms} process(es) in the server's cgroup during the phase"
+            ),
+        };
+    } else if let (Some(why), true) = (&io.io_bound_violation, res.status.is_ok()) {
+        res.status = PhaseStatus::Invalid {
+            reason: why.clone(),
+        };
+    }
+    r.record.fidelity.phase_io.insert(stem, io);
+    Ok(res)
+}
+
+async fn collect(work: &CellWork, ctx: &CellCtx, r: &mut Running) -> Result<(), Stop> {
+    let _ = ctx;
+    let port = r.port;
+    r.record.engine_reported_version = work.facts.version(port).await.unwrap_or_default();
+    let f = &mut r.record.fidelity;
+    f.engine_reported_cache_bytes = work.facts.cache_size(port).await;
+    let pids = settle::server_pids(&r.cgroup_paths)
+        .into_iter()
+        .chain(r.engine_pid)
+        .collect::<std::collections::BTreeSet<u32>>()
+        .into_iter()
+        .collect::<Vec<_>>();
+    f.engine_thread_cpus = procfs::thread_cpus(Path::new(procfs::PROC), &pids);
+    f.violations.extend(fidelity::thread_cpu_violations(
+        &f.engine_thread_cpus,
+        &work.limits.server_cpus,
+    ));
+    let stats = r.sandbox.lock().await.stats().await?;
+    if let Some(planned) = r.record.memory_limit_bytes
+        && let Some(v) = fidelity::memory_limit_violation(planned, stats.memory_limit)
+    {
+        f.violations.push(v);
+    }
+    f.oom_kills = stats.oom_kills.saturating_sub(r.oom_at_start);
+    let status = r.sandbox.lock().await.engine_status().await?;
+    f.engine_restarts = u64::from(!matches!(status, EngineStatus::Running));
+    let sup = fidelity::supervision_violations(f.oom_kills, f.engine_restarts);
+    f.violations.extend(sup);
+    for (stem, io) in &f.phase_io {
+        if let Some(v) = &io.io_bound_violation {
+            f.violations.push(format!("{stem}: {v}"));
+        }
+    }
+    Ok(())
+}
+
+/// Stop the engine and remove the sandbox within the budget; a second
+/// Ctrl-C skips the grace period but not the teardown. Returns a leak
+/// report when something could not be removed.
+async fn teardown(sandbox: &SharedSandbox, hurry: &CancellationToken) -> Option<String> {
+    let sb = sandbox.clone();
+    let hurry = hurry.clone();
+    // A task of its own: dropping the run's future (a panic, a cancelled
+    // caller) must not cancel the teardown half way.
+    let task = tokio::spawn(async move {
+        let grace = if hurry.is_cancelled() {
+            Duration::ZERO
+        } else {
+            STOP_GRACE
+        };
+        let mut sb = sb.lock().await;
+        let stopped = match sb.stop_engine(grace).await {
+            Ok(_) | Err(SandboxError::NoEngine) => None,
+            Err(e) => Some(format!("stopping the engine: {e}")),
+        };
+        match sb.teardown(TEARDOWN_BUDGET).await {
+            Ok(rep) if rep.is_clean() => stopped,
+            Ok(rep) => Some(format!(
+                "teardown left {}; run `benchcage cleanup`",
+                rep.leaked.join(", ")
+            )),
+            Err(e) => Some(format!("teardown: {e}; run `benchcage cleanup`")),
+        }
+    });
+    match task.await {
+        Ok(r) => r,
+        Err(e) => Some(format!("teardown task: {e}; run `benchcage cleanup`")),
+    }
+}

@@ -1,0 +1,76 @@
+//! Free space on the results disk, checked before a run starts: a run that
+//! would fill the disk halfway through loses more than one that never starts.
+
+use crate::units::Bytes;
+use std::path::Path;
+
+/// Free space a run needs on the results disk before it starts: phase
+/// files, samples, configs, and the engine's log.
+pub const MIN_FREE: Bytes = Bytes(64 << 20);
+
+/// Bytes available to an unprivileged writer on the filesystem of `path`
+/// (the nearest existing ancestor when `path` does not exist yet).
+pub fn available(path: &Path) -> std::io::Result<Bytes> {
+    let mut p = path;
+    while !p.exists() {
+        p = p.parent().unwrap_or(Path::new("/"));
+    }
+    let st = nix::sys::statvfs::statvfs(p).map_err(std::io::Error::from)?;
+    Ok(Bytes(
+        st.blocks_available() as u64 * st.fragment_size() as u64,
+    ))
+}
+
+/// An error in words when the results disk has less than `need` free.
+pub fn check_free(path: &Path, need: Bytes) -> Result<Bytes, String> {
+    let free = available(path).map_err(|e| format!("free space of {}: {e}", path.display()))?;
+    if free < need {
+        return Err(format!(
+            "the results disk at {} has {free} free; a run needs at least {need}. Free space or point --results elsewhere",
+            path.display()
+        ));
+    }
+    Ok(free)
+}
+
+/// Total size of the files under `dir` (the engine's data on disk), like
+/// `du --apparent-size`; unreadable entries are skipped.
+pub fn dir_size(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            match e.file_type() {
+                Ok(t) if t.is_dir() => stack.push(e.path()),
+                Ok(t) if t.is_file() => total += e.metadata().map(|m| m.len()).unwrap_or(0),
+                _ => {}
+            }
+        }
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dir_size_adds_up_nested_files() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("a/b")).unwrap();
+        std::fs::write(t.path().join("x"), vec![0u8; 1000]).unwrap();
+        std::fs::write(t.path().join("a/b/y"), vec![0u8; 24]).unwrap();
+        assert_eq!(dir_size(t.path()), 1024);
+    }
+
+    #[test]
+    fn a_disk_with_too_little_room_is_refused_before_the_run() {
+        let t = tempfile::tempdir().unwrap();
+        assert!(check_free(t.path(), Bytes(1)).is_ok());
+        let err = check_free(&t.path().join("not/yet"), Bytes(u64::MAX)).unwrap_err();
+        assert!(err.contains("needs at least"), "{err}");
+    }
+}

@@ -1,0 +1,188 @@
+//! Phase executors. [`DriveExec`] runs the built-in load generator as a
+//! child process (`benchcage drive --config FILE --json OUT`) placed in the
+//! client group, so the generator is pinned to the client CPUs and never
+//! charged to the server. Its raw output is kept next to the result.
+
+use crate::results::model::PhaseResult;
+use crate::run::phase::{PhaseEnv, PhaseExec};
+use anyhow::Context;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+/// How long a child gets after SIGINT before SIGKILL.
+const CHILD_GRACE: Duration = Duration::from_secs(5);
+
+/// Builds the generator's JSON config for a port and thread count.
+pub type ConfigFn = Arc<dyn Fn(u16, u32) -> anyhow::Result<serde_json::Value> + Send + Sync>;
+
+/// The built-in load generator as a child process.
+pub struct DriveExec {
+    pub label: String,
+    pub config: ConfigFn,
+    /// The benchcage binary to run (`std::env::current_exe()` in real use).
+    pub program: PathBuf,
+}
+
+#[async_trait::async_trait]
+impl PhaseExec for DriveExec {
+    fn describe(&self) -> String {
+        self.label.clone()
+    }
+
+    async fn run(&self, env: PhaseEnv) -> anyhow::Result<PhaseResult> {
+        let raw = env.cell_dir.join("raw");
+        std::fs::create_dir_all(&raw)?;
+        let cfg_path = raw.join(format!("{}.config.json", env.stem));
+        let out_path = raw.join(format!("{}.result.json", env.stem));
+        let log_path = raw.join(format!("{}.log", env.stem));
+        let cfg = (self.config)(env.port, env.threads)?;
+        std::fs::write(&cfg_path, serde_json::to_vec_pretty(&cfg)?)?;
+        let mut cmd = std::process::Command::new(&self.program);
+        cmd.arg("drive")
+            .arg("--config")
+            .arg(&cfg_path)
+            .arg("--json")
+            .arg(&out_path);
+        let status = run_child(cmd, &env, &log_path).await?;
+        let text = std::fs::read(&out_path).with_context(|| {
+            format!(
+                "the load generator ({status}) wrote no result to {}; its output is in {}:\n{}",
+                out_path.display(),
+                log_path.display(),
+                tail(&log_path, 10)
+            )
+        })?;
+        let mut res: PhaseResult = serde_json::from_slice(&text).with_context(|| {
+            format!("reading the load generator's result {}", out_path.display())
+        })?;
+        res.raw_outputs.push(format!("raw/{}.log", env.stem));
+        res.raw_outputs
+            .push(format!("raw/{}.result.json", env.stem));
+        Ok(res)
+    }
+}
+
+/// Spawn `cmd` in the client group, output to `log_path`, progress lines
+/// parsed for the live view; on cancel SIGINT, then SIGKILL after a grace.
+pub async fn run_child(
+    mut cmd: std::process::Command,
+    env: &PhaseEnv,
+    log_path: &std::path::Path,
+) -> anyhow::Result<std::process::ExitStatus> {
+    (env.place)(&mut cmd).context("placing the client process in the client group")?;
+    let program = cmd.get_program().to_string_lossy().to_string();
+    let mut cmd = tokio::process::Command::from(cmd);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().with_context(|| format!("starting {program}"))?;
+    let log = Arc::new(std::sync::Mutex::new(std::fs::File::create(log_path)?));
+    let mut pumps = Vec::new();
+    for reader in [
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Unpin + Send>),
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Unpin + Send>),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        let log = log.clone();
+        let progress = env.progress.clone();
+        pumps.push(tokio::spawn(async move {
+            let mut lines = BufReader::new(reader).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Some(rate) = parse_rate(&line) {
+                    progress.send_replace(Some(rate));
+                }
+                use std::io::Write;
+                let mut f = log.lock().unwrap_or_else(|e| e.into_inner());
+                let _ = writeln!(f, "{line}");
+            }
+        }));
+    }
+    let status = tokio::select! {
+        s = child.wait() => s?,
+        _ = env.cancel.cancelled() => {
+            if let Some(pid) = child.id() {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid as i32),
+                    nix::sys::signal::Signal::SIGINT,
+                );
+            }
+            match tokio::time::timeout(CHILD_GRACE, child.wait()).await {
+                Ok(s) => s?,
+                Err(_) => {
+                    let _ = child.kill().await;
+                    child.wait().await?
+                }
+            }
+        }
+    };
+    for p in pumps {
+        let _ = p.await;
+    }
+    Ok(status)
+}
+
+/// The rate in a progress line: `... 12345.6 ops/s ...`, YCSB's
+/// `... 1234.5 current ops/sec ...` or sysbench's `tps: 123.4`.
+pub fn parse_rate(line: &str) -> Option<f64> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    for (i, w) in words.iter().enumerate() {
+        let w = w.trim_end_matches([',', ';']);
+        if (w == "ops/s" || w == "ops/sec") && i > 0 {
+            let j = if words[i - 1] == "current" && i > 1 {
+                i - 2
+            } else {
+                i - 1
+            };
+            if let Ok(v) = words[j].trim_end_matches([',', ';']).parse() {
+                return Some(v);
+            }
+        }
+        if w == "tps:"
+            && let Some(Ok(v)) = words.get(i + 1).map(|n| n.parse())
+        {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// The last `n` lines of a file, for error messages.
+pub fn tail(path: &std::path::Path, n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_rates_are_read_from_the_usual_formats() {
+        assert_eq!(
+            parse_rate("workload-a t4: 12345.5 ops/s, p99 1.2 ms"),
+            Some(12345.5)
+        );
+        assert_eq!(
+            parse_rate("2026-11-30 10 sec: 12000 operations; 1200.5 current ops/sec; [READ: ...]"),
+            Some(1200.5)
+        );
+        assert_eq!(
+            parse_rate("[ 10s ] thds: 4 tps: 523.10 qps: 10462.03"),
+            Some(523.10)
+        );
+        assert_eq!(parse_rate("loading 10000 records"), None);
+    }
+}

@@ -1,0 +1,123 @@
+//! Settle: between load and the measured phases, optionally shrink the
+//! server's memory cap to a share of the measured data size, and drop the
+//! page cache the load left behind so that phases start cold.
+
+use crate::sandbox::cgroup::memory;
+use crate::sandbox::{SandboxError, SwapPolicy};
+use crate::units::{Bytes, Share};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The smallest cap settle will set: below this an engine cannot even keep
+/// its own code and stacks resident, and the cell would measure the OOM killer.
+pub const MIN_SETTLED_CAP: Bytes = Bytes(32 << 20);
+
+/// The cap for `memory: <share> of data`, never below [`MIN_SETTLED_CAP`],
+/// rounded down to a page (the kernel would round it anyway, and the read-back
+/// check compares exact values).
+pub fn settled_cap(share: Share, data_size: Bytes) -> Bytes {
+    let raw = share.of(data_size).as_u64().max(MIN_SETTLED_CAP.as_u64());
+    Bytes(raw / 4096 * 4096)
+}
+
+/// Parse the scenario's `memory: "25% of data"`.
+pub fn parse_share_of_data(s: &str) -> Result<Share, String> {
+    let t = s.trim();
+    let Some(head) = t.strip_suffix("of data").map(str::trim) else {
+        return Err(format!(
+            "settle memory `{s}` must be a share of the data size, like `25% of data`"
+        ));
+    };
+    let share: Share = head
+        .parse()
+        .map_err(|e| format!("settle memory `{s}`: {e}"))?;
+    if share.fraction() <= 0.0 {
+        return Err(format!("settle memory `{s}` must be above 0% of data"));
+    }
+    Ok(share)
+}
+
+/// The server's memory dir: `server/memory` (v1) or `server/unified` (v2).
+fn server_memory_dir(paths: &BTreeMap<String, PathBuf>) -> Option<(&Path, bool)> {
+    paths
+        .get("server/memory")
+        .map(|p| (p.as_path(), false))
+        .or_else(|| paths.get("server/unified").map(|p| (p.as_path(), true)))
+}
+
+/// Set the server's memory cap (swap policy kept) after load.
+pub fn set_memory_cap(
+    paths: &BTreeMap<String, PathBuf>,
+    cap: Bytes,
+    swap: SwapPolicy,
+) -> Result<(), SandboxError> {
+    let Some((dir, v2)) = server_memory_dir(paths) else {
+        return Err(SandboxError::Unsupported(
+            "this sandbox exposes no server memory cgroup; settle cannot shrink the cap".into(),
+        ));
+    };
+    if v2 {
+        memory::apply_v2(dir, cap, swap)
+    } else {
+        memory::apply_v1(dir, cap, swap)
+    }
+}
+
+/// Drop the page cache charged to the server so that phases start cold.
+/// Without a server memory cgroup, fall back to the host's drop_caches.
+pub fn drop_page_cache(paths: &BTreeMap<String, PathBuf>) -> Result<(), SandboxError> {
+    match server_memory_dir(paths) {
+        Some((dir, v2)) => memory::drop_cache(dir, v2),
+        None => std::fs::write("/proc/sys/vm/drop_caches", "1").map_err(|source| {
+            SandboxError::CgroupWrite {
+                path: "/proc/sys/vm/drop_caches".into(),
+                value: "1".into(),
+                source,
+            }
+        }),
+    }
+}
+
+/// Every pid in the server's group (engine and its children).
+pub fn server_pids(paths: &BTreeMap<String, PathBuf>) -> Vec<u32> {
+    ["server/cpuset", "server/unified", "server/memory"]
+        .iter()
+        .find_map(|k| paths.get(*k))
+        .map(|dir| {
+            crate::sandbox::cgroup::files::pids(&dir.join("cgroup.procs"))
+                .into_iter()
+                .filter_map(|p| u32::try_from(p).ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_quarter_of_the_data_is_a_quarter_rounded_to_a_page() {
+        let share = parse_share_of_data("25% of data").unwrap();
+        let cap = settled_cap(share, Bytes(Bytes::from_mib(400).0 + 3));
+        assert_eq!(cap, Bytes::from_mib(100));
+        let twice = settled_cap(
+            parse_share_of_data("200% of data").unwrap(),
+            Bytes::from_mib(400),
+        );
+        assert_eq!(twice, Bytes::from_mib(800));
+    }
+
+    #[test]
+    fn a_tiny_data_set_never_gets_a_cap_below_the_floor() {
+        let share = parse_share_of_data("25% of data").unwrap();
+        assert_eq!(settled_cap(share, Bytes::from_mib(1)), MIN_SETTLED_CAP);
+    }
+
+    #[test]
+    fn a_settle_memory_that_is_not_a_share_of_data_is_refused() {
+        assert!(parse_share_of_data("256MiB").is_err());
+        assert!(parse_share_of_data("0% of data").is_err());
+        assert!(parse_share_of_data("lots of data").is_err());
+    }
+}

@@ -118,6 +118,9 @@ pub struct PlanArgs {
     /// Knob or environment override, `k=v`; repeatable.
     #[arg(long = "set", value_name = "K=V")]
     pub set: Vec<String>,
+    /// Print the plan as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

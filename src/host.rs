@@ -1,1 +1,243 @@
-//! Facts about this machine: CPUs online, RAM, MemAvailable, cgroup version, kernel.
+//! Facts about this machine: CPUs online, RAM, MemAvailable, cgroup layout,
+//! swap accounting, kernel, CPU model. The only importer of `sysinfo`.
+//!
+//! Readers take a root path (`/` normally) so tests can point them at a
+//! fake tree of kernel files.
+
+use crate::units::{Bytes, CpuSet};
+use std::path::{Path, PathBuf};
+
+/// How cgroups are mounted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CgroupLayout {
+    /// Only v1 controllers under /sys/fs/cgroup/<controller>.
+    V1,
+    /// v1 controllers plus cgroup2 at /sys/fs/cgroup/unified (systemd's hybrid).
+    Hybrid,
+    /// Unified cgroup2 at /sys/fs/cgroup.
+    V2,
+    /// Nothing usable is mounted.
+    None,
+}
+
+/// What benchcage needs to know about the host.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct HostFacts {
+    /// From /sys/devices/system/cpu/online.
+    pub online_cpus: CpuSet,
+    pub mem_total: Bytes,
+    pub mem_available: Bytes,
+    pub swap_total: Bytes,
+    pub cgroup: CgroupLayout,
+    /// Controllers available to benchcage (v1 mounts, or v2 cgroup.controllers).
+    pub controllers: Vec<String>,
+    /// v1 `memory.memsw.*` present (or v2 `memory.swap.max`): swap can be limited.
+    pub swap_accounting: bool,
+    pub kernel: String,
+    pub cpu_model: String,
+    pub hostname: String,
+}
+
+/// v1 controllers benchcage uses.
+pub const V1_CONTROLLERS: &[&str] = &[
+    "cpuset", "cpu", "cpuacct", "memory", "blkio", "pids", "freezer",
+];
+
+impl HostFacts {
+    /// Read the facts of this host.
+    pub fn probe() -> HostFacts {
+        Self::probe_at(Path::new("/"))
+    }
+
+    /// Read the facts from a root holding `proc/` and `sys/` (tests use a temp dir).
+    pub fn probe_at(root: &Path) -> HostFacts {
+        let online = std::fs::read_to_string(root.join("sys/devices/system/cpu/online"))
+            .ok()
+            .and_then(|s| s.trim().parse::<CpuSet>().ok())
+            .unwrap_or_else(|| {
+                CpuSet::new(
+                    0..std::thread::available_parallelism()
+                        .map(|n| n.get() as u32)
+                        .unwrap_or(1),
+                )
+            });
+        let meminfo = std::fs::read_to_string(root.join("proc/meminfo")).unwrap_or_default();
+        let kb = |key: &str| -> Option<Bytes> {
+            meminfo.lines().find_map(|l| {
+                let rest = l.strip_prefix(key)?.strip_prefix(':')?;
+                let n: u64 = rest.trim().trim_end_matches("kB").trim().parse().ok()?;
+                Some(Bytes(n * 1024))
+            })
+        };
+        let is_real_root = root == Path::new("/");
+        let (sys_total, sys_avail, kernel, cpu_model, hostname) = if is_real_root {
+            match sysinfo::System::new() {
+                Ok(mut sys) => {
+                    sys.refresh_memory();
+                    sys.refresh_cpu_list(sysinfo::CpuRefreshKind::nothing());
+                    let model = sys
+                        .cpus()
+                        .first()
+                        .map(|c| c.brand().trim().to_string())
+                        .unwrap_or_default();
+                    (
+                        Bytes(sys.total_memory()),
+                        Bytes(sys.available_memory()),
+                        sysinfo::System::kernel_version().unwrap_or_default(),
+                        model,
+                        sysinfo::System::host_name().unwrap_or_default(),
+                    )
+                }
+                Err(_) => (
+                    Bytes(0),
+                    Bytes(0),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                ),
+            }
+        } else {
+            let model = std::fs::read_to_string(root.join("proc/cpuinfo"))
+                .unwrap_or_default()
+                .lines()
+                .find_map(|l| {
+                    l.strip_prefix("model name")
+                        .map(|r| r.trim_start_matches([' ', '\t', ':']).to_string())
+                })
+                .unwrap_or_default();
+            (Bytes(0), Bytes(0), String::new(), model, String::new())
+        };
+        let (cgroup, controllers, swap_accounting) = cgroup_facts(&root.join("sys/fs/cgroup"));
+        HostFacts {
+            online_cpus: online,
+            mem_total: kb("MemTotal").unwrap_or(sys_total),
+            mem_available: kb("MemAvailable").unwrap_or(sys_avail),
+            swap_total: kb("SwapTotal").unwrap_or_default(),
+            cgroup,
+            controllers,
+            swap_accounting,
+            kernel,
+            cpu_model,
+            hostname,
+        }
+    }
+
+    /// The record a run stores.
+    pub fn info(&self) -> crate::results::model::HostInfo {
+        crate::results::model::HostInfo {
+            hostname: self.hostname.clone(),
+            cpu_model: self.cpu_model.clone(),
+            cores: self.online_cpus.len() as u32,
+            kernel: self.kernel.clone(),
+            memory_bytes: self.mem_total.0,
+            ..Default::default()
+        }
+    }
+}
+
+/// Layout, controllers and swap accounting from a cgroup mount root.
+pub fn cgroup_facts(cg: &Path) -> (CgroupLayout, Vec<String>, bool) {
+    let v2_root = cg.join("cgroup.controllers");
+    if v2_root.exists() {
+        let ctrls = read_words(&v2_root);
+        let swap = cg.join("memory.swap.max").exists()
+            || std::fs::read_dir(cg)
+                .map(|d| {
+                    d.flatten()
+                        .any(|e| e.path().join("memory.swap.max").exists())
+                })
+                .unwrap_or(false);
+        return (CgroupLayout::V2, ctrls, swap);
+    }
+    let v1: Vec<String> = V1_CONTROLLERS
+        .iter()
+        .filter(|c| cg.join(c).join("tasks").exists() || cg.join(c).join("cgroup.procs").exists())
+        .map(|c| c.to_string())
+        .collect();
+    if v1.is_empty() {
+        return (CgroupLayout::None, Vec::new(), false);
+    }
+    let swap = cg.join("memory/memory.memsw.limit_in_bytes").exists();
+    let unified: PathBuf = cg.join("unified/cgroup.controllers");
+    let layout = if unified.exists() {
+        CgroupLayout::Hybrid
+    } else {
+        CgroupLayout::V1
+    };
+    (layout, v1, swap)
+}
+
+fn read_words(p: &Path) -> Vec<String> {
+    std::fs::read_to_string(p)
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn touch(p: &Path) {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, "").unwrap();
+    }
+
+    #[test]
+    fn a_v1_tree_with_memsw_and_unified_is_hybrid_with_swap_accounting() {
+        let t = tempfile::tempdir().unwrap();
+        let cg = t.path().join("sys/fs/cgroup");
+        for c in ["memory", "cpuset", "cpu"] {
+            touch(&cg.join(c).join("tasks"));
+        }
+        touch(&cg.join("memory/memory.memsw.limit_in_bytes"));
+        std::fs::create_dir_all(cg.join("unified")).unwrap();
+        std::fs::write(cg.join("unified/cgroup.controllers"), "").unwrap();
+        std::fs::create_dir_all(t.path().join("sys/devices/system/cpu")).unwrap();
+        std::fs::write(t.path().join("sys/devices/system/cpu/online"), "0-3,6\n").unwrap();
+        std::fs::create_dir_all(t.path().join("proc")).unwrap();
+        std::fs::write(
+            t.path().join("proc/meminfo"),
+            "MemTotal:       1024 kB\nMemAvailable:    512 kB\nSwapTotal: 0 kB\n",
+        )
+        .unwrap();
+        let h = HostFacts::probe_at(t.path());
+        assert_eq!(h.cgroup, CgroupLayout::Hybrid);
+        assert!(h.swap_accounting);
+        assert_eq!(h.online_cpus.to_list(), "0-3,6");
+        assert_eq!(h.mem_total, Bytes(1024 * 1024));
+        assert_eq!(h.mem_available, Bytes(512 * 1024));
+        assert_eq!(h.controllers, vec!["cpuset", "cpu", "memory"]);
+    }
+
+    #[test]
+    fn a_v1_tree_without_memsw_has_no_swap_accounting() {
+        let t = tempfile::tempdir().unwrap();
+        let cg = t.path().join("sys/fs/cgroup");
+        touch(&cg.join("memory/tasks"));
+        let (layout, _, swap) = cgroup_facts(&cg);
+        assert_eq!(layout, CgroupLayout::V1);
+        assert!(!swap);
+    }
+
+    #[test]
+    fn a_unified_tree_is_v2_with_its_controllers() {
+        let t = tempfile::tempdir().unwrap();
+        let cg = t.path();
+        std::fs::write(cg.join("cgroup.controllers"), "cpuset cpu io memory pids\n").unwrap();
+        touch(&cg.join("user.slice/memory.swap.max"));
+        let (layout, ctrls, swap) = cgroup_facts(cg);
+        assert_eq!(layout, CgroupLayout::V2);
+        assert_eq!(ctrls.len(), 5);
+        assert!(swap);
+    }
+
+    #[test]
+    fn this_host_reports_online_cpus_and_memory() {
+        let h = HostFacts::probe();
+        assert!(!h.online_cpus.is_empty());
+        assert!(h.mem_total.0 > 0 && h.mem_available <= h.mem_total);
+    }
+}

@@ -1,9 +1,98 @@
-//! `benchcage validate` (not built yet).
+//! `benchcage validate [PATH...]`: check specs; every error at once, exit 2.
 
 use crate::cli::ValidateArgs;
-use std::path::Path;
+use crate::host::HostFacts;
+use crate::spec::{Diagnostic, Diagnostics, Kind, Parsed, Project};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-pub async fn run(_home: &Path, _args: &ValidateArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`benchcage validate` is not built yet")
+pub async fn run(home: &Path, args: &ValidateArgs) -> anyhow::Result<ExitCode> {
+    let host = HostFacts::probe();
+    if args.paths.is_empty() {
+        let p = Project::load_with(home, &host)?;
+        println!(
+            "ok: {} environments, {} engines, {} scenarios valid on this host ({} CPUs, {} RAM)",
+            p.environments.len(),
+            p.engines.len(),
+            p.scenarios.len(),
+            host.online_cpus.len(),
+            host.mem_total
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let files = expand(&args.paths);
+    let loaded = Project::load_with(home, &host);
+    let canon_home = home.canonicalize().unwrap_or_else(|_| home.to_path_buf());
+    let mut diags = Diagnostics::default();
+    for f in &files {
+        let canon = f.canonicalize().unwrap_or_else(|_| f.clone());
+        if !f.is_file() {
+            diags.push(Diagnostic::flag(
+                f.display().to_string(),
+                String::new(),
+                "no such file",
+                None,
+            ));
+            continue;
+        }
+        let Some(kind) = Kind::of_path(&canon) else {
+            diags.push(Diagnostic::flag(
+                f.display().to_string(),
+                String::new(),
+                "cannot tell what kind of spec this is",
+                Some("put it in an environments/, engines/ or scenarios/ folder".into()),
+            ));
+            continue;
+        };
+        if let Ok(rel) = canon.strip_prefix(&canon_home) {
+            // Part of the project: its problems are among the project's.
+            if let Err(all) = &loaded {
+                let shown = rel.display().to_string();
+                for d in all.iter().filter(|d| d.file == shown) {
+                    diags.push(d.clone());
+                }
+            }
+            continue;
+        }
+        let mut own = Diagnostics::default();
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        let parsed = crate::spec::parse_text(
+            &f.display().to_string(),
+            &crate::spec::spec_name(f),
+            &text,
+            kind,
+            &mut own,
+        );
+        if let (Some(Parsed::Scenario(s)), Ok(project)) = (&parsed, &loaded) {
+            own.extend(project.check_scenario(s, &host));
+        }
+        diags.extend(own);
+    }
+    if !diags.is_empty() {
+        return Err(diags.into());
+    }
+    println!("ok: {} files valid", files.len());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn expand(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut inner: Vec<PathBuf> = std::fs::read_dir(p)
+                .map(|d| d.flatten().map(|e| e.path()).collect())
+                .unwrap_or_default();
+            inner.sort();
+            if inner.iter().any(|i| i.is_dir()) {
+                out.extend(expand(&inner));
+            } else {
+                out.extend(inner.into_iter().filter(|i| {
+                    matches!(i.extension().and_then(|e| e.to_str()), Some("yaml" | "yml"))
+                }));
+            }
+        } else {
+            out.push(p.clone());
+        }
+    }
+    out
 }

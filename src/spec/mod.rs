@@ -1,1 +1,407 @@
 //! Specs: environment, engine and scenario models and their validation.
+//!
+//! `Project::load` reads every spec under a project home, checks each one
+//! and the references between them, and returns every problem at once as
+//! `Diagnostics` (file:line:column, field, message, hint). `plan::plan`
+//! turns a scenario into cells with resolved limits and rendered configs.
+
+pub mod de;
+pub mod diag;
+pub mod engine;
+pub mod environment;
+pub mod overrides;
+pub mod plan;
+pub mod scenario;
+pub mod yaml;
+
+pub use diag::{Diagnostic, Diagnostics};
+pub use engine::Engine;
+pub use environment::Environment;
+pub use scenario::Scenario;
+
+use diag::{Cx, Origin, unknown_hint};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Every spec of a project home, validated.
+#[derive(Debug, Clone)]
+pub struct Project {
+    pub home: PathBuf,
+    pub environments: BTreeMap<String, Environment>,
+    pub engines: BTreeMap<String, Engine>,
+    pub scenarios: BTreeMap<String, Scenario>,
+}
+
+/// The three spec kinds, by folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Environment,
+    Engine,
+    Scenario,
+}
+
+impl Kind {
+    pub fn folder(self) -> &'static str {
+        match self {
+            Kind::Environment => "environments",
+            Kind::Engine => "engines",
+            Kind::Scenario => "scenarios",
+        }
+    }
+    /// The kind of a spec file from its parent folder.
+    pub fn of_path(p: &Path) -> Option<Kind> {
+        let parent = p.parent()?.file_name()?.to_str()?;
+        [Kind::Environment, Kind::Engine, Kind::Scenario]
+            .into_iter()
+            .find(|k| k.folder() == parent)
+    }
+}
+
+/// Spec file name to spec name: `scenarios/quickstart.yaml` -> `quickstart`.
+pub fn spec_name(p: &Path) -> String {
+    p.file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("")
+        .to_string()
+}
+
+fn display_path(home: &Path, p: &Path) -> String {
+    p.strip_prefix(home).unwrap_or(p).display().to_string()
+}
+
+fn yaml_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml")))
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+/// Parse one spec file of a known kind. Problems go into `diags`.
+fn parse_file(home: &Path, path: &Path, kind: Kind, diags: &mut Diagnostics) -> Option<Parsed> {
+    let shown = display_path(home, path);
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            diags.push(Diagnostic::flag(
+                shown,
+                String::new(),
+                format!("cannot read the file: {e}"),
+                None,
+            ));
+            return None;
+        }
+    };
+    parse_text(&shown, &spec_name(path), &text, kind, diags)
+}
+
+/// A spec of any kind, parsed.
+#[derive(Debug, Clone)]
+pub enum Parsed {
+    Environment(Environment),
+    Engine(Engine),
+    Scenario(Scenario),
+}
+
+/// Parse spec text (`shown` is the file name used in messages).
+pub fn parse_text(
+    shown: &str,
+    name: &str,
+    text: &str,
+    kind: Kind,
+    diags: &mut Diagnostics,
+) -> Option<Parsed> {
+    let node = match yaml::parse(text) {
+        Ok(n) => n,
+        Err(e) => {
+            diags.push(Diagnostic {
+                file: shown.to_string(),
+                line: e.pos.line,
+                column: e.pos.column,
+                field: String::new(),
+                message: e.message,
+                hint: Some("check indentation, colons and brackets around this spot".into()),
+            });
+            return None;
+        }
+    };
+    let mut cx = Cx::new(shown);
+    let parsed = match kind {
+        Kind::Environment => Environment::from_node(name, &node, &mut cx).map(Parsed::Environment),
+        Kind::Engine => Engine::from_node(name, &node, &mut cx).map(Parsed::Engine),
+        Kind::Scenario => Scenario::from_node(name, &node, &mut cx).map(Parsed::Scenario),
+    };
+    let origin = Origin {
+        file: shown.to_string(),
+        positions: std::mem::take(&mut cx.positions),
+    };
+    let failed = !cx.diags.is_empty();
+    diags.extend(cx.diags);
+    let parsed = parsed.map(|p| match p {
+        Parsed::Environment(mut e) => {
+            e.origin = origin;
+            for d in e.static_checks() {
+                diags.push(d);
+            }
+            Parsed::Environment(e)
+        }
+        Parsed::Engine(mut e) => {
+            e.origin = origin;
+            Parsed::Engine(e)
+        }
+        Parsed::Scenario(mut s) => {
+            s.origin = origin;
+            Parsed::Scenario(s)
+        }
+    });
+    if failed { None } else { parsed }
+}
+
+impl Project {
+    /// Load and validate every spec under `home`: each file on its own, then
+    /// the references between them (engines, versions, knobs, templates,
+    /// environments) and every scenario's cells against this host.
+    pub fn load(home: &Path) -> Result<Project, Diagnostics> {
+        Self::load_with(home, &crate::host::HostFacts::probe())
+    }
+
+    /// `load` against given host facts (tests pass a fake host).
+    pub fn load_with(home: &Path, host: &crate::host::HostFacts) -> Result<Project, Diagnostics> {
+        let mut diags = Diagnostics::default();
+        let mut project = Project {
+            home: home.to_path_buf(),
+            environments: BTreeMap::new(),
+            engines: BTreeMap::new(),
+            scenarios: BTreeMap::new(),
+        };
+        let mut found_any = false;
+        for kind in [Kind::Engine, Kind::Environment, Kind::Scenario] {
+            for path in yaml_files(&home.join(kind.folder())) {
+                found_any = true;
+                match parse_file(home, &path, kind, &mut diags) {
+                    Some(Parsed::Environment(e)) => {
+                        project.environments.insert(e.name.clone(), e);
+                    }
+                    Some(Parsed::Engine(e)) => {
+                        project.engines.insert(e.name.clone(), e);
+                    }
+                    Some(Parsed::Scenario(s)) => {
+                        project.scenarios.insert(s.name.clone(), s);
+                    }
+                    None => {}
+                }
+            }
+        }
+        if !found_any {
+            diags.push(Diagnostic::flag(
+                home.display().to_string(),
+                "",
+                "no specs here (no environments/, engines/ or scenarios/ with .yaml files)",
+                Some(
+                    "run from the benchcage checkout, or pass --home DIR / set BENCHCAGE_HOME"
+                        .into(),
+                ),
+            ));
+        }
+        for e in project.engines.values() {
+            for d in project.check_engine(e) {
+                diags.push(d);
+            }
+        }
+        for s in project.scenarios.values() {
+            diags.extend(project.check_scenario(s, host));
+        }
+        diags.into_result(project)
+    }
+
+    /// Templates exist under templates/ and render with every knob at its
+    /// default for a sample environment.
+    fn check_engine(&self, e: &Engine) -> Vec<Diagnostic> {
+        let mut out = Vec::new();
+        for (i, cf) in e.config_files.iter().enumerate() {
+            let p = self.home.join("templates").join(&cf.template);
+            if !p.is_file() {
+                out.push(e.origin.diag(
+                    &format!("config_files[{i}].template"),
+                    format!("template `{}` does not exist under templates/", cf.template),
+                    Some(format!("create templates/{}", cf.template)),
+                ));
+            }
+        }
+        out
+    }
+
+    /// Parse one scenario file that may live outside scenarios/ and check it
+    /// against this project.
+    pub fn load_scenario_file(
+        &self,
+        path: &Path,
+        host: &crate::host::HostFacts,
+    ) -> Result<Scenario, Diagnostics> {
+        let mut diags = Diagnostics::default();
+        let parsed = parse_file(&self.home, path, Kind::Scenario, &mut diags);
+        let Some(Parsed::Scenario(s)) = parsed else {
+            return Err(diags);
+        };
+        diags.extend(self.check_scenario(&s, host));
+        diags.into_result(s)
+    }
+
+    /// A scenario by name (`quickstart`) or path (`scenarios/quickstart.yaml`).
+    pub fn find_scenario(
+        &self,
+        arg: &str,
+        host: &crate::host::HostFacts,
+    ) -> Result<Scenario, Diagnostics> {
+        let p = Path::new(arg);
+        let candidates = [p.to_path_buf(), self.home.join(p)];
+        if let Some(file) = candidates.iter().find(|c| c.is_file()) {
+            let name = spec_name(file);
+            let in_project = self.home.join("scenarios").join(format!("{name}.yaml"));
+            if let Some(s) = self.scenarios.get(&name)
+                && same_file(file, &in_project)
+            {
+                return Ok(s.clone());
+            }
+            return self.load_scenario_file(file, host);
+        }
+        match self.scenarios.get(arg) {
+            Some(s) => Ok(s.clone()),
+            None => {
+                let known: Vec<&str> = self.scenarios.keys().map(String::as_str).collect();
+                Err(Diagnostics(vec![Diagnostic::flag(
+                    arg,
+                    "",
+                    format!("no scenario `{arg}` (neither a file nor a name under scenarios/)"),
+                    Some(unknown_hint(arg, &known)),
+                )]))
+            }
+        }
+    }
+
+    /// References of a scenario (engines, versions, environments, knobs) and
+    /// every cell planned on this host.
+    pub fn check_scenario(&self, s: &Scenario, host: &crate::host::HostFacts) -> Diagnostics {
+        let mut diags = Diagnostics::default();
+        let engines: Vec<&str> = self.engines.keys().map(String::as_str).collect();
+        let envs: Vec<&str> = self.environments.keys().map(String::as_str).collect();
+        let mut refs_ok = true;
+        for er in &s.matrix.engines {
+            match self.engines.get(&er.engine) {
+                None => {
+                    refs_ok = false;
+                    diags.push(s.origin.diag(
+                        &er.field,
+                        format!("unknown engine `{}`", er.engine),
+                        Some(unknown_hint(&er.engine, &engines)),
+                    ));
+                }
+                Some(e) => {
+                    if let Some(v) = &er.version
+                        && e.version(Some(v)).is_none()
+                    {
+                        refs_ok = false;
+                        diags.push(s.origin.diag(
+                            &er.field,
+                            format!("{} has no version `{v}`", e.name),
+                            Some(unknown_hint(v, &e.version_names())),
+                        ));
+                    }
+                    for (k, v) in s
+                        .knobs
+                        .iter()
+                        .map(|(k, v)| ("knobs", (k, v)))
+                        .chain(er.knobs.iter().map(|(k, v)| ("", (k, v))))
+                    {
+                        let (field, (name, value)) = (k, v);
+                        let field = if field.is_empty() {
+                            format!("{}.knobs.{name}", er.field)
+                        } else {
+                            format!("knobs.{name}")
+                        };
+                        match e.knobs.get(name.as_str()) {
+                            None => {
+                                refs_ok = false;
+                                diags.push(s.origin.diag(
+                                    &field,
+                                    format!("{} has no knob `{name}`", e.name),
+                                    Some(unknown_hint(name, &e.knob_names())),
+                                ));
+                            }
+                            Some(knob) => {
+                                if let Err(msg) = knob.parse(value) {
+                                    refs_ok = false;
+                                    diags.push(s.origin.diag(&field, msg, None));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let mut labels: Vec<String> = Vec::new();
+        for er in &s.matrix.engines {
+            let l = er.label.clone().unwrap_or_else(|| {
+                match (&er.version, self.engines.get(&er.engine)) {
+                    (Some(v), _) => format!("{}@{v}", er.engine),
+                    (None, Some(e)) => format!("{}@{}", er.engine, e.default_version),
+                    (None, None) => er.engine.clone(),
+                }
+            });
+            if labels.contains(&l) {
+                refs_ok = false;
+                diags.push(s.origin.diag(
+                    &er.field,
+                    format!("`{l}` appears twice in the matrix"),
+                    Some("give the second one `label: NAME` (e.g. {engine: mongodb@3.2, label: mongodb-sync60, knobs: {...}})".into()),
+                ));
+            }
+            labels.push(l);
+        }
+        let mut env_names: Vec<&str> = Vec::new();
+        for env in &s.matrix.environments {
+            if env_names.contains(&env.name.as_str()) {
+                refs_ok = false;
+                diags.push(s.origin.diag(
+                    &env.field,
+                    format!("environment `{}` appears twice in the matrix", env.name),
+                    None,
+                ));
+            }
+            env_names.push(&env.name);
+            if !self.environments.contains_key(&env.name) {
+                refs_ok = false;
+                diags.push(s.origin.diag(
+                    &env.field,
+                    format!("unknown environment `{}`", env.name),
+                    Some(unknown_hint(&env.name, &envs)),
+                ));
+            }
+            for (k, v) in &env.set {
+                if let Err(msg) = overrides::check_env_key(k, v) {
+                    refs_ok = false;
+                    diags.push(
+                        s.origin
+                            .diag(&format!("{}.set.{k}", env.field), msg.0, msg.1),
+                    );
+                }
+            }
+        }
+        if refs_ok && let Err(d) = plan::plan_on(self, s, &[], None, None, host) {
+            diags.extend(d);
+        }
+        diags
+    }
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}

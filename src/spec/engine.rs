@@ -1,0 +1,584 @@
+//! Engines: what runs, per version, and the knobs it takes.
+//!
+//! ```yaml
+//! description: Redis, in-memory key-value store
+//! default_version: "7.0"
+//! versions:
+//!   "7.0": {binary: /usr/bin/redis-server, image: benchcage/redis:7.0}
+//! command: ["{binary}", "{config:redis.conf}", --port, "{port}", --dir, "{data_dir}"]
+//! port: 6379
+//! readiness: {probe: redis, timeout: 30s}
+//! config_files:
+//!   - {template: redis/redis.conf.tera, path: "{config_dir}/redis.conf", format: redis}
+//! cache_overhead: 32MiB
+//! knobs:
+//!   cache_size: {type: size}
+//!   appendfsync: {type: enum, values: [always, everysec, "no"], default: everysec}
+//! ```
+//!
+//! Placeholders in `command` and `init`: `{binary}` (the version's binary,
+//! or `image_binary` inside a container), `{bin_dir}` (its folder),
+//! `{port}`, `{data_dir}`, `{config_dir}`, `{config:<file name>}`.
+
+use super::de::{Fields, FromNode, Text, check_spec_name, word};
+use super::diag::{Cx, Origin, join, unknown_hint};
+use super::yaml::Node;
+use crate::sandbox::Probe;
+use crate::units::{Bytes, Duration};
+use std::collections::BTreeMap;
+
+/// Placeholders an engine's argv may use.
+pub const PLACEHOLDERS: &[&str] = &["binary", "bin_dir", "port", "data_dir", "config_dir"];
+
+/// An engine spec (`engines/<name>.yaml`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Engine {
+    pub name: String,
+    pub description: String,
+    pub default_version: String,
+    /// Versions in file order.
+    pub versions: Vec<(String, EngineVersion)>,
+    /// argv with placeholders; element 0 is usually `{binary}`.
+    pub command: Vec<String>,
+    /// argv arrays run once before the first start (initdb, mariadb-install-db).
+    pub init: Vec<Vec<String>>,
+    /// Run the engine (and `init`) as this system user. postgres refuses to
+    /// run as root, so it names `postgres`; the sandbox chowns the data dir
+    /// (and config dir) to this user before `init`.
+    pub user: Option<String>,
+    /// Default port; the run picks a free loopback port instead.
+    pub port: u16,
+    pub readiness: crate::sandbox::Readiness,
+    pub config_files: Vec<ConfigFile>,
+    pub knobs: BTreeMap<String, Knob>,
+    /// Memory the engine uses beyond its cache; cache + this must fit the cap.
+    pub cache_overhead: Bytes,
+    /// Extra environment variables for the engine process.
+    pub env: BTreeMap<String, String>,
+    pub origin: Origin,
+}
+
+/// One version of an engine: a local binary, an image, or both.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineVersion {
+    /// Host binary for the cgroup backend (absolute path or a name on PATH).
+    pub binary: Option<String>,
+    /// Image for the docker backend.
+    pub image: Option<String>,
+    /// The binary inside the image (default: `binary`, else the engine's name).
+    pub image_binary: Option<String>,
+}
+
+/// A config file rendered from a template.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigFile {
+    /// Path under templates/: `mongodb/mongod.conf.tera`.
+    pub template: String,
+    /// Where the engine reads it: `{config_dir}/mongod.conf`.
+    pub path: String,
+    /// How values are escaped in this file.
+    pub format: ConfigFormat,
+}
+
+impl ConfigFile {
+    /// The file name, used in `{config:<name>}`.
+    pub fn name(&self) -> &str {
+        self.path.rsplit('/').next().unwrap_or(&self.path)
+    }
+}
+
+/// Syntax of a config file, which decides how string values are escaped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConfigFormat {
+    /// YAML (mongod.conf): double-quoted strings.
+    Yaml,
+    /// INI / my.cnf and old mongod `key = value` files: double-quoted strings.
+    Ini,
+    /// redis.conf: double-quoted strings.
+    Redis,
+    /// postgresql.conf: single-quoted strings.
+    Pg,
+    /// TOML: double-quoted basic strings.
+    Toml,
+}
+
+/// The type of a knob's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KnobType {
+    Size,
+    Duration,
+    Bool,
+    Int,
+    Enum,
+    String,
+}
+
+/// A typed knob with its default and allowed values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Knob {
+    pub kind: KnobType,
+    /// Canonical default; `None` = not set unless a scenario or `--set` sets it
+    /// (except `cache_size`, which comes from the environment).
+    pub default: Option<String>,
+    /// Allowed values of an enum knob.
+    pub values: Vec<String>,
+    pub description: String,
+}
+
+/// A knob value after its type was checked.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KnobValue {
+    Size(Bytes),
+    Duration(Duration),
+    Bool(bool),
+    Int(i64),
+    Enum(String),
+    String(String),
+}
+
+impl KnobValue {
+    /// Canonical text: `12GiB`, `1s`, `true`, `42`, the word or the string.
+    pub fn canonical(&self) -> String {
+        match self {
+            KnobValue::Size(b) => b.to_string(),
+            KnobValue::Duration(d) => d.to_string(),
+            KnobValue::Bool(b) => b.to_string(),
+            KnobValue::Int(i) => i.to_string(),
+            KnobValue::Enum(s) | KnobValue::String(s) => s.clone(),
+        }
+    }
+}
+
+impl Knob {
+    /// Parse a value for this knob; the error says what is expected.
+    pub fn parse(&self, raw: &str) -> Result<KnobValue, String> {
+        match self.kind {
+            KnobType::Size => raw.parse::<Bytes>().map(KnobValue::Size).map_err(|e| e.0),
+            KnobType::Duration => raw
+                .parse::<Duration>()
+                .map(KnobValue::Duration)
+                .map_err(|e| e.0),
+            KnobType::Bool => match raw {
+                "true" | "on" | "yes" => Ok(KnobValue::Bool(true)),
+                "false" | "off" | "no" => Ok(KnobValue::Bool(false)),
+                _ => Err(format!("`{raw}` is not a boolean; write true or false")),
+            },
+            KnobType::Int => raw
+                .replace('_', "")
+                .parse::<i64>()
+                .map(KnobValue::Int)
+                .map_err(|_| format!("`{raw}` is not a whole number")),
+            KnobType::Enum => {
+                if self.values.iter().any(|v| v == raw) {
+                    Ok(KnobValue::Enum(raw.to_string()))
+                } else {
+                    let known: Vec<&str> = self.values.iter().map(String::as_str).collect();
+                    Err(format!(
+                        "`{raw}` is not allowed; {}",
+                        unknown_hint(raw, &known)
+                    ))
+                }
+            }
+            KnobType::String => {
+                if raw.chars().any(|c| c.is_control()) {
+                    Err("a string knob cannot hold control characters (newlines, tabs, NUL)".into())
+                } else {
+                    Ok(KnobValue::String(raw.to_string()))
+                }
+            }
+        }
+    }
+}
+
+impl FromNode for ConfigFormat {
+    fn from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Self> {
+        Some(
+            match word(node, cx, path, &["yaml", "ini", "redis", "pg", "toml"])? {
+                "yaml" => ConfigFormat::Yaml,
+                "ini" => ConfigFormat::Ini,
+                "redis" => ConfigFormat::Redis,
+                "pg" => ConfigFormat::Pg,
+                _ => ConfigFormat::Toml,
+            },
+        )
+    }
+}
+
+fn knob_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Knob> {
+    let f = Fields::open(
+        node,
+        cx,
+        path,
+        &["type", "default", "values", "description"],
+    )?;
+    let kind = f.get("type").and_then(|n| {
+        Some(
+            match word(
+                n,
+                cx,
+                &join(path, "type"),
+                &["size", "duration", "bool", "int", "enum", "string"],
+            )? {
+                "size" => KnobType::Size,
+                "duration" => KnobType::Duration,
+                "bool" => KnobType::Bool,
+                "int" => KnobType::Int,
+                "enum" => KnobType::Enum,
+                _ => KnobType::String,
+            },
+        )
+    });
+    if f.get("type").is_none() {
+        f.req::<String>(cx, "type");
+    }
+    let values: Vec<String> = f.or(cx, "values", Vec::new());
+    let kind = kind?;
+    if kind == KnobType::Enum && values.is_empty() {
+        cx.error(f.pos, path, "an enum knob needs `values`", None);
+    }
+    for v in &values {
+        if !v
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.+-".contains(c))
+            || v.is_empty()
+        {
+            cx.error(
+                f.pos_of("values"),
+                &join(path, "values"),
+                format!("enum value `{v}` must be a plain word (letters, digits, _ . + -)"),
+                None,
+            );
+        }
+    }
+    let mut knob = Knob {
+        kind,
+        default: None,
+        values,
+        description: f.or(cx, "description", String::new()),
+    };
+    if let Some(Text(d)) = f.opt::<Text>(cx, "default") {
+        match knob.parse(&d) {
+            Ok(v) => knob.default = Some(v.canonical()),
+            Err(e) => cx.error(f.pos_of("default"), &join(path, "default"), e, None),
+        }
+    }
+    Some(knob)
+}
+
+fn readiness_from_node(node: &Node, cx: &mut Cx) -> Option<crate::sandbox::Readiness> {
+    let f = Fields::open(
+        node,
+        cx,
+        "readiness",
+        &["probe", "timeout", "user", "database"],
+    )?;
+    let probe = f.get("probe").and_then(|n| {
+        word(
+            n,
+            cx,
+            "readiness.probe",
+            &["redis", "postgres", "mysql", "mongodb"],
+        )
+    });
+    if f.get("probe").is_none() {
+        f.req::<String>(cx, "probe");
+    }
+    let user = f.opt::<String>(cx, "user");
+    let database = f.opt::<String>(cx, "database");
+    let timeout = f.or(cx, "timeout", Duration::from_secs(30));
+    let probe = match probe? {
+        "redis" => Probe::Redis,
+        "postgres" => Probe::Postgres {
+            user: user.unwrap_or_else(|| "postgres".into()),
+            database: database.unwrap_or_else(|| "postgres".into()),
+        },
+        "mysql" => Probe::Mysql {
+            user: user.unwrap_or_else(|| "root".into()),
+        },
+        _ => Probe::Mongodb,
+    };
+    Some(crate::sandbox::Readiness { probe, timeout })
+}
+
+impl Engine {
+    /// Read an engine from its YAML tree, reporting every problem.
+    pub fn from_node(name: &str, node: &Node, cx: &mut Cx) -> Option<Engine> {
+        let f = Fields::open(
+            node,
+            cx,
+            "",
+            &[
+                "name",
+                "description",
+                "default_version",
+                "versions",
+                "command",
+                "init",
+                "user",
+                "port",
+                "readiness",
+                "config_files",
+                "knobs",
+                "cache_overhead",
+                "env",
+            ],
+        )?;
+        check_spec_name(&f, cx, name);
+        let mut versions = Vec::new();
+        match f.get("versions").map(|n| (n, &n.kind)) {
+            Some((_, super::yaml::NodeKind::Map(entries))) => {
+                for (k, v) in entries {
+                    let ver = k.scalar().unwrap_or("").to_string();
+                    let p = join("versions", &ver);
+                    cx.positions.insert(p.clone(), v.pos);
+                    let Some(vf) = Fields::open(v, cx, &p, &["binary", "image", "image_binary"])
+                    else {
+                        continue;
+                    };
+                    let ev = EngineVersion {
+                        binary: vf.opt(cx, "binary"),
+                        image: vf.opt(cx, "image"),
+                        image_binary: vf.opt(cx, "image_binary"),
+                    };
+                    if ev.binary.is_none() && ev.image.is_none() {
+                        cx.error(
+                            v.pos,
+                            &p,
+                            format!("version {ver} has neither `binary` nor `image`"),
+                            Some("give a local binary for the cgroup backend and/or an image for docker".into()),
+                        );
+                    }
+                    versions.push((ver, ev));
+                }
+            }
+            Some((n, _)) => cx.error(
+                n.pos,
+                "versions",
+                "expected a mapping of version -> {binary, image}",
+                None,
+            ),
+            None => {
+                f.req::<String>(cx, "versions");
+            }
+        }
+        let default_version: Option<String> = f.opt(cx, "default_version");
+        let default_version = match default_version {
+            Some(d) => {
+                if !versions.is_empty() && !versions.iter().any(|(v, _)| *v == d) {
+                    let known: Vec<&str> = versions.iter().map(|(v, _)| v.as_str()).collect();
+                    cx.error(
+                        f.pos_of("default_version"),
+                        "default_version",
+                        format!("default version `{d}` is not among the versions"),
+                        Some(unknown_hint(&d, &known)),
+                    );
+                }
+                d
+            }
+            None => versions.last().map(|(v, _)| v.clone()).unwrap_or_default(),
+        };
+        let command: Option<Vec<String>> = f.req(cx, "command");
+        let init: Vec<Vec<String>> = f.or(cx, "init", Vec::new());
+        let config_files = match f.get("config_files") {
+            Some(n) => config_files_from_node(n, cx).unwrap_or_default(),
+            None => Vec::new(),
+        };
+        let knobs = match f.get("knobs") {
+            Some(n) => knobs_from_node(n, cx).unwrap_or_default(),
+            None => BTreeMap::new(),
+        };
+        let readiness = match f.get("readiness") {
+            Some(n) => readiness_from_node(n, cx),
+            None => {
+                f.req::<String>(cx, "readiness");
+                None
+            }
+        };
+        let config_names: Vec<String> = config_files
+            .iter()
+            .map(|c: &ConfigFile| c.name().to_string())
+            .collect();
+        let command = command?;
+        if command.is_empty() {
+            cx.error(
+                f.pos_of("command"),
+                "command",
+                "the command is empty",
+                Some("an argv array like [\"{binary}\", --port, \"{port}\"]".into()),
+            );
+        }
+        for (field, argv) in std::iter::once(("command".to_string(), &command)).chain(
+            init.iter()
+                .enumerate()
+                .map(|(i, a)| (format!("init[{i}]"), a)),
+        ) {
+            for (j, arg) in argv.iter().enumerate() {
+                if let Err(e) = check_placeholders(arg, &config_names) {
+                    let p = format!("{field}[{j}]");
+                    let pos = cx.positions.get(&p).copied().unwrap_or(f.pos_of("command"));
+                    cx.error(pos, &p, e, Some(format!("placeholders: {{binary}}, {{bin_dir}}, {{port}}, {{data_dir}}, {{config_dir}}, {{config:NAME}} with NAME one of: {}", config_names.join(", "))));
+                }
+            }
+        }
+        Some(Engine {
+            name: name.to_string(),
+            description: f.or(cx, "description", String::new()),
+            default_version,
+            versions,
+            command,
+            init,
+            user: f.opt(cx, "user"),
+            port: f.or(cx, "port", 0u16),
+            readiness: readiness?,
+            config_files,
+            knobs,
+            cache_overhead: f.or(cx, "cache_overhead", Bytes(0)),
+            env: f.or(cx, "env", BTreeMap::new()),
+            origin: Origin::default(),
+        })
+    }
+
+    /// A version by name, or the default one.
+    pub fn version(&self, v: Option<&str>) -> Option<(&str, &EngineVersion)> {
+        let want = v.unwrap_or(&self.default_version);
+        self.versions
+            .iter()
+            .find(|(name, _)| name == want)
+            .map(|(n, ev)| (n.as_str(), ev))
+    }
+
+    /// Version names in file order.
+    pub fn version_names(&self) -> Vec<&str> {
+        self.versions.iter().map(|(v, _)| v.as_str()).collect()
+    }
+
+    /// Knob names, sorted.
+    pub fn knob_names(&self) -> Vec<&str> {
+        self.knobs.keys().map(String::as_str).collect()
+    }
+}
+
+fn config_files_from_node(node: &Node, cx: &mut Cx) -> Option<Vec<ConfigFile>> {
+    let super::yaml::NodeKind::Seq(items) = &node.kind else {
+        cx.error(
+            node.pos,
+            "config_files",
+            "expected a list of {template, path, format}",
+            None,
+        );
+        return None;
+    };
+    let mut out = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let p = format!("config_files[{i}]");
+        let Some(f) = Fields::open(item, cx, &p, &["template", "path", "format"]) else {
+            continue;
+        };
+        let (Some(template), Some(path), Some(format)) = (
+            f.req::<String>(cx, "template"),
+            f.req::<String>(cx, "path"),
+            f.req::<ConfigFormat>(cx, "format"),
+        ) else {
+            continue;
+        };
+        if !path.starts_with("{config_dir}/") || path[13..].contains('/') || path.len() <= 13 {
+            cx.error(
+                f.pos_of("path"),
+                &join(&p, "path"),
+                format!("config path `{path}` must be `{{config_dir}}/<file name>`"),
+                None,
+            );
+        }
+        if template.contains("..") || template.starts_with('/') {
+            cx.error(
+                f.pos_of("template"),
+                &join(&p, "template"),
+                "a template path stays under templates/",
+                None,
+            );
+        }
+        out.push(ConfigFile {
+            template,
+            path,
+            format,
+        });
+    }
+    Some(out)
+}
+
+fn knobs_from_node(node: &Node, cx: &mut Cx) -> Option<BTreeMap<String, Knob>> {
+    let super::yaml::NodeKind::Map(entries) = &node.kind else {
+        cx.error(
+            node.pos,
+            "knobs",
+            "expected a mapping of knob name -> {type, default}",
+            None,
+        );
+        return None;
+    };
+    let mut out = BTreeMap::new();
+    for (k, v) in entries {
+        let name = k.scalar().unwrap_or("").to_string();
+        let p = join("knobs", &name);
+        cx.positions.insert(p.clone(), v.pos);
+        if !name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            || name.is_empty()
+        {
+            cx.error(
+                k.pos,
+                &p,
+                format!("knob name `{name}` must be snake_case"),
+                None,
+            );
+            continue;
+        }
+        if name.contains('.') || ENV_OVERRIDE_ROOTS.contains(&name.as_str()) {
+            cx.error(
+                k.pos,
+                &p,
+                format!("`{name}` is reserved for environment overrides"),
+                None,
+            );
+            continue;
+        }
+        if let Some(knob) = knob_from_node(v, cx, &p) {
+            out.insert(name, knob);
+        }
+    }
+    Some(out)
+}
+
+/// `--set` keys that address the environment, not a knob.
+pub const ENV_OVERRIDE_ROOTS: &[&str] = &[
+    "backend",
+    "cache",
+    "scale",
+    "hog",
+    "server",
+    "client",
+    "allow_cache_overcommit",
+];
+
+/// Check that every `{...}` in an argument is a known placeholder.
+pub fn check_placeholders(arg: &str, config_names: &[String]) -> Result<(), String> {
+    let mut rest = arg;
+    while let Some(start) = rest.find('{') {
+        let Some(end) = rest[start..].find('}') else {
+            return Err(format!("`{arg}` has an unclosed `{{`"));
+        };
+        let name = &rest[start + 1..start + end];
+        let ok = PLACEHOLDERS.contains(&name)
+            || name
+                .strip_prefix("config:")
+                .is_some_and(|c| config_names.iter().any(|n| n == c));
+        if !ok {
+            return Err(format!("unknown placeholder `{{{name}}}` in `{arg}`"));
+        }
+        rest = &rest[start + end + 1..];
+    }
+    Ok(())
+}

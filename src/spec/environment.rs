@@ -1,0 +1,300 @@
+//! Environments: where an engine runs and how it is constrained.
+//!
+//! ```yaml
+//! description: write-up 003, 4 cores and 16 GiB
+//! backend: docker            # cgroup (default) | docker
+//! server:
+//!   cpus: 0-3                # CPU set the engine is pinned to
+//!   memory: 16GiB            # hard cap; omit for no cap
+//!   swap: off                # off (default) | a size on top of the cap
+//!   io: {read_bps: 200MiB, write_bps: 200MiB, read_iops: 5000, write_iops: 5000}
+//!   pids: 4096
+//! client: {cpus: 4-5}        # load generator, outside the server's cgroup
+//! cache: 12GiB               # or a share of the memory cap: 75%
+//! hog: {leave: 16GiB}        # or none
+//! scale: 1                   # multiplies memory, cache, hog and dataset
+//! allow_cache_overcommit: false
+//! ```
+
+use super::de::{Fields, FromNode, check_spec_name, word};
+use super::diag::{Cx, Origin};
+use super::yaml::Node;
+use crate::sandbox::{Backend, IoLimits, SwapPolicy};
+use crate::units::{Bytes, CpuSet, SizeOrShare};
+
+/// Smallest memory cap accepted: below this no engine starts.
+pub const MIN_MEMORY: Bytes = Bytes(16 * Bytes::MIB);
+/// Cache used when an environment names none: half the memory cap.
+pub const DEFAULT_CACHE_SHARE: f64 = 0.5;
+
+/// An environment spec (`environments/<name>.yaml`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Environment {
+    pub name: String,
+    pub description: String,
+    pub backend: Backend,
+    pub server: Server,
+    pub client: Client,
+    /// Engine cache: absolute or a share of the memory cap; `None` = 50%.
+    pub cache: Option<SizeOrShare>,
+    pub hog: Hog,
+    /// Factor applied to memory, cache, hog and dataset (ratios hold).
+    pub scale: f64,
+    /// Let cache + engine overhead exceed the memory cap on purpose.
+    pub allow_cache_overcommit: bool,
+    pub origin: Origin,
+}
+
+/// The server side of an environment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Server {
+    pub cpus: CpuSet,
+    /// Hard memory cap; `None` = no cap (bounded by the host, or the hog).
+    pub memory: Option<Bytes>,
+    pub swap: SwapPolicy,
+    pub io: IoLimits,
+    pub pids: u64,
+}
+
+/// The client (load generator) side.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Client {
+    pub cpus: CpuSet,
+}
+
+/// A memory hog: locks host RAM so that only `leave` remains.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Hog {
+    None,
+    Leave(Bytes),
+}
+
+impl FromNode for Backend {
+    fn from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Self> {
+        match word(node, cx, path, &["cgroup", "docker"])? {
+            "cgroup" => Some(Backend::Cgroup),
+            _ => Some(Backend::Docker),
+        }
+    }
+}
+
+impl FromNode for SwapPolicy {
+    fn from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Self> {
+        match node.scalar() {
+            Some("off" | "none" | "0" | "false") => Some(SwapPolicy::Off),
+            _ => Bytes::from_node(node, cx, path).map(SwapPolicy::Limit),
+        }
+    }
+}
+
+impl FromNode for Hog {
+    fn from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Self> {
+        if matches!(node.scalar(), Some("none" | "off")) {
+            return Some(Hog::None);
+        }
+        let f = Fields::open(node, cx, path, &["leave"])?;
+        f.req::<Bytes>(cx, "leave").map(Hog::Leave)
+    }
+}
+
+fn io_limits(node: &Node, cx: &mut Cx, path: &str) -> Option<IoLimits> {
+    let f = Fields::open(
+        node,
+        cx,
+        path,
+        &["read_bps", "write_bps", "read_iops", "write_iops"],
+    )?;
+    Some(IoLimits {
+        read_bps: f.opt::<Bytes>(cx, "read_bps").map(|b| b.0),
+        write_bps: f.opt::<Bytes>(cx, "write_bps").map(|b| b.0),
+        read_iops: f.opt::<u64>(cx, "read_iops"),
+        write_iops: f.opt::<u64>(cx, "write_iops"),
+    })
+}
+
+impl Environment {
+    /// Read an environment from its YAML tree, reporting every problem.
+    pub fn from_node(name: &str, node: &Node, cx: &mut Cx) -> Option<Environment> {
+        let f = Fields::open(
+            node,
+            cx,
+            "",
+            &[
+                "name",
+                "description",
+                "backend",
+                "server",
+                "client",
+                "cache",
+                "hog",
+                "scale",
+                "allow_cache_overcommit",
+            ],
+        )?;
+        check_spec_name(&f, cx, name);
+        let server = f.get("server").and_then(|n| {
+            let s = Fields::open(n, cx, "server", &["cpus", "memory", "swap", "io", "pids"])?;
+            let cpus = s.req::<CpuSet>(cx, "cpus");
+            let memory = s.opt::<Bytes>(cx, "memory");
+            let swap = s.or(cx, "swap", SwapPolicy::Off);
+            let io = s
+                .get("io")
+                .and_then(|n| io_limits(n, cx, "server.io"))
+                .unwrap_or_default();
+            let pids = s.or(cx, "pids", 4096u64);
+            if pids == 0 {
+                cx.error(
+                    s.pos_of("pids"),
+                    "server.pids",
+                    "pids must be at least 1",
+                    None,
+                );
+            }
+            if let Some(m) = memory
+                && m < MIN_MEMORY
+            {
+                cx.error(
+                    s.pos_of("memory"),
+                    "server.memory",
+                    format!("a memory cap of {m} is too small for any engine"),
+                    Some(format!("use at least {MIN_MEMORY}")),
+                );
+            }
+            Some(Server {
+                cpus: cpus?,
+                memory,
+                swap,
+                io,
+                pids,
+            })
+        });
+        if f.get("server").is_none() {
+            f.req::<String>(cx, "server");
+        }
+        let client = match f.get("client") {
+            Some(n) => Fields::open(n, cx, "client", &["cpus"])
+                .and_then(|c| c.req::<CpuSet>(cx, "cpus"))
+                .map(|cpus| Client { cpus }),
+            None => {
+                f.req::<String>(cx, "client");
+                None
+            }
+        };
+        let scale = f.or(cx, "scale", 1.0f64);
+        if !(scale > 0.0 && scale <= 64.0) {
+            cx.error(
+                f.pos_of("scale"),
+                "scale",
+                format!("scale {scale} is out of range"),
+                Some("a factor above 0 and at most 64, e.g. 0.125 for 1/8".into()),
+            );
+        }
+        let env = Environment {
+            name: name.to_string(),
+            description: f.or(cx, "description", String::new()),
+            backend: f.or(cx, "backend", Backend::Cgroup),
+            server: server?,
+            client: client?,
+            cache: f.opt(cx, "cache"),
+            hog: f.or(cx, "hog", Hog::None),
+            scale,
+            allow_cache_overcommit: f.or(cx, "allow_cache_overcommit", false),
+            origin: Origin::default(),
+        };
+        Some(env)
+    }
+
+    /// Checks that need no host: CPU sets apart, cache under the cap, the
+    /// hog leaving room for the cap. Reported against this spec's origin.
+    pub fn static_checks(&self) -> Vec<super::diag::Diagnostic> {
+        let mut out = Vec::new();
+        let overlap = self.server.cpus.intersection(&self.client.cpus);
+        if !overlap.is_empty() {
+            out.push(
+                self.origin.diag(
+                    "client.cpus",
+                    format!(
+                        "client CPUs {} overlap the server's {} on {}",
+                        self.client.cpus, self.server.cpus, overlap
+                    ),
+                    Some(
+                        "the load generator must not steal the server's budget; give it other CPUs"
+                            .into(),
+                    ),
+                ),
+            );
+        }
+        if self.server.cpus.is_empty() {
+            out.push(
+                self.origin
+                    .diag("server.cpus", "the server needs at least one CPU", None),
+            );
+        }
+        let r = self.resolved();
+        if let (Some(mem), Some(cache)) = (r.memory, r.cache_abs)
+            && cache > mem
+            && !self.allow_cache_overcommit
+        {
+            out.push(self.origin.diag(
+                "cache",
+                format!("cache {cache} is larger than the memory cap {mem}"),
+                Some("lower `cache`, raise `server.memory`, or set `allow_cache_overcommit: true` to reproduce an overcommitted engine".into()),
+            ));
+        }
+        if let Some(SizeOrShare::Share(s)) = self.cache
+            && s.fraction() > 1.0
+            && !self.allow_cache_overcommit
+        {
+            out.push(self.origin.diag(
+                "cache",
+                format!("cache {s} of the memory cap is more than all of it"),
+                Some("use at most 100%, or set `allow_cache_overcommit: true`".into()),
+            ));
+        }
+        if let (Some(mem), Hog::Leave(leave)) = (r.memory, r.hog)
+            && mem > leave
+        {
+            out.push(self.origin.diag(
+                "hog.leave",
+                format!("the hog leaves {leave} but the server's memory cap is {mem}"),
+                Some("the cap could never be reached; leave at least the cap, or drop `server.memory`".into()),
+            ));
+        }
+        if self.server.io.read_iops == Some(0) || self.server.io.write_iops == Some(0) {
+            out.push(self.origin.diag(
+                "server.io",
+                "an IO limit of 0 stops all IO",
+                Some("omit a limit to leave it unthrottled".into()),
+            ));
+        }
+        out
+    }
+
+    /// Sizes with this environment's scale applied.
+    pub fn resolved(&self) -> Resolved {
+        let memory = self.server.memory.map(|m| m.scaled(self.scale));
+        let cache_abs = match self.cache {
+            Some(SizeOrShare::Absolute(b)) => Some(b.scaled(self.scale)),
+            Some(SizeOrShare::Share(s)) => memory.map(|m| s.of(m)),
+            None => memory.map(|m| crate::units::Share(DEFAULT_CACHE_SHARE).of(m)),
+        };
+        let hog = match self.hog {
+            Hog::None => Hog::None,
+            Hog::Leave(b) => Hog::Leave(b.scaled(self.scale)),
+        };
+        Resolved {
+            memory,
+            cache_abs,
+            hog,
+        }
+    }
+}
+
+/// An environment's sizes after scaling.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Resolved {
+    pub memory: Option<Bytes>,
+    /// Absolute cache when it can be known without the host.
+    pub cache_abs: Option<Bytes>,
+    pub hog: Hog,
+}

@@ -1,0 +1,198 @@
+//! `--set k=v` and a scenario's per-environment `set:`: environment fields
+//! (`server.memory=1GiB`, `backend=docker`, `scale=0.125`) and knobs
+//! (`cache_size=2GiB`). Values given here are final: `scale` does not
+//! shrink them again.
+
+use super::environment::Hog;
+use crate::sandbox::{Backend, IoLimits, SwapPolicy};
+use crate::units::{Bytes, CpuSet, SizeOrShare};
+
+/// Environment fields `--set` and `set:` accept.
+pub const ENV_KEYS: &[&str] = &[
+    "backend",
+    "server.cpus",
+    "server.memory",
+    "server.swap",
+    "server.pids",
+    "server.io.read_bps",
+    "server.io.write_bps",
+    "server.io.read_iops",
+    "server.io.write_iops",
+    "client.cpus",
+    "cache",
+    "hog",
+    "hog.leave",
+    "scale",
+    "allow_cache_overcommit",
+];
+
+/// An environment as a cell sees it: scaled, then overridden.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellEnv {
+    pub backend: Backend,
+    pub server_cpus: CpuSet,
+    pub client_cpus: CpuSet,
+    pub memory: Option<Bytes>,
+    pub swap: SwapPolicy,
+    pub io: IoLimits,
+    pub pids: u64,
+    pub cache: Option<SizeOrShare>,
+    pub hog: Hog,
+    pub scale: f64,
+    pub allow_cache_overcommit: bool,
+}
+
+impl CellEnv {
+    /// The environment at a scale (absolute sizes multiplied).
+    pub fn scaled(env: &super::Environment, scale: f64) -> CellEnv {
+        CellEnv {
+            backend: env.backend,
+            server_cpus: env.server.cpus.clone(),
+            client_cpus: env.client.cpus.clone(),
+            memory: env.server.memory.map(|m| m.scaled(scale)),
+            swap: match env.server.swap {
+                SwapPolicy::Limit(b) => SwapPolicy::Limit(b.scaled(scale)),
+                SwapPolicy::Off => SwapPolicy::Off,
+            },
+            io: env.server.io.clone(),
+            pids: env.server.pids,
+            cache: env.cache.map(|c| match c {
+                SizeOrShare::Absolute(b) => SizeOrShare::Absolute(b.scaled(scale)),
+                s => s,
+            }),
+            hog: match env.hog {
+                Hog::Leave(b) => Hog::Leave(b.scaled(scale)),
+                Hog::None => Hog::None,
+            },
+            scale,
+            allow_cache_overcommit: env.allow_cache_overcommit,
+        }
+    }
+
+    /// Apply one environment override (`scale` is handled before scaling).
+    pub fn apply(&mut self, key: &str, value: &str) -> Result<(), (String, Option<String>)> {
+        let v = value.trim();
+        let e = |m: crate::units::UnitError| (m.0, None);
+        match key {
+            "backend" => {
+                self.backend = match v {
+                    "cgroup" => Backend::Cgroup,
+                    "docker" => Backend::Docker,
+                    _ => return Err((format!("backend `{v}` is not cgroup or docker"), None)),
+                }
+            }
+            "server.cpus" => self.server_cpus = v.parse().map_err(e)?,
+            "client.cpus" => self.client_cpus = v.parse().map_err(e)?,
+            "server.memory" => {
+                self.memory = match v {
+                    "none" => None,
+                    _ => Some(v.parse().map_err(e)?),
+                }
+            }
+            "server.swap" => {
+                self.swap = match v {
+                    "off" | "none" | "0" => SwapPolicy::Off,
+                    _ => SwapPolicy::Limit(v.parse().map_err(e)?),
+                }
+            }
+            "server.pids" => {
+                self.pids = v
+                    .parse()
+                    .ok()
+                    .filter(|p| *p > 0)
+                    .ok_or((format!("pids `{v}` is not a positive number"), None))?
+            }
+            "server.io.read_bps" => self.io.read_bps = Some(v.parse::<Bytes>().map_err(e)?.0),
+            "server.io.write_bps" => self.io.write_bps = Some(v.parse::<Bytes>().map_err(e)?.0),
+            "server.io.read_iops" => self.io.read_iops = Some(parse_u64(v)?),
+            "server.io.write_iops" => self.io.write_iops = Some(parse_u64(v)?),
+            "cache" => self.cache = Some(v.parse().map_err(e)?),
+            "hog" => {
+                self.hog = match v {
+                    "none" | "off" => Hog::None,
+                    _ => {
+                        return Err((
+                            format!("hog `{v}` must be `none`; size it with hog.leave=SIZE"),
+                            None,
+                        ));
+                    }
+                }
+            }
+            "hog.leave" => self.hog = Hog::Leave(v.parse().map_err(e)?),
+            "scale" => {
+                parse_scale(v)?;
+            }
+            "allow_cache_overcommit" => {
+                self.allow_cache_overcommit = match v {
+                    "true" => true,
+                    "false" => false,
+                    _ => return Err((format!("`{v}` is not true or false"), None)),
+                }
+            }
+            _ => {
+                return Err((
+                    format!("unknown environment field `{key}`"),
+                    Some(super::diag::unknown_hint(key, ENV_KEYS)),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn parse_u64(v: &str) -> Result<u64, (String, Option<String>)> {
+    v.parse::<u64>()
+        .map_err(|_| (format!("`{v}` is not a whole number"), None))
+}
+
+/// Parse a scale factor.
+pub fn parse_scale(v: &str) -> Result<f64, (String, Option<String>)> {
+    match v.trim().parse::<f64>() {
+        Ok(s) if s > 0.0 && s <= 64.0 => Ok(s),
+        _ => Err((
+            format!("scale `{v}` is not a factor above 0 and at most 64"),
+            Some("e.g. 0.125 to run at 1/8".into()),
+        )),
+    }
+}
+
+/// Is this key an environment field (rather than a knob)?
+pub fn is_env_key(key: &str) -> bool {
+    ENV_KEYS.contains(&key) || key.contains('.') || super::engine::ENV_OVERRIDE_ROOTS.contains(&key)
+}
+
+/// Check an environment override without applying it.
+pub fn check_env_key(key: &str, value: &str) -> Result<(), (String, Option<String>)> {
+    let mut scratch = CellEnv {
+        backend: Backend::Cgroup,
+        server_cpus: CpuSet::default(),
+        client_cpus: CpuSet::default(),
+        memory: None,
+        swap: SwapPolicy::Off,
+        io: IoLimits::default(),
+        pids: 1,
+        cache: None,
+        hog: Hog::None,
+        scale: 1.0,
+        allow_cache_overcommit: false,
+    };
+    scratch.apply(key, value)
+}
+
+/// Split `k=v` flags; a flag without `=` is an error.
+pub fn parse_set_flags(flags: &[String]) -> Result<Vec<(String, String)>, super::Diagnostics> {
+    let mut out = Vec::new();
+    let mut diags = super::Diagnostics::default();
+    for f in flags {
+        match f.split_once('=') {
+            Some((k, v)) if !k.trim().is_empty() => out.push((k.trim().to_string(), v.to_string())),
+            _ => diags.push(super::Diagnostic::flag(
+                "--set",
+                f.clone(),
+                format!("`{f}` is not KEY=VALUE"),
+                Some("e.g. --set cache_size=2GiB or --set server.memory=1GiB".into()),
+            )),
+        }
+    }
+    diags.into_result(out)
+}

@@ -1,0 +1,974 @@
+//! Scenarios: the matrix, the dataset, the load and the measured phases.
+//! The full schema, with an example of every field, is in README.md ("Specs").
+
+use super::de::{Fields, FromNode, Text, check_ident, check_spec_name, one_or_many, word};
+use super::diag::{Cx, Origin, join};
+use super::yaml::{Node, NodeKind};
+use crate::units::{Bytes, Duration, Share};
+use std::collections::BTreeMap;
+
+/// A scenario spec (`scenarios/<name>.yaml`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    pub name: String,
+    pub description: String,
+    pub matrix: Matrix,
+    /// Knob overrides for every cell (raw text; typed per engine at plan time).
+    pub knobs: BTreeMap<String, String>,
+    pub dataset: Option<Dataset>,
+    pub repetitions: u32,
+    pub load: Option<Load>,
+    pub settle: Option<Settle>,
+    pub phases: Vec<Phase>,
+    pub origin: Origin,
+}
+
+/// Engines x environments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Matrix {
+    pub engines: Vec<EngineRef>,
+    pub environments: Vec<EnvRef>,
+}
+
+/// `redis@7.0`, or `{engine: tokumx@2.0.2, knobs: {...}}` for knobs that only
+/// this engine takes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineRef {
+    pub engine: String,
+    /// `None` = the engine's default version.
+    pub version: Option<String>,
+    pub knobs: BTreeMap<String, String>,
+    /// Name of the cell in ids and reports when one engine@version appears
+    /// twice with different knobs (`mongodb-sync60`).
+    pub label: Option<String>,
+    /// Field path of this entry (`matrix.engines[1]`), for messages.
+    pub field: String,
+}
+
+impl EngineRef {
+    /// `engine@version` as written (without the version when omitted).
+    pub fn label(&self) -> String {
+        match &self.version {
+            Some(v) => format!("{}@{v}", self.engine),
+            None => self.engine.clone(),
+        }
+    }
+}
+
+/// An environment name, or `{name, scale, set}` to fit a smaller host.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EnvRef {
+    pub name: String,
+    pub scale: Option<f64>,
+    /// Environment overrides (`server.cpus: "1"`), printed by plan as deviations.
+    pub set: Vec<(String, String)>,
+    pub field: String,
+}
+
+/// The records a phase works on.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Dataset {
+    pub records: u64,
+    pub field_count: u32,
+    pub field_length: u32,
+    pub insert_order: InsertOrder,
+}
+
+/// Key order of the load: YCSB's hashed keys or ordered ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InsertOrder {
+    Hashed,
+    Ordered,
+}
+
+/// The load phase.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Load {
+    pub threads: u32,
+    pub workload: LoadWorkload,
+    /// Records per insert batch (write-up 002 inserts 1000 per batch).
+    pub batch: u32,
+}
+
+/// What the load phase inserts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LoadWorkload {
+    /// YCSB records of the dataset.
+    Ycsb,
+    /// Write-up 000's trade candles (~270 B) with 3 secondary indexes.
+    Candles,
+}
+
+/// Between load and measurement.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Settle {
+    pub memory: Option<SettleMemory>,
+    pub drop_caches: bool,
+}
+
+/// Shrink the memory cap after the load.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SettleMemory {
+    /// A share of the data size measured on disk: `25% of data`.
+    OfData(f64),
+    Absolute(Bytes),
+}
+
+/// A measured phase.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Phase {
+    pub name: String,
+    pub work: Work,
+    /// One measured run per value.
+    pub threads: Vec<u32>,
+    pub length: Length,
+    pub warmup: Duration,
+    /// Target operations per second over all threads.
+    pub target: Option<u64>,
+    pub expect: Option<Expect>,
+    /// Failed operations allowed before the phase fails.
+    pub error_budget: u64,
+}
+
+/// How long a phase runs.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Length {
+    Duration(Duration),
+    Operations(u64),
+}
+
+/// A fidelity assertion checked against kernel counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Expect {
+    /// Reads reach the disk (major faults / device reads).
+    IoBound,
+    /// The working set stays in memory.
+    InMemory,
+}
+
+/// What a phase runs.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Work {
+    Builtin(Builtin),
+    Tool(Tool),
+}
+
+/// The built-in load generator.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Builtin {
+    /// YCSB core workload a..f or a custom mix.
+    Ycsb {
+        workload: YcsbWorkload,
+        distribution: Distribution,
+    },
+    /// Write-up 000's candle queries.
+    Candles { queries: CandleQuery },
+}
+
+/// YCSB workload letter or a custom mix.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum YcsbWorkload {
+    A,
+    B,
+    C,
+    D,
+    E,
+    F,
+    Custom(Mix),
+}
+
+impl YcsbWorkload {
+    /// The default request distribution of the workload (WORKLOADS.md).
+    pub fn default_distribution(&self) -> Distribution {
+        match self {
+            YcsbWorkload::D => Distribution::Latest,
+            _ => Distribution::Zipfian,
+        }
+    }
+}
+
+/// Proportions of operations; they sum to 1.
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+pub struct Mix {
+    pub read: f64,
+    pub update: f64,
+    pub insert: f64,
+    pub scan: f64,
+    pub read_modify_write: f64,
+}
+
+/// Request distribution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Distribution {
+    Uniform,
+    Zipfian,
+    Latest,
+    Hotspot,
+    Sequential,
+}
+
+/// Candle query kinds of write-up 000.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CandleQuery {
+    ByTicker,
+    Interval,
+    Day,
+}
+
+/// An external tool.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tool {
+    Sysbench {
+        test: String,
+        tables: u32,
+        table_size: u64,
+    },
+    Pgbench {
+        scale: u32,
+        script: PgbenchScript,
+    },
+    Ycsb {
+        argv: Vec<String>,
+    },
+    Command {
+        argv: Vec<String>,
+        throughput: String,
+        latency: Option<String>,
+    },
+}
+
+/// Which pgbench transaction script runs.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PgbenchScript {
+    /// `-b NAME`: tpcb-like, simple-update or select-only.
+    Builtin(String),
+    /// `-f PATH`, relative to the project home.
+    Script(String),
+}
+
+const SYSBENCH_TESTS: &[&str] = &[
+    "oltp_read_write",
+    "oltp_read_only",
+    "oltp_write_only",
+    "oltp_point_select",
+    "oltp_update_index",
+    "oltp_update_non_index",
+    "oltp_insert",
+    "oltp_delete",
+    "select_random_points",
+    "select_random_ranges",
+    "bulk_insert",
+];
+
+impl FromNode for EngineRef {
+    fn from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Self> {
+        let (label, knobs, cell_label) = match &node.kind {
+            NodeKind::Map(_) => {
+                let f = Fields::open(node, cx, path, &["engine", "knobs", "label"])?;
+                let knobs: BTreeMap<String, Text> = f.or(cx, "knobs", BTreeMap::new());
+                let cell_label: Option<String> = f.opt(cx, "label");
+                if let Some(l) = &cell_label {
+                    check_ident(&f, cx, "label", l, "-_.@");
+                }
+                (
+                    f.req::<String>(cx, "engine")?,
+                    knobs.into_iter().map(|(k, v)| (k, v.0)).collect(),
+                    cell_label,
+                )
+            }
+            _ => (String::from_node(node, cx, path)?, BTreeMap::new(), None),
+        };
+        let (engine, version) = match label.split_once('@') {
+            Some((e, v)) => (e.to_string(), Some(v.to_string())),
+            None => (label.clone(), None),
+        };
+        if engine.is_empty() || version.as_deref() == Some("") {
+            cx.error(
+                node.pos,
+                path,
+                format!("`{label}` is not ENGINE or ENGINE@VERSION"),
+                None,
+            );
+            return None;
+        }
+        Some(EngineRef {
+            engine,
+            version,
+            knobs,
+            label: cell_label,
+            field: path.to_string(),
+        })
+    }
+}
+
+impl FromNode for EnvRef {
+    fn from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Self> {
+        match &node.kind {
+            NodeKind::Map(_) => {
+                let f = Fields::open(node, cx, path, &["name", "scale", "set"])?;
+                let scale: Option<f64> = f.opt(cx, "scale");
+                if let Some(s) = scale
+                    && !(s > 0.0 && s <= 64.0)
+                {
+                    cx.error(
+                        f.pos_of("scale"),
+                        &f.field("scale"),
+                        format!("scale {s} is out of range"),
+                        Some("a factor above 0 and at most 64".into()),
+                    );
+                }
+                let set: Vec<(String, String)> = match f.get("set") {
+                    Some(n) => {
+                        let m: BTreeMap<String, Text> =
+                            BTreeMap::from_node(n, cx, &f.field("set"))?;
+                        m.into_iter().map(|(k, v)| (k, v.0)).collect()
+                    }
+                    None => Vec::new(),
+                };
+                Some(EnvRef {
+                    name: f.req(cx, "name")?,
+                    scale,
+                    set,
+                    field: path.to_string(),
+                })
+            }
+            _ => Some(EnvRef {
+                name: String::from_node(node, cx, path)?,
+                scale: None,
+                set: Vec::new(),
+                field: path.to_string(),
+            }),
+        }
+    }
+}
+
+impl FromNode for Dataset {
+    fn from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Self> {
+        let f = Fields::open(
+            node,
+            cx,
+            path,
+            &["records", "field_count", "field_length", "insert_order"],
+        )?;
+        let records: Option<u64> = f.req(cx, "records");
+        let field_count = f.or(cx, "field_count", 10u32);
+        let field_length = f.or(cx, "field_length", 100u32);
+        let insert_order = match f.get("insert_order") {
+            Some(n) => match word(n, cx, &f.field("insert_order"), &["hashed", "ordered"]) {
+                Some("ordered") => InsertOrder::Ordered,
+                _ => InsertOrder::Hashed,
+            },
+            None => InsertOrder::Hashed,
+        };
+        if records == Some(0) {
+            cx.error(
+                f.pos_of("records"),
+                &f.field("records"),
+                "a dataset needs at least one record",
+                None,
+            );
+        }
+        if field_count == 0 || field_length == 0 {
+            cx.error(
+                f.pos,
+                path,
+                "field_count and field_length must be at least 1",
+                None,
+            );
+        }
+        if field_count as u64 * field_length as u64 > 16 * 1024 * 1024 {
+            cx.error(
+                f.pos,
+                path,
+                "records over 16 MiB are absurd",
+                Some("YCSB's default is 10 fields of 100 bytes".into()),
+            );
+        }
+        Some(Dataset {
+            records: records?,
+            field_count,
+            field_length,
+            insert_order,
+        })
+    }
+}
+
+impl FromNode for Load {
+    fn from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Self> {
+        let f = Fields::open(node, cx, path, &["threads", "workload", "batch"])?;
+        let threads = f.or(cx, "threads", 1u32);
+        let batch = f.or(cx, "batch", 1u32);
+        if threads == 0 || threads > 4096 {
+            cx.error(
+                f.pos_of("threads"),
+                &f.field("threads"),
+                format!("{threads} load threads is out of range"),
+                Some("1 to 4096".into()),
+            );
+        }
+        if batch == 0 || batch > 100_000 {
+            cx.error(
+                f.pos_of("batch"),
+                &f.field("batch"),
+                format!("batch {batch} is out of range"),
+                Some("1 to 100000".into()),
+            );
+        }
+        let workload = match f.get("workload") {
+            Some(n) => match word(n, cx, &f.field("workload"), &["ycsb", "candles"])? {
+                "candles" => LoadWorkload::Candles,
+                _ => LoadWorkload::Ycsb,
+            },
+            None => LoadWorkload::Ycsb,
+        };
+        Some(Load {
+            threads,
+            workload,
+            batch,
+        })
+    }
+}
+
+impl FromNode for Settle {
+    fn from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Self> {
+        let f = Fields::open(node, cx, path, &["memory", "drop_caches"])?;
+        let memory = f.get("memory").and_then(|n| {
+            let s = String::from_node(n, cx, &f.field("memory"))?;
+            if let Some(share) = s.strip_suffix("of data") {
+                match share.trim().parse::<Share>() {
+                    Ok(sh) => Some(SettleMemory::OfData(sh.fraction())),
+                    Err(e) => {
+                        cx.error(n.pos, &f.field("memory"), e.0, None);
+                        None
+                    }
+                }
+            } else {
+                match s.parse::<Bytes>() {
+                    Ok(b) => Some(SettleMemory::Absolute(b)),
+                    Err(e) => {
+                        cx.error(
+                            n.pos,
+                            &f.field("memory"),
+                            e.0,
+                            Some("a size, or a share of the data like `25% of data`".into()),
+                        );
+                        None
+                    }
+                }
+            }
+        });
+        Some(Settle {
+            memory,
+            drop_caches: f.or(cx, "drop_caches", false),
+        })
+    }
+}
+
+fn mix_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Mix> {
+    let f = Fields::open(
+        node,
+        cx,
+        path,
+        &["read", "update", "insert", "scan", "read_modify_write"],
+    )?;
+    let m = Mix {
+        read: f.or(cx, "read", 0.0),
+        update: f.or(cx, "update", 0.0),
+        insert: f.or(cx, "insert", 0.0),
+        scan: f.or(cx, "scan", 0.0),
+        read_modify_write: f.or(cx, "read_modify_write", 0.0),
+    };
+    let parts = [m.read, m.update, m.insert, m.scan, m.read_modify_write];
+    if parts.iter().any(|p| *p < 0.0) {
+        cx.error(f.pos, path, "mix proportions cannot be negative", None);
+    }
+    let sum: f64 = parts.iter().sum();
+    if (sum - 1.0).abs() > 1e-6 {
+        cx.error(
+            f.pos,
+            path,
+            format!("mix proportions sum to {sum}, not 1"),
+            Some("e.g. {read: 0.9, update: 0.05, insert: 0.05}".into()),
+        );
+    }
+    Some(m)
+}
+
+fn builtin_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Builtin> {
+    let f = Fields::open(
+        node,
+        cx,
+        path,
+        &["workload", "distribution", "mix", "queries"],
+    )?;
+    let wl_node = match f.get("workload") {
+        Some(n) => n,
+        None => {
+            f.req::<String>(cx, "workload");
+            return None;
+        }
+    };
+    let wl = word(
+        wl_node,
+        cx,
+        &f.field("workload"),
+        &["a", "b", "c", "d", "e", "f", "custom", "candles"],
+    )?;
+    if wl == "candles" {
+        for k in ["mix", "distribution"] {
+            if f.get(k).is_some() {
+                cx.error(
+                    f.pos_of(k),
+                    &f.field(k),
+                    format!("`{k}` does not apply to candles"),
+                    None,
+                );
+            }
+        }
+        let q = match f.get("queries") {
+            Some(n) => word(
+                n,
+                cx,
+                &f.field("queries"),
+                &["by_ticker", "interval", "day"],
+            )?,
+            None => {
+                f.req::<String>(cx, "queries");
+                return None;
+            }
+        };
+        return Some(Builtin::Candles {
+            queries: match q {
+                "by_ticker" => CandleQuery::ByTicker,
+                "interval" => CandleQuery::Interval,
+                _ => CandleQuery::Day,
+            },
+        });
+    }
+    if f.get("queries").is_some() {
+        cx.error(
+            f.pos_of("queries"),
+            &f.field("queries"),
+            "`queries` only applies to `workload: candles`",
+            None,
+        );
+    }
+    let workload = match wl {
+        "a" => YcsbWorkload::A,
+        "b" => YcsbWorkload::B,
+        "c" => YcsbWorkload::C,
+        "d" => YcsbWorkload::D,
+        "e" => YcsbWorkload::E,
+        "f" => YcsbWorkload::F,
+        _ => match f.get("mix") {
+            Some(n) => YcsbWorkload::Custom(mix_from_node(n, cx, &f.field("mix"))?),
+            None => {
+                cx.error(
+                    f.pos,
+                    &f.field("mix"),
+                    "a custom workload needs `mix`",
+                    Some("mix: {read: 0.9, update: 0.05, insert: 0.05}".into()),
+                );
+                return None;
+            }
+        },
+    };
+    if wl != "custom" && f.get("mix").is_some() {
+        cx.error(
+            f.pos_of("mix"),
+            &f.field("mix"),
+            format!("`mix` only applies to `workload: custom`, not `{wl}`"),
+            None,
+        );
+    }
+    let distribution = match f.get("distribution") {
+        Some(n) => match word(
+            n,
+            cx,
+            &f.field("distribution"),
+            &["uniform", "zipfian", "latest", "hotspot", "sequential"],
+        )? {
+            "uniform" => Distribution::Uniform,
+            "zipfian" => Distribution::Zipfian,
+            "latest" => Distribution::Latest,
+            "hotspot" => Distribution::Hotspot,
+            _ => Distribution::Sequential,
+        },
+        None => workload.default_distribution(),
+    };
+    Some(Builtin::Ycsb {
+        workload,
+        distribution,
+    })
+}
+
+fn tool_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Tool> {
+    let f = Fields::open(node, cx, path, &["sysbench", "pgbench", "ycsb", "command"])?;
+    let keys = f.keys();
+    if keys.len() != 1 {
+        cx.error(
+            f.pos,
+            path,
+            "name exactly one tool: sysbench, pgbench, ycsb or command",
+            None,
+        );
+        return None;
+    }
+    let p = f.field(keys[0]);
+    let n = f.get(keys[0])?;
+    match keys[0] {
+        "sysbench" => {
+            let t = Fields::open(n, cx, &p, &["test", "tables", "table_size"])?;
+            let test = t
+                .get("test")
+                .and_then(|tn| word(tn, cx, &t.field("test"), SYSBENCH_TESTS));
+            if t.get("test").is_none() {
+                t.req::<String>(cx, "test");
+            }
+            let tables = t.or(cx, "tables", 1u32);
+            let table_size = t.or(cx, "table_size", 10_000u64);
+            if tables == 0 || table_size == 0 {
+                cx.error(t.pos, &p, "tables and table_size must be at least 1", None);
+            }
+            Some(Tool::Sysbench {
+                test: test?.to_string(),
+                tables,
+                table_size,
+            })
+        }
+        "pgbench" => {
+            let t = Fields::open(n, cx, &p, &["scale", "builtin", "script"])?;
+            let scale = t.or(cx, "scale", 1u32);
+            if scale == 0 {
+                cx.error(
+                    t.pos_of("scale"),
+                    &t.field("scale"),
+                    "pgbench scale must be at least 1",
+                    None,
+                );
+            }
+            let script = match (t.get("builtin"), t.get("script")) {
+                (Some(b), None) => PgbenchScript::Builtin(
+                    word(
+                        b,
+                        cx,
+                        &t.field("builtin"),
+                        &["tpcb-like", "simple-update", "select-only"],
+                    )?
+                    .to_string(),
+                ),
+                (None, Some(s)) => {
+                    PgbenchScript::Script(String::from_node(s, cx, &t.field("script"))?)
+                }
+                (None, None) => PgbenchScript::Builtin("tpcb-like".into()),
+                (Some(_), Some(_)) => {
+                    cx.error(t.pos, &p, "give `builtin` or `script`, not both", None);
+                    return None;
+                }
+            };
+            Some(Tool::Pgbench { scale, script })
+        }
+        "ycsb" => {
+            let t = Fields::open(n, cx, &p, &["argv"])?;
+            let argv: Vec<String> = t.req(cx, "argv")?;
+            if argv.is_empty() {
+                cx.error(t.pos, &t.field("argv"), "argv is empty", None);
+            }
+            Some(Tool::Ycsb { argv })
+        }
+        _ => {
+            let t = Fields::open(n, cx, &p, &["argv", "throughput", "latency"])?;
+            let argv: Option<Vec<String>> = t.req(cx, "argv");
+            let throughput: Option<String> = t.req(cx, "throughput");
+            let latency: Option<String> = t.opt(cx, "latency");
+            for (k, re) in [("throughput", &throughput), ("latency", &latency)] {
+                if let Some(re) = re {
+                    match regex::Regex::new(re) {
+                        Ok(r) if r.captures_len() < 2 => cx.error(
+                            t.pos_of(k),
+                            &t.field(k),
+                            "the pattern needs a capture group around the number",
+                            Some(r"e.g. `tps = ([0-9.]+)`".into()),
+                        ),
+                        Ok(_) => {}
+                        Err(e) => {
+                            cx.error(t.pos_of(k), &t.field(k), format!("bad pattern: {e}"), None)
+                        }
+                    }
+                }
+            }
+            let argv = argv?;
+            if argv.is_empty() {
+                cx.error(t.pos, &t.field("argv"), "argv is empty", None);
+            }
+            Some(Tool::Command {
+                argv,
+                throughput: throughput?,
+                latency,
+            })
+        }
+    }
+}
+
+fn phase_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Phase> {
+    let f = Fields::open(
+        node,
+        cx,
+        path,
+        &[
+            "name",
+            "builtin",
+            "tool",
+            "threads",
+            "duration",
+            "operations",
+            "warmup",
+            "target",
+            "expect",
+            "error_budget",
+        ],
+    )?;
+    let name: Option<String> = f.req(cx, "name");
+    if let Some(n) = &name {
+        check_ident(&f, cx, "name", n, "-_.");
+    }
+    let work = match f.exactly_one(cx, "builtin", "tool", "builtin: {workload: a}") {
+        Some("builtin") => f
+            .get("builtin")
+            .and_then(|b| builtin_from_node(b, cx, &f.field("builtin")))
+            .map(Work::Builtin),
+        Some(_) => f
+            .get("tool")
+            .and_then(|t| tool_from_node(t, cx, &f.field("tool")))
+            .map(Work::Tool),
+        None => None,
+    };
+    let threads: Option<Vec<u32>> = match f.get("threads") {
+        Some(n) => one_or_many(n, cx, &f.field("threads")),
+        None => Some(vec![1]),
+    };
+    if let Some(t) = &threads {
+        if t.is_empty() {
+            cx.error(
+                f.pos_of("threads"),
+                &f.field("threads"),
+                "the thread list is empty",
+                None,
+            );
+        }
+        if let Some(bad) = t.iter().find(|t| **t == 0 || **t > 4096) {
+            cx.error(
+                f.pos_of("threads"),
+                &f.field("threads"),
+                format!("{bad} threads is out of range"),
+                Some("1 to 4096".into()),
+            );
+        }
+    }
+    let length = match f.exactly_one(cx, "duration", "operations", "duration: 30s") {
+        Some("duration") => f.opt::<Duration>(cx, "duration").map(Length::Duration),
+        Some(_) => f.opt::<u64>(cx, "operations").map(Length::Operations),
+        None => None,
+    };
+    match length {
+        Some(Length::Duration(d)) if d.std().is_zero() => cx.error(
+            f.pos_of("duration"),
+            &f.field("duration"),
+            "duration must be above 0",
+            None,
+        ),
+        Some(Length::Operations(0)) => cx.error(
+            f.pos_of("operations"),
+            &f.field("operations"),
+            "operations must be at least 1",
+            None,
+        ),
+        _ => {}
+    }
+    let target: Option<u64> = f.opt(cx, "target");
+    if target == Some(0) {
+        cx.error(
+            f.pos_of("target"),
+            &f.field("target"),
+            "a target of 0 ops/s runs nothing",
+            Some("omit `target` for no rate limit".into()),
+        );
+    }
+    let expect = f.get("expect").and_then(|n| {
+        Some(
+            match word(n, cx, &f.field("expect"), &["io-bound", "in-memory"])? {
+                "io-bound" => Expect::IoBound,
+                _ => Expect::InMemory,
+            },
+        )
+    });
+    Some(Phase {
+        name: name?,
+        work: work?,
+        threads: threads?,
+        length: length?,
+        warmup: f.or(cx, "warmup", Duration::default()),
+        target,
+        expect,
+        error_budget: f.or(cx, "error_budget", 0u64),
+    })
+}
+
+impl Scenario {
+    /// Read a scenario from its YAML tree, reporting every problem.
+    pub fn from_node(name: &str, node: &Node, cx: &mut Cx) -> Option<Scenario> {
+        let f = Fields::open(
+            node,
+            cx,
+            "",
+            &[
+                "name",
+                "description",
+                "matrix",
+                "knobs",
+                "dataset",
+                "repetitions",
+                "load",
+                "settle",
+                "phases",
+            ],
+        )?;
+        check_spec_name(&f, cx, name);
+        let matrix = match f.get("matrix") {
+            Some(n) => Fields::open(n, cx, "matrix", &["engines", "environments"]).and_then(|m| {
+                let engines: Option<Vec<EngineRef>> = m.req(cx, "engines");
+                let environments: Option<Vec<EnvRef>> = m.req(cx, "environments");
+                if engines.as_ref().is_some_and(Vec::is_empty) {
+                    cx.error(
+                        m.pos_of("engines"),
+                        "matrix.engines",
+                        "the matrix needs at least one engine",
+                        None,
+                    );
+                }
+                if environments.as_ref().is_some_and(Vec::is_empty) {
+                    cx.error(
+                        m.pos_of("environments"),
+                        "matrix.environments",
+                        "the matrix needs at least one environment",
+                        None,
+                    );
+                }
+                Some(Matrix {
+                    engines: engines?,
+                    environments: environments?,
+                })
+            }),
+            None => {
+                f.req::<String>(cx, "matrix");
+                None
+            }
+        };
+        let knobs: BTreeMap<String, Text> = f.or(cx, "knobs", BTreeMap::new());
+        let repetitions = f.or(cx, "repetitions", 1u32);
+        if repetitions == 0 || repetitions > 100 {
+            cx.error(
+                f.pos_of("repetitions"),
+                "repetitions",
+                format!("{repetitions} repetitions is out of range"),
+                Some("1 to 100".into()),
+            );
+        }
+        let phases = match f.get("phases") {
+            Some(n) => match &n.kind {
+                NodeKind::Seq(items) => {
+                    let mut out = Vec::new();
+                    for (i, item) in items.iter().enumerate() {
+                        let p = format!("phases[{i}]");
+                        cx.positions.insert(p.clone(), item.pos);
+                        if let Some(ph) = phase_from_node(item, cx, &p) {
+                            out.push(ph);
+                        }
+                    }
+                    if items.is_empty() {
+                        cx.error(n.pos, "phases", "a scenario needs at least one phase", None);
+                    }
+                    Some(out)
+                }
+                _ => {
+                    cx.error(
+                        n.pos,
+                        "phases",
+                        format!("expected a list of phases, found {}", n.describe()),
+                        None,
+                    );
+                    None
+                }
+            },
+            None => {
+                f.req::<String>(cx, "phases");
+                None
+            }
+        };
+        if let Some(ph) = &phases {
+            for (i, p) in ph.iter().enumerate() {
+                if ph[..i].iter().any(|q| q.name == p.name) {
+                    let field = join(&format!("phases[{i}]"), "name");
+                    let pos = cx.positions.get(&field).copied().unwrap_or_default();
+                    cx.error(
+                        pos,
+                        &field,
+                        format!("phase name `{}` is used twice", p.name),
+                        None,
+                    );
+                }
+            }
+        }
+        let dataset: Option<Dataset> = f.opt(cx, "dataset");
+        let load: Option<Load> = f.opt(cx, "load");
+        if load.is_some() && dataset.is_none() && f.get("dataset").is_none() {
+            cx.error(
+                f.pos_of("load"),
+                "load",
+                "a load phase needs a `dataset`",
+                Some("dataset: {records: 100000}".into()),
+            );
+        }
+        if let Some(ph) = &phases {
+            for (i, p) in ph.iter().enumerate() {
+                if matches!(p.work, Work::Builtin(_))
+                    && dataset.is_none()
+                    && f.get("dataset").is_none()
+                {
+                    let field = format!("phases[{i}].builtin");
+                    let pos = cx.positions.get(&field).copied().unwrap_or_default();
+                    cx.error(
+                        pos,
+                        &field,
+                        "a built-in workload needs a `dataset`",
+                        Some("dataset: {records: 100000}".into()),
+                    );
+                }
+            }
+        }
+        Some(Scenario {
+            name: name.to_string(),
+            description: f.or(cx, "description", String::new()),
+            matrix: matrix?,
+            knobs: knobs.into_iter().map(|(k, v)| (k, v.0)).collect(),
+            dataset,
+            repetitions,
+            load,
+            settle: f.opt(cx, "settle"),
+            phases: phases?,
+            origin: Origin::default(),
+        })
+    }
+}

@@ -51,6 +51,28 @@ impl Scratch {
     }
 }
 
+/// Backstop for a failed test: reap whatever its ledgers still list, so a
+/// failure does not leak cgroups into the next test run.
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let root = self.ledgers();
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let Ok(dir) = std::fs::read_dir(&root) else {
+                return;
+            };
+            for f in dir.flatten() {
+                let run = f.path().file_stem().unwrap().to_string_lossy().to_string();
+                let _ = rt.block_on(ledger::reap_run(&root, &run, BUDGET));
+            }
+        })
+        .join();
+    }
+}
+
 fn cpus(s: &str) -> CpuSet {
     s.parse().unwrap()
 }
@@ -576,4 +598,235 @@ async fn bench_provision_and_teardown_of_an_empty_sandbox() {
         prov[50].as_secs_f64() * 1e3,
         tear[50].as_secs_f64() * 1e3
     );
+}
+
+// ---- the benchcage binary under signals, panics and SIGKILL ----
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_benchcage");
+
+/// Hog tests compare the host's Mlocked: one at a time.
+static MLOCK_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn bench(s: &Scratch, args: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(args)
+        .env(ledger::ROOT_ENV, s.ledgers())
+        .stdin(Stdio::null());
+    c
+}
+
+/// Start `sandbox-hold` and read its stdout until `reached <stage>`;
+/// returns the child, the engine pid and the hog pid it printed.
+fn hold_until(s: &Scratch, stage: &str, extra: &[&str]) -> (Child, Option<u32>, Option<u32>) {
+    let work = s.path().join("w");
+    let mut args = vec![
+        "sandbox-hold",
+        "--run-id",
+        &s.run_id,
+        "--dir",
+        work.to_str().unwrap(),
+        "--until",
+        stage,
+    ];
+    args.extend_from_slice(extra);
+    let mut child = bench(s, &args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let (mut engine, mut hog) = (None, None);
+    loop {
+        let line = lines
+            .next()
+            .unwrap_or_else(|| panic!("sandbox-hold ended before `reached {stage}`"))
+            .unwrap();
+        if let Some(p) = line.strip_prefix("engine Pid(") {
+            engine = p.trim_end_matches(')').parse().ok();
+        }
+        if let Some(p) = line.strip_prefix("hog pid ") {
+            hog = p.split_whitespace().next().and_then(|p| p.parse().ok());
+        }
+        if line == format!("reached {stage}") {
+            break;
+        }
+    }
+    // Keep draining stdout so the child never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    (child, engine, hog)
+}
+
+fn signal(child: &Child, sig: nix::sys::signal::Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).unwrap();
+}
+
+fn cleanup(s: &Scratch) -> String {
+    let out = bench(s, &["cleanup"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+fn assert_cli_clean(s: &Scratch, pids: &[Option<u32>]) {
+    let pids: Vec<u32> = pids.iter().flatten().copied().collect();
+    assert_clean(s, &pids);
+    assert!(!s.path().join("w/data").exists(), "data dir left");
+}
+
+#[test]
+fn sigint_and_sigterm_at_provision_start_and_ready_tear_everything_down() {
+    for (i, stage) in ["provision", "start", "ready"].iter().enumerate() {
+        for sig in [
+            nix::sys::signal::Signal::SIGINT,
+            nix::sys::signal::Signal::SIGTERM,
+        ] {
+            let s = Scratch::new(&format!("sig{i}{}", sig as i32));
+            let (mut child, engine, _) = hold_until(&s, stage, &[]);
+            signal(&child, sig);
+            let out = child.wait().unwrap();
+            assert!(out.success(), "{stage} {sig:?}: {out:?}");
+            assert_cli_clean(&s, &[engine]);
+        }
+    }
+}
+
+#[test]
+fn sigkill_at_provision_start_and_ready_is_undone_by_cleanup() {
+    for stage in ["provision", "start", "ready"] {
+        let s = Scratch::new(&format!("kill-{stage}"));
+        let (mut child, engine, _) = hold_until(&s, stage, &[]);
+        signal(&child, nix::sys::signal::Signal::SIGKILL);
+        child.wait().unwrap();
+        assert!(
+            !cgroups_of(&s.run_id).is_empty(),
+            "SIGKILL left the groups for cleanup"
+        );
+        let dry = bench(&s, &["cleanup", "--dry-run"]).output().unwrap();
+        assert!(String::from_utf8_lossy(&dry.stdout).contains("would remove cgroup"));
+        assert!(
+            !cgroups_of(&s.run_id).is_empty(),
+            "--dry-run removed nothing"
+        );
+        let report = cleanup(&s);
+        assert!(report.contains("removed cgroup"), "{report}");
+        assert_cli_clean(&s, &[engine]);
+    }
+}
+
+#[test]
+fn a_panic_in_the_main_task_or_a_spawned_task_still_cleans_up() {
+    for place in ["main", "task"] {
+        let s = Scratch::new(&format!("panic-{place}"));
+        let (mut child, engine, _) = hold_until(&s, "ready", &["--panic", place]);
+        let out = child.wait().unwrap();
+        assert_eq!(out.code(), Some(1), "{place}");
+        assert_cli_clean(&s, &[engine]);
+    }
+}
+
+/// `leave` that makes the hog lock about 300MiB minus its margin.
+fn small_leave() -> u64 {
+    let avail = benchcage::sandbox::hog::mem_available().unwrap().0;
+    avail - (300 << 20)
+}
+
+fn mlocked() -> i64 {
+    benchcage::sandbox::hog::mlocked_total().unwrap().0 as i64
+}
+
+/// Mlocked within 48MiB of `want` (other processes on the host lock a little too).
+fn assert_mlocked_near(want: i64, what: &str) {
+    let deadline = Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let got = mlocked();
+        if (got - want).abs() < 48 << 20 {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: Mlocked {got}, expected about {want}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_hog_locks_what_it_reports_and_releases_it_on_sigint() {
+    let _one = MLOCK_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    let s = Scratch::new("hog-int");
+    let base = mlocked();
+    let mut child = bench(&s, &["hog", "--leave", &small_leave().to_string()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let locked: i64 = line
+        .strip_prefix("locked ")
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no locked line: {line}"));
+    assert!(locked > 150 << 20 && locked < 300 << 20, "{line}");
+    assert_mlocked_near(base + locked, "while the hog holds");
+    let vm = benchcage::sandbox::hog::vm_lck(child.id()).unwrap().0 as i64;
+    assert!(vm >= locked);
+    signal(&child, nix::sys::signal::Signal::SIGINT);
+    assert!(child.wait().unwrap().success());
+    assert_mlocked_near(base, "after SIGINT");
+}
+
+#[test]
+fn the_hog_refuses_with_exit_2_when_it_cannot_leave_enough() {
+    let _one = MLOCK_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    let s = Scratch::new("hog-refuse");
+    let base = mlocked();
+    let out = bench(&s, &["hog", "--leave", "100TiB"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot leave 100TiB") && err.contains("smaller --leave"),
+        "{err}"
+    );
+    assert_mlocked_near(base, "after a refusal");
+}
+
+#[tokio::test]
+async fn a_hog_that_cannot_start_is_an_error_and_locks_nothing() {
+    let _one = MLOCK_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    let base = mlocked();
+    let err = benchcage::sandbox::hog::Hog::start(
+        Path::new(BIN),
+        Bytes::from_gib(100 * 1024),
+        None,
+        std::time::Duration::from_secs(30),
+    )
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("cannot leave"), "{err}");
+    assert_mlocked_near(base, "after a failed start");
+}
+
+#[test]
+fn sigkill_of_benchcage_holding_a_hog_is_undone_by_cleanup() {
+    let _one = MLOCK_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    let s = Scratch::new("hog-kill");
+    let base = mlocked();
+    let leave = small_leave().to_string();
+    let (mut child, engine, hog) = hold_until(&s, "ready", &["--hog-leave", &leave]);
+    let hog = hog.expect("hog pid printed");
+    assert!(mlocked() > base + (150 << 20), "the hog holds memory");
+    signal(&child, nix::sys::signal::Signal::SIGKILL);
+    child.wait().unwrap();
+    cleanup(&s);
+    assert!(!pid_alive(hog), "hog survived");
+    assert_mlocked_near(base, "after SIGKILL and cleanup");
+    assert_cli_clean(&s, &[engine, Some(hog)]);
 }

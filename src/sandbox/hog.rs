@@ -159,6 +159,10 @@ impl Drop for Locked {
 /// The hog process body: lock, announce, hold until SIGINT/SIGTERM or the
 /// parent's death, re-touching every [`TOUCH_PERIOD`].
 pub async fn hold(leave: Bytes) -> Result<(), SandboxError> {
+    use tokio::signal::unix::{SignalKind, signal};
+    // Handlers first: a signal right after the `locked` line must release, not kill.
+    let mut term = signal(SignalKind::terminate()).map_err(|e| hog_err(e.to_string()))?;
+    let mut int = signal(SignalKind::interrupt()).map_err(|e| hog_err(e.to_string()))?;
     let parent = nix::unistd::getppid();
     let lock = plan(mem_available()?, leave)?;
     let mut mem = Locked::lock(lock)?;
@@ -174,9 +178,6 @@ pub async fn hold(leave: Bytes) -> Result<(), SandboxError> {
         "{LOCKED_PREFIX}{} bytes ({}), leaving {leave}; pid {pid}; Ctrl-C releases it",
         lock.0, lock
     );
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).map_err(|e| hog_err(e.to_string()))?;
-    let mut int = signal(SignalKind::interrupt()).map_err(|e| hog_err(e.to_string()))?;
     let mut tick = tokio::time::interval(TOUCH_PERIOD);
     loop {
         tokio::select! {

@@ -51,7 +51,7 @@ pub enum Command {
     #[command(
         after_help = "Example:\n  benchcage drive --store redis://127.0.0.1:6379 --workload a --records 100000 --operations 1000000 --threads 16 --load"
     )]
-    Drive(DriveArgs),
+    Drive(Box<DriveArgs>),
     /// Report one or more runs as HTML, Markdown, JSON or CSV.
     #[command(
         after_help = "Example:\n  benchcage report 20261130-101500-ab12 --format html -o report.html"
@@ -143,10 +143,10 @@ pub struct RunArgs {
 
 #[derive(Debug, Args)]
 pub struct DriveArgs {
-    /// Store URL: redis://, postgres://, mysql://, mongodb://, or null://.
+    /// Store URL: redis://, postgres://, mysql://, mongodb://, or null:// (127.0.0.1 only).
     #[arg(long)]
-    pub store: String,
-    /// YCSB workload a..f, or a custom mix like `read=0.9,update=0.05,insert=0.05`.
+    pub store: Option<String>,
+    /// YCSB workload a..f, `candles`, or a custom mix like `read=0.9,update=0.05,insert=0.05`.
     #[arg(long, default_value = "a")]
     pub workload: String,
     /// Number of records in the data set.
@@ -158,25 +158,46 @@ pub struct DriveArgs {
     /// Measured phase length (`30s`), instead of an operation count.
     #[arg(long)]
     pub duration: Option<String>,
-    /// Client connections.
-    #[arg(long, default_value_t = 1)]
-    pub threads: u32,
+    /// Unrecorded warm-up before the measured phase (`2s`).
+    #[arg(long)]
+    pub warmup: Option<String>,
+    /// Client connections; a comma list (`1,4,16`) sweeps them.
+    #[arg(long, default_value = "1")]
+    pub threads: String,
     #[arg(long, default_value_t = 10)]
     pub field_count: u32,
     #[arg(long, default_value_t = 100)]
     pub field_length: u32,
+    /// Request distribution: uniform, zipfian, latest, hotspot, sequential (default: the workload's).
+    #[arg(long)]
+    pub distribution: Option<String>,
+    /// Key order of the load: hashed (YCSB default) or ordered.
+    #[arg(long, default_value = "hashed")]
+    pub insert_order: String,
+    /// Candle query for `--workload candles`: by_ticker, interval, day.
+    #[arg(long)]
+    pub queries: Option<String>,
     /// Load the records before the measured phase.
     #[arg(long)]
     pub load: bool,
     /// Target operations per second over all threads.
     #[arg(long)]
-    pub target: Option<u64>,
+    pub target: Option<f64>,
+    /// Failed operations allowed: a count (`10`) or a share (`1%`).
+    #[arg(long, default_value = "0")]
+    pub error_budget: String,
     /// Random seed for a reproducible sequence.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Write the full result as JSON here.
+    /// Draw the progress bar even when stderr is not a terminal.
+    #[arg(long)]
+    pub progress: bool,
+    /// Write the phase results (a JSON array) here.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Take everything from a workload config (JSON); used by `benchcage run`.
+    #[arg(long, hide = true)]
+    pub config: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -49,3 +49,243 @@ fn ping_fails_fast_when_nothing_listens() {
     let r = block_on(clients::ping(&benchcage::sandbox::Probe::Redis, port));
     assert!(r.is_err());
 }
+
+use benchcage::results::model::PhaseResult;
+use benchcage::workload::{self, WorkloadConfig};
+use tokio_util::sync::CancellationToken;
+
+fn run_config(cfg: &WorkloadConfig) -> Vec<PhaseResult> {
+    let v = cfg.validate().expect("valid config");
+    block_on(workload::run(&v, &CancellationToken::new())).expect("workload runs")
+}
+
+fn every_kind(url: &str) -> WorkloadConfig {
+    serde_json::from_value(serde_json::json!({
+        "store": url, "workload": "custom",
+        "mix": {"read": 0.3, "update": 0.2, "insert": 0.1, "scan": 0.2, "read_modify_write": 0.2},
+        "records": 300, "field_count": 4, "field_length": 20, "max_scan_length": 10,
+        "threads": 2, "operations": 600, "load": true, "seed": 7
+    }))
+    .unwrap()
+}
+
+/// Loads, runs every operation kind without an error, then reads records
+/// that were never loaded and checks those reads are counted as errors
+/// that fail the phase.
+fn store_end_to_end(kind: Kind) {
+    let s = Server::start(kind);
+    let results = run_config(&every_kind(&s.url()));
+    assert_eq!(results.len(), 2, "load and run");
+    let (load, run) = (&results[0], &results[1]);
+    assert!(load.status.is_ok(), "{:?}", load.status);
+    assert_eq!(load.ops["INSERT"].count, 300);
+    assert!(run.status.is_ok(), "{:?} {:?}", run.status, run.ops);
+    assert_eq!(run.total_ops, 600);
+    for k in ["READ", "UPDATE", "INSERT", "SCAN", "READ-MODIFY-WRITE"] {
+        let op = &run.ops[k];
+        assert!(op.count > 0 && op.errors == 0, "{k}: {op:?}");
+        assert!(op.latency_us.p50 > 0.0 && op.latency_us.max >= op.latency_us.p99);
+    }
+    assert!(!run.series.is_empty());
+
+    // Twice the records that exist: about half the reads miss.
+    let mut missing = every_kind(&s.url());
+    missing.workload = workload::WorkloadKind::C;
+    missing.mix = None;
+    missing.distribution = Some(workload::Distribution::Uniform);
+    missing.load = false;
+    missing.records = 1200;
+    let r = &run_config(&missing)[0];
+    let read = &r.ops["READ"];
+    assert!(read.errors > 200 && read.count > 100, "{read:?}");
+    assert_eq!(read.count + read.errors, 600);
+    assert_eq!(
+        r.total_ops, read.count,
+        "failures are not counted as operations"
+    );
+    assert!(!r.status.is_ok(), "errors over the budget fail the phase");
+    assert!(
+        read.error_samples[0].contains("not found"),
+        "{:?}",
+        read.error_samples
+    );
+}
+
+#[test]
+fn redis_store_runs_every_operation_and_counts_failures() {
+    store_end_to_end(Kind::Redis);
+}
+
+#[test]
+fn postgres_store_runs_every_operation_and_counts_failures() {
+    store_end_to_end(Kind::Postgres);
+}
+
+#[test]
+fn mariadb_store_runs_every_operation_and_counts_failures() {
+    store_end_to_end(Kind::Mariadb);
+}
+
+#[test]
+fn mongodb_store_on_secantus_runs_every_operation_and_counts_failures() {
+    store_end_to_end(Kind::Secantus);
+}
+
+#[test]
+fn mariadb_store_creates_the_table_in_the_requested_engine() {
+    let s = Server::start(Kind::Mariadb);
+    let mut cfg = every_kind(&format!(
+        "{}?engine=RocksDB",
+        s.url().trim_end_matches("/mysql")
+    ));
+    cfg.operations = Some(100);
+    let results = run_config(&cfg);
+    assert!(results.iter().all(|r| r.status.is_ok()), "{results:?}");
+    let out = std::process::Command::new("mariadb")
+        .args([
+            "--no-defaults",
+            "-h",
+            "127.0.0.1",
+            "-P",
+            &s.port.to_string(),
+            "-uroot",
+            "-N",
+            "-e",
+        ])
+        .arg("SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_NAME='usertable'")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ROCKSDB");
+}
+
+fn candles(url: &str, query: &str, load: bool) -> WorkloadConfig {
+    serde_json::from_value(serde_json::json!({
+        "store": url, "workload": "candles", "queries": query,
+        "records": 3000, "threads": 2, "operations": 40, "load": load
+    }))
+    .unwrap()
+}
+
+fn candles_end_to_end(kind: Kind) {
+    let s = Server::start(kind);
+    let first = run_config(&candles(&s.url(), "by_ticker", true));
+    assert_eq!(first[0].ops["INSERT-BATCH"].count, 3000u64.div_ceil(500));
+    assert!(first.iter().all(|r| r.status.is_ok()), "{first:?}");
+    assert_eq!(first[1].ops["BY_TICKER"].count, 40);
+    for (q, kind) in [("interval", "INTERVAL"), ("day", "DAY")] {
+        let r = &run_config(&candles(&s.url(), q, false))[0];
+        assert!(r.status.is_ok(), "{q}: {:?}", r.status);
+        assert_eq!(r.ops[kind].count, 40, "{q}");
+        assert_eq!(r.workload, format!("candles:{q}"));
+    }
+}
+
+#[test]
+fn candles_load_and_query_on_postgres() {
+    candles_end_to_end(Kind::Postgres);
+}
+
+#[test]
+fn candles_load_and_query_on_secantus() {
+    candles_end_to_end(Kind::Secantus);
+}
+
+#[test]
+fn drive_prints_the_ycsb_summary_and_writes_json() {
+    let s = Server::start(Kind::Redis);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let out = assert_cmd::Command::cargo_bin("benchcage")
+        .unwrap()
+        .args([
+            "drive",
+            "--store",
+            &s.url(),
+            "--workload",
+            "a",
+            "--records",
+            "200",
+        ])
+        .args(["--operations", "1000", "--threads", "2", "--load", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("[OVERALL], Throughput(ops/sec), "), "{text}");
+    let reads: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("[READ], Operations, "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let updates: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("[UPDATE], Return=OK, "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(reads + updates, 1000);
+    let results: Vec<PhaseResult> =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[1].ops["READ"].count, reads);
+}
+
+#[test]
+fn drive_refuses_a_non_loopback_store_with_exit_code_2() {
+    let out = assert_cmd::Command::cargo_bin("benchcage")
+        .unwrap()
+        .args([
+            "drive",
+            "--store",
+            "redis://10.1.2.3:6379",
+            "--operations",
+            "10",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not loopback"));
+}
+
+#[test]
+fn drive_takes_a_workload_config_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("w.json");
+    let json = dir.path().join("r.json");
+    std::fs::write(
+        &cfg,
+        r#"{"name": "sweep", "store": "null://", "workload": "b", "threads": [1, 2],
+            "operations": 5000, "records": 100}"#,
+    )
+    .unwrap();
+    let out = assert_cmd::Command::cargo_bin("benchcage")
+        .unwrap()
+        .args(["drive", "--config"])
+        .arg(&cfg)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results: Vec<PhaseResult> =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(
+        results.iter().map(|r| r.threads).collect::<Vec<_>>(),
+        vec![1, 2]
+    );
+    assert!(
+        results
+            .iter()
+            .all(|r| r.name == "sweep" && r.total_ops == 5000)
+    );
+}

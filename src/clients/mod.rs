@@ -38,6 +38,14 @@ pub enum ClientError {
     NotLoopback(String),
 }
 
+/// A parameter of a prepared SQL statement.
+#[derive(Debug, Clone, Copy)]
+pub enum Param<'a> {
+    Text(&'a str),
+    Int(i64),
+    Float(f64),
+}
+
 /// Where a client connects: always loopback.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {

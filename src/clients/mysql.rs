@@ -1,6 +1,6 @@
 //! The only importer of `mysql_async`.
 
-use super::{ClientError, Endpoint};
+use super::{ClientError, Endpoint, Param};
 use ::mysql_async::prelude::Queryable;
 
 fn err(ep: &Endpoint, e: impl std::fmt::Display) -> ClientError {
@@ -26,6 +26,7 @@ pub async fn server_version(ep: &Endpoint) -> Result<String, ClientError> {
 pub struct MyConn {
     ep: Endpoint,
     conn: ::mysql_async::Conn,
+    statements: Vec<::mysql_async::Statement>,
 }
 
 impl MyConn {
@@ -38,6 +39,7 @@ impl MyConn {
             .user(Some(ep.user.clone().unwrap_or_else(|| "root".into())))
             .pass(ep.password.clone())
             .db_name(ep.database.clone())
+            .client_found_rows(true)
             .prefer_socket(false);
         let conn = ::mysql_async::Conn::new(opts)
             .await
@@ -45,6 +47,7 @@ impl MyConn {
         Ok(MyConn {
             ep: ep.clone(),
             conn,
+            statements: Vec::new(),
         })
     }
 
@@ -55,4 +58,49 @@ impl MyConn {
             .await
             .map_err(|e| err(&self.ep, e))
     }
+}
+
+impl MyConn {
+    /// Prepares `sql` on this connection; returns its handle.
+    pub async fn prepare(&mut self, sql: &str) -> Result<usize, ClientError> {
+        let st = self
+            .conn
+            .prep(sql)
+            .await
+            .map_err(|e| err(&self.ep, format!("{e} (preparing `{sql}`)")))?;
+        self.statements.push(st);
+        Ok(self.statements.len() - 1)
+    }
+
+    /// Runs prepared statement `id`; returns the rows it returned.
+    pub async fn query(&mut self, id: usize, params: &[Param<'_>]) -> Result<u64, ClientError> {
+        let rows: Vec<::mysql_async::Row> = self
+            .conn
+            .exec(&self.statements[id], to_params(params))
+            .await
+            .map_err(|e| err(&self.ep, e))?;
+        Ok(rows.len() as u64)
+    }
+
+    /// Runs prepared statement `id`; returns the rows it matched or changed.
+    pub async fn execute(&mut self, id: usize, params: &[Param<'_>]) -> Result<u64, ClientError> {
+        self.conn
+            .exec_drop(&self.statements[id], to_params(params))
+            .await
+            .map_err(|e| err(&self.ep, e))?;
+        Ok(self.conn.affected_rows())
+    }
+}
+
+fn to_params(params: &[Param<'_>]) -> ::mysql_async::Params {
+    ::mysql_async::Params::Positional(
+        params
+            .iter()
+            .map(|p| match p {
+                Param::Text(s) => ::mysql_async::Value::from(*s),
+                Param::Int(i) => ::mysql_async::Value::from(*i),
+                Param::Float(f) => ::mysql_async::Value::from(*f),
+            })
+            .collect(),
+    )
 }

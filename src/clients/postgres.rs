@@ -1,6 +1,6 @@
 //! The only importer of `tokio-postgres`.
 
-use super::{ClientError, Endpoint};
+use super::{ClientError, Endpoint, Param};
 
 fn err(ep: &Endpoint, e: impl std::fmt::Display) -> ClientError {
     ClientError::Postgres {
@@ -24,6 +24,7 @@ pub async fn server_version(ep: &Endpoint) -> Result<String, ClientError> {
 pub struct PgConn {
     ep: Endpoint,
     client: ::tokio_postgres::Client,
+    statements: Vec<::tokio_postgres::Statement>,
 }
 
 impl PgConn {
@@ -48,6 +49,7 @@ impl PgConn {
         Ok(PgConn {
             ep: ep.clone(),
             client,
+            statements: Vec::new(),
         })
     }
 
@@ -58,4 +60,48 @@ impl PgConn {
             .await
             .map_err(|e| err(&self.ep, e))
     }
+}
+
+impl PgConn {
+    /// Prepares `sql` on this connection; returns its handle.
+    pub async fn prepare(&mut self, sql: &str) -> Result<usize, ClientError> {
+        let st = self
+            .client
+            .prepare(sql)
+            .await
+            .map_err(|e| err(&self.ep, format!("{e} (preparing `{sql}`)")))?;
+        self.statements.push(st);
+        Ok(self.statements.len() - 1)
+    }
+
+    /// Runs prepared statement `id`; returns the rows it returned.
+    pub async fn query(&mut self, id: usize, params: &[Param<'_>]) -> Result<u64, ClientError> {
+        let refs = to_refs(params);
+        let rows = self
+            .client
+            .query(&self.statements[id], &refs)
+            .await
+            .map_err(|e| err(&self.ep, e))?;
+        Ok(rows.len() as u64)
+    }
+
+    /// Runs prepared statement `id`; returns the rows it changed.
+    pub async fn execute(&mut self, id: usize, params: &[Param<'_>]) -> Result<u64, ClientError> {
+        let refs = to_refs(params);
+        self.client
+            .execute(&self.statements[id], &refs)
+            .await
+            .map_err(|e| err(&self.ep, e))
+    }
+}
+
+fn to_refs<'a>(params: &'a [Param<'_>]) -> Vec<&'a (dyn ::tokio_postgres::types::ToSql + Sync)> {
+    params
+        .iter()
+        .map(|p| match p {
+            Param::Text(s) => s as &(dyn ::tokio_postgres::types::ToSql + Sync),
+            Param::Int(i) => i as _,
+            Param::Float(f) => f as _,
+        })
+        .collect()
 }

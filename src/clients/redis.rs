@@ -55,6 +55,88 @@ impl RedisConn {
     }
 }
 
+impl RedisConn {
+    /// `HSET key f1 v1 f2 v2 ...`, and with `index` also
+    /// `ZADD index score key` in the same round trip (a pipeline).
+    pub async fn hset<'a>(
+        &mut self,
+        key: &str,
+        pairs: impl Iterator<Item = (&'a str, &'a str)>,
+        index: Option<(&str, f64)>,
+    ) -> Result<(), ClientError> {
+        let mut hset = ::redis::cmd("HSET");
+        hset.arg(key);
+        for (f, v) in pairs {
+            hset.arg(f).arg(v);
+        }
+        match index {
+            None => hset
+                .query_async::<()>(&mut self.conn)
+                .await
+                .map_err(|e| err(&self.ep, e)),
+            Some((zkey, score)) => {
+                let mut p = ::redis::pipe();
+                p.add_command(hset).ignore();
+                p.cmd("ZADD").arg(zkey).arg(score).arg(key).ignore();
+                p.query_async::<()>(&mut self.conn)
+                    .await
+                    .map_err(|e| err(&self.ep, e))
+            }
+        }
+    }
+
+    /// `HGETALL key`: number of fields returned (0 when the key is missing).
+    pub async fn hgetall_len(&mut self, key: &str) -> Result<usize, ClientError> {
+        let v: ::redis::Value = ::redis::cmd("HGETALL")
+            .arg(key)
+            .query_async(&mut self.conn)
+            .await
+            .map_err(|e| err(&self.ep, e))?;
+        Ok(match v {
+            ::redis::Value::Array(a) => a.len() / 2,
+            ::redis::Value::Map(m) => m.len(),
+            _ => 0,
+        })
+    }
+
+    /// `EXISTS key` then `HSET key field value` in one pipeline; reports
+    /// whether the key existed (an update of a missing record is an error).
+    pub async fn hset_existing(
+        &mut self,
+        key: &str,
+        field: &str,
+        value: &str,
+    ) -> Result<bool, ClientError> {
+        let mut p = ::redis::pipe();
+        p.cmd("EXISTS").arg(key);
+        p.cmd("HSET").arg(key).arg(field).arg(value).ignore();
+        let (existed,): (i64,) = p
+            .query_async(&mut self.conn)
+            .await
+            .map_err(|e| err(&self.ep, e))?;
+        Ok(existed == 1)
+    }
+
+    /// `ZRANGEBYSCORE zkey min +inf LIMIT 0 count`.
+    pub async fn zrange_from(
+        &mut self,
+        zkey: &str,
+        min: f64,
+        count: usize,
+    ) -> Result<Vec<String>, ClientError> {
+        ::redis::cmd("ZRANGEBYSCORE")
+            .arg(zkey)
+            .arg(min)
+            .arg("+inf")
+            .arg("LIMIT")
+            .arg(0)
+            .arg(count)
+            .query_async(&mut self.conn)
+            .await
+            .map_err(|e| err(&self.ep, e))
+    }
+}
+
 fn value_text(v: &::redis::Value) -> String {
     use ::redis::Value;
     match v {

@@ -1,9 +1,181 @@
-//! `benchcage drive` (not built yet).
+//! `benchcage drive`: a complete, standalone load generator against a
+//! server that is already running. Prints the YCSB-style summary and
+//! writes the phase results as JSON.
 
 use crate::cli::DriveArgs;
+use crate::error::bad_input;
+use crate::results::model::PhaseResult;
+use crate::workload::{self, ErrorBudget, Threads, WorkloadConfig, WorkloadError, WorkloadKind};
+use anyhow::Context;
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::ExitCode;
+use tokio_util::sync::CancellationToken;
 
-pub async fn run(_home: &Path, _args: &DriveArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`benchcage drive` is not built yet")
+pub async fn run(_home: &Path, args: &DriveArgs) -> anyhow::Result<ExitCode> {
+    let cfg = config(args)?;
+    let v = cfg.validate().map_err(|e| match e {
+        WorkloadError::Config(_) | WorkloadError::Url(_) => bad_input(e.to_string()),
+        other => anyhow::Error::new(other),
+    })?;
+    let cancel = CancellationToken::new();
+    let on_int = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_int.cancel();
+        }
+    });
+    let results = workload::run(&v, &cancel)
+        .await
+        .with_context(|| format!("driving {}", cfg.store.as_deref().unwrap_or("")))?;
+    print_summary(&results);
+    if let Some(path) = &args.json {
+        write_json(path, &results)?;
+    }
+    let failed: Vec<String> = results
+        .iter()
+        .filter_map(|r| match &r.status {
+            crate::results::model::PhaseStatus::Ok => None,
+            crate::results::model::PhaseStatus::Failed { reason }
+            | crate::results::model::PhaseStatus::Invalid { reason }
+            | crate::results::model::PhaseStatus::Oom { reason } => Some(format!(
+                "phase `{}` ({} threads): {reason}",
+                r.name, r.threads
+            )),
+        })
+        .collect();
+    if failed.is_empty() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        anyhow::bail!("{}", failed.join("; "))
+    }
+}
+
+/// The workload config from `--config` or from the flags.
+fn config(args: &DriveArgs) -> anyhow::Result<WorkloadConfig> {
+    if let Some(path) = &args.config {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading workload config {}", path.display()))?;
+        let mut cfg: WorkloadConfig = serde_json::from_str(&text).map_err(|e| {
+            bad_input(format!(
+                "{}:{}:{}: {e}",
+                path.display(),
+                e.line(),
+                e.column()
+            ))
+        })?;
+        if args.store.is_some() {
+            cfg.store = args.store.clone();
+        }
+        if args.progress {
+            cfg.progress = true;
+        }
+        return Ok(cfg);
+    }
+    let bad = |flag: &str, e: String| bad_input(format!("--{flag}: {e}"));
+    let mut cfg = WorkloadConfig {
+        name: "run".into(),
+        store: args.store.clone(),
+        records: args.records,
+        field_count: args.field_count,
+        field_length: args.field_length,
+        operations: args.operations,
+        target: args.target,
+        seed: args.seed,
+        load: args.load,
+        progress: args.progress,
+        ..Default::default()
+    };
+    let w = args.workload.trim().to_ascii_lowercase();
+    if w.contains('=') {
+        let mut mix = BTreeMap::new();
+        for part in w.split(',').filter(|p| !p.trim().is_empty()) {
+            let (k, val) = part
+                .split_once('=')
+                .ok_or_else(|| bad("workload", format!("`{part}` is not kind=share")))?;
+            let val: f64 = val
+                .trim()
+                .parse()
+                .map_err(|_| bad("workload", format!("`{val}` is not a number")))?;
+            mix.insert(k.trim().to_string(), val);
+        }
+        cfg.workload = WorkloadKind::Custom;
+        cfg.mix = Some(mix);
+    } else {
+        cfg.workload =
+            serde_json::from_value(serde_json::Value::String(w.clone())).map_err(|_| {
+                bad(
+                    "workload",
+                    format!("`{w}` is not a..f, candles, or a mix like read=0.9,update=0.1"),
+                )
+            })?;
+    }
+    if let Some(d) = &args.duration {
+        cfg.duration = Some(d.parse().map_err(|e| bad("duration", format!("{e}")))?);
+    }
+    if let Some(d) = &args.warmup {
+        cfg.warmup = Some(d.parse().map_err(|e| bad("warmup", format!("{e}")))?);
+    }
+    let threads: Vec<u32> = args
+        .threads
+        .split(',')
+        .map(|t| t.trim().parse::<u32>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| {
+            bad(
+                "threads",
+                format!("`{}` is not a count or a list like 1,4,16", args.threads),
+            )
+        })?;
+    cfg.threads = match threads.as_slice() {
+        [one] => Threads::One(*one),
+        _ => Threads::Sweep(threads),
+    };
+    if let Some(d) = &args.distribution {
+        cfg.distribution = Some(d.parse().map_err(|e: String| bad("distribution", e))?);
+    }
+    cfg.insert_order = serde_json::from_value(serde_json::Value::String(
+        args.insert_order.to_ascii_lowercase(),
+    ))
+    .map_err(|_| bad("insert-order", "use hashed or ordered".into()))?;
+    if let Some(q) = &args.queries {
+        cfg.queries = Some(
+            serde_json::from_value(serde_json::Value::String(q.clone()))
+                .map_err(|_| bad("queries", "use by_ticker, interval or day".into()))?,
+        );
+    }
+    cfg.error_budget = match args.error_budget.trim().parse::<u64>() {
+        Ok(n) => ErrorBudget::Count(n),
+        Err(_) => ErrorBudget::Share(args.error_budget.clone()),
+    };
+    Ok(cfg)
+}
+
+fn print_summary(results: &[PhaseResult]) {
+    let many = results.len() > 1;
+    for r in results {
+        if many {
+            println!("# phase {} ({}), {} threads", r.name, r.workload, r.threads);
+        }
+        print!("{}", workload::summary::ycsb_text(r));
+    }
+}
+
+/// Writes the results atomically (temp file, fsync, rename).
+fn write_json(path: &Path, results: &[PhaseResult]) -> anyhow::Result<()> {
+    use std::io::Write;
+    let text = serde_json::to_string_pretty(results)?;
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
+    let tmp = path.with_extension("json.tmp");
+    let mut f =
+        std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+    f.write_all(text.as_bytes())?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
+    if let Some(d) = dir
+        && let Ok(dirf) = std::fs::File::open(d)
+    {
+        let _ = dirf.sync_all();
+    }
+    Ok(())
 }

@@ -1,1 +1,478 @@
 //! The built-in load generator, stores and external tools.
+//!
+//! - `rng`, `keys`, `dist`, `mix`: deterministic YCSB-style operation streams.
+//! - `histo`: per-worker HDR histograms and series, merged at the end.
+//! - `driver`: runs workers through a phase (count or time, warm-up,
+//!   target rate, cancellation) into a `PhaseResult`.
+//! - `ycsb`, `candles`: the workloads; `stores`: engines' data models.
+//! - `tools`: sysbench, pgbench, YCSB output, any command.
+//! - `summary`: YCSB-style text output.
+
+use crate::results::model::PhaseResult;
+use std::collections::BTreeMap;
+use tokio_util::sync::CancellationToken;
+
+pub mod candles;
+pub mod dist;
+pub mod driver;
+pub mod histo;
+pub mod keys;
+pub mod mix;
+pub mod progress;
+pub mod rng;
+pub mod stores;
+pub mod summary;
+pub mod tools;
+pub mod ycsb;
+
+pub use dist::Distribution;
+pub use keys::InsertOrder;
+
+/// Which workload a phase runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkloadKind {
+    #[default]
+    A,
+    B,
+    C,
+    D,
+    E,
+    F,
+    /// Proportions from `mix`.
+    Custom,
+    /// The trade-candles document workload of write-up 000.
+    Candles,
+}
+
+/// Threads (connections): one count or a list to sweep.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
+pub enum Threads {
+    One(u32),
+    Sweep(Vec<u32>),
+}
+
+impl Default for Threads {
+    fn default() -> Self {
+        Threads::One(1)
+    }
+}
+
+impl Threads {
+    /// The counts to run, in order.
+    pub fn list(&self) -> Vec<u32> {
+        match self {
+            Threads::One(n) => vec![*n],
+            Threads::Sweep(v) => v.clone(),
+        }
+    }
+}
+
+/// Errors a phase may have: a count (`0`, `10`) or a share (`"1%"`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
+pub enum ErrorBudget {
+    Count(u64),
+    Share(String),
+}
+
+impl Default for ErrorBudget {
+    fn default() -> Self {
+        ErrorBudget::Count(0)
+    }
+}
+
+impl ErrorBudget {
+    /// The driver's budget; a bad share is refused.
+    pub fn budget(&self) -> Result<driver::Budget, String> {
+        match self {
+            ErrorBudget::Count(n) => Ok(driver::Budget::Count(*n)),
+            ErrorBudget::Share(s) => {
+                let num = s.trim().strip_suffix('%').ok_or_else(|| {
+                    format!("error_budget `{s}`: write a count (`10`) or a share (`0.5%`)")
+                })?;
+                let v: f64 = num
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("error_budget `{s}`: `{num}` is not a number"))?;
+                if !(0.0..=100.0).contains(&v) {
+                    return Err(format!("error_budget `{s}` must be between 0% and 100%"));
+                }
+                Ok(driver::Budget::Fraction(v / 100.0))
+            }
+        }
+    }
+}
+
+/// The hot set of the `hotspot` distribution.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hotspot {
+    /// Share of the records that are hot (YCSB `hotspotdatafraction`).
+    pub data: f64,
+    /// Share of the operations that go to them (`hotspotopnfraction`).
+    pub ops: f64,
+}
+
+impl Default for Hotspot {
+    fn default() -> Self {
+        Hotspot {
+            data: 0.2,
+            ops: 0.8,
+        }
+    }
+}
+
+fn default_name() -> String {
+    "run".into()
+}
+fn default_records() -> u64 {
+    1000
+}
+fn default_field_count() -> u32 {
+    10
+}
+fn default_field_length() -> u32 {
+    100
+}
+fn default_padding() -> usize {
+    1
+}
+fn default_seed() -> u64 {
+    1
+}
+fn default_scan() -> u64 {
+    100
+}
+
+/// One built-in workload run, as `benchcage drive --config FILE.json`
+/// takes it. Fields mirror the scenario's `builtin` block, dataset and
+/// phase fields.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadConfig {
+    /// Phase name in the results.
+    #[serde(default = "default_name")]
+    pub name: String,
+    /// Store URL (`redis://127.0.0.1:6379`); `--store` overrides it.
+    #[serde(default)]
+    pub store: Option<String>,
+    #[serde(default)]
+    pub workload: WorkloadKind,
+    /// Proportions for `custom`: `{read: 0.9, update: 0.05, insert: 0.05}`.
+    #[serde(default)]
+    pub mix: Option<BTreeMap<String, f64>>,
+    /// Candle query for `candles`: by_ticker, interval or day.
+    #[serde(default)]
+    pub queries: Option<candles::CandleQuery>,
+    /// Request distribution; the workload's own when omitted.
+    #[serde(default)]
+    pub distribution: Option<Distribution>,
+    #[serde(default)]
+    pub hotspot: Option<Hotspot>,
+    #[serde(default = "default_records")]
+    pub records: u64,
+    #[serde(default = "default_field_count")]
+    pub field_count: u32,
+    #[serde(default = "default_field_length")]
+    pub field_length: u32,
+    #[serde(default)]
+    pub insert_order: InsertOrder,
+    /// Zero-pad key numbers to this many digits (YCSB `zeropadding`).
+    #[serde(default = "default_padding")]
+    pub key_padding: usize,
+    #[serde(default)]
+    pub threads: Threads,
+    /// Measured operations over all threads...
+    #[serde(default)]
+    pub operations: Option<u64>,
+    /// ...or measured time.
+    #[serde(default)]
+    pub duration: Option<crate::units::Duration>,
+    #[serde(default)]
+    pub warmup: Option<crate::units::Duration>,
+    /// Target operations per second over all threads.
+    #[serde(default)]
+    pub target: Option<f64>,
+    #[serde(default)]
+    pub error_budget: ErrorBudget,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Load the records (recreating the table) before measuring.
+    #[serde(default)]
+    pub load: bool,
+    /// Connections for the load phase; the first thread count when omitted.
+    #[serde(default)]
+    pub load_threads: Option<u32>,
+    /// Longest scan (uniform from 1).
+    #[serde(default = "default_scan")]
+    pub max_scan_length: u64,
+    /// MySQL storage engine (`InnoDB`, `RocksDB`).
+    #[serde(default)]
+    pub engine: Option<String>,
+    /// Draw the progress bar even when stderr is not a terminal.
+    #[serde(default)]
+    pub progress: bool,
+}
+
+impl Default for WorkloadConfig {
+    fn default() -> Self {
+        serde_json::from_str("{}").expect("every field has a default")
+    }
+}
+
+/// Why a workload could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkloadError {
+    /// The configuration is wrong (exit code 2).
+    #[error("workload config: {0}")]
+    Config(String),
+    #[error(transparent)]
+    Url(#[from] stores::UrlError),
+    /// Setting up (connect, create, prepare) failed.
+    #[error("{what}: {source}")]
+    Setup {
+        what: String,
+        #[source]
+        source: stores::StoreError,
+    },
+}
+
+/// A checked configuration, ready to run.
+#[derive(Debug, Clone)]
+pub struct Validated {
+    pub cfg: WorkloadConfig,
+    pub target: stores::StoreTarget,
+    pub mix: mix::Mix,
+    pub distribution: Distribution,
+    pub stop: Option<driver::Stop>,
+    pub budget: driver::Budget,
+    pub threads: Vec<u32>,
+    /// `ycsb:a`, `ycsb:custom`, `candles:by_ticker`.
+    pub label: String,
+}
+
+impl WorkloadConfig {
+    /// Checks everything up front; every problem in one message.
+    pub fn validate(&self) -> Result<Validated, WorkloadError> {
+        let mut errs: Vec<String> = Vec::new();
+        let url = self.store.clone().unwrap_or_default();
+        let target = if url.is_empty() {
+            errs.push("no store: give `store` (or --store) like redis://127.0.0.1:6379".into());
+            None
+        } else {
+            match stores::StoreTarget::parse(&url) {
+                Ok(t) => Some(t),
+                Err(e @ stores::UrlError::NotLoopback { .. }) => return Err(e.into()),
+                Err(e) => {
+                    errs.push(e.to_string());
+                    None
+                }
+            }
+        };
+        let letter = match self.workload {
+            WorkloadKind::A => Some('a'),
+            WorkloadKind::B => Some('b'),
+            WorkloadKind::C => Some('c'),
+            WorkloadKind::D => Some('d'),
+            WorkloadKind::E => Some('e'),
+            WorkloadKind::F => Some('f'),
+            _ => None,
+        };
+        let (mix, dist) = match (letter, &self.mix) {
+            (Some(l), None) => Mix::ycsb(l).expect("a..f are YCSB workloads"),
+            (Some(l), Some(_)) => {
+                errs.push(format!(
+                    "`mix` is only for workload `custom`, not `{l}`; drop it or set workload: custom"
+                ));
+                Mix::ycsb(l).expect("a..f are YCSB workloads")
+            }
+            (None, Some(m)) if self.workload == WorkloadKind::Custom => {
+                match mix::Mix::from_map(m) {
+                    Ok(m) => (m, Distribution::Zipfian),
+                    Err(e) => {
+                        errs.push(e);
+                        Mix::ycsb('c').expect("c exists")
+                    }
+                }
+            }
+            (None, None) if self.workload == WorkloadKind::Custom => {
+                errs.push("workload `custom` needs `mix`, e.g. {read: 0.9, update: 0.1}".into());
+                Mix::ycsb('c').expect("c exists")
+            }
+            _ => Mix::ycsb('c').expect("c exists"),
+        };
+        let label = match self.workload {
+            WorkloadKind::Candles => {
+                let q = self.queries.unwrap_or_default();
+                format!("candles:{}", q.name())
+            }
+            WorkloadKind::Custom => "ycsb:custom".into(),
+            _ => format!("ycsb:{}", letter.unwrap_or('c')),
+        };
+        let stop = match (self.operations, self.duration) {
+            (Some(_), Some(_)) => {
+                errs.push("give `operations` or `duration`, not both".into());
+                None
+            }
+            (Some(n), None) => Some(driver::Stop::Ops(n)),
+            (None, Some(d)) => Some(driver::Stop::Time(d.std())),
+            (None, None) if self.load => None,
+            (None, None) => {
+                errs.push("give `operations` (a count) or `duration` (like `30s`)".into());
+                None
+            }
+        };
+        let threads = self.threads.list();
+        if threads.is_empty() || threads.contains(&0) {
+            errs.push(format!(
+                "threads {threads:?}: give a count of at least 1 or a list of them"
+            ));
+        }
+        if self.records == 0 {
+            errs.push("records must be at least 1".into());
+        }
+        if self.field_count == 0 || self.field_length == 0 {
+            errs.push("field_count and field_length must be at least 1".into());
+        }
+        if self.max_scan_length == 0 {
+            errs.push("max_scan_length must be at least 1".into());
+        }
+        if let Some(t) = self.target
+            && !(t.is_finite() && t > 0.0)
+        {
+            errs.push(format!("target {t} must be a positive rate"));
+        }
+        if let Some(h) = self.hotspot
+            && !((0.0..=1.0).contains(&h.data) && (0.0..=1.0).contains(&h.ops))
+        {
+            errs.push("hotspot data and ops are shares between 0 and 1".into());
+        }
+        let budget = match self.error_budget.budget() {
+            Ok(b) => b,
+            Err(e) => {
+                errs.push(e);
+                driver::Budget::Count(0)
+            }
+        };
+        if !errs.is_empty() {
+            return Err(WorkloadError::Config(errs.join("; ")));
+        }
+        Ok(Validated {
+            cfg: self.clone(),
+            target: target.expect("checked above"),
+            mix,
+            distribution: self.distribution.unwrap_or(dist),
+            stop,
+            budget,
+            threads,
+            label,
+        })
+    }
+}
+
+use mix::Mix;
+
+/// Runs one measured phase of `v` with `workers` and makes its result.
+pub(crate) async fn measured_phase<W: driver::Worker>(
+    v: &Validated,
+    workers: Vec<W>,
+    names: &[&'static str],
+    stop: driver::Stop,
+    cancel: &CancellationToken,
+) -> PhaseResult {
+    let c = &v.cfg;
+    let threads = workers.len() as u32;
+    let plan = driver::PhasePlan {
+        stop,
+        warmup: c.warmup.map(|d| d.std()).unwrap_or_default(),
+        target: c.target,
+        progress: c.progress.then(|| c.name.clone()),
+    };
+    let out = driver::run_phase(workers, names, &plan, cancel).await;
+    driver::phase_result(&c.name, &v.label, threads, &out, v.budget)
+}
+
+/// Runs the load phase (`ops` operations, no warm-up, no target rate,
+/// a progress bar on a terminal) and makes its result.
+pub(crate) async fn load_phase<W: driver::Worker>(
+    v: &Validated,
+    workers: Vec<W>,
+    names: &[&'static str],
+    ops: u64,
+    label: &str,
+    cancel: &CancellationToken,
+) -> PhaseResult {
+    let threads = workers.len() as u32;
+    let plan = driver::PhasePlan {
+        stop: driver::Stop::Ops(ops),
+        warmup: std::time::Duration::ZERO,
+        target: None,
+        progress: (v.cfg.progress || progress::stderr_is_terminal()).then(|| label.to_string()),
+    };
+    let out = driver::run_phase(workers, names, &plan, cancel).await;
+    driver::phase_result("load", label, threads, &out, v.budget)
+}
+
+/// Runs the configured workload: the load phase when asked, then one
+/// measured phase per thread count. Results come back in order.
+pub async fn run(
+    v: &Validated,
+    cancel: &CancellationToken,
+) -> Result<Vec<PhaseResult>, WorkloadError> {
+    if v.cfg.workload == WorkloadKind::Candles {
+        return candles::run(v, cancel).await;
+    }
+    let schema = ycsb::schema(&v.cfg);
+    let store = stores::AnyStore::new(&v.target, schema);
+    crate::with_store!(&store, s => ycsb::run(s, v, cancel).await)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_json_with_defaults_validates() {
+        let c: WorkloadConfig = serde_json::from_str(
+            r#"{"store": "null://", "workload": "custom", "mix": {"read": 0.9, "insert": 0.1},
+                "threads": [1, 4], "duration": "2s", "error_budget": "1%"}"#,
+        )
+        .unwrap();
+        let v = c.validate().unwrap();
+        assert_eq!(v.threads, vec![1, 4]);
+        assert_eq!(
+            v.stop,
+            Some(driver::Stop::Time(std::time::Duration::from_secs(2)))
+        );
+        assert_eq!(v.budget, driver::Budget::Fraction(0.01));
+        assert_eq!(v.label, "ycsb:custom");
+        assert_eq!(c.field_count, 10);
+    }
+
+    #[test]
+    fn bad_configs_list_every_problem() {
+        let c: WorkloadConfig = serde_json::from_str(
+            r#"{"store": "null://", "workload": "a", "mix": {"read": 1}, "threads": 0,
+                "operations": 5, "duration": "1s"}"#,
+        )
+        .unwrap();
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("only for workload `custom`"), "{e}");
+        assert!(e.contains("not both"), "{e}");
+        assert!(e.contains("threads"), "{e}");
+        let unknown = serde_json::from_str::<WorkloadConfig>(r#"{"recrods": 5}"#);
+        assert!(unknown.is_err());
+    }
+
+    #[test]
+    fn non_loopback_store_is_refused() {
+        let c = WorkloadConfig {
+            store: Some("redis://192.168.1.9:6379".into()),
+            operations: Some(1),
+            ..Default::default()
+        };
+        assert!(matches!(c.validate(), Err(WorkloadError::Url(_))));
+    }
+}

@@ -1,0 +1,541 @@
+//! The trade-candles document workload of write-up 000: one day of about
+//! 270-byte candles with one simple and two composite secondary indexes,
+//! read by ticker (a sample of 200 tickers), by time interval (10 random
+//! intervals, repeated) and as all candles of a day. MongoDB documents and
+//! PostgreSQL rows.
+
+use super::driver::Worker;
+use super::keys::fnv64;
+use super::rng::Rng;
+use super::stores::{StoreError, StoreKind};
+use super::{Validated, WorkloadError};
+use crate::clients::Endpoint;
+use crate::clients::Param;
+use crate::clients::mongodb::MongoConn;
+use crate::clients::postgres::PgConn;
+use crate::results::model::PhaseResult;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use tokio_util::sync::CancellationToken;
+
+/// Collection or table name.
+pub const COLLECTION: &str = "candles";
+/// Candles per insert batch in the load phase.
+pub const BATCH: u64 = 500;
+/// Tickers sampled for by-ticker queries.
+pub const TICKER_SAMPLE: usize = 200;
+/// Random intervals for interval queries.
+pub const INTERVALS: usize = 10;
+/// Length of one query interval.
+pub const INTERVAL_SECS: i64 = 600;
+/// One candle per ticker per minute.
+const STEP_SECS: i64 = 60;
+/// 2026-11-02 00:00:00 UTC, the first candle.
+const BASE_TS: i64 = 1_793_577_600;
+
+/// Which candle query a phase runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CandleQuery {
+    /// Every candle of one ticker out of a sample of 200.
+    #[default]
+    ByTicker,
+    /// Every candle in one of 10 random 10-minute intervals.
+    Interval,
+    /// Every candle of one day.
+    Day,
+}
+
+impl CandleQuery {
+    pub fn name(self) -> &'static str {
+        match self {
+            CandleQuery::ByTicker => "by_ticker",
+            CandleQuery::Interval => "interval",
+            CandleQuery::Day => "day",
+        }
+    }
+}
+
+/// Operation kind names.
+pub const NAMES: [&str; 4] = ["BY_TICKER", "INTERVAL", "DAY", "INSERT-BATCH"];
+
+/// One trade candle.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candle {
+    pub ticker: String,
+    pub exchange: &'static str,
+    pub period: &'static str,
+    pub ts: i64,
+    pub day: i64,
+    pub open: f64,
+    pub high: f64,
+    pub low: f64,
+    pub close: f64,
+    pub volume: i64,
+    pub trades: i64,
+    pub vwap: f64,
+    /// Free text (the source's trade-condition codes) bringing the record to ~270 bytes.
+    pub note: String,
+}
+
+/// How candles are laid out: `tickers` interleaved, one per minute each.
+#[derive(Debug, Clone, Copy)]
+pub struct Layout {
+    pub records: u64,
+    pub tickers: u64,
+}
+
+impl Layout {
+    pub fn new(records: u64) -> Layout {
+        Layout {
+            records,
+            tickers: records.clamp(1, 1000),
+        }
+    }
+
+    /// Ticker symbol `t`.
+    pub fn ticker(t: u64) -> String {
+        format!("TK{t:04}")
+    }
+
+    /// Candle number `i` (deterministic from `i`).
+    pub fn candle(&self, i: u64) -> Candle {
+        let t = i % self.tickers;
+        let minute = (i / self.tickers) as i64;
+        let ts = BASE_TS + minute * STEP_SECS;
+        let h = fnv64(i);
+        let base = 10.0 + (fnv64(t) % 50_000) as f64 / 100.0;
+        let drift = (h % 200) as f64 / 100.0 - 1.0;
+        let open = base + drift;
+        let close = open + ((h >> 8) % 100) as f64 / 100.0 - 0.5;
+        let high = open.max(close) + ((h >> 16) % 50) as f64 / 100.0;
+        let low = open.min(close) - ((h >> 24) % 50) as f64 / 100.0;
+        Candle {
+            ticker: Self::ticker(t),
+            exchange: "XNYS",
+            period: "1m",
+            ts,
+            day: ts.div_euclid(86_400),
+            open,
+            high,
+            low,
+            close,
+            volume: ((h >> 32) % 1_000_000) as i64,
+            trades: ((h >> 40) % 5_000) as i64,
+            vwap: (open + close + high + low) / 4.0,
+            note: format!("{:0>24}", h % 1_000_000_007),
+        }
+    }
+
+    /// Last candle's time.
+    pub fn last_ts(&self) -> i64 {
+        BASE_TS + ((self.records.max(1) - 1) / self.tickers) as i64 * STEP_SECS
+    }
+
+    /// Days the data spans.
+    pub fn days(&self) -> Vec<i64> {
+        (BASE_TS.div_euclid(86_400)..=self.last_ts().div_euclid(86_400)).collect()
+    }
+}
+
+impl Candle {
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "ticker": self.ticker, "exchange": self.exchange, "period": self.period,
+            "ts": self.ts, "day": self.day, "open": self.open, "high": self.high,
+            "low": self.low, "close": self.close, "volume": self.volume,
+            "trades": self.trades, "vwap": self.vwap, "note": self.note,
+        })
+    }
+}
+
+/// A store holding candles.
+pub trait CandleStore: Send + Sync + 'static {
+    type Conn: CandleConn;
+    fn connect(&self) -> impl Future<Output = Result<Self::Conn, StoreError>> + Send;
+    /// Drops and recreates the collection or table with its three indexes.
+    fn recreate(&self) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
+
+/// Candle operations of one connection; queries return the records read.
+pub trait CandleConn: Send + 'static {
+    fn insert(&mut self, batch: &[Candle]) -> impl Future<Output = Result<(), StoreError>> + Send;
+    fn by_ticker(&mut self, ticker: &str) -> impl Future<Output = Result<u64, StoreError>> + Send;
+    fn interval(
+        &mut self,
+        from: i64,
+        to: i64,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send;
+    fn day(&mut self, day: i64) -> impl Future<Output = Result<u64, StoreError>> + Send;
+}
+
+/// Candles as MongoDB documents.
+pub struct MongoCandles {
+    pub ep: Endpoint,
+}
+
+impl CandleStore for MongoCandles {
+    type Conn = MongoConn;
+    async fn connect(&self) -> Result<MongoConn, StoreError> {
+        Ok(MongoConn::connect(&self.ep).await?)
+    }
+    async fn recreate(&self) -> Result<(), StoreError> {
+        let c = MongoConn::connect(&self.ep).await?;
+        c.drop_collection(COLLECTION).await?;
+        c.create_index(COLLECTION, &[("ts", 1)]).await?;
+        c.create_index(COLLECTION, &[("ticker", 1), ("ts", 1)])
+            .await?;
+        c.create_index(COLLECTION, &[("day", 1), ("ticker", 1)])
+            .await?;
+        Ok(())
+    }
+}
+
+impl CandleConn for MongoConn {
+    async fn insert(&mut self, batch: &[Candle]) -> Result<(), StoreError> {
+        let docs: Vec<serde_json::Value> = batch.iter().map(Candle::json).collect();
+        Ok(self.insert_json_many(COLLECTION, &docs).await?)
+    }
+    async fn by_ticker(&mut self, ticker: &str) -> Result<u64, StoreError> {
+        Ok(self
+            .count_find(COLLECTION, &serde_json::json!({"ticker": ticker}))
+            .await?)
+    }
+    async fn interval(&mut self, from: i64, to: i64) -> Result<u64, StoreError> {
+        let f = serde_json::json!({"ts": {"$gte": from, "$lt": to}});
+        Ok(self.count_find(COLLECTION, &f).await?)
+    }
+    async fn day(&mut self, day: i64) -> Result<u64, StoreError> {
+        Ok(self
+            .count_find(COLLECTION, &serde_json::json!({"day": day}))
+            .await?)
+    }
+}
+
+/// Candles as PostgreSQL rows.
+pub struct PgCandles {
+    pub ep: Endpoint,
+}
+
+/// A PostgreSQL connection with the candle statements prepared.
+pub struct PgCandleConn {
+    conn: PgConn,
+    by_ticker: usize,
+    interval: usize,
+    day: usize,
+    /// Multi-row INSERT per batch size.
+    inserts: BTreeMap<usize, usize>,
+}
+
+const PG_COLUMNS: &str =
+    "ticker, exchange, period, ts, day, open, high, low, close, volume, trades, vwap, note";
+const PG_NCOLS: usize = 13;
+
+impl CandleStore for PgCandles {
+    type Conn = PgCandleConn;
+    async fn connect(&self) -> Result<PgCandleConn, StoreError> {
+        let mut conn = PgConn::connect(&self.ep).await?;
+        let by_ticker = conn
+            .prepare(&format!("SELECT * FROM {COLLECTION} WHERE ticker = $1"))
+            .await?;
+        let interval = conn
+            .prepare(&format!(
+                "SELECT * FROM {COLLECTION} WHERE ts >= $1 AND ts < $2"
+            ))
+            .await?;
+        let day = conn
+            .prepare(&format!("SELECT * FROM {COLLECTION} WHERE day = $1"))
+            .await?;
+        Ok(PgCandleConn {
+            conn,
+            by_ticker,
+            interval,
+            day,
+            inserts: BTreeMap::new(),
+        })
+    }
+    async fn recreate(&self) -> Result<(), StoreError> {
+        let c = PgConn::connect(&self.ep).await?;
+        c.batch(&format!(
+            "DROP TABLE IF EXISTS {COLLECTION};
+             CREATE TABLE {COLLECTION} (id BIGSERIAL PRIMARY KEY, ticker TEXT NOT NULL,
+               exchange TEXT, period TEXT, ts BIGINT NOT NULL, day BIGINT NOT NULL,
+               open DOUBLE PRECISION, high DOUBLE PRECISION, low DOUBLE PRECISION,
+               close DOUBLE PRECISION, volume BIGINT, trades BIGINT, vwap DOUBLE PRECISION,
+               note TEXT);
+             CREATE INDEX {COLLECTION}_ts ON {COLLECTION} (ts);
+             CREATE INDEX {COLLECTION}_ticker_ts ON {COLLECTION} (ticker, ts);
+             CREATE INDEX {COLLECTION}_day_ticker ON {COLLECTION} (day, ticker);"
+        ))
+        .await?;
+        Ok(())
+    }
+}
+
+impl CandleConn for PgCandleConn {
+    async fn insert(&mut self, batch: &[Candle]) -> Result<(), StoreError> {
+        let n = batch.len();
+        let st = match self.inserts.get(&n) {
+            Some(s) => *s,
+            None => {
+                let rows: Vec<String> = (0..n)
+                    .map(|r| {
+                        let marks: Vec<String> = (1..=PG_NCOLS)
+                            .map(|c| format!("${}", r * PG_NCOLS + c))
+                            .collect();
+                        format!("({})", marks.join(", "))
+                    })
+                    .collect();
+                let sql = format!(
+                    "INSERT INTO {COLLECTION} ({PG_COLUMNS}) VALUES {}",
+                    rows.join(", ")
+                );
+                let s = self.conn.prepare(&sql).await?;
+                self.inserts.insert(n, s);
+                s
+            }
+        };
+        let mut params = Vec::with_capacity(n * PG_NCOLS);
+        for c in batch {
+            params.extend([
+                Param::Text(&c.ticker),
+                Param::Text(c.exchange),
+                Param::Text(c.period),
+                Param::Int(c.ts),
+                Param::Int(c.day),
+                Param::Float(c.open),
+                Param::Float(c.high),
+                Param::Float(c.low),
+                Param::Float(c.close),
+                Param::Int(c.volume),
+                Param::Int(c.trades),
+                Param::Float(c.vwap),
+                Param::Text(&c.note),
+            ]);
+        }
+        self.conn.execute(st, &params).await?;
+        Ok(())
+    }
+    async fn by_ticker(&mut self, ticker: &str) -> Result<u64, StoreError> {
+        Ok(self
+            .conn
+            .query(self.by_ticker, &[Param::Text(ticker)])
+            .await?)
+    }
+    async fn interval(&mut self, from: i64, to: i64) -> Result<u64, StoreError> {
+        Ok(self
+            .conn
+            .query(self.interval, &[Param::Int(from), Param::Int(to)])
+            .await?)
+    }
+    async fn day(&mut self, day: i64) -> Result<u64, StoreError> {
+        Ok(self.conn.query(self.day, &[Param::Int(day)]).await?)
+    }
+}
+
+/// Inserts batches of candles in order.
+struct LoadWorker<C> {
+    conn: C,
+    layout: Layout,
+    next: Arc<AtomicU64>,
+    batch: Vec<Candle>,
+}
+
+impl<C: CandleConn> Worker for LoadWorker<C> {
+    fn plan(&mut self) -> Option<usize> {
+        let b = self.next.fetch_add(1, Ordering::Relaxed);
+        let from = b * BATCH;
+        if from >= self.layout.records {
+            return None;
+        }
+        let to = (from + BATCH).min(self.layout.records);
+        self.batch.clear();
+        self.batch.extend((from..to).map(|i| self.layout.candle(i)));
+        Some(3)
+    }
+    async fn exec(&mut self) -> Result<(), StoreError> {
+        self.conn.insert(&self.batch).await
+    }
+}
+
+/// The query sample, drawn once from the seed so every engine gets the
+/// same queries in the same order.
+#[derive(Debug, Clone)]
+pub struct Sample {
+    pub tickers: Vec<String>,
+    pub intervals: Vec<(i64, i64)>,
+    pub days: Vec<i64>,
+}
+
+impl Sample {
+    pub fn new(layout: &Layout, seed: u64) -> Sample {
+        let mut r = Rng::new(seed, 0xCA4D1E);
+        let tickers = (0..TICKER_SAMPLE)
+            .map(|_| Layout::ticker(r.below(layout.tickers)))
+            .collect();
+        let span = (layout.last_ts() - BASE_TS).max(1) as u64;
+        let intervals = (0..INTERVALS)
+            .map(|_| {
+                let from = BASE_TS + r.below(span) as i64;
+                (from, from + INTERVAL_SECS)
+            })
+            .collect();
+        Sample {
+            tickers,
+            intervals,
+            days: layout.days(),
+        }
+    }
+}
+
+/// Runs one query kind over the sample.
+struct QueryWorker<C> {
+    conn: C,
+    rng: Rng,
+    query: CandleQuery,
+    sample: Arc<Sample>,
+    pick: usize,
+}
+
+impl<C: CandleConn> Worker for QueryWorker<C> {
+    fn plan(&mut self) -> Option<usize> {
+        let n = match self.query {
+            CandleQuery::ByTicker => self.sample.tickers.len(),
+            CandleQuery::Interval => self.sample.intervals.len(),
+            CandleQuery::Day => self.sample.days.len(),
+        };
+        self.pick = self.rng.below(n as u64) as usize;
+        Some(self.query as usize)
+    }
+    async fn exec(&mut self) -> Result<(), StoreError> {
+        let s = &*self.sample;
+        let (what, found) = match self.query {
+            CandleQuery::ByTicker => {
+                let t = &s.tickers[self.pick];
+                (t.clone(), self.conn.by_ticker(t).await?)
+            }
+            CandleQuery::Interval => {
+                let (a, b) = s.intervals[self.pick];
+                (format!("ts {a}..{b}"), self.conn.interval(a, b).await?)
+            }
+            CandleQuery::Day => {
+                let d = s.days[self.pick];
+                (format!("day {d}"), self.conn.day(d).await?)
+            }
+        };
+        if found == 0 {
+            Err(StoreError::NotFound(what))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// Runs the candles workload on the configured store.
+pub async fn run(
+    v: &Validated,
+    cancel: &CancellationToken,
+) -> Result<Vec<PhaseResult>, WorkloadError> {
+    let mut ep = v.target.endpoint.clone();
+    match v.target.kind {
+        StoreKind::Mongodb => {
+            ep.database.get_or_insert_with(|| "candles".into());
+            run_on(&MongoCandles { ep }, v, cancel).await
+        }
+        StoreKind::Postgres => run_on(&PgCandles { ep }, v, cancel).await,
+        other => Err(WorkloadError::Config(format!(
+            "the candles workload runs on mongodb and postgres, not {other:?}"
+        ))),
+    }
+}
+
+async fn run_on<S: CandleStore>(
+    store: &S,
+    v: &Validated,
+    cancel: &CancellationToken,
+) -> Result<Vec<PhaseResult>, WorkloadError> {
+    let c = &v.cfg;
+    let layout = Layout::new(c.records);
+    let setup = |what: &str| {
+        let what = what.to_string();
+        move |e| WorkloadError::Setup { what, source: e }
+    };
+    let mut results = Vec::new();
+    if c.load {
+        store.recreate().await.map_err(setup("creating candles"))?;
+        let threads = c.load_threads.unwrap_or(v.threads[0]).max(1);
+        let next = Arc::new(AtomicU64::new(0));
+        let mut workers = Vec::new();
+        for _ in 0..threads {
+            workers.push(LoadWorker {
+                conn: store.connect().await.map_err(setup("connecting"))?,
+                layout,
+                next: next.clone(),
+                batch: Vec::with_capacity(BATCH as usize),
+            });
+        }
+        let batches = c.records.div_ceil(BATCH);
+        let r = super::load_phase(v, workers, &NAMES, batches, "candles:load", cancel).await;
+        let failed = !r.status.is_ok();
+        results.push(r);
+        if failed {
+            return Ok(results);
+        }
+    }
+    let Some(stop) = v.stop else {
+        return Ok(results);
+    };
+    let sample = Arc::new(Sample::new(&layout, c.seed));
+    let query = c.queries.unwrap_or_default();
+    for &threads in &v.threads {
+        let mut workers = Vec::new();
+        for i in 0..threads {
+            workers.push(QueryWorker {
+                conn: store.connect().await.map_err(setup("connecting"))?,
+                rng: Rng::new(c.seed, i as u64),
+                query,
+                sample: sample.clone(),
+                pick: 0,
+            });
+        }
+        results.push(super::measured_phase(v, workers, &NAMES, stop, cancel).await);
+        if cancel.is_cancelled() {
+            break;
+        }
+    }
+    Ok(results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn candles_are_about_270_bytes_and_deterministic() {
+        let l = Layout::new(100_000);
+        let c = l.candle(12_345);
+        assert_eq!(c, l.candle(12_345));
+        let size = serde_json::to_string(&c.json()).unwrap().len();
+        assert!((240..=300).contains(&size), "{size} bytes");
+        assert!(c.low <= c.open.min(c.close) && c.high >= c.open.max(c.close));
+        assert_eq!(l.candle(0).ticker, "TK0000");
+        assert_eq!(l.candle(1000).ts, l.candle(0).ts + 60);
+    }
+
+    #[test]
+    fn the_query_sample_has_200_tickers_and_10_intervals_inside_the_data() {
+        let l = Layout::new(50_000);
+        let s = Sample::new(&l, 1);
+        assert_eq!(s.tickers.len(), 200);
+        assert_eq!(s.intervals.len(), 10);
+        assert!(
+            s.intervals
+                .iter()
+                .all(|(a, _)| *a >= BASE_TS && *a <= l.last_ts())
+        );
+        assert!(!s.days.is_empty());
+        assert_eq!(s.tickers, Sample::new(&l, 1).tickers);
+    }
+}

@@ -1,0 +1,412 @@
+//! The phase driver, oha-style: one task per connection shares a deadline
+//! or an operation counter, records into its own `Recorder` (no sharing,
+//! no allocation per operation), and hands it to one collector at the end.
+//! Errors are counted, never fatal; cancellation stops every worker.
+
+use super::histo::Recorder;
+use super::stores::StoreError;
+use crate::results::model::{PhaseResult, PhaseStatus};
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// One connection's stream of operations.
+pub trait Worker: Send + 'static {
+    /// Chooses the next operation and returns its kind index; `None` when
+    /// this worker has nothing more to do.
+    fn plan(&mut self) -> Option<usize>;
+    /// Runs the planned operation (only this part is timed).
+    fn exec(&mut self) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
+
+/// When the measured window ends.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Stop {
+    /// After this many operations over all workers.
+    Ops(u64),
+    /// After this long.
+    Time(Duration),
+}
+
+/// How to run one phase.
+#[derive(Debug, Clone)]
+pub struct PhasePlan {
+    pub stop: Stop,
+    /// Run, unrecorded, this long first.
+    pub warmup: Duration,
+    /// Target operations per second over all workers.
+    pub target: Option<f64>,
+    /// Show a progress bar with this label.
+    pub progress: Option<String>,
+}
+
+/// What the workers recorded.
+#[derive(Debug)]
+pub struct PhaseOutcome {
+    pub rec: Recorder,
+    /// Measured window (warm-up excluded).
+    pub elapsed: Duration,
+    pub interrupted: bool,
+}
+
+/// State the workers share: read often, written rarely.
+struct Control {
+    stop: AtomicBool,
+    remaining: AtomicU64,
+    done: AtomicU64,
+}
+
+/// Operations claimed from the shared counter at a time.
+const CLAIM: u64 = 64;
+/// Operations between progress updates and cooperative yields.
+const BATCH: u64 = 256;
+
+fn claim(remaining: &AtomicU64) -> u64 {
+    let mut cur = remaining.load(Ordering::Relaxed);
+    loop {
+        if cur == 0 {
+            return 0;
+        }
+        let take = cur.min(CLAIM);
+        match remaining.compare_exchange_weak(cur, cur - take, Ordering::Relaxed, Ordering::Relaxed)
+        {
+            Ok(_) => return take,
+            Err(now) => cur = now,
+        }
+    }
+}
+
+#[inline]
+fn nanos(d: Duration) -> u64 {
+    d.as_nanos().min(u64::MAX as u128) as u64
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn work<W: Worker>(
+    mut w: W,
+    ctl: Arc<Control>,
+    mut rec: Recorder,
+    start: Instant,
+    warm_end: Instant,
+    stop: Stop,
+    interval: Option<Duration>,
+    track_progress: bool,
+) -> Recorder {
+    let end = match stop {
+        Stop::Time(d) => Some(warm_end + d),
+        Stop::Ops(_) => None,
+    };
+    let mut measuring = warm_end <= start;
+    let mut claimed = 0u64;
+    let mut n = 0u64;
+    let mut now = Instant::now();
+    let mut next_at = now;
+    loop {
+        n += 1;
+        if n.is_multiple_of(BATCH) {
+            if track_progress && measuring {
+                ctl.done.fetch_add(BATCH, Ordering::Relaxed);
+            }
+            tokio::task::yield_now().await;
+        }
+        if ctl.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let intended = match interval {
+            Some(iv) => {
+                let t = next_at;
+                next_at += iv;
+                if now < t {
+                    tokio::time::sleep_until(t.into()).await;
+                    now = Instant::now();
+                }
+                Some(t)
+            }
+            None => None,
+        };
+        if !measuring && now >= warm_end {
+            measuring = true;
+        }
+        if measuring {
+            match end {
+                Some(e) if now >= e => break,
+                Some(_) => {}
+                None => {
+                    if claimed == 0 {
+                        claimed = claim(&ctl.remaining);
+                        if claimed == 0 {
+                            break;
+                        }
+                    }
+                    claimed -= 1;
+                }
+            }
+        }
+        let Some(kind) = w.plan() else { break };
+        let t0 = Instant::now();
+        let r = w.exec().await;
+        now = Instant::now();
+        if measuring {
+            let second = (now.saturating_duration_since(warm_end)).as_secs() as usize;
+            match r {
+                Ok(()) => rec.ok(
+                    kind,
+                    nanos(now - t0),
+                    intended.map(|t| nanos(now.saturating_duration_since(t))),
+                    second,
+                ),
+                Err(e) => rec.error(kind, &e, second),
+            }
+        }
+    }
+    rec
+}
+
+/// Runs `workers` (already connected) through one phase.
+pub async fn run_phase<W: Worker>(
+    workers: Vec<W>,
+    names: &[&'static str],
+    plan: &PhasePlan,
+    cancel: &CancellationToken,
+) -> PhaseOutcome {
+    let threads = workers.len().max(1);
+    let ctl = Arc::new(Control {
+        stop: AtomicBool::new(false),
+        remaining: AtomicU64::new(match plan.stop {
+            Stop::Ops(n) => n,
+            Stop::Time(_) => 0,
+        }),
+        done: AtomicU64::new(0),
+    });
+    let interval = plan
+        .target
+        .filter(|t| *t > 0.0)
+        .map(|t| Duration::from_secs_f64(threads as f64 / t));
+    let start = Instant::now();
+    let warm_end = start + plan.warmup;
+    let watcher = {
+        let ctl = ctl.clone();
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            cancel.cancelled().await;
+            ctl.stop.store(true, Ordering::Relaxed);
+        })
+    };
+    let bar = plan.progress.as_ref().map(|label| {
+        let total = match plan.stop {
+            Stop::Ops(n) => super::progress::Total::Ops(n),
+            Stop::Time(d) => super::progress::Total::Time(d),
+        };
+        super::progress::spawn(label.clone(), total, warm_end, {
+            let ctl = ctl.clone();
+            move || ctl.done.load(Ordering::Relaxed)
+        })
+    });
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    for w in workers {
+        let tx = tx.clone();
+        let fut = work(
+            w,
+            ctl.clone(),
+            Recorder::new(names, interval.is_some()),
+            start,
+            warm_end,
+            plan.stop,
+            interval,
+            bar.is_some(),
+        );
+        tokio::spawn(async move {
+            let _ = tx.send(fut.await);
+        });
+    }
+    drop(tx);
+    let mut total = Recorder::new(names, interval.is_some());
+    while let Some(r) = rx.recv().await {
+        total.merge(&r);
+    }
+    let finished = Instant::now();
+    watcher.abort();
+    if let Some(b) = bar {
+        b.finish();
+    }
+    PhaseOutcome {
+        rec: total,
+        elapsed: finished.saturating_duration_since(warm_end),
+        interrupted: cancel.is_cancelled(),
+    }
+}
+
+/// How many failed operations a phase may have and still pass.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Budget {
+    /// At most this many.
+    Count(u64),
+    /// At most this fraction of all operations.
+    Fraction(f64),
+}
+
+impl Budget {
+    /// True when `errors` out of `total` attempts fit.
+    pub fn allows(self, errors: u64, total: u64) -> bool {
+        match self {
+            Budget::Count(n) => errors <= n,
+            Budget::Fraction(f) => (errors as f64) <= f * total as f64,
+        }
+    }
+}
+
+/// The phase's result: successes counted apart from failures, and a
+/// failed status when the errors exceed the budget or it was interrupted.
+pub fn phase_result(
+    name: &str,
+    workload: &str,
+    threads: u32,
+    out: &PhaseOutcome,
+    budget: Budget,
+) -> PhaseResult {
+    let secs = out.elapsed.as_secs_f64();
+    let ok = out.rec.total_ok();
+    let errors = out.rec.total_errors();
+    let status = if out.interrupted {
+        PhaseStatus::Failed {
+            reason: "interrupted before the phase finished".into(),
+        }
+    } else if !budget.allows(errors, ok + errors) {
+        PhaseStatus::Failed {
+            reason: format!(
+                "{errors} of {} operations failed, over the error budget ({budget:?})",
+                ok + errors
+            ),
+        }
+    } else {
+        PhaseStatus::Ok
+    };
+    PhaseResult {
+        name: name.to_string(),
+        workload: workload.to_string(),
+        threads,
+        duration_s: secs,
+        total_ops: ok,
+        total_errors: errors,
+        throughput: if secs > 0.0 { ok as f64 / secs } else { 0.0 },
+        ops: out.rec.op_stats(secs),
+        series: out.rec.series(),
+        status,
+        raw_outputs: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Fails every third operation; kind alternates 0/1.
+    struct Flaky {
+        n: u64,
+        limit: u64,
+    }
+
+    impl Worker for Flaky {
+        fn plan(&mut self) -> Option<usize> {
+            self.n += 1;
+            (self.n <= self.limit).then_some((self.n % 2) as usize)
+        }
+        async fn exec(&mut self) -> Result<(), StoreError> {
+            if self.n.is_multiple_of(3) {
+                Err(StoreError::NotFound(format!("k{}", self.n)))
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn operation_count_is_exact_and_failures_fail_the_phase() {
+        let out = rt().block_on(async {
+            let workers = (0..3)
+                .map(|_| Flaky {
+                    n: 0,
+                    limit: u64::MAX,
+                })
+                .collect();
+            let plan = PhasePlan {
+                stop: Stop::Ops(3000),
+                warmup: Duration::ZERO,
+                target: None,
+                progress: None,
+            };
+            run_phase(workers, &["A", "B"], &plan, &CancellationToken::new()).await
+        });
+        let r = phase_result("p", "test", 3, &out, Budget::Count(0));
+        assert_eq!(r.total_ops + r.total_errors, 3000);
+        assert!(
+            r.total_errors > 900 && r.total_errors < 1100,
+            "{}",
+            r.total_errors
+        );
+        assert!(!r.status.is_ok());
+        let generous = phase_result("p", "test", 3, &out, Budget::Fraction(0.5));
+        assert!(generous.status.is_ok());
+        assert_eq!(r.ops["A"].count + r.ops["B"].count, r.total_ops);
+    }
+
+    #[test]
+    fn target_rate_paces_operations_and_records_intended_latency() {
+        let out = rt().block_on(async {
+            let workers = (0..2)
+                .map(|_| Flaky {
+                    n: 1,
+                    limit: u64::MAX,
+                })
+                .collect();
+            let plan = PhasePlan {
+                stop: Stop::Time(Duration::from_millis(500)),
+                warmup: Duration::from_millis(100),
+                target: Some(400.0),
+                progress: None,
+            };
+            run_phase(workers, &["A", "B"], &plan, &CancellationToken::new()).await
+        });
+        let r = phase_result("p", "test", 2, &out, Budget::Count(u64::MAX));
+        let attempts = r.total_ops + r.total_errors;
+        // 400/s for 0.5 s is 200 operations.
+        assert!((170..=230).contains(&attempts), "{attempts}");
+        assert!(r.ops["A"].intended_latency_us.is_some());
+    }
+
+    #[test]
+    fn cancellation_stops_a_timed_phase_and_marks_it_failed() {
+        let out = rt().block_on(async {
+            let cancel = CancellationToken::new();
+            let c2 = cancel.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                c2.cancel();
+            });
+            let workers = vec![Flaky {
+                n: 0,
+                limit: u64::MAX,
+            }];
+            let plan = PhasePlan {
+                stop: Stop::Time(Duration::from_secs(30)),
+                warmup: Duration::ZERO,
+                target: None,
+                progress: None,
+            };
+            run_phase(workers, &["A", "B"], &plan, &cancel).await
+        });
+        assert!(out.elapsed < Duration::from_secs(5));
+        let r = phase_result("p", "test", 1, &out, Budget::Count(u64::MAX));
+        assert!(!r.status.is_ok());
+    }
+}

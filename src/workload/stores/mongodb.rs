@@ -1,0 +1,71 @@
+//! MongoDB (and wire-compatible servers such as SecantusDB): a document per
+//! record, `_id` the key, fields as strings, like YCSB's mongodb binding.
+
+use super::{Schema, Store, StoreConn, StoreError, TABLE, Values};
+use crate::clients::Endpoint;
+use crate::clients::mongodb::MongoConn;
+
+/// Database used when the URL names none.
+pub const DEFAULT_DB: &str = "ycsb";
+
+/// Records in a MongoDB collection.
+pub struct MongoStore {
+    pub ep: Endpoint,
+    pub schema: Schema,
+}
+
+/// One client (one connection).
+pub struct MongoStoreConn {
+    conn: MongoConn,
+    schema: Schema,
+}
+
+impl MongoStore {
+    fn endpoint(&self) -> Endpoint {
+        let mut ep = self.ep.clone();
+        ep.database.get_or_insert_with(|| DEFAULT_DB.into());
+        ep
+    }
+}
+
+impl Store for MongoStore {
+    type Conn = MongoStoreConn;
+    async fn connect(&self) -> Result<MongoStoreConn, StoreError> {
+        Ok(MongoStoreConn {
+            conn: MongoConn::connect(&self.endpoint()).await?,
+            schema: self.schema.clone(),
+        })
+    }
+    async fn recreate(&self) -> Result<(), StoreError> {
+        let c = MongoConn::connect(&self.endpoint()).await?;
+        c.drop_collection(TABLE).await?;
+        Ok(())
+    }
+}
+
+impl StoreConn for MongoStoreConn {
+    async fn read(&mut self, key: &str) -> Result<(), StoreError> {
+        match self.conn.find_id(TABLE, key).await? {
+            0 => Err(StoreError::NotFound(key.to_string())),
+            _ => Ok(()),
+        }
+    }
+    async fn update(&mut self, key: &str, field: usize, value: &str) -> Result<(), StoreError> {
+        let f = &self.schema.fields[field];
+        match self.conn.set_field(TABLE, key, f, value).await? {
+            0 => Err(StoreError::NotFound(key.to_string())),
+            _ => Ok(()),
+        }
+    }
+    async fn insert(&mut self, key: &str, values: &Values<'_>) -> Result<(), StoreError> {
+        let fields = self.schema.fields.clone();
+        self.conn
+            .insert_fields(TABLE, key, values.pairs(&fields))
+            .await?;
+        Ok(())
+    }
+    async fn scan(&mut self, start: &str, count: usize) -> Result<(), StoreError> {
+        self.conn.scan_from(TABLE, start, count as i64).await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,46 @@
+//! YCSB-style text output, so parsers written for YCSB read benchcage.
+
+use crate::results::model::PhaseResult;
+use std::fmt::Write;
+
+/// The `[OVERALL]` and per-kind lines of one phase.
+pub fn ycsb_text(r: &PhaseResult) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "[OVERALL], RunTime(ms), {}",
+        (r.duration_s * 1000.0).round() as u64
+    );
+    let _ = writeln!(s, "[OVERALL], Throughput(ops/sec), {:.1}", r.throughput);
+    for (name, op) in &r.ops {
+        let l = &op.latency_us;
+        if op.count > 0 {
+            let _ = writeln!(s, "[{name}], Operations, {}", op.count);
+            let _ = writeln!(s, "[{name}], AverageLatency(us), {:.1}", l.mean);
+            for (label, v) in [
+                ("MinLatency(us)", l.min),
+                ("MaxLatency(us)", l.max),
+                ("50thPercentileLatency(us)", l.p50),
+                ("95thPercentileLatency(us)", l.p95),
+                ("99thPercentileLatency(us)", l.p99),
+                ("99.9PercentileLatency(us)", l.p999),
+            ] {
+                let _ = writeln!(s, "[{name}], {label}, {}", v.round() as u64);
+            }
+            if let Some(i) = &op.intended_latency_us {
+                let _ = writeln!(s, "[Intended-{name}], AverageLatency(us), {:.1}", i.mean);
+                let _ = writeln!(
+                    s,
+                    "[Intended-{name}], 99thPercentileLatency(us), {}",
+                    i.p99.round() as u64
+                );
+            }
+            let _ = writeln!(s, "[{name}], Return=OK, {}", op.count);
+        }
+        if op.errors > 0 {
+            let _ = writeln!(s, "[{name}], Return=ERROR, {}", op.errors);
+            let _ = writeln!(s, "[{name}-FAILED], Operations, {}", op.errors);
+        }
+    }
+    s
+}

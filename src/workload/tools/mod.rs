@@ -1,0 +1,1 @@
+//! External tools: sysbench, pgbench, YCSB / go-ycsb output, any command.

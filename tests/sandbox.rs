@@ -798,18 +798,19 @@ fn the_hog_refuses_with_exit_2_when_it_cannot_leave_enough() {
     assert_mlocked_near(base, "after a refusal");
 }
 
-#[tokio::test]
-async fn a_hog_that_cannot_start_is_an_error_and_locks_nothing() {
+#[test]
+fn a_hog_that_cannot_start_is_an_error_and_locks_nothing() {
     let _one = MLOCK_TESTS.lock().unwrap_or_else(|e| e.into_inner());
     let base = mlocked();
-    let err = benchcage::sandbox::hog::Hog::start(
-        Path::new(BIN),
-        Bytes::from_gib(100 * 1024),
-        None,
-        std::time::Duration::from_secs(30),
-    )
-    .await
-    .unwrap_err();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let err = rt
+        .block_on(benchcage::sandbox::hog::Hog::start(
+            Path::new(BIN),
+            Bytes::from_gib(100 * 1024),
+            None,
+            std::time::Duration::from_secs(30),
+        ))
+        .unwrap_err();
     assert!(err.to_string().contains("cannot leave"), "{err}");
     assert_mlocked_near(base, "after a failed start");
 }

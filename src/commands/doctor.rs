@@ -3,7 +3,7 @@
 //! cannot, why not and what to do.
 
 use crate::host::{CgroupLayout, HostFacts};
-use crate::units::Bytes;
+use crate::spec::plan::approx;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -54,10 +54,6 @@ pub async fn run(_home: &Path) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn gib(b: Bytes) -> String {
-    format!("{:.1}GiB", b.as_gib_f64())
-}
-
 /// Every check, in report order.
 pub fn checks(host: &HostFacts) -> Vec<Check> {
     let mut out = vec![
@@ -77,9 +73,9 @@ pub fn checks(host: &HostFacts) -> Vec<Check> {
             Status::Ok,
             format!(
                 "{} total, {} available, swap {}",
-                gib(host.mem_total),
-                gib(host.mem_available),
-                gib(host.swap_total)
+                approx(host.mem_total),
+                approx(host.mem_available),
+                approx(host.swap_total)
             ),
             "",
         ),
@@ -207,7 +203,7 @@ fn rlim(v: u64) -> String {
     if v == nix::sys::resource::RLIM_INFINITY {
         "unlimited".into()
     } else {
-        Bytes(v).to_string()
+        crate::units::Bytes(v).to_string()
     }
 }
 

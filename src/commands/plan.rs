@@ -6,9 +6,8 @@ use crate::host::HostFacts;
 use crate::sandbox::{Program, SwapPolicy};
 use crate::spec::Project;
 use crate::spec::overrides::parse_set_flags;
-use crate::spec::plan::{HOG_MARGIN, Plan, PlannedCell, plan_on};
+use crate::spec::plan::{HOG_MARGIN, Plan, PlannedCell, approx, plan_on};
 use crate::spec::scenario::{Length, Work};
-use crate::units::Bytes;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -17,8 +16,8 @@ use std::process::ExitCode;
 pub async fn run(home: &Path, args: &PlanArgs) -> anyhow::Result<ExitCode> {
     let host = HostFacts::probe();
     let sets = parse_set_flags(&args.set)?;
-    let project = Project::load_with(home, &host)?;
-    let scenario = project.find_scenario(&args.scenario, &host)?;
+    let project = Project::load(home)?;
+    let scenario = project.find_scenario(&args.scenario)?;
     let plan = plan_on(
         &project,
         &scenario,
@@ -35,11 +34,6 @@ pub async fn run(home: &Path, args: &PlanArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Memory in GiB with one decimal, for host-sized numbers.
-pub fn gib(b: Bytes) -> String {
-    format!("{:.1}GiB", b.as_gib_f64())
-}
-
 /// The plan in words.
 pub fn describe(plan: &Plan, host: &HostFacts) -> String {
     let mut o = String::new();
@@ -52,8 +46,8 @@ pub fn describe(plan: &Plan, host: &HostFacts) -> String {
         "host: {} CPUs online ({}), {} RAM, {} available, cgroup {:?}",
         host.online_cpus.len(),
         host.online_cpus,
-        gib(host.mem_total),
-        gib(host.mem_available),
+        approx(host.mem_total),
+        approx(host.mem_available),
         host.cgroup
     );
     if !plan.deviations.is_empty() {
@@ -108,8 +102,8 @@ fn describe_cell(
         let _ = writeln!(
             o,
             "  hog       leaves {leave}: locks about {} of {} available (keeps {HOG_MARGIN} margin)",
-            gib(locks),
-            gib(host.mem_available)
+            approx(locks),
+            approx(host.mem_available)
         );
     }
     let io = &l.io;

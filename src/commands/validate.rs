@@ -9,7 +9,8 @@ use std::process::ExitCode;
 pub async fn run(home: &Path, args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     let host = HostFacts::probe();
     if args.paths.is_empty() {
-        let p = Project::load_with(home, &host)?;
+        let p = Project::load(home)?;
+        p.validate_on_host(&host)?;
         println!(
             "ok: {} environments, {} engines, {} scenarios valid on this host ({} CPUs, {} RAM)",
             p.environments.len(),
@@ -21,7 +22,11 @@ pub async fn run(home: &Path, args: &ValidateArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let files = expand(&args.paths);
-    let loaded = Project::load_with(home, &host);
+    let loaded = Project::load(home);
+    let project_diags = match &loaded {
+        Ok(p) => p.validate_on_host(&host).err().unwrap_or_default(),
+        Err(d) => d.clone(),
+    };
     let canon_home = home.canonicalize().unwrap_or_else(|_| home.to_path_buf());
     let mut diags = Diagnostics::default();
     for f in &files {
@@ -46,11 +51,9 @@ pub async fn run(home: &Path, args: &ValidateArgs) -> anyhow::Result<ExitCode> {
         };
         if let Ok(rel) = canon.strip_prefix(&canon_home) {
             // Part of the project: its problems are among the project's.
-            if let Err(all) = &loaded {
-                let shown = rel.display().to_string();
-                for d in all.iter().filter(|d| d.file == shown) {
-                    diags.push(d.clone());
-                }
+            let shown = rel.display().to_string();
+            for d in project_diags.iter().filter(|d| d.file == shown) {
+                diags.push(d.clone());
             }
             continue;
         }
@@ -64,7 +67,14 @@ pub async fn run(home: &Path, args: &ValidateArgs) -> anyhow::Result<ExitCode> {
             &mut own,
         );
         if let (Some(Parsed::Scenario(s)), Ok(project)) = (&parsed, &loaded) {
-            own.extend(project.check_scenario(s, &host));
+            let refs = project.check_scenario(s);
+            if refs.is_empty() {
+                if let Err(d) = crate::spec::plan::plan_on(project, s, &[], None, None, &host) {
+                    own.extend(d);
+                }
+            } else {
+                own.extend(refs);
+            }
         }
         diags.extend(own);
     }

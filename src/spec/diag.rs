@@ -81,6 +81,9 @@ impl Diagnostics {
         if self.0.is_empty() {
             Ok(v)
         } else {
+            // File order: by file, then position (flags without one first).
+            self.0
+                .sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
             self.0.dedup();
             Err(self)
         }

@@ -164,14 +164,10 @@ pub fn parse_text(
 
 impl Project {
     /// Load and validate every spec under `home`: each file on its own, then
-    /// the references between them (engines, versions, knobs, templates,
-    /// environments) and every scenario's cells against this host.
+    /// the references between them (engines, versions, knobs and their
+    /// types, templates, environments). Whether a scenario fits this host
+    /// is checked by `validate_on_host` and by planning it.
     pub fn load(home: &Path) -> Result<Project, Diagnostics> {
-        Self::load_with(home, &crate::host::HostFacts::probe())
-    }
-
-    /// `load` against given host facts (tests pass a fake host).
-    pub fn load_with(home: &Path, host: &crate::host::HostFacts) -> Result<Project, Diagnostics> {
         let mut diags = Diagnostics::default();
         let mut project = Project {
             home: home.to_path_buf(),
@@ -214,7 +210,7 @@ impl Project {
             }
         }
         for s in project.scenarios.values() {
-            diags.extend(project.check_scenario(s, host));
+            diags.extend(project.check_scenario(s));
         }
         diags.into_result(project)
     }
@@ -236,28 +232,32 @@ impl Project {
         out
     }
 
+    /// Plan every scenario on this host: CPUs, RAM, hog, swap accounting,
+    /// cache under the cap, binaries or images present.
+    pub fn validate_on_host(&self, host: &crate::host::HostFacts) -> Result<(), Diagnostics> {
+        let mut diags = Diagnostics::default();
+        for s in self.scenarios.values() {
+            if let Err(d) = plan::plan_on(self, s, &[], None, None, host) {
+                diags.extend(d);
+            }
+        }
+        diags.into_result(())
+    }
+
     /// Parse one scenario file that may live outside scenarios/ and check it
     /// against this project.
-    pub fn load_scenario_file(
-        &self,
-        path: &Path,
-        host: &crate::host::HostFacts,
-    ) -> Result<Scenario, Diagnostics> {
+    pub fn load_scenario_file(&self, path: &Path) -> Result<Scenario, Diagnostics> {
         let mut diags = Diagnostics::default();
         let parsed = parse_file(&self.home, path, Kind::Scenario, &mut diags);
         let Some(Parsed::Scenario(s)) = parsed else {
             return Err(diags);
         };
-        diags.extend(self.check_scenario(&s, host));
+        diags.extend(self.check_scenario(&s));
         diags.into_result(s)
     }
 
     /// A scenario by name (`quickstart`) or path (`scenarios/quickstart.yaml`).
-    pub fn find_scenario(
-        &self,
-        arg: &str,
-        host: &crate::host::HostFacts,
-    ) -> Result<Scenario, Diagnostics> {
+    pub fn find_scenario(&self, arg: &str) -> Result<Scenario, Diagnostics> {
         let p = Path::new(arg);
         let candidates = [p.to_path_buf(), self.home.join(p)];
         if let Some(file) = candidates.iter().find(|c| c.is_file()) {
@@ -268,7 +268,7 @@ impl Project {
             {
                 return Ok(s.clone());
             }
-            return self.load_scenario_file(file, host);
+            return self.load_scenario_file(file);
         }
         match self.scenarios.get(arg) {
             Some(s) => Ok(s.clone()),
@@ -285,16 +285,14 @@ impl Project {
     }
 
     /// References of a scenario (engines, versions, environments, knobs) and
-    /// every cell planned on this host.
-    pub fn check_scenario(&self, s: &Scenario, host: &crate::host::HostFacts) -> Diagnostics {
+    /// knob values.
+    pub fn check_scenario(&self, s: &Scenario) -> Diagnostics {
         let mut diags = Diagnostics::default();
         let engines: Vec<&str> = self.engines.keys().map(String::as_str).collect();
         let envs: Vec<&str> = self.environments.keys().map(String::as_str).collect();
-        let mut refs_ok = true;
         for er in &s.matrix.engines {
             match self.engines.get(&er.engine) {
                 None => {
-                    refs_ok = false;
                     diags.push(s.origin.diag(
                         &er.field,
                         format!("unknown engine `{}`", er.engine),
@@ -305,7 +303,6 @@ impl Project {
                     if let Some(v) = &er.version
                         && e.version(Some(v)).is_none()
                     {
-                        refs_ok = false;
                         diags.push(s.origin.diag(
                             &er.field,
                             format!("{} has no version `{v}`", e.name),
@@ -326,7 +323,6 @@ impl Project {
                         };
                         match e.knobs.get(name.as_str()) {
                             None => {
-                                refs_ok = false;
                                 diags.push(s.origin.diag(
                                     &field,
                                     format!("{} has no knob `{name}`", e.name),
@@ -335,7 +331,6 @@ impl Project {
                             }
                             Some(knob) => {
                                 if let Err(msg) = knob.parse(value) {
-                                    refs_ok = false;
                                     diags.push(s.origin.diag(&field, msg, None));
                                 }
                             }
@@ -354,7 +349,6 @@ impl Project {
                 }
             });
             if labels.contains(&l) {
-                refs_ok = false;
                 diags.push(s.origin.diag(
                     &er.field,
                     format!("`{l}` appears twice in the matrix"),
@@ -366,7 +360,6 @@ impl Project {
         let mut env_names: Vec<&str> = Vec::new();
         for env in &s.matrix.environments {
             if env_names.contains(&env.name.as_str()) {
-                refs_ok = false;
                 diags.push(s.origin.diag(
                     &env.field,
                     format!("environment `{}` appears twice in the matrix", env.name),
@@ -375,7 +368,6 @@ impl Project {
             }
             env_names.push(&env.name);
             if !self.environments.contains_key(&env.name) {
-                refs_ok = false;
                 diags.push(s.origin.diag(
                     &env.field,
                     format!("unknown environment `{}`", env.name),
@@ -384,16 +376,12 @@ impl Project {
             }
             for (k, v) in &env.set {
                 if let Err(msg) = overrides::check_env_key(k, v) {
-                    refs_ok = false;
                     diags.push(
                         s.origin
                             .diag(&format!("{}.set.{k}", env.field), msg.0, msg.1),
                     );
                 }
             }
-        }
-        if refs_ok && let Err(d) = plan::plan_on(self, s, &[], None, None, host) {
-            diags.extend(d);
         }
         diags
     }

@@ -182,15 +182,7 @@ impl EnvPlan {
         match self.sources.get(key) {
             Some(Src::Scenario(field)) => scenario.origin.diag(field, msg, hint),
             Some(Src::Flag(flag)) => Diagnostic::flag("--set", flag.clone(), msg, hint),
-            _ => {
-                let field = match key {
-                    "server.memory" | "server.cpus" | "server.swap" => key.to_string(),
-                    "client.cpus" => key.into(),
-                    "hog.leave" => "hog".into(),
-                    k => k.into(),
-                };
-                envspec.origin.diag(&field, msg, hint)
-            }
+            _ => envspec.origin.diag(key, msg, hint),
         }
     }
 }
@@ -204,7 +196,7 @@ pub fn plan(
     only: Option<&str>,
 ) -> Result<Plan, Diagnostics> {
     let host = HostFacts::probe();
-    let s = project.find_scenario(scenario, &host)?;
+    let s = project.find_scenario(scenario)?;
     plan_on(project, &s, overrides, env_filter, only, &host)
 }
 
@@ -901,7 +893,8 @@ fn check_env_on_host(
                 "hog.leave",
                 format!(
                     "the hog should leave {leave} but only {} is available ({} after a {HOG_MARGIN} margin): it would lock nothing",
-                    host.mem_available, room
+                    approx(host.mem_available),
+                    approx(room)
                 ),
                 Some(format!("scale the environment (e.g. `scale: {}`) or --set hog.leave=SIZE", suggest_scale(leave, room))),
             ));
@@ -937,6 +930,15 @@ fn check_env_on_host(
             "no cgroup hierarchy is mounted on this host".into(),
             Some("see `benchcage doctor`".into()),
         ));
+    }
+}
+
+/// A host-sized amount, rounded for reading: `23.5GiB`, `512.0MiB`.
+pub fn approx(b: Bytes) -> String {
+    if b.0 >= Bytes::GIB {
+        format!("{:.1}GiB", b.as_gib_f64())
+    } else {
+        format!("{:.1}MiB", b.as_mib_f64())
     }
 }
 

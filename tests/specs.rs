@@ -1,0 +1,1191 @@
+//! Specs, validation, rendering and the first commands, through the CLI and
+//! the library, against the real engines installed on this machine.
+//!
+//! - tests/bad_specs/<case>/ holds spec files laid out like a project
+//!   (environments/, engines/, scenarios/) and `expected`: lines that must
+//!   each appear in `benchcage validate`'s error output.
+//! - tests/golden/<case>/ holds rendered configs; `BLESS=1 cargo test --test
+//!   specs` rewrites them after a deliberate template change.
+
+use assert_cmd::Command;
+use benchcage::host::HostFacts;
+use benchcage::spec::Project;
+use benchcage::spec::engine::{ConfigFormat, KnobValue};
+use benchcage::spec::plan::{plan, plan_on};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn bc(home: &Path) -> Command {
+    let mut c = Command::cargo_bin("benchcage").unwrap();
+    c.arg("--home").arg(home).env_remove("BENCHCAGE_HOME");
+    c
+}
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(home: &Path, args: &[&str]) -> Out {
+    let o = bc(home).args(args).output().unwrap();
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let p = e.path();
+        let dest = to.join(e.file_name());
+        if p.is_dir() {
+            copy_dir(&p, &dest);
+        } else {
+            std::fs::copy(&p, &dest).unwrap();
+        }
+    }
+}
+
+/// A temp project home with the shipped engines, templates and
+/// environments (and scenarios when asked).
+fn temp_home(with_scenarios: bool) -> tempfile::TempDir {
+    let t = tempfile::Builder::new()
+        .prefix("benchcage-specs-")
+        .tempdir()
+        .unwrap();
+    for d in ["engines", "templates", "environments"] {
+        copy_dir(&repo().join(d), &t.path().join(d));
+    }
+    if with_scenarios {
+        copy_dir(&repo().join("scenarios"), &t.path().join("scenarios"));
+    } else {
+        std::fs::create_dir_all(t.path().join("scenarios")).unwrap();
+    }
+    t
+}
+
+/// Every file under a folder with its content, for "nothing was created".
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    fn walk(d: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
+        for e in std::fs::read_dir(d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.insert(p.clone(), Vec::new());
+                walk(&p, out);
+            } else {
+                out.insert(p.clone(), std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    walk(dir, &mut out);
+    out
+}
+
+// ---------------------------------------------------------------- shipped specs
+
+#[test]
+fn every_shipped_spec_validates_on_this_host() {
+    let o = run(&repo(), &["validate"]);
+    assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
+    assert!(
+        o.stdout.contains("7 environments, 7 engines, 6 scenarios"),
+        "{}",
+        o.stdout
+    );
+}
+
+#[test]
+fn every_shipped_scenario_plans_on_this_host_and_creates_nothing() {
+    let home = temp_home(true);
+    let before = snapshot(home.path());
+    for s in [
+        "quickstart",
+        "000-tokumx-reality",
+        "001-mongodb-to-tokumx",
+        "002-sysbench-fractal-tree",
+        "003-mongodb-3.2",
+        "004-tpcc-mongodb",
+    ] {
+        let o = run(home.path(), &["plan", &format!("scenarios/{s}.yaml")]);
+        assert_eq!(o.code, 0, "{s}: {}{}", o.stdout, o.stderr);
+        assert!(o.stdout.contains("nothing was created."), "{s}");
+    }
+    assert_eq!(
+        before,
+        snapshot(home.path()),
+        "plan created or changed files"
+    );
+}
+
+#[test]
+fn the_quickstart_scenario_is_redis_workload_a_in_under_a_minute() {
+    let project = Project::load(&repo()).unwrap();
+    let p = plan(&project, "quickstart", &[], None, None).unwrap();
+    assert_eq!(p.cells.len(), 1);
+    let c = &p.cells[0];
+    assert_eq!((c.engine.as_str(), c.version.as_str()), ("redis", "7.0"));
+    assert_eq!(c.limits.server_cpus.to_list(), "1");
+    assert_eq!(c.limits.client_cpus.to_list(), "0");
+    assert_eq!(c.limits.memory.to_string(), "256MiB");
+    assert!(
+        p.estimated_duration.std() < Duration::from_secs(60),
+        "{}",
+        p.estimated_duration
+    );
+    assert_eq!(c.phases.len(), 1);
+    assert_eq!(c.phases[0].id, "workload-a/t4");
+}
+
+#[test]
+fn scaled_write_up_environments_show_their_deviations_in_the_plan() {
+    let o = run(&repo(), &["plan", "scenarios/003-mongodb-3.2.yaml"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("c4-16g: scale 0.125, memory 16GiB -> 2GiB, cache 12GiB -> 1536MiB, records 10000000 -> 1250000"), "{}", o.stdout);
+    assert!(o.stdout.contains("c8-32g: server.cpus = 1 (scenario)"));
+    // mongod 3.2 takes whole GiB only: 1.5 GiB scaled cache becomes 1.
+    assert!(o.stdout.contains("cacheSizeGB: 1\n"));
+    let o = run(
+        &repo(),
+        &["plan", "scenarios/002-sysbench-fractal-tree.yaml"],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stdout.contains("hog leaves 16GiB -> 8GiB"),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stdout.contains("hog       leaves 8GiB: locks about"),
+        "{}",
+        o.stdout
+    );
+}
+
+// ------------------------------------------------------------------ bad specs
+
+#[test]
+fn every_bad_spec_in_the_corpus_fails_with_its_expected_errors_and_creates_nothing() {
+    let corpus = repo().join("tests/bad_specs");
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&corpus)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    cases.sort();
+    assert!(cases.len() >= 20, "the corpus shrank to {}", cases.len());
+    let mut failures = Vec::new();
+    for case in &cases {
+        let home = temp_home(false);
+        for kind in ["environments", "engines", "scenarios"] {
+            if case.join(kind).is_dir() {
+                copy_dir(&case.join(kind), &home.path().join(kind));
+            }
+        }
+        let before = snapshot(home.path());
+        let o = run(home.path(), &["validate"]);
+        let expected = std::fs::read_to_string(case.join("expected")).unwrap();
+        let name = case.file_name().unwrap().to_string_lossy().to_string();
+        if o.code != 2 {
+            failures.push(format!(
+                "{name}: exit code {} (want 2)\n{}",
+                o.code, o.stderr
+            ));
+        }
+        for line in expected.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            if !o.stderr.contains(line) {
+                failures.push(format!("{name}: missing `{line}` in\n{}", o.stderr));
+            }
+        }
+        if before != snapshot(home.path()) {
+            failures.push(format!("{name}: validate created or changed files"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn all_errors_of_a_file_are_reported_in_one_pass_in_file_order() {
+    let home = temp_home(false);
+    copy_dir(
+        &repo().join("tests/bad_specs/several-errors-in-one-file/scenarios"),
+        &home.path().join("scenarios"),
+    );
+    let o = run(home.path(), &["validate"]);
+    assert_eq!(o.code, 2);
+    let lines: Vec<&str> = o
+        .stderr
+        .lines()
+        .filter(|l| l.contains("scenarios/many.yaml:"))
+        .collect();
+    assert_eq!(lines.len(), 6, "{}", o.stderr);
+    let positions: Vec<(usize, usize)> = lines
+        .iter()
+        .map(|l| {
+            let rest = l.split("many.yaml:").nth(1).unwrap();
+            let mut it = rest.split(':');
+            (
+                it.next().unwrap().parse().unwrap(),
+                it.next().unwrap().parse().unwrap(),
+            )
+        })
+        .collect();
+    let mut sorted = positions.clone();
+    sorted.sort();
+    assert_eq!(positions, sorted);
+    assert!(o.stderr.contains("6 errors"));
+}
+
+#[test]
+fn validating_one_file_outside_the_project_checks_it_against_the_project() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("scenarios");
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("mine.yaml");
+    std::fs::write(
+        &f,
+        "matrix: {engines: [redis], environments: [quickstart]}\nknobs: {appendfsync: never}\ndataset: {records: 10}\nphases:\n  - {name: a, builtin: {workload: b}, operations: 10}\n",
+    )
+    .unwrap();
+    let o = run(&repo(), &["validate", f.to_str().unwrap()]);
+    assert_eq!(o.code, 2, "{}", o.stdout);
+    assert!(
+        o.stderr
+            .contains("mine.yaml:2:22: knobs.appendfsync: `never` is not allowed"),
+        "{}",
+        o.stderr
+    );
+    std::fs::write(&f, "matrix: {engines: [redis], environments: [quickstart]}\ndataset: {records: 10}\nphases:\n  - {name: a, builtin: {workload: b}, operations: 10}\n").unwrap();
+    let o = run(&repo(), &["validate", f.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+}
+
+// ------------------------------------------------------ plan refuses what won't fit
+
+#[test]
+fn plan_refuses_more_cpus_than_the_host_has_naming_the_flag() {
+    let o = run(
+        &repo(),
+        &[
+            "plan",
+            "quickstart",
+            "--set",
+            "server.cpus=0-511",
+            "--set",
+            "client.cpus=512",
+        ],
+    );
+    assert_eq!(o.code, 2);
+    let n = HostFacts::probe().online_cpus.len();
+    assert!(
+        o.stderr.contains(&format!(
+            "--set: server.cpus=0-511: this host has {n} CPUs online"
+        )),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("asks for 512"));
+}
+
+#[test]
+fn plan_refuses_overlapping_server_and_client_cpus() {
+    let o = run(&repo(), &["plan", "quickstart", "--set", "client.cpus=1"]);
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr.contains("client CPUs 1 overlap the server's 1"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn plan_refuses_a_memory_cap_beyond_the_host_ram() {
+    let o = run(
+        &repo(),
+        &["plan", "quickstart", "--set", "server.memory=100TiB"],
+    );
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr
+            .contains("the memory cap 100TiB is more than this host's RAM"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn plan_refuses_a_hog_that_would_leave_more_than_is_available() {
+    let o = run(
+        &repo(),
+        &[
+            "plan",
+            "002-sysbench-fractal-tree",
+            "--set",
+            "hog.leave=900GiB",
+        ],
+    );
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr
+            .contains("--set: hog.leave=900GiB: the hog should leave 900GiB but only"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn plan_refuses_a_cache_that_does_not_fit_under_the_cap_unless_overcommit_is_allowed() {
+    let o = run(
+        &repo(),
+        &["plan", "quickstart", "--set", "cache_size=250MiB"],
+    );
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr.contains(
+            "cache 250MiB + engine overhead 32MiB does not fit under the memory cap 256MiB"
+        ),
+        "{}",
+        o.stderr
+    );
+    let o = run(
+        &repo(),
+        &[
+            "plan",
+            "quickstart",
+            "--set",
+            "cache_size=250MiB",
+            "--set",
+            "allow_cache_overcommit=true",
+            "--json",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("\"cache\": \"250MiB\""));
+}
+
+#[test]
+fn an_unknown_set_key_is_refused_with_the_known_keys() {
+    let o = run(&repo(), &["plan", "quickstart", "--set", "cache_sise=1GiB"]);
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr.contains("unknown key `cache_sise`"),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("did you mean `cache_size`?"));
+    assert!(o.stderr.contains("`server.memory`") && o.stderr.contains("`appendfsync`"));
+    let o = run(
+        &repo(),
+        &["plan", "quickstart", "--set", "server.memroy=1GiB"],
+    );
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr.contains("did you mean `server.memory`?"),
+        "{}",
+        o.stderr
+    );
+    let o = run(&repo(), &["plan", "quickstart", "--set", "novalue"]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("`novalue` is not KEY=VALUE"));
+}
+
+#[test]
+fn set_overrides_knobs_and_environment_fields_alike() {
+    let o = run(
+        &repo(),
+        &[
+            "plan",
+            "quickstart",
+            "--json",
+            "--set",
+            "cache_size=64MiB",
+            "--set",
+            "server.memory=512MiB",
+            "--set",
+            "appendfsync=always",
+            "--set",
+            "scale=0.5",
+            "--set",
+            "server.swap=64MiB",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    let c = &v["cells"][0];
+    assert_eq!(c["cache"], "64MiB");
+    assert_eq!(c["limits"]["memory"], "512MiB");
+    assert_eq!(c["knobs"]["appendfsync"], "always");
+    assert_eq!(c["dataset"]["records"], 25000);
+    assert!(
+        c["configs"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("appendfsync always\n")
+    );
+    assert!(
+        c["configs"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("maxmemory 67108864\n")
+    );
+    let devs = v["deviations"].to_string();
+    assert!(devs.contains("server.memory = 512MiB (--set)"), "{devs}");
+}
+
+#[test]
+fn env_and_only_filters_select_cells() {
+    let o = run(
+        &repo(),
+        &[
+            "plan",
+            "003-mongodb-3.2",
+            "--env",
+            "c8-32g",
+            "--only",
+            "tokumx@1.5",
+            "--json",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    let ids: Vec<&str> = v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, vec!["tokumx@1.5/c8-32g/r0"]);
+    let o = run(&repo(), &["plan", "003-mongodb-3.2", "--env", "c9-99g"]);
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr
+            .contains("environment `c9-99g` is not in the matrix")
+    );
+}
+
+#[test]
+fn swap_limits_are_refused_on_a_host_without_swap_accounting() {
+    let project = Project::load(&repo()).unwrap();
+    let s = project.scenarios["quickstart"].clone();
+    let mut host = HostFacts::probe();
+    host.swap_accounting = false;
+    let sets = vec![("server.swap".to_string(), "64MiB".to_string())];
+    let err = plan_on(&project, &s, &sets, None, None, &host).unwrap_err();
+    assert!(err.to_string().contains("no swap accounting"), "{err}");
+    host.swap_accounting = true;
+    assert!(plan_on(&project, &s, &sets, None, None, &host).is_ok());
+}
+
+#[test]
+fn a_binary_missing_from_the_host_is_refused_with_a_docker_hint() {
+    let home = temp_home(true);
+    let redis = home.path().join("engines/redis.yaml");
+    let text = std::fs::read_to_string(&redis)
+        .unwrap()
+        .replace("/usr/bin/redis-server", "/nonexistent/redis-server");
+    std::fs::write(&redis, text).unwrap();
+    let o = run(home.path(), &["plan", "quickstart"]);
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr
+            .contains("binary `/nonexistent/redis-server` is not installed"),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("--set backend=docker"));
+    let o = run(
+        home.path(),
+        &["plan", "quickstart", "--set", "backend=docker", "--json"],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("benchcage/redis:7.0"));
+}
+
+// ------------------------------------------------------------- launch material
+
+#[test]
+fn launch_fills_every_placeholder_of_argv_and_init() {
+    let project = Project::load(&repo()).unwrap();
+    let p = plan(
+        &project,
+        "quickstart",
+        &[("cache_size".into(), "64MiB".into())],
+        None,
+        None,
+    )
+    .unwrap();
+    let l = p.cells[0].launch(
+        40123,
+        Path::new("/tmp/d"),
+        Path::new("/tmp/c"),
+        Path::new("/tmp/l.log"),
+    );
+    assert_eq!(
+        l.argv,
+        vec![
+            "/usr/bin/redis-server",
+            "/tmp/c/redis.conf",
+            "--port",
+            "40123",
+            "--dir",
+            "/tmp/d"
+        ]
+    );
+    assert_eq!(l.port, 40123);
+    assert_eq!(
+        l.config_files,
+        vec![(
+            PathBuf::from("/tmp/c/redis.conf"),
+            PathBuf::from("/tmp/c/redis.conf")
+        )]
+    );
+    assert_eq!(l.readiness.probe, benchcage::sandbox::Probe::Redis);
+
+    let home = temp_home(false);
+    std::fs::write(
+        home.path().join("scenarios/pg.yaml"),
+        "matrix: {engines: [postgres, mariadb], environments: [quickstart]}\nphases:\n  - {name: a, tool: {pgbench: {scale: 1}}, duration: 5s}\n",
+    )
+    .unwrap();
+    let project = Project::load(home.path()).unwrap();
+    let p = plan(&project, "pg", &[], None, None).unwrap();
+    for c in &p.cells {
+        let l = c.launch(5999, Path::new("/d"), Path::new("/c"), Path::new("/l"));
+        for a in l.argv.iter().chain(l.init.iter().flatten()) {
+            assert!(!a.contains('{'), "{}: unfilled placeholder in {a}", c.id);
+        }
+    }
+    let pg = p.cells.iter().find(|c| c.engine == "postgres").unwrap();
+    let l = pg.launch(5999, Path::new("/d"), Path::new("/c"), Path::new("/l"));
+    assert_eq!(l.user.as_deref(), Some("postgres"));
+    assert_eq!(l.init[0][0], "/usr/lib/postgresql/15/bin/initdb");
+    assert!(
+        l.argv
+            .contains(&"config_file=/c/postgresql.conf".to_string())
+    );
+}
+
+// ---------------------------------------------------------------- golden configs
+
+/// (golden folder, engine, environment, --set flags)
+const GOLDEN: &[(&str, &str, &str, &[&str])] = &[
+    (
+        "mongodb-3.2-c4-16g",
+        "mongodb@3.2",
+        "c4-16g",
+        &[
+            "sync_period=1s",
+            "compression=snappy",
+            "prefix_compression=true",
+        ],
+    ),
+    (
+        "mongodb-3.2-c8-32g",
+        "mongodb@3.2",
+        "c8-32g",
+        &[
+            "sync_period=1s",
+            "compression=snappy",
+            "prefix_compression=true",
+        ],
+    ),
+    (
+        "tokumx-1.5-c4-16g",
+        "tokumx@1.5",
+        "c4-16g",
+        &["sync_period=5s"],
+    ),
+    (
+        "tokumx-1.5-c8-32g",
+        "tokumx@1.5",
+        "c8-32g",
+        &["sync_period=5s"],
+    ),
+    (
+        "tokumx-2.0.2-c4-16g",
+        "tokumx@2.0.2",
+        "c4-16g",
+        &[
+            "sync_period=5s",
+            "checkpoint_period=10s",
+            "cleaner_iterations=10",
+            "direct_io=false",
+            "cleaner_period=2s",
+        ],
+    ),
+    (
+        "tokumx-2.0.2-c8-32g",
+        "tokumx@2.0.2",
+        "c8-32g",
+        &[
+            "sync_period=5s",
+            "checkpoint_period=10s",
+            "cleaner_iterations=10",
+            "direct_io=false",
+            "cleaner_period=2s",
+        ],
+    ),
+    (
+        "mongodb-4.4-wt-25g-in-50g",
+        "mongodb@4.4",
+        "wt-25g-in-50g",
+        &[],
+    ),
+    (
+        "mongodb-7.0-c4-16g-direct-io",
+        "mongodb@7.0",
+        "c4-16g",
+        &["direct_io=true", "compression=zstd"],
+    ),
+    ("redis-7.0-quickstart", "redis@7.0", "quickstart", &[]),
+    ("postgres-15-quickstart", "postgres@15", "quickstart", &[]),
+    ("mariadb-10.11-tiny-128m", "mariadb@10.11", "tiny-128m", &[]),
+    (
+        "mariadb-10.11-vm-1g-zlib",
+        "mariadb@10.11",
+        "vm-1g",
+        &[
+            "compression=zlib",
+            "sync_on_commit=false",
+            "direct_io=false",
+        ],
+    ),
+    ("myrocks-10.11-tiny-128m", "myrocks@10.11", "tiny-128m", &[]),
+    (
+        "secantusdb-0.7-vm-1g",
+        "secantusdb",
+        "vm-1g",
+        &["sync_on_commit=true"],
+    ),
+];
+
+fn render_to(engine: &str, env: &str, sets: &[&str], out: &Path) -> Out {
+    let mut args = vec!["render", engine, "--env", env, "-o", out.to_str().unwrap()];
+    for s in sets {
+        args.push("--set");
+        args.push(s);
+    }
+    run(&repo(), &args)
+}
+
+#[test]
+fn every_template_renders_exactly_its_golden_config() {
+    let bless = std::env::var_os("BLESS").is_some();
+    let mut failures = Vec::new();
+    for (dir, engine, env, sets) in GOLDEN {
+        let t = tempfile::tempdir().unwrap();
+        let o = render_to(engine, env, sets, t.path());
+        assert_eq!(o.code, 0, "{dir}: {}", o.stderr);
+        let golden = repo().join("tests/golden").join(dir);
+        for line in o.stdout.lines() {
+            let rendered = PathBuf::from(line);
+            let name = rendered.file_name().unwrap();
+            let got = std::fs::read_to_string(&rendered).unwrap();
+            if bless {
+                std::fs::create_dir_all(&golden).unwrap();
+                std::fs::write(golden.join(name), &got).unwrap();
+                continue;
+            }
+            let want = std::fs::read_to_string(golden.join(name)).unwrap_or_default();
+            if got != want {
+                failures.push(format!(
+                    "{dir}/{}:\n--- want\n{want}\n--- got\n{got}",
+                    name.to_string_lossy()
+                ));
+            }
+        }
+    }
+    let templates = std::fs::read_dir(repo().join("templates")).unwrap().count();
+    let covered: std::collections::BTreeSet<&str> = GOLDEN
+        .iter()
+        .map(|g| g.1.split('@').next().unwrap())
+        .collect();
+    assert_eq!(
+        covered.len(),
+        templates,
+        "a template folder has no golden test"
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+fn golden(dir: &str, file: &str) -> String {
+    std::fs::read_to_string(repo().join("tests/golden").join(dir).join(file)).unwrap()
+}
+
+#[test]
+fn write_up_003_configs_come_out_as_the_write_up_set_them() {
+    for (env, gb, g) in [("c4-16g", 12, "12g"), ("c8-32g", 24, "24g")] {
+        let m = golden(&format!("mongodb-3.2-{env}"), "mongod.conf");
+        for want in [
+            format!("      cacheSizeGB: {gb}\n"),
+            "  syncPeriodSecs: 1\n".into(),
+            "      blockCompressor: snappy\n".into(),
+            "      prefixCompression: true\n".into(),
+        ] {
+            assert!(m.contains(&want), "{env}: {want:?} not in\n{m}");
+        }
+        let t15 = golden(&format!("tokumx-1.5-{env}"), "tokumx.conf");
+        assert!(t15.contains(&format!("cacheSize = {g}\n")), "{t15}");
+        assert!(t15.contains("syncdelay = 5\n"));
+        for absent in [
+            "checkpointPeriod",
+            "cleanerIterations",
+            "directio",
+            "cleanerPeriod",
+        ] {
+            assert!(!t15.contains(absent), "tokumx 1.5 must not get {absent}");
+        }
+        let t20 = golden(&format!("tokumx-2.0.2-{env}"), "tokumx.conf");
+        for want in [
+            format!("cacheSize = {g}\n"),
+            "syncdelay = 5\n".into(),
+            "checkpointPeriod = 10\n".into(),
+            "cleanerIterations = 10\n".into(),
+            "directio = false\n".into(),
+            "cleanerPeriod = 2\n".into(),
+        ] {
+            assert!(t20.contains(&want), "{env}: {want:?} not in\n{t20}");
+        }
+    }
+    // From 3.4 mongod takes fractions; from 6.1 the journal option is gone.
+    let m44 = golden("mongodb-4.4-wt-25g-in-50g", "mongod.conf");
+    assert!(m44.contains("cacheSizeGB: 25\n") && m44.contains("journal:"));
+    let m70 = golden("mongodb-7.0-c4-16g-direct-io", "mongod.conf");
+    assert!(!m70.contains("journal:") && m70.contains("configString: \"direct_io=[data]\""));
+}
+
+#[test]
+fn a_version_without_a_feature_is_refused_at_render() {
+    let t = tempfile::tempdir().unwrap();
+    let o = render_to("mongodb@3.2", "c4-16g", &["compression=zstd"], t.path());
+    assert_eq!(o.code, 2, "{}", o.stdout);
+    assert!(
+        o.stderr
+            .contains("compression zstd needs mongodb 4.2 or later"),
+        "{}",
+        o.stderr
+    );
+}
+
+// ---------------------------------------------- the engines accept their configs
+
+fn chown_to(path: &Path, user: &str) {
+    let st = std::process::Command::new("chown")
+        .args(["-R", user])
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
+#[test]
+fn postgres_accepts_its_rendered_config_and_reads_back_the_cache() {
+    let t = tempfile::Builder::new()
+        .prefix("benchcage-pgconf-")
+        .tempdir()
+        .unwrap();
+    let o = render_to(
+        "postgres",
+        "quickstart",
+        &["application_name=it's \"quoted\""],
+        t.path(),
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    chown_to(t.path(), "postgres");
+    let show = |param: &str| {
+        let out = std::process::Command::new("runuser")
+            .args([
+                "-u",
+                "postgres",
+                "--",
+                "/usr/lib/postgresql/15/bin/postgres",
+                "-D",
+            ])
+            .arg(t.path())
+            .args(["-C", param])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "postgres refused the config: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    // 128 MiB of 8 KiB pages.
+    assert_eq!(show("shared_buffers"), "16384");
+    assert_eq!(show("listen_addresses"), "127.0.0.1");
+    // A quote in a value is escaped, not a way out of the string.
+    assert_eq!(show("application_name"), "it's \"quoted\"");
+}
+
+fn mariadbd_verbose(cnf: &Path) -> String {
+    let out = std::process::Command::new("mariadbd")
+        .arg(format!("--defaults-file={}", cnf.display()))
+        .args(["--help", "--verbose"])
+        .output()
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "mariadbd refused {}: {}",
+        cnf.display(),
+        all.lines()
+            .filter(|l| l.contains("ERROR"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    all
+}
+
+fn option_value(verbose: &str, name: &str) -> String {
+    verbose
+        .lines()
+        .find_map(|l| {
+            let mut it = l.split_whitespace();
+            (it.next() == Some(name)).then(|| it.collect::<Vec<_>>().join(" "))
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn mariadbd_accepts_the_innodb_and_myrocks_configs() {
+    let t = tempfile::tempdir().unwrap();
+    let o = render_to("mariadb", "tiny-128m", &["sync_on_commit=false"], t.path());
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let v = mariadbd_verbose(&t.path().join("my.cnf"));
+    assert_eq!(
+        option_value(&v, "innodb-buffer-pool-size"),
+        (48 * 1024 * 1024).to_string()
+    );
+    assert_eq!(option_value(&v, "innodb-flush-log-at-trx-commit"), "2");
+    assert_eq!(option_value(&v, "innodb-flush-method"), "O_DIRECT");
+    assert_eq!(option_value(&v, "bind-address"), "127.0.0.1");
+
+    let t = tempfile::tempdir().unwrap();
+    let o = render_to("myrocks", "tiny-128m", &["compression=zstd"], t.path());
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let v = mariadbd_verbose(&t.path().join("my.cnf"));
+    assert_eq!(
+        option_value(&v, "rocksdb-block-cache-size"),
+        (48 * 1024 * 1024).to_string()
+    );
+    assert_eq!(
+        option_value(&v, "rocksdb-default-cf-options"),
+        "compression=kZSTD"
+    );
+    assert_eq!(option_value(&v, "default-storage-engine"), "ROCKSDB");
+
+    // The check itself bites: a misspelt option is refused.
+    let bad = t.path().join("bad.cnf");
+    std::fs::write(&bad, "[mysqld]\nrocksdb_block_cach_size = 1\n").unwrap();
+    let out = std::process::Command::new("mariadbd")
+        .arg(format!("--defaults-file={}", bad.display()))
+        .args(["--help", "--verbose"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+}
+
+/// Kills the child when the test fails half-way.
+struct KillOnDrop(std::process::Child);
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn resp(stream: &mut TcpStream, cmd: &[&str]) -> String {
+    let mut req = format!("*{}\r\n", cmd.len());
+    for a in cmd {
+        req.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+    }
+    stream.write_all(req.as_bytes()).unwrap();
+    let mut r = BufReader::new(stream.try_clone().unwrap());
+    let mut line = String::new();
+    r.read_line(&mut line).unwrap();
+    if let Some(n) = line.strip_prefix('*') {
+        let n: usize = n.trim().parse().unwrap();
+        let mut parts = Vec::new();
+        for _ in 0..n {
+            let mut len = String::new();
+            r.read_line(&mut len).unwrap();
+            let mut val = String::new();
+            r.read_line(&mut val).unwrap();
+            parts.push(val.trim_end().to_string());
+        }
+        parts.join(" ")
+    } else {
+        line.trim_end().to_string()
+    }
+}
+
+#[test]
+fn redis_server_starts_with_its_rendered_config_and_reports_its_maxmemory() {
+    // redis 7.0 has no config test mode: start it on a free loopback port,
+    // read the settings back, shut it down.
+    let t = tempfile::Builder::new()
+        .prefix("benchcage-redisconf-")
+        .tempdir()
+        .unwrap();
+    let cfg = t.path().join("cfg");
+    let o = render_to("redis", "quickstart", &["cache_size=96MiB"], &cfg);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = std::process::Command::new("/usr/bin/redis-server")
+        .arg(cfg.join("redis.conf"))
+        .args(["--port", &port.to_string(), "--dir"])
+        .arg(t.path())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut guard = KillOnDrop(child);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut stream = loop {
+        if let Ok(s) = TcpStream::connect(("127.0.0.1", port)) {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "redis never listened");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    assert_eq!(
+        resp(&mut stream, &["CONFIG", "GET", "maxmemory"]),
+        format!("maxmemory {}", 96 * 1024 * 1024)
+    );
+    assert_eq!(
+        resp(&mut stream, &["CONFIG", "GET", "bind"]),
+        "bind 127.0.0.1"
+    );
+    assert_eq!(
+        resp(&mut stream, &["CONFIG", "GET", "appendfsync"]),
+        "appendfsync everysec"
+    );
+    let _ = resp(&mut stream, &["SHUTDOWN", "NOSAVE"]);
+    let mut rest = Vec::new();
+    let _ = stream.read_to_end(&mut rest);
+    let status = guard.0.wait().unwrap();
+    assert!(status.success() || status.code().is_some());
+}
+
+#[test]
+fn secantusdb_loads_its_rendered_toml() {
+    let t = tempfile::tempdir().unwrap();
+    let o = render_to("secantusdb", "vm-1g", &["sync_on_commit=true"], t.path());
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let script = format!(
+        "from pathlib import Path\nfrom secantus.config import load_config\nc, _ = load_config(Path({:?}))\nprint(c.cache_size, c.sync_on_commit)\n",
+        t.path().join("secantusd.toml").display().to_string()
+    );
+    let out = std::process::Command::new("python3")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "512M True");
+}
+
+// ------------------------------------------------------------------ injection
+
+#[test]
+fn a_knob_value_with_a_newline_or_a_quote_cannot_add_a_config_line() {
+    // Through the CLI: control characters are refused before rendering.
+    let t = tempfile::tempdir().unwrap();
+    let o = render_to(
+        "postgres",
+        "quickstart",
+        &["application_name=x\nfsync = off"],
+        t.path(),
+    );
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("control characters"), "{}", o.stderr);
+    assert!(
+        std::fs::read_dir(t.path()).unwrap().next().is_none(),
+        "render wrote files"
+    );
+
+    // In the renderer itself, for every format: the value stays on its line.
+    let project = Project::load(&repo()).unwrap();
+    let engine = &project.engines["postgres"];
+    let evil = "a\"b'c\\d\nfsync = off\r\n[mysqld]\n";
+    let mut knobs = BTreeMap::new();
+    knobs.insert("s".to_string(), KnobValue::String(evil.to_string()));
+    let input = benchcage::render::RenderInput {
+        engine,
+        version: "15",
+        environment: "x",
+        cache: benchcage::units::Bytes(0),
+        memory: None,
+        cpus: 1,
+        knobs: &knobs,
+    };
+    for (format, tpl) in [
+        (
+            ConfigFormat::Yaml,
+            "before: 1\nkey: \"{{ knobs.s }}\"\nafter: 2\n",
+        ),
+        (
+            ConfigFormat::Ini,
+            "[a]\nkey = \"{{ knobs.s }}\"\nafter = 2\n",
+        ),
+        (ConfigFormat::Redis, "key \"{{ knobs.s }}\"\nafter 2\n"),
+        (ConfigFormat::Toml, "key = \"{{ knobs.s }}\"\nafter = 2\n"),
+        (ConfigFormat::Pg, "key = '{{ knobs.s }}'\nafter = 2\n"),
+    ] {
+        let out = benchcage::render::render_text("t", tpl, format, &input).unwrap();
+        assert_eq!(
+            out.lines().count(),
+            tpl.lines().count(),
+            "{format:?} gained a line:\n{out}"
+        );
+        assert!(
+            !out.lines()
+                .any(|l| l.starts_with("fsync") || l.starts_with("[mysqld]")),
+            "{format:?}:\n{out}"
+        );
+        if format == ConfigFormat::Yaml {
+            let v: serde_yaml::Value = serde_yaml::from_str(&out).unwrap();
+            assert_eq!(
+                v["key"].as_str(),
+                Some(evil),
+                "YAML must read back the exact value"
+            );
+        }
+    }
+}
+
+// ------------------------------------------------------------- the other commands
+
+#[test]
+fn render_writes_the_files_and_prints_their_paths() {
+    let t = tempfile::tempdir().unwrap();
+    let o = render_to("mongodb@3.2", "c4-16g", &["sync_period=1s"], t.path());
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(
+        o.stdout.trim(),
+        t.path().join("mongod.conf").display().to_string()
+    );
+    assert!(o.stderr.contains("cache 12GiB"));
+    let o = run(&repo(), &["render", "mongodb@9.9", "--env", "c4-16g"]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("mongodb has no version `9.9`"));
+    let o = run(
+        &repo(),
+        &["render", "redis", "--env", "c4-16g", "--set", "maxmem=1"],
+    );
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("unknown key `maxmem`"), "{}", o.stderr);
+}
+
+#[test]
+fn list_shows_every_shipped_spec() {
+    let o = run(&repo(), &["list"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    for name in [
+        "vm-1g",
+        "tiny-128m",
+        "hog-16g",
+        "c4-16g",
+        "c8-32g",
+        "wt-25g-in-50g",
+        "quickstart",
+        "mongodb",
+        "tokumx",
+        "postgres",
+        "mariadb",
+        "myrocks",
+        "redis",
+        "secantusdb",
+        "000-tokumx-reality",
+        "004-tpcc-mongodb",
+    ] {
+        assert!(o.stdout.contains(name), "{name} missing from list");
+    }
+    assert!(
+        o.stdout
+            .contains("3.2, 3.4, 3.6, 4.0, 4.2, 4.4, 5.0, 6.0, 7.0")
+    );
+    let o = run(&repo(), &["list", "engnes"]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("did you mean `engines`?"));
+}
+
+#[test]
+fn doctor_reports_cgroups_mlock_cpus_ram_and_docker() {
+    let o = run(&repo(), &["doctor"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let h = HostFacts::probe();
+    assert!(o.stdout.contains(&format!(
+        "{} online ({})",
+        h.online_cpus.len(),
+        h.online_cpus
+    )));
+    for word in [
+        "cgroup",
+        "swap limit",
+        "mlock",
+        "memory",
+        "docker",
+        "RLIMIT_MEMLOCK",
+    ] {
+        assert!(o.stdout.contains(word), "{word} missing:\n{}", o.stdout);
+    }
+    let docker_line = o.stdout.lines().find(|l| l.contains("docker")).unwrap();
+    let reachable = std::path::Path::new("/var/run/docker.sock").exists()
+        || std::env::var("DOCKER_HOST").is_ok_and(|h| !h.is_empty());
+    assert_eq!(docker_line.starts_with("ok"), reachable, "{docker_line}");
+}
+
+#[test]
+fn every_command_help_has_an_example() {
+    for cmd in [
+        "doctor", "list", "validate", "render", "plan", "run", "drive", "report", "history",
+        "compare", "cleanup", "hog",
+    ] {
+        let o = run(&repo(), &[cmd, "--help"]);
+        assert_eq!(o.code, 0, "{cmd}");
+        assert!(
+            o.stdout.contains("Example"),
+            "`{cmd} --help` has no example"
+        );
+        assert!(
+            o.stdout.contains("benchcage "),
+            "`{cmd} --help` example does not show a command"
+        );
+    }
+}
+
+#[test]
+fn a_missing_project_home_says_where_to_run_from() {
+    let t = tempfile::tempdir().unwrap();
+    let o = run(t.path(), &["validate"]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("no specs here"));
+    assert!(o.stderr.contains("--home"));
+}

@@ -582,3 +582,57 @@ pub fn check_placeholders(arg: &str, config_names: &[String]) -> Result<(), Stri
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn knob(kind: KnobType, values: &[&str]) -> Knob {
+        Knob {
+            kind,
+            default: None,
+            values: values.iter().map(|s| s.to_string()).collect(),
+            description: String::new(),
+        }
+    }
+
+    #[test]
+    fn knob_values_are_typed_and_canonical() {
+        assert_eq!(
+            knob(KnobType::Size, &[]).parse("12g").unwrap().canonical(),
+            "12GiB"
+        );
+        assert_eq!(
+            knob(KnobType::Duration, &[])
+                .parse("60s")
+                .unwrap()
+                .canonical(),
+            "1m"
+        );
+        assert_eq!(
+            knob(KnobType::Bool, &[]).parse("on").unwrap(),
+            KnobValue::Bool(true)
+        );
+        assert_eq!(
+            knob(KnobType::Int, &[]).parse("1_000").unwrap(),
+            KnobValue::Int(1000)
+        );
+        assert!(knob(KnobType::Int, &[]).parse("ten").is_err());
+        let e = knob(KnobType::Enum, &["snappy", "zlib"])
+            .parse("snapy")
+            .unwrap_err();
+        assert!(e.contains("did you mean `snappy`?"), "{e}");
+        assert!(knob(KnobType::String, &[]).parse("a\nb").is_err());
+        assert!(knob(KnobType::String, &[]).parse("it's \"fine\"").is_ok());
+    }
+
+    #[test]
+    fn placeholders_must_be_known() {
+        let names = vec!["my.cnf".to_string()];
+        assert!(check_placeholders("--defaults-file={config:my.cnf}", &names).is_ok());
+        assert!(check_placeholders("{data_dir}/x:{port}", &names).is_ok());
+        assert!(check_placeholders("{config:other.cnf}", &names).is_err());
+        assert!(check_placeholders("{dta_dir}", &names).is_err());
+        assert!(check_placeholders("{port", &names).is_err());
+    }
+}

@@ -196,3 +196,42 @@ pub fn parse_set_flags(flags: &[String]) -> Result<Vec<(String, String)>, super:
     }
     diags.into_result(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn environment_keys_are_told_apart_from_knobs() {
+        assert!(is_env_key("server.memory"));
+        assert!(is_env_key("server.typo"));
+        assert!(is_env_key("backend"));
+        assert!(!is_env_key("cache_size"));
+        assert!(!is_env_key("appendfsync"));
+    }
+
+    #[test]
+    fn overrides_are_typed_and_unknown_fields_name_the_closest() {
+        assert!(check_env_key("server.cpus", "0-3").is_ok());
+        assert!(check_env_key("hog.leave", "2GiB").is_ok());
+        assert!(check_env_key("hog", "none").is_ok());
+        let (m, _) = check_env_key("server.memory", "lots").unwrap_err();
+        assert!(m.contains("not a size"), "{m}");
+        let (m, h) = check_env_key("server.cpu", "1").unwrap_err();
+        assert!(m.contains("unknown environment field"));
+        assert!(h.unwrap().contains("did you mean `server.cpus`?"));
+        assert!(check_env_key("scale", "0").is_err());
+        assert!(check_env_key("backend", "podman").is_err());
+    }
+
+    #[test]
+    fn set_flags_need_an_equals_sign() {
+        let ok = parse_set_flags(&["a=b=c".into(), " k = v".into()]).unwrap();
+        assert_eq!(
+            ok,
+            vec![("a".into(), "b=c".into()), ("k".into(), " v".into())]
+        );
+        assert!(parse_set_flags(&["novalue".into()]).is_err());
+        assert!(parse_set_flags(&["=v".into()]).is_err());
+    }
+}

@@ -42,6 +42,8 @@ pub struct PlannedCell {
     pub backend: Backend,
     /// Resolved binary (cgroup) or image (docker).
     pub program: Program,
+    /// Resolved limits. `memory` is the cap to set: the environment's, or
+    /// without one what the hog leaves, or the host's RAM.
     pub limits: CellLimits,
     /// Engine cache (the `cache_size` knob).
     pub cache: Bytes,
@@ -949,4 +951,98 @@ fn suggest_scale(want: Bytes, have: Bytes) -> String {
         s /= 2.0;
     }
     format!("{s}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::units::CpuSet;
+
+    fn project() -> Project {
+        Project::load(Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap()
+    }
+
+    fn host(cpus: &str, total_gib: u64, avail_gib: u64) -> HostFacts {
+        let mut h = HostFacts::probe();
+        h.online_cpus = cpus.parse::<CpuSet>().unwrap();
+        h.mem_total = Bytes::from_gib(total_gib);
+        h.mem_available = Bytes::from_gib(avail_gib);
+        h.swap_accounting = true;
+        h
+    }
+
+    #[test]
+    fn a_thread_sweep_gives_one_measured_run_per_value() {
+        let p = project();
+        let s = &p.scenarios["003-mongodb-3.2"];
+        let plan = plan_on(&p, s, &[], Some("c4-16g"), None, &host("0-1", 24, 20)).unwrap();
+        assert_eq!(plan.cells.len(), 4);
+        let ids: Vec<&str> = plan.cells[0].phases.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(
+            ids[..3],
+            [
+                "read-update-50-50/t16",
+                "read-update-50-50/t32",
+                "read-update-50-50/t64"
+            ]
+        );
+        assert_eq!(plan.cells[0].phases.len(), 9);
+    }
+
+    #[test]
+    fn scale_shrinks_memory_cache_hog_dataset_and_tool_tables_alike() {
+        let p = project();
+        let s = &p.scenarios["002-sysbench-fractal-tree"];
+        let plan = plan_on(&p, s, &[], None, None, &host("0-1", 24, 20)).unwrap();
+        let c = &plan.cells[0];
+        assert_eq!(c.hog_leave, Some(Bytes::from_gib(8)));
+        assert_eq!(c.cache, Bytes::from_gib(4));
+        assert_eq!(c.limits.memory, Bytes::from_gib(8));
+        match &c.phases[0].phase.work {
+            Work::Tool(Tool::Sysbench { table_size, .. }) => assert_eq!(*table_size, 8_000_000),
+            w => panic!("{w:?}"),
+        }
+    }
+
+    #[test]
+    fn a_smaller_host_refuses_what_a_bigger_one_accepts() {
+        let p = project();
+        let s = &p.scenarios["002-sysbench-fractal-tree"];
+        let e = plan_on(&p, s, &[], None, None, &host("0-1", 8, 6)).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("the hog should leave 8GiB but only 6.0GiB"),
+            "{e}"
+        );
+        let e = plan_on(&p, s, &[], None, None, &host("0", 24, 20)).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("this host has 1 CPUs online (0); `server.cpus: 1` asks for 1"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn repetitions_make_one_cell_each_with_its_index() {
+        let p = project();
+        let mut s = p.scenarios["quickstart"].clone();
+        s.repetitions = 3;
+        let plan = plan_on(&p, &s, &[], None, None, &host("0-1", 24, 20)).unwrap();
+        let reps: Vec<u32> = plan.cells.iter().map(|c| c.repetition).collect();
+        assert_eq!(reps, vec![0, 1, 2]);
+        assert_eq!(plan.cells[2].id, "redis@7.0/quickstart/r2");
+        let only = plan_on(&p, &s, &[], None, Some("/r1"), &host("0-1", 24, 20)).unwrap();
+        assert_eq!(only.cells.len(), 1);
+        let none = plan_on(&p, &s, &[], None, Some("nope"), &host("0-1", 24, 20)).unwrap_err();
+        assert!(none.to_string().contains("no cell matches"));
+    }
+
+    #[test]
+    fn suggested_scales_are_powers_of_two_that_fit() {
+        assert_eq!(
+            suggest_scale(Bytes::from_gib(50), Bytes::from_gib(24)),
+            "0.25"
+        );
+        assert_eq!(suggest_scale(Bytes::from_gib(1), Bytes::from_gib(24)), "1");
+    }
 }

@@ -3,7 +3,7 @@
 //!
 //! - tests/bad_specs/<case>/ holds spec files laid out like a project
 //!   (environments/, engines/, scenarios/) and `expected`: lines that must
-//!   each appear in `benchcage validate`'s error output.
+//!   each appear in `benchcage validate`'s error output (`!text`: must not).
 //! - tests/golden/<case>/ holds rendered configs; `BLESS=1 cargo test --test
 //!   specs` rewrites them after a deliberate template change.
 
@@ -204,7 +204,14 @@ fn every_bad_spec_in_the_corpus_fails_with_its_expected_errors_and_creates_nothi
             ));
         }
         for line in expected.lines().map(str::trim).filter(|l| !l.is_empty()) {
-            if !o.stderr.contains(line) {
+            if let Some(absent) = line.strip_prefix('!') {
+                if o.stderr.contains(absent) {
+                    failures.push(format!(
+                        "{name}: `{absent}` must not appear in\n{}",
+                        o.stderr
+                    ));
+                }
+            } else if !o.stderr.contains(line) {
                 failures.push(format!("{name}: missing `{line}` in\n{}", o.stderr));
             }
         }

@@ -43,12 +43,12 @@ pub fn describe(plan: &Plan, host: &HostFacts) -> String {
     }
     let _ = writeln!(
         o,
-        "host: {} CPUs online ({}), {} RAM, {} available, cgroup {:?}",
+        "host: {} CPUs online ({}), {} RAM, {} available, cgroup {}",
         host.online_cpus.len(),
         host.online_cpus,
         approx(host.mem_total),
         approx(host.mem_available),
-        host.cgroup
+        format!("{:?}", host.cgroup).to_lowercase()
     );
     if !plan.deviations.is_empty() {
         let _ = writeln!(o, "deviations from the specs as written:");
@@ -81,7 +81,11 @@ fn describe_cell(
         Program::Binary(p) => p.display().to_string(),
         Program::Image(i) => format!("image {i}"),
     };
-    let _ = writeln!(o, "  backend   {:?}: {program}", c.backend);
+    let _ = writeln!(
+        o,
+        "  backend   {}: {program}",
+        format!("{:?}", c.backend).to_lowercase()
+    );
     let l = &c.limits;
     let swap = match l.swap {
         SwapPolicy::Off => "off".to_string(),
@@ -119,8 +123,11 @@ fn describe_cell(
     if let Some(d) = &c.dataset {
         let _ = writeln!(
             o,
-            "  dataset   {} records x {} fields x {} B ({:?} keys)",
-            d.records, d.field_count, d.field_length, d.insert_order
+            "  dataset   {} records x {} fields x {} B ({} keys)",
+            d.records,
+            d.field_count,
+            d.field_length,
+            format!("{:?}", d.insert_order).to_lowercase()
         );
     }
     if let Some(load) = &c.load {

@@ -30,6 +30,9 @@ pub struct Project {
     pub environments: BTreeMap<String, Environment>,
     pub engines: BTreeMap<String, Engine>,
     pub scenarios: BTreeMap<String, Scenario>,
+    /// Specs whose files exist but did not parse (already reported), so that
+    /// references to them are not reported again as unknown.
+    broken: std::collections::BTreeSet<String>,
 }
 
 /// The three spec kinds, by folder.
@@ -174,6 +177,7 @@ impl Project {
             environments: BTreeMap::new(),
             engines: BTreeMap::new(),
             scenarios: BTreeMap::new(),
+            broken: Default::default(),
         };
         let mut found_any = false;
         for kind in [Kind::Engine, Kind::Environment, Kind::Scenario] {
@@ -189,7 +193,11 @@ impl Project {
                     Some(Parsed::Scenario(s)) => {
                         project.scenarios.insert(s.name.clone(), s);
                     }
-                    None => {}
+                    None => {
+                        project
+                            .broken
+                            .insert(format!("{}/{}", kind.folder(), spec_name(&path)));
+                    }
                 }
             }
         }
@@ -292,6 +300,7 @@ impl Project {
         let envs: Vec<&str> = self.environments.keys().map(String::as_str).collect();
         for er in &s.matrix.engines {
             match self.engines.get(&er.engine) {
+                None if self.broken.contains(&format!("engines/{}", er.engine)) => {}
                 None => {
                     diags.push(s.origin.diag(
                         &er.field,
@@ -367,7 +376,9 @@ impl Project {
                 ));
             }
             env_names.push(&env.name);
-            if !self.environments.contains_key(&env.name) {
+            if !self.environments.contains_key(&env.name)
+                && !self.broken.contains(&format!("environments/{}", env.name))
+            {
                 diags.push(s.origin.diag(
                     &env.field,
                     format!("unknown environment `{}`", env.name),

@@ -230,7 +230,7 @@ pub struct HistoryArgs {
     pub ids: bool,
     /// Index (or re-index) these run folders or ids instead of listing; runs
     /// are indexed when they finish, this is for runs copied from elsewhere.
-    #[arg(long = "index", value_name = "RUN")]
+    #[arg(long = "index", value_name = "RUN", num_args = 1..)]
     pub index: Vec<String>,
     /// Keep re-indexing the --index runs until killed (crash tests).
     #[arg(long, hide = true, requires = "index")]

@@ -14,9 +14,11 @@ pub async fn run(home: &Path, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
     let db = layout::history_db(home);
     if !args.index.is_empty() {
         let runs = load_runs(home, &args.index)?;
+        let mut h = history::History::open(&db)?;
         loop {
             for r in &runs {
-                let n = history::index_run(&db, r)
+                let n = h
+                    .index_run(r)
                     .with_context(|| format!("cannot index run {}", r.run.run_id))?;
                 if !args.index_forever {
                     println!("indexed {}: {} rows", r.run.run_id, n);

@@ -20,9 +20,11 @@ pub const PALETTE: [&str; 10] = [
 /// in different environments or runs).
 pub const DASHES: [&str; 4] = ["", "7 4", "2 3", "9 3 2 3"];
 
-/// Width of every chart's coordinate system; the SVG scales to its box.
-const W: f64 = 640.0;
-const CHAR_W: f64 = 6.4;
+/// Default width of a chart's coordinate system; the SVG scales to its box.
+pub const WIDTH: f64 = 600.0;
+/// Width for a chart that has a row to itself.
+pub const WIDE: f64 = 1080.0;
+const CHAR_W: f64 = 6.8;
 
 /// How one series looks: its name in the legend, color and dash.
 #[derive(Debug, Clone, PartialEq)]
@@ -153,6 +155,7 @@ pub struct XyChart {
     pub y: Axis,
     pub lines: Vec<Line>,
     pub bands: Vec<Band>,
+    pub width: f64,
     pub height: f64,
 }
 
@@ -181,6 +184,7 @@ pub struct BarChart {
     pub y: Axis,
     pub series: Vec<SeriesStyle>,
     pub groups: Vec<BarGroup>,
+    pub width: f64,
     pub height: f64,
 }
 
@@ -202,6 +206,14 @@ impl Chart {
         match self {
             Chart::Xy(c) => &c.title,
             Chart::Bar(c) => &c.title,
+        }
+    }
+    /// Give the chart a row to itself: a wider coordinate system so that
+    /// its text keeps its size.
+    pub fn widen(&mut self) {
+        match self {
+            Chart::Xy(c) => c.width = WIDE,
+            Chart::Bar(c) => c.width = WIDE,
         }
     }
     /// Data points the chart holds (points of every line, or bars).
@@ -327,7 +339,15 @@ fn map_axis(axis: &Axis, values: &[f64]) -> Mapped {
                 }
                 max += pad;
             }
-            let step = nice_step((max - min) / 5.0);
+            // Bytes tick in round numbers of their own unit (100 MiB, not 95.4 MiB).
+            let unit = match axis.unit {
+                Unit::Bytes | Unit::BytesPerSec => {
+                    let top = max.abs().max(min.abs()).max(1.0);
+                    1024f64.powi((top.log2() / 10.0).floor().max(0.0) as i32)
+                }
+                _ => 1.0,
+            };
+            let step = nice_step((max - min) / 5.0 / unit) * unit;
             let lo = (min / step).floor() * step;
             let hi = (max / step).ceil() * step;
             let mut ticks = Vec::new();
@@ -427,11 +447,11 @@ fn legend(styles: &[SeriesStyle], left: f64, top: f64, width: f64, line: bool) -
     (out, y - top + 18.0)
 }
 
-fn svg_open(id: &str, title: &str, height: f64, points: usize) -> String {
+fn svg_open(id: &str, title: &str, width: f64, height: f64, points: usize) -> String {
     format!(
         "<svg class=\"chart\" data-chart=\"{}\" data-points=\"{points}\" viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"{}\" xmlns=\"http://www.w3.org/2000/svg\">",
         esc(id),
-        n(W),
+        n(width),
         n(height),
         esc(title)
     )
@@ -444,7 +464,7 @@ fn left_margin(ticks: &[(f64, String)]) -> f64 {
         .map(|(_, l)| l.chars().count())
         .max()
         .unwrap_or(3);
-    (longest as f64 * CHAR_W + 30.0).max(52.0)
+    (longest as f64 * CHAR_W + 28.0).max(92.0)
 }
 
 fn y_axis(out: &mut String, m: &Mapped, label: &str, plot: (f64, f64, f64, f64)) {
@@ -488,7 +508,7 @@ fn xy_svg(c: &XyChart) -> String {
     let mx = map_axis(&c.x, &xs);
     let my = map_axis(&c.y, &ys);
     let left = left_margin(&my.ticks);
-    let right = W - 18.0;
+    let right = c.width - 18.0;
     let styles: Vec<SeriesStyle> = dedup_styles(c.lines.iter().map(|l| l.style.clone()));
     let (legend_svg, legend_h) = legend(&styles, left, 8.0, right - left, true);
     let top = 8.0 + legend_h + 8.0;
@@ -499,6 +519,7 @@ fn xy_svg(c: &XyChart) -> String {
     let mut out = svg_open(
         &c.id,
         &c.title,
+        c.width,
         c.height,
         c.lines.iter().map(|l| l.points.len()).sum(),
     );
@@ -631,7 +652,7 @@ fn bar_svg(c: &BarChart) -> String {
         .collect();
     let my = map_axis(&c.y, &values);
     let left = left_margin(&my.ticks);
-    let right = W - 18.0;
+    let right = c.width - 18.0;
     let used: Vec<SeriesStyle> = c
         .series
         .iter()
@@ -648,7 +669,7 @@ fn bar_svg(c: &BarChart) -> String {
     let bottom = c.height - 44.0;
     let py = |v: f64| bottom - my.frac(v) * (bottom - top);
     let points = c.groups.iter().map(|g| g.bars.len()).sum();
-    let mut out = svg_open(&c.id, &c.title, c.height, points);
+    let mut out = svg_open(&c.id, &c.title, c.width, c.height, points);
     out.push_str(&legend_svg);
     y_axis(&mut out, &my, &c.y.label, (left, top, right, bottom));
     let groups = c.groups.len().max(1) as f64;
@@ -789,6 +810,18 @@ mod tests {
     }
 
     #[test]
+    fn byte_axes_tick_in_round_binary_units() {
+        let m = map_axis(&Axis::zero("memory", Unit::Bytes), &[572.0 * 1048576.0]);
+        let labels: Vec<&str> = m.ticks.iter().map(|t| t.1.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "0 B", "100 MiB", "200 MiB", "300 MiB", "400 MiB", "500 MiB", "600 MiB"
+            ]
+        );
+    }
+
+    #[test]
     fn every_point_becomes_a_marker_with_a_tooltip() {
         let c = Chart::Xy(XyChart {
             id: "t".into(),
@@ -808,6 +841,7 @@ mod tests {
                 step: false,
             }],
             bands: vec![],
+            width: WIDTH,
             height: 300.0,
         });
         let svg = c.svg();
@@ -833,6 +867,7 @@ mod tests {
                     tip: "x".into(),
                 }],
             }],
+            width: WIDTH,
             height: 300.0,
         });
         let svg = c.svg();

@@ -67,7 +67,7 @@ svg.chart .band-label{font-size:10.5px;fill:#6e7781}
 svg.chart .band-label.excluded{fill:#cf222e;font-weight:600}
 .tablewrap{overflow-x:auto;margin-top:12px}
 table{border-collapse:collapse;width:100%;font-size:13px;font-variant-numeric:tabular-nums;background:#fff}
-th,td{padding:5px 10px;border-bottom:1px solid #eaeef2;text-align:left;white-space:nowrap}
+th,td{padding:4px 8px;border-bottom:1px solid #eaeef2;text-align:left;white-space:nowrap}
 th{font-weight:600;color:var(--muted);background:var(--soft);border-bottom:1px solid var(--line)}
 td.num,th.num{text-align:right}
 tr:hover td{background:#f6f8fa}
@@ -85,6 +85,8 @@ caption{caption-side:top;text-align:left;font-weight:600;font-size:13px;padding:
 .cell .swatch{width:12px;height:12px;border-radius:3px;display:inline-block}
 .cell .key{font:12px ui-monospace,SFMono-Regular,"DejaVu Sans Mono",monospace;color:var(--muted)}
 .cell .charts{display:grid;gap:6px}
+.cell table{font-size:12px}
+.cell th,.cell td{padding:3px 6px}
 details.more{margin-top:10px;font-size:13px}
 details.more summary{cursor:pointer;color:var(--accent);font-weight:600}
 details.more .kv{display:grid;grid-template-columns:repeat(auto-fit,minmax(240px,1fr));gap:12px;margin-top:10px}

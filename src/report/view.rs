@@ -9,7 +9,7 @@
 use crate::report::ReportInput;
 use crate::report::charts::{
     Axis, Band, Bar, BarChart, BarGroup, Chart, DASHES, Line, PALETTE, Point, Scale, SeriesStyle,
-    Unit, XyChart,
+    Unit, WIDTH, XyChart,
 };
 use crate::report::fmt;
 use crate::results::flat::{FlatRow, NO_OP, UNLIMITED_CAP, Verdict, flatten, phase_verdict};
@@ -256,13 +256,14 @@ fn observations(rows: &[FlatRow]) -> Vec<PhaseObs> {
     order.into_iter().filter_map(|k| by.remove(&k)).collect()
 }
 
-/// Group observations into configurations: series, cell group, phase.
+/// Group observations into configurations: series, run, cell group, phase.
 fn configs(obs: &[PhaseObs], series: &SeriesMap) -> Vec<Config> {
     let mut out: Vec<Config> = Vec::new();
     for o in obs {
         let style = series.style(&o.head);
         match out.iter_mut().find(|c| {
             c.style.name == style.name
+                && c.head.run_id == o.head.run_id
                 && c.head.cell_group == o.head.cell_group
                 && c.head.phase == o.head.phase
         }) {
@@ -354,6 +355,11 @@ pub fn build(input: &ReportInput) -> View {
     ];
     if input.runs.len() == 1 && !input.past.is_empty() {
         sections.push(trend_section(&rows, &input.past, &series, &phases));
+    }
+    for s in &mut sections {
+        if let [only] = s.figures.as_mut_slice() {
+            only.chart.widen();
+        }
     }
 
     let cells = input
@@ -576,6 +582,7 @@ fn throughput_section(cfgs: &[Config], phases: &[String]) -> Section {
                 y: Axis::zero("throughput (ops/s)", Unit::Ops),
                 series: styles,
                 groups,
+                width: WIDTH,
                 height: 340.0,
             }),
             table,
@@ -660,6 +667,7 @@ fn threads_section(cfgs: &[Config], phases: &[String]) -> Section {
                 y: Axis::zero("throughput (ops/s)", Unit::Ops),
                 lines,
                 bands: vec![],
+                width: WIDTH,
                 height: 320.0,
             }),
             table,
@@ -736,6 +744,7 @@ fn latency_section(cfgs: &[Config], phases: &[String]) -> Section {
                     y: Axis::log("latency (log₁₀)", Scale::Log10, Unit::Micros),
                     lines,
                     bands: vec![],
+                    width: WIDTH,
                     height: 300.0,
                 }),
                 table,
@@ -857,111 +866,137 @@ fn phase_resources(input: &ReportInput) -> BTreeMap<ResKey, PhaseRes> {
     out
 }
 
+/// One point of a memory sweep: the best configuration at one ratio.
+struct SweepPoint<'a> {
+    ratio: f64,
+    cfg: &'a Config,
+    faults_per_s: f64,
+    read_bps: f64,
+}
+
 fn memory_section(cfgs: &[Config], phases: &[String], res: &BTreeMap<ResKey, PhaseRes>) -> Section {
     let mut figures = Vec::new();
     for phase in phases {
-        let in_phase: Vec<(&Config, f64)> = cfgs
-            .iter()
-            .filter(|c| family(&c.head.phase) == *phase)
-            .filter_map(|c| c.ratio().map(|r| (c, r)))
-            .collect();
-        let ratios: BTreeSet<u64> = in_phase.iter().map(|(_, r)| (r * 1e6) as u64).collect();
-        if ratios.len() < 2 {
+        // A sweep: one engine@version at one thread count, several ratios.
+        let mut sweeps: BTreeMap<(String, u32), BTreeMap<u64, SweepPoint>> = BTreeMap::new();
+        let mut styles: BTreeMap<String, SeriesStyle> = BTreeMap::new();
+        for c in cfgs.iter().filter(|c| family(&c.head.phase) == *phase) {
+            let Some(ratio) = c.ratio() else { continue };
+            let rs: Vec<PhaseRes> = c
+                .reps
+                .iter()
+                .filter_map(|o| {
+                    res.get(&(
+                        o.head.run_id.clone(),
+                        o.head.cell_key.clone(),
+                        o.head.phase_index,
+                    ))
+                    .copied()
+                })
+                .collect();
+            let point = SweepPoint {
+                ratio,
+                cfg: c,
+                faults_per_s: mean(&rs.iter().map(|x| x.faults_per_s).collect::<Vec<_>>()),
+                read_bps: mean(&rs.iter().map(|x| x.read_bps).collect::<Vec<_>>()),
+            };
+            styles.insert(c.style.name.clone(), c.style.clone());
+            let at = sweeps
+                .entry((c.style.name.clone(), c.head.threads))
+                .or_default()
+                .entry((ratio * 1e6).round() as u64)
+                .or_insert(point);
+            if c.mean() > at.cfg.mean() {
+                at.cfg = c;
+            }
+        }
+        sweeps.retain(|_, pts| pts.len() >= 2);
+        if sweeps.is_empty() {
             continue;
         }
-        let styles: Vec<SeriesStyle> = series_list(cfgs)
-            .into_iter()
-            .filter(|s| in_phase.iter().any(|(c, _)| c.style.name == s.name))
-            .collect();
-        let mut table = Table::new(
-            format!("Doesn't fit in RAM: {phase}"),
-            &[
+        let per_series: BTreeMap<&str, usize> =
+            sweeps.keys().fold(BTreeMap::new(), |mut m, (name, _)| {
+                *m.entry(name.as_str()).or_default() += 1;
+                m
+            });
+        let cols = |last: &[(&'static str, bool)]| {
+            let mut c = vec![
                 ("Engine", false),
                 ("Threads", true),
                 ("Memory / data", true),
-                ("Memory cap", true),
-                ("Data size", true),
-                ("ops/s", true),
-                ("Major faults/s", true),
-                ("Disk reads", true),
-            ],
+            ];
+            c.extend_from_slice(last);
+            c
+        };
+        let mut tput_table = Table::new(
+            format!("Throughput vs memory: {phase}"),
+            &cols(&[("Memory cap", true), ("ops/s", true)]),
+        );
+        let mut fault_table = Table::new(
+            format!("Major faults vs memory: {phase}"),
+            &cols(&[("Major faults/s", true), ("Disk reads", true)]),
         );
         let mut tput_lines = Vec::new();
         let mut fault_lines = Vec::new();
-        for s in &styles {
-            let mut pts: Vec<(f64, &Config)> = in_phase
-                .iter()
-                .filter(|(c, _)| c.style.name == s.name)
-                .map(|(c, r)| (*r, *c))
-                .collect();
-            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for ((name, threads), pts) in &sweeps {
+            let mut style = styles[name].clone();
+            if per_series[name.as_str()] > 1 {
+                style.name = format!("{name} · {threads} threads");
+                style.dash = DASHES[(threads.trailing_zeros() as usize) % DASHES.len()].into();
+            }
             let mut tp = Vec::new();
             let mut fp = Vec::new();
-            for (r, c) in pts {
-                let rs: Vec<PhaseRes> = c
-                    .reps
-                    .iter()
-                    .filter_map(|o| {
-                        res.get(&(
-                            o.head.run_id.clone(),
-                            o.head.cell_key.clone(),
-                            o.head.phase_index,
-                        ))
-                        .copied()
-                    })
-                    .collect();
-                let faults = mean(&rs.iter().map(|x| x.faults_per_s).collect::<Vec<_>>());
-                let reads = mean(&rs.iter().map(|x| x.read_bps).collect::<Vec<_>>());
-                let m = c.mean();
+            for p in pts.values() {
+                let (r, m) = (p.ratio, p.cfg.mean());
                 tp.push(Point {
                     x: r,
                     y: m,
                     tip: format!(
                         "{} · memory/data {}: {} ops/s",
-                        s.name,
+                        style.name,
                         fmt::ratio(r),
                         fmt::ops(m)
                     ),
                 });
                 fp.push(Point {
                     x: r,
-                    y: faults,
+                    y: p.faults_per_s,
                     tip: format!(
                         "{} · memory/data {}: {} major faults/s",
-                        s.name,
+                        style.name,
                         fmt::ratio(r),
-                        fmt::ops(faults)
+                        fmt::ops(p.faults_per_s)
                     ),
                 });
-                table.rows.push(vec![
-                    s.name.clone(),
-                    c.head.threads.to_string(),
-                    fmt::ratio(r),
-                    c.head
-                        .memory_limit_bytes
-                        .map(|b| fmt::bytes(b as f64))
-                        .unwrap_or_else(|| "—".into()),
-                    c.head
-                        .data_size_bytes
-                        .map(|b| fmt::bytes(b as f64))
-                        .unwrap_or_else(|| "—".into()),
-                    fmt::ops(m),
-                    fmt::ops(faults),
-                    format!("{}/s", fmt::bytes(reads)),
-                ]);
+                let head = vec![name.clone(), threads.to_string(), fmt::ratio(r)];
+                let cap = p
+                    .cfg
+                    .head
+                    .memory_limit_bytes
+                    .map(|b| fmt::bytes(b as f64))
+                    .unwrap_or_else(|| "—".into());
+                tput_table
+                    .rows
+                    .push([head.clone(), vec![cap, fmt::ops(m)]].concat());
+                fault_table.rows.push(
+                    [
+                        head,
+                        vec![
+                            fmt::ops(p.faults_per_s),
+                            format!("{}/s", fmt::bytes(p.read_bps)),
+                        ],
+                    ]
+                    .concat(),
+                );
             }
-            tput_lines.push(Line {
-                style: s.clone(),
-                points: tp,
+            let line = |points| Line {
+                style: style.clone(),
+                points,
                 markers: true,
                 step: false,
-            });
-            fault_lines.push(Line {
-                style: s.clone(),
-                points: fp,
-                markers: true,
-                step: false,
-            });
+            };
+            tput_lines.push(line(tp));
+            fault_lines.push(line(fp));
         }
         let x = || Axis::log("memory cap / data size (log₂)", Scale::Log2, Unit::Ratio);
         figures.push(Figure {
@@ -972,12 +1007,11 @@ fn memory_section(cfgs: &[Config], phases: &[String], res: &BTreeMap<ResKey, Pha
                 y: Axis::zero("throughput (ops/s)", Unit::Ops),
                 lines: tput_lines,
                 bands: vec![],
+                width: WIDTH,
                 height: 300.0,
             }),
-            table: table.clone(),
+            table: tput_table,
         });
-        let mut faults_table = table;
-        faults_table.title = format!("Major faults vs memory: {phase}");
         figures.push(Figure {
             chart: Chart::Xy(XyChart {
                 id: format!("fit-faults-{}", slug(phase)),
@@ -986,17 +1020,19 @@ fn memory_section(cfgs: &[Config], phases: &[String], res: &BTreeMap<ResKey, Pha
                 y: Axis::zero("major faults per second", Unit::PerSec),
                 lines: fault_lines,
                 bands: vec![],
+                width: WIDTH,
                 height: 300.0,
             }),
-            table: faults_table,
+            table: fault_table,
         });
     }
     Section {
         id: "memory".into(),
         title: "Doesn't fit in RAM".into(),
         note: "Memory cap (as the kernel reported it during the phase) over the data size on \
-               disk, log₂ axis: to the left less of the data fits. Throughput should fall and \
-               major faults rise as the cap bites."
+               disk, log₂ axis: to the left less of the data fits. One line per engine and \
+               thread count that ran at several caps; throughput should fall and major faults \
+               rise as the cap bites."
             .into(),
         figures,
         empty: "No phase ran at more than one memory-to-data ratio.".into(),
@@ -1057,6 +1093,7 @@ fn size_section(obs: &[PhaseObs], series: &SeriesMap) -> Section {
                 y: Axis::zero("data size on disk", Unit::Bytes),
                 series: styles,
                 groups,
+                width: WIDTH,
                 height: 300.0,
             }),
             table,
@@ -1112,7 +1149,7 @@ fn trend_section(
             .into_iter()
             .filter(|s| in_phase.iter().any(|c| c.style.name == s.name))
             .collect();
-        let mut cols: Vec<(String, bool)> = vec![("Run".into(), false), ("Started".into(), false)];
+        let mut cols: Vec<(String, bool)> = vec![("Run".into(), false)];
         cols.extend(styles.iter().map(|s| (format!("{} (ops/s)", s.name), true)));
         let col_refs: Vec<(&str, bool)> = cols.iter().map(|(a, b)| (a.as_str(), *b)).collect();
         let mut table = Table::new(format!("Trend: {phase}"), &col_refs);
@@ -1125,8 +1162,8 @@ fn trend_section(
                 step: false,
             })
             .collect();
-        for (ri, (started, id)) in runs.iter().enumerate() {
-            let mut row = vec![id.clone(), started.clone()];
+        for (ri, (_, id)) in runs.iter().enumerate() {
+            let mut row = vec![id.clone()];
             for (si, s) in styles.iter().enumerate() {
                 let best = in_phase
                     .iter()
@@ -1157,6 +1194,7 @@ fn trend_section(
                 y: Axis::zero("throughput (ops/s)", Unit::Ops),
                 lines,
                 bands: vec![],
+                width: WIDTH,
                 height: 300.0,
             }),
             table,
@@ -1268,6 +1306,7 @@ fn cell_view(
                 step: false,
             }],
             bands: bands.clone(),
+            width: WIDTH,
             height: 220.0,
         }));
     }
@@ -1296,6 +1335,7 @@ fn cell_view(
             y: Axis::zero("memory", Unit::Bytes),
             lines,
             bands: bands.clone(),
+            width: WIDTH,
             height: 220.0,
         }));
         let reads: Vec<Point> = samples
@@ -1323,6 +1363,7 @@ fn cell_view(
                     step: false,
                 }],
                 bands,
+                width: WIDTH,
                 height: 220.0,
             }));
         }
@@ -1334,12 +1375,11 @@ fn cell_view(
             ("Phase", false),
             ("Status", false),
             ("Threads", true),
-            ("Duration (s)", true),
             ("ops/s", true),
             ("Errors", true),
-            ("Peak memory", true),
-            ("Major faults", true),
-            ("Disk reads", true),
+            ("Peak mem", true),
+            ("Maj. faults", true),
+            ("Read", true),
         ],
     );
     for (i, p) in rec.phases.iter().enumerate() {
@@ -1353,7 +1393,6 @@ fn cell_view(
             p.name.clone(),
             v.as_str().to_uppercase(),
             p.threads.to_string(),
-            format!("{:.1}", p.duration_s),
             if ok {
                 fmt::ops(p.throughput)
             } else {

@@ -139,11 +139,36 @@ fn open_existing(path: &Path) -> Result<Option<Connection>, HistoryError> {
     open(path, false).map(Some)
 }
 
+/// An open history database, for writing several runs over one connection.
+pub struct History {
+    path: PathBuf,
+    conn: Connection,
+}
+
+impl History {
+    /// Open (creating it and its folder when missing) the history at `path`.
+    pub fn open(path: &Path) -> Result<History, HistoryError> {
+        Ok(History {
+            path: path.to_path_buf(),
+            conn: open(path, true)?,
+        })
+    }
+
+    /// Index a run: replace whatever the history held for its run id with
+    /// its current rows, in one transaction. Returns the rows written.
+    pub fn index_run(&mut self, run: &RunData) -> Result<usize, HistoryError> {
+        write_run(&mut self.conn, &self.path, run)
+    }
+}
+
 /// Index a run: replace whatever the history held for its run id with its
 /// current rows, in one transaction. Returns the number of rows written.
 /// Idempotent; creates the database (and its folder) when missing.
 pub fn index_run(db_path: &Path, run: &RunData) -> Result<usize, HistoryError> {
-    let mut conn = open(db_path, true)?;
+    History::open(db_path)?.index_run(run)
+}
+
+fn write_run(conn: &mut Connection, db_path: &Path, run: &RunData) -> Result<usize, HistoryError> {
     let rows = flatten(run);
     let tx = conn
         .transaction()
@@ -419,6 +444,8 @@ pub fn rows_of_runs(db_path: &Path, run_ids: &[String]) -> Result<Vec<FlatRow>, 
 pub struct HistoryCheck {
     /// `PRAGMA integrity_check` lines; `["ok"]` when sound.
     pub integrity: Vec<String>,
+    /// `PRAGMA journal_mode`: `wal`.
+    pub journal_mode: String,
     /// Per run: id, rows it should have, rows it has.
     pub runs: Vec<(String, u64, u64)>,
     /// Run ids that have rows but no run entry.
@@ -429,6 +456,7 @@ impl HistoryCheck {
     /// Sound, and every run is whole.
     pub fn is_sound(&self) -> bool {
         self.integrity == ["ok"]
+            && self.journal_mode == "wal"
             && self.orphans.is_empty()
             && self.runs.iter().all(|(_, want, have)| want == have)
     }
@@ -442,6 +470,9 @@ pub fn check(db_path: &Path) -> Result<HistoryCheck, HistoryError> {
         .prepare("PRAGMA integrity_check")
         .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
         .map_err(sql_err(db_path, "integrity check"))?;
+    let journal_mode: String = conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .map_err(sql_err(db_path, "read the journal mode"))?;
     let runs: Vec<(String, u64, u64)> = conn
         .prepare(
             "SELECT r.run_id, r.row_count, (SELECT COUNT(*) FROM results x WHERE x.run_id = r.run_id) \
@@ -469,6 +500,7 @@ pub fn check(db_path: &Path) -> Result<HistoryCheck, HistoryError> {
         .collect();
     Ok(HistoryCheck {
         integrity,
+        journal_mode,
         runs,
         orphans,
     })

@@ -19,6 +19,7 @@ pub const V1_MEMSW_LIMIT: &str = "memory.memsw.limit_in_bytes";
 pub const V1_MEMORY_USAGE: &str = "memory.usage_in_bytes";
 pub const V1_MEMORY_MAX_USAGE: &str = "memory.max_usage_in_bytes";
 pub const V1_MEMORY_FAILCNT: &str = "memory.failcnt";
+pub const V1_MEMSW_FAILCNT: &str = "memory.memsw.failcnt";
 pub const V1_MEMORY_OOM_CONTROL: &str = "memory.oom_control";
 pub const V1_MEMORY_FORCE_EMPTY: &str = "memory.force_empty";
 pub const MEMORY_STAT: &str = "memory.stat";

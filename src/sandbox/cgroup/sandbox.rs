@@ -395,3 +395,36 @@ impl Sandbox for CgroupSandbox {
 pub fn server_pids(sb: &CgroupSandbox) -> Vec<i32> {
     remove::pids_in(&sb.server.dirs).into_iter().collect()
 }
+
+/// Backstop only: a sandbox dropped without `teardown` (a bug, or a panic
+/// unwinding past it) still has its ledger; reap it on a helper thread,
+/// since async work cannot run inside `drop` on a runtime thread.
+impl Drop for CgroupSandbox {
+    fn drop(&mut self) {
+        let Some(ledger) = self.ledger.take() else {
+            return;
+        };
+        let Ok(entries) = ledger.entries() else {
+            return;
+        };
+        if entries.is_empty() {
+            let _ = ledger.finish();
+            return;
+        }
+        if let Some(e) = self.engine.as_mut() {
+            let _ = e.child.start_kill();
+        }
+        let reaped = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()?;
+            let report = rt.block_on(ledger::reap_entries(&entries, Duration::from_secs(20)));
+            Some(report.leaked.is_empty())
+        })
+        .join();
+        if let Ok(Some(true)) = reaped {
+            let _ = ledger.finish();
+        }
+    }
+}

@@ -46,7 +46,10 @@ fn read_v1(dirs: &BTreeMap<String, PathBuf>) -> Result<CgroupStats, SandboxError
         rss: v1_stat(&stat, "rss"),
         inactive_file: v1_stat(&stat, "inactive_file"),
         major_faults: v1_stat(&stat, "pgmajfault"),
-        failcnt: files::read_u64(&mem.join(V1_MEMORY_FAILCNT))?,
+        // With memsw accounting the memsw counter is charged first, so a
+        // cap without swap is hit there and only memsw.failcnt moves.
+        failcnt: files::read_u64(&mem.join(V1_MEMORY_FAILCNT))?
+            .max(files::read_u64(&mem.join(V1_MEMSW_FAILCNT)).unwrap_or(0)),
         oom_kills: oom.get("oom_kill").copied().unwrap_or(0),
         cpu_usec: cpu_ns / 1000,
         io_read_bytes,
@@ -177,7 +180,8 @@ mod tests {
         put(&m, V1_MEMORY_USAGE, "30\n");
         put(&m, V1_MEMORY_MAX_USAGE, "40\n");
         put(&m, V1_MEMORY_LIMIT, "1048576\n");
-        put(&m, V1_MEMORY_FAILCNT, "6\n");
+        put(&m, V1_MEMORY_FAILCNT, "0\n");
+        put(&m, V1_MEMSW_FAILCNT, "6\n");
         let c = t.path().join("cpuacct/g");
         put(&c, V1_CPUACCT_USAGE, "5000000\n");
         let b = t.path().join("blkio/g");

@@ -1196,3 +1196,36 @@ fn a_missing_project_home_says_where_to_run_from() {
     assert!(o.stderr.contains("no specs here"));
     assert!(o.stderr.contains("--home"));
 }
+
+#[test]
+fn every_engine_listens_on_loopback_only() {
+    let project = Project::load(&repo()).unwrap();
+    for (name, engine) in &project.engines {
+        let version = engine.default_version.clone();
+        let cell = benchcage::spec::plan::render_engine(
+            &project,
+            &format!("{name}@{version}"),
+            "c4-16g",
+            &[],
+        )
+        .unwrap();
+        let l = cell.launch(1, Path::new("/d"), Path::new("/c"), Path::new("/l"));
+        let everything = format!(
+            "{}\n{}",
+            l.argv.join(" "),
+            cell.configs
+                .iter()
+                .map(|c| c.content.as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        assert!(
+            everything.contains("127.0.0.1"),
+            "{name} does not bind loopback:\n{everything}"
+        );
+        assert!(
+            !everything.contains("0.0.0.0") && !everything.contains("::"),
+            "{name} binds beyond loopback"
+        );
+    }
+}

@@ -438,6 +438,13 @@ fn plan_inner(
             let cell_label = er.label.clone().unwrap_or_else(|| label.clone());
             // The program for the backend.
             let program = match ep.env.backend {
+                // `render` shows the config whatever the backend can run.
+                Backend::Cgroup if !host_checks && ev.binary.is_none() => {
+                    Program::Image(ev.image.clone().unwrap_or_default())
+                }
+                Backend::Docker if !host_checks && ev.image.is_none() => {
+                    Program::Binary(PathBuf::from(ev.binary.clone().unwrap_or_default()))
+                }
                 Backend::Cgroup => match &ev.binary {
                     None => {
                         diags.push(ep.diag(envspec, s, "backend", format!("{label} has no local binary for the cgroup backend"), Some(match &ev.image {

@@ -1,1 +1,350 @@
-//! External tools: sysbench, pgbench, YCSB / go-ycsb output, any command.
+//! External tools run against an engine, each output saved raw next to the
+//! parsed result: sysbench (JSON from a report hook, text as fallback),
+//! pgbench (init, builtin or custom scripts), YCSB / go-ycsb output, and
+//! any command with named patterns.
+
+use super::ErrorBudget;
+use super::stores::StoreKind;
+use crate::results::model::{OpStats, Percentiles, PhaseResult, PhaseStatus, SecondSample};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub mod command;
+pub mod pgbench;
+pub mod sysbench;
+pub mod ycsb;
+
+/// Which tool a phase runs, as the scenario's `tool:` block names it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Tool {
+    Sysbench(sysbench::SysbenchConfig),
+    Pgbench(pgbench::PgbenchConfig),
+    Ycsb(ycsb::YcsbConfig),
+    Command(command::CommandConfig),
+}
+
+/// A tool phase: the tool and the errors it may report and still pass.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ToolConfig {
+    #[serde(flatten)]
+    pub tool: Tool,
+    #[serde(default)]
+    pub error_budget: ErrorBudget,
+}
+
+/// The engine a tool talks to (always 127.0.0.1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolTarget {
+    pub kind: StoreKind,
+    pub port: u16,
+    pub user: Option<String>,
+    pub password: Option<String>,
+    pub db: Option<String>,
+}
+
+/// Why a tool phase could not produce a result.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    #[error("{tool} cannot drive {kind:?}; {hint}")]
+    Unsupported {
+        tool: &'static str,
+        kind: StoreKind,
+        hint: &'static str,
+    },
+    #[error("starting `{program}`: {source} (is it installed? `make deps`)")]
+    Spawn {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{argv}` failed ({status}); output in {log}:\n{tail}")]
+    Failed {
+        argv: String,
+        status: String,
+        log: PathBuf,
+        tail: String,
+    },
+    #[error("`{argv}` ran longer than {secs}s and was killed; output in {log}")]
+    Timeout {
+        argv: String,
+        secs: u64,
+        log: PathBuf,
+    },
+    #[error("could not read {tool}'s output in {log}: {msg}")]
+    Parse {
+        tool: &'static str,
+        log: PathBuf,
+        msg: String,
+    },
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("tool config: {0}")]
+    Config(String),
+    #[error(transparent)]
+    Client(#[from] crate::clients::ClientError),
+}
+
+/// Runs `tool` once with `threads` connections for `duration`, writing raw
+/// output into `out_dir`. `hook` adjusts every spawned command (the run
+/// command uses it to place the process in the client cgroup).
+pub async fn run_tool(
+    tool: &ToolConfig,
+    target: &ToolTarget,
+    threads: u32,
+    duration: Duration,
+    out_dir: &Path,
+    hook: impl Fn(&mut tokio::process::Command),
+) -> Result<PhaseResult, ToolError> {
+    let mut v = run_tool_sweep(tool, target, &[threads], duration, out_dir, hook).await?;
+    Ok(v.remove(0))
+}
+
+/// Like [`run_tool`] for a list of thread counts: set-up (sysbench
+/// prepare, pgbench init) once, one run per count, clean-up once.
+pub async fn run_tool_sweep(
+    tool: &ToolConfig,
+    target: &ToolTarget,
+    threads: &[u32],
+    duration: Duration,
+    out_dir: &Path,
+    hook: impl Fn(&mut tokio::process::Command),
+) -> Result<Vec<PhaseResult>, ToolError> {
+    if threads.is_empty() || threads.contains(&0) {
+        return Err(ToolError::Config(format!(
+            "threads {threads:?}: give counts of at least 1"
+        )));
+    }
+    let budget = tool.error_budget.budget().map_err(ToolError::Config)?;
+    std::fs::create_dir_all(out_dir).map_err(|e| ToolError::Io {
+        what: format!("creating {}", out_dir.display()),
+        source: e,
+    })?;
+    let ctx = Ctx {
+        target,
+        threads,
+        duration,
+        out_dir,
+        hook: &hook,
+    };
+    let mut results = match &tool.tool {
+        Tool::Sysbench(c) => sysbench::run(c, &ctx).await?,
+        Tool::Pgbench(c) => pgbench::run(c, &ctx).await?,
+        Tool::Ycsb(c) => ycsb::run(c, &ctx).await?,
+        Tool::Command(c) => command::run(c, &ctx).await?,
+    };
+    for r in &mut results {
+        if r.status.is_ok() && !budget.allows(r.total_errors, r.total_ops + r.total_errors) {
+            r.status = PhaseStatus::Failed {
+                reason: format!(
+                    "the tool reported {} failed operations, over the error budget ({budget:?})",
+                    r.total_errors
+                ),
+            };
+        }
+    }
+    Ok(results)
+}
+
+/// What every tool run gets: where, how many, how long, and the spawn hook.
+pub struct Ctx<'a, H> {
+    pub target: &'a ToolTarget,
+    pub threads: &'a [u32],
+    pub duration: Duration,
+    pub out_dir: &'a Path,
+    pub hook: &'a H,
+}
+
+/// Output of one finished process.
+pub(crate) struct Ran {
+    pub text: String,
+    /// File name of the raw output, relative to the output folder.
+    pub file: String,
+}
+
+/// Replaces `{host} {port} {user} {password} {db} {threads} {duration_s}`.
+pub(crate) fn fill(arg: &str, t: &ToolTarget, threads: u32, duration: Duration) -> String {
+    arg.replace("{host}", "127.0.0.1")
+        .replace("{port}", &t.port.to_string())
+        .replace("{user}", t.user.as_deref().unwrap_or(""))
+        .replace("{password}", t.password.as_deref().unwrap_or(""))
+        .replace("{db}", t.db.as_deref().unwrap_or(""))
+        .replace("{threads}", &threads.to_string())
+        .replace("{duration_s}", &duration.as_secs().to_string())
+}
+
+/// Runs `argv` with stdout and stderr into `out_dir/file`, under `limit`;
+/// a non-zero exit is an error carrying the output's tail.
+pub(crate) async fn exec(
+    argv: Vec<String>,
+    env: &[(&str, String)],
+    out_dir: &Path,
+    file: String,
+    limit: Duration,
+    hook: &impl Fn(&mut tokio::process::Command),
+) -> Result<Ran, ToolError> {
+    let log = out_dir.join(&file);
+    let io = |what: String| move |e| ToolError::Io { what, source: e };
+    let f = std::fs::File::create(&log).map_err(io(format!("creating {}", log.display())))?;
+    let f2 = f
+        .try_clone()
+        .map_err(io(format!("opening {}", log.display())))?;
+    let mut cmd = tokio::process::Command::new(&argv[0]);
+    cmd.args(&argv[1..])
+        .stdin(std::process::Stdio::null())
+        .stdout(f)
+        .stderr(f2)
+        .kill_on_drop(true);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    hook(&mut cmd);
+    let mut child = cmd.spawn().map_err(|e| ToolError::Spawn {
+        program: argv[0].clone(),
+        source: e,
+    })?;
+    let shown = argv.join(" ");
+    let status = match tokio::time::timeout(limit, child.wait()).await {
+        Ok(s) => s.map_err(io(format!("waiting for `{shown}`")))?,
+        Err(_) => {
+            let _ = child.kill().await;
+            return Err(ToolError::Timeout {
+                argv: shown,
+                secs: limit.as_secs(),
+                log,
+            });
+        }
+    };
+    let text = std::fs::read_to_string(&log).map_err(io(format!("reading {}", log.display())))?;
+    if !status.success() {
+        let tail: Vec<&str> = text.lines().rev().take(15).collect();
+        return Err(ToolError::Failed {
+            argv: shown,
+            status: status.to_string(),
+            log,
+            tail: tail.into_iter().rev().collect::<Vec<_>>().join("\n"),
+        });
+    }
+    Ok(Ran { text, file })
+}
+
+/// What a parser read from a tool's output.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Parsed {
+    pub duration_s: f64,
+    pub ops: BTreeMap<String, OpStats>,
+    pub series: Vec<SecondSample>,
+}
+
+impl Parsed {
+    /// The phase result, with totals summed over kinds.
+    pub fn into_result(self, workload: &str, threads: u32, raw: Vec<String>) -> PhaseResult {
+        let total_ops: u64 = self.ops.values().map(|o| o.count).sum();
+        let total_errors: u64 = self.ops.values().map(|o| o.errors).sum();
+        let throughput = if self.duration_s > 0.0 {
+            total_ops as f64 / self.duration_s
+        } else {
+            self.ops.values().map(|o| o.throughput).sum()
+        };
+        PhaseResult {
+            name: workload.to_string(),
+            workload: workload.to_string(),
+            threads,
+            duration_s: self.duration_s,
+            total_ops,
+            total_errors,
+            throughput,
+            ops: self.ops,
+            series: self.series,
+            status: PhaseStatus::Ok,
+            raw_outputs: raw,
+        }
+    }
+}
+
+/// One kind's statistics from a tool's summary.
+pub(crate) fn op(count: u64, errors: u64, throughput: f64, latency_us: Percentiles) -> OpStats {
+    OpStats {
+        count,
+        errors,
+        throughput,
+        latency_us,
+        intended_latency_us: None,
+        error_samples: Vec::new(),
+    }
+}
+
+/// Latency percentiles with only the mean known.
+pub(crate) fn mean_only(mean_us: f64) -> Percentiles {
+    Percentiles {
+        mean: mean_us,
+        ..Default::default()
+    }
+}
+
+/// Sets the percentile a tool calls `name` (avg, min, max, 50th, 95th,
+/// 99th, 99.9th); unknown names are ignored.
+pub(crate) fn set_latency(p: &mut Percentiles, name: &str, v: f64) {
+    match name {
+        "avg" => p.mean = v,
+        "min" => p.min = v,
+        "max" => p.max = v,
+        "50th" => p.p50 = v,
+        "95th" => p.p95 = v,
+        "99th" => p.p99 = v,
+        "99.9th" => p.p999 = v,
+        _ => {}
+    }
+}
+
+/// The parse error for the output saved in `out_dir/file`.
+pub(crate) fn parse_error(
+    tool: &'static str,
+    out_dir: &Path,
+    file: &str,
+) -> impl FnOnce(String) -> ToolError {
+    let log = out_dir.join(file);
+    move |msg| ToolError::Parse { tool, log, msg }
+}
+
+/// Runs a user command once per thread count (placeholders filled) and
+/// parses each output with `parse(text, wall seconds)`.
+pub(crate) async fn run_each(
+    tool: &'static str,
+    argv: &[String],
+    ctx: &Ctx<'_, impl Fn(&mut tokio::process::Command)>,
+    parse: impl Fn(&str, f64) -> Result<Parsed, String>,
+) -> Result<Vec<PhaseResult>, ToolError> {
+    let (t, threads, duration, out_dir, hook) =
+        (ctx.target, ctx.threads, ctx.duration, ctx.out_dir, ctx.hook);
+    if argv.is_empty() {
+        return Err(ToolError::Config(format!("{tool}: `argv` is empty")));
+    }
+    let mut results = Vec::new();
+    for &n in threads {
+        let filled: Vec<String> = argv.iter().map(|a| fill(a, t, n, duration)).collect();
+        let file = format!("{tool}-run-{n}.txt");
+        let limit = duration.max(Duration::from_secs(60)) * 4;
+        let started = std::time::Instant::now();
+        let r = exec(filled, &[], out_dir, file, limit, hook).await?;
+        let parsed = parse(&r.text, started.elapsed().as_secs_f64())
+            .map_err(parse_error(tool, out_dir, &r.file))?;
+        let label = if tool == "ycsb" {
+            "ycsb-external"
+        } else {
+            tool
+        };
+        results.push(parsed.into_result(label, n, vec![r.file]));
+    }
+    Ok(results)
+}
+
+/// A number in a tool's output (`1,234.5` and `1234.5` alike).
+pub(crate) fn num(s: &str) -> Option<f64> {
+    s.trim().replace(',', "").parse().ok()
+}

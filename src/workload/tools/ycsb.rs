@@ -1,0 +1,207 @@
+//! YCSB (Java) and go-ycsb output, for users who bring their own install:
+//! `[READ], Operations, N` sections (with `[READ-FAILED]` counted as
+//! errors of READ) and go-ycsb's `READ - Takes(s): ..., Count: N` lines
+//! (with `READ_ERROR` counted as errors of READ).
+
+use super::{Ctx, Parsed, ToolError, num, run_each, set_latency};
+use crate::results::model::{OpStats, PhaseResult};
+use regex::Regex;
+use std::collections::BTreeMap;
+
+/// `tool: {ycsb: {argv: [...]}}`: the command to run; `{port}`,
+/// `{threads}`, `{duration_s}`, `{host}`, `{user}`, `{db}` are filled in.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct YcsbConfig {
+    pub argv: Vec<String>,
+}
+
+/// Java YCSB's `[SECTION], Metric, value` lines.
+fn parse_java(text: &str) -> Option<Parsed> {
+    let line = Regex::new(r"(?m)^\s*\[([A-Z0-9_\-%]+)\], ([^,]+), (.+?)\s*$").ok()?;
+    let mut runtime_ms = None;
+    let mut ops: BTreeMap<String, OpStats> = BTreeMap::new();
+    let mut failed: BTreeMap<String, u64> = BTreeMap::new();
+    let mut returned_errors: BTreeMap<String, u64> = BTreeMap::new();
+    for c in line.captures_iter(text) {
+        let (section, metric, value) = (&c[1], c[2].trim(), &c[3]);
+        if section == "OVERALL" {
+            match metric {
+                "RunTime(ms)" => runtime_ms = num(value),
+                "RunTime(sec)" => runtime_ms = num(value).map(|s| s * 1000.0),
+                _ => {}
+            }
+            continue;
+        }
+        if section == "CLEANUP"
+            || section.starts_with("TOTAL_G")
+            || section.starts_with("Intended-")
+        {
+            continue;
+        }
+        if let Some(base) = section.strip_suffix("-FAILED") {
+            if metric == "Operations" {
+                *failed.entry(base.to_string()).or_default() += num(value).unwrap_or(0.0) as u64;
+            }
+            continue;
+        }
+        let op = ops.entry(section.to_string()).or_default();
+        let v = num(value).unwrap_or(0.0);
+        match metric {
+            "Operations" => op.count = v as u64,
+            m if m.starts_with("Return=") => {
+                if m != "Return=OK" {
+                    *returned_errors.entry(section.to_string()).or_default() += v as u64;
+                }
+            }
+            m => {
+                // `AverageLatency(us)`, `95thPercentileLatency(us)`, `99.9PercentileLatency(us)`.
+                let name = m
+                    .trim_end_matches("Latency(us)")
+                    .trim_end_matches("Percentile");
+                let name = match name {
+                    "Average" => "avg",
+                    "Min" => "min",
+                    "Max" => "max",
+                    "99.9" => "99.9th",
+                    other => other,
+                };
+                set_latency(&mut op.latency_us, name, v);
+            }
+        }
+    }
+    let secs = runtime_ms? / 1000.0;
+    for (k, n) in failed.iter().chain(returned_errors.iter()) {
+        let op = ops.entry(k.clone()).or_default();
+        op.errors = op.errors.max(*n);
+    }
+    // `[READ], Operations` counts successes only; failures are measured
+    // under `[READ-FAILED]` and also listed as `Return=ERROR` (or NOT_FOUND).
+    for op in ops.values_mut() {
+        op.throughput = if secs > 0.0 {
+            op.count as f64 / secs
+        } else {
+            0.0
+        };
+    }
+    Some(Parsed {
+        duration_s: secs,
+        ops,
+        series: Vec::new(),
+    })
+}
+
+/// go-ycsb's final `KIND - Takes(s): ..., Count: N, OPS: ..., Avg(us): ...` lines.
+fn parse_go(text: &str) -> Option<Parsed> {
+    let start = text.rfind("Run finished, takes").unwrap_or(0);
+    let body = &text[start..];
+    let line = Regex::new(r"(?m)^([A-Z_\-]+)\s+- Takes\(s\): ([\d.]+), Count: (\d+)(.*)$").ok()?;
+    let field = Regex::new(r"([\w.]+)\(us\): ([\d.]+)").ok()?;
+    let mut ops: BTreeMap<String, OpStats> = BTreeMap::new();
+    let mut secs: f64 = 0.0;
+    for c in line.captures_iter(body) {
+        let kind = &c[1];
+        let takes = num(&c[2]).unwrap_or(0.0);
+        let count = num(&c[3]).unwrap_or(0.0) as u64;
+        if kind == "TOTAL" {
+            continue;
+        }
+        if let Some(base) = kind.strip_suffix("_ERROR") {
+            ops.entry(base.to_string()).or_default().errors += count;
+            continue;
+        }
+        secs = secs.max(takes);
+        let op = ops.entry(kind.to_string()).or_default();
+        op.count = count;
+        for f in field.captures_iter(&c[4]) {
+            let v = num(&f[2]).unwrap_or(0.0);
+            set_latency(&mut op.latency_us, &f[1].to_ascii_lowercase(), v);
+        }
+        op.throughput = if takes > 0.0 {
+            count as f64 / takes
+        } else {
+            0.0
+        };
+    }
+    if ops.is_empty() {
+        return None;
+    }
+    Some(Parsed {
+        duration_s: secs,
+        ops,
+        series: Vec::new(),
+    })
+}
+
+/// Java YCSB output, else go-ycsb output.
+pub fn parse(text: &str) -> Result<Parsed, String> {
+    parse_java(text)
+        .or_else(|| parse_go(text))
+        .ok_or_else(|| "neither `[OVERALL], RunTime(ms)` nor go-ycsb `Takes(s)` lines found".into())
+}
+
+/// Runs the user's YCSB command once per thread count.
+pub async fn run(
+    c: &YcsbConfig,
+    ctx: &Ctx<'_, impl Fn(&mut tokio::process::Command)>,
+) -> Result<Vec<PhaseResult>, ToolError> {
+    run_each("ycsb", &c.argv, ctx, |text, _| parse(text)).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn java_ycsb_output_counts_read_failed_as_errors() {
+        let p = parse(include_str!(
+            "../../../tests/fixtures/tools/ycsb-java-scylla-workloadf-read-failed.txt"
+        ))
+        .unwrap();
+        assert_eq!(p.duration_s, 1828.064);
+        let read = &p.ops["READ"];
+        assert_eq!(read.count, 199_996_147);
+        assert_eq!(read.errors, 3853);
+        assert_eq!(read.latency_us.p99, 127_167.0);
+        assert_eq!(p.ops["UPDATE"].count, 99_999_552);
+        assert_eq!(p.ops["READ-MODIFY-WRITE"].latency_us.p95, 28_063.0);
+        assert!(!p.ops.contains_key("CLEANUP") && !p.ops.contains_key("READ-FAILED"));
+        let r = p.into_result("ycsb-external", 840, vec![]);
+        assert_eq!(r.total_errors, 3853);
+        assert!(
+            (r.throughput - 218_801.0).abs() < 1000.0,
+            "{}",
+            r.throughput
+        );
+    }
+
+    #[test]
+    fn go_ycsb_output_counts_error_lines_as_errors() {
+        let p = parse(include_str!(
+            "../../../tests/fixtures/tools/go-ycsb-mysql-workloada-update-error.txt"
+        ))
+        .unwrap();
+        assert_eq!(p.ops["READ"].count, 5_000_934);
+        assert_eq!(p.ops["READ"].latency_us.p99, 19_000.0);
+        assert_eq!(p.ops["UPDATE"].count, 4_998_915);
+        assert_eq!(p.ops["UPDATE"].errors, 23);
+        assert_eq!(p.duration_s, 549.3);
+        assert!(!p.ops.contains_key("UPDATE_ERROR"));
+    }
+
+    #[test]
+    fn benchcage_drive_output_reads_back() {
+        let text = "[OVERALL], RunTime(ms), 2000\n[OVERALL], Throughput(ops/sec), 50.0\n\
+                    [READ], Operations, 100\n[READ], AverageLatency(us), 12.5\n\
+                    [READ], Return=OK, 100\n[READ], Return=ERROR, 4\n[READ-FAILED], Operations, 4\n";
+        let p = parse(text).unwrap();
+        assert_eq!(p.ops["READ"].count, 100);
+        assert_eq!(p.ops["READ"].errors, 4);
+        assert_eq!(p.ops["READ"].throughput, 50.0);
+    }
+
+    #[test]
+    fn output_without_results_is_an_error() {
+        assert!(parse("Exception in thread main").is_err());
+    }
+}

@@ -11,13 +11,16 @@ pub async fn run(home: &Path, args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     if args.paths.is_empty() {
         let p = Project::load(home)?;
         p.validate_on_host(&host)?;
+        for note in host_notes(&p, &host) {
+            println!("note: {note}");
+        }
         println!(
             "ok: {} environments, {} engines, {} scenarios valid on this host ({} CPUs, {} RAM)",
             p.environments.len(),
             p.engines.len(),
             p.scenarios.len(),
             host.online_cpus.len(),
-            host.mem_total
+            crate::spec::plan::approx(host.mem_total)
         );
         return Ok(ExitCode::SUCCESS);
     }
@@ -83,6 +86,35 @@ pub async fn run(home: &Path, args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     }
     println!("ok: {} files valid", files.len());
     Ok(ExitCode::SUCCESS)
+}
+
+/// Environments bigger than this host: fine as specs (scenarios scale or
+/// override them), worth knowing before running one as written.
+fn host_notes(p: &Project, host: &HostFacts) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in p.environments.values() {
+        let mut why = Vec::new();
+        for (what, cpus) in [("server", &e.server.cpus), ("client", &e.client.cpus)] {
+            if !cpus.is_subset(&host.online_cpus) {
+                why.push(format!("{what} CPUs {cpus}"));
+            }
+        }
+        if let Some(m) = e.resolved().memory
+            && m > host.mem_total
+        {
+            why.push(format!("memory {m}"));
+        }
+        if !why.is_empty() {
+            out.push(format!(
+                "environments/{}.yaml needs {} (this host: CPUs {}, {}); scenarios fit it with `scale` and `set`",
+                e.name,
+                why.join(", "),
+                host.online_cpus,
+                crate::spec::plan::approx(host.mem_total)
+            ));
+        }
+    }
+    out
 }
 
 fn expand(paths: &[PathBuf]) -> Vec<PathBuf> {

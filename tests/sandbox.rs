@@ -747,6 +747,18 @@ fn sigint_and_sigterm_at_provision_start_and_ready_tear_everything_down() {
 }
 
 #[test]
+fn a_second_ctrl_c_during_teardown_still_ends_clean() {
+    let s = Scratch::new("ctrlc2");
+    let (mut child, engine, _) = hold_until(&s, "ready", &[]);
+    signal(&child, nix::sys::signal::Signal::SIGINT);
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    signal(&child, nix::sys::signal::Signal::SIGINT);
+    let out = child.wait().unwrap();
+    assert!(out.success(), "{out:?}");
+    assert_cli_clean(&s, &[engine]);
+}
+
+#[test]
 fn sigkill_at_provision_start_and_ready_is_undone_by_cleanup() {
     for stage in ["provision", "start", "ready"] {
         let s = Scratch::new(&format!("kill-{stage}"));
@@ -919,6 +931,40 @@ async fn the_load_generator_runs_in_the_client_group_on_the_client_cpus() {
     assert!(t.is_clean(), "{t:?}");
     let _ = child.wait();
     assert_clean(&s, &[pid]);
+}
+
+#[test]
+fn the_cgroup_sandbox_can_be_shared_across_tasks() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<CgroupSandbox>();
+}
+
+#[tokio::test]
+async fn dropping_the_page_cache_empties_what_the_server_group_cached() {
+    let s = Scratch::new("cache");
+    let mut sb = s.sandbox();
+    sb.provision(&limits(256)).await.unwrap();
+    let f = s.path().join("data/f");
+    let l = sh(
+        &s,
+        &format!(
+            "dd if=/dev/zero of={} bs=1M count=32 2>&1 && sync",
+            f.display()
+        ),
+        1,
+        5,
+    );
+    sb.start_engine(&l).await.unwrap();
+    while sb.engine_status().await.unwrap() == EngineStatus::Running {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let before = sb.stats().await.unwrap().page_cache;
+    assert!(before >= 16 << 20, "{before}");
+    sb.drop_page_cache().unwrap();
+    let after = sb.stats().await.unwrap().page_cache;
+    assert!(after < before / 4, "page cache {before} -> {after}");
+    assert!(sb.teardown(BUDGET).await.unwrap().is_clean());
+    assert_clean(&s, &[]);
 }
 
 #[tokio::test]

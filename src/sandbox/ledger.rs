@@ -388,6 +388,24 @@ mod tests {
     }
 
     #[test]
+    fn a_run_id_held_by_a_live_process_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let init = Entry {
+            run: "busy".into(),
+            owner_pid: 1,
+            owner_start: process_start_time(1).unwrap(),
+            resource: Resource::DataDir {
+                path: t.path().join("x"),
+            },
+        };
+        let line = serde_json::to_string(&init).unwrap() + "\n";
+        std::fs::write(path_for(t.path(), "busy"), line).unwrap();
+        let err = Ledger::open(t.path(), "busy").unwrap_err();
+        assert!(err.to_string().contains("in use by live pid 1"), "{err}");
+        assert!(dead_ledgers(t.path()).unwrap().is_empty());
+    }
+
+    #[test]
     fn a_live_owner_is_not_dead_and_a_reused_pid_is() {
         let me = std::process::id() as i32;
         let start = process_start_time(me).unwrap();

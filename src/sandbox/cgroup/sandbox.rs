@@ -69,6 +69,15 @@ pub fn check_run_id(run_id: &str) -> Result<(), SandboxError> {
     }
 }
 
+fn is_not_found(e: &SandboxError) -> bool {
+    match e {
+        SandboxError::CgroupCreate { source, .. }
+        | SandboxError::CgroupRead { source, .. }
+        | SandboxError::CgroupWrite { source, .. } => source.kind() == std::io::ErrorKind::NotFound,
+        _ => false,
+    }
+}
+
 impl CgroupSandbox {
     /// A sandbox for `run_id`; nothing is created until `provision`.
     pub fn new(run_id: &str, cfg: CgroupConfig) -> Result<CgroupSandbox, SandboxError> {
@@ -126,16 +135,13 @@ impl CgroupSandbox {
         let dirs = self.run.dirs.clone();
         self.ledger_mut()?.record(Resource::Cgroup { dirs })?;
         // A concurrent teardown may remove the shared top folder between our
-        // two mkdirs (ENOENT); creating it again is enough.
+        // mkdirs and writes (ENOENT): creating it again is enough.
         let mut tries = 0;
         loop {
-            group::ensure_parent(&self.top)?;
-            match group::ensure_parent(&self.run) {
-                Err(SandboxError::CgroupCreate { source, .. })
-                    if source.kind() == std::io::ErrorKind::NotFound && tries < 5 =>
-                {
-                    tries += 1;
-                }
+            let made =
+                group::ensure_parent(&self.top).and_then(|()| group::ensure_parent(&self.run));
+            match made {
+                Err(e) if is_not_found(&e) && tries < 5 => tries += 1,
                 other => return other,
             }
         }

@@ -139,6 +139,9 @@ pub struct RunArgs {
     /// Resume this run id: only cells that did not finish run again.
     #[arg(long)]
     pub resume: Option<String>,
+    /// Results folder (default: `results/` under --home).
+    #[arg(long, env = "BENCHCAGE_RESULTS")]
+    pub results: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -1,9 +1,152 @@
-//! `benchcage run` (not built yet).
+//! `benchcage run`: validate, plan, run every cell (see `crate::run`),
+//! index the run in the history, print where the results are.
 
 use crate::cli::RunArgs;
-use std::path::Path;
+use crate::host::HostFacts;
+use crate::results::{history, layout};
+use crate::run::adapt;
+use crate::run::cell::{CellWork, NoFacts};
+use crate::run::matrix::{self, RunInfo, SandboxFactory};
+use crate::run::provenance;
+use crate::run::signals::Interrupts;
+use crate::sandbox::cgroup::sandbox::{CgroupConfig, CgroupSandbox};
+use crate::sandbox::{Backend, Sandbox, ledger};
+use crate::spec::Project;
+use crate::spec::overrides::parse_set_flags;
+use crate::spec::plan::plan_on;
+use anyhow::Context;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
-pub async fn run(_home: &Path, _args: &RunArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`benchcage run` is not built yet")
+pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
+    let interrupts = Interrupts::install().context("installing the Ctrl-C handler")?;
+    let host = HostFacts::probe();
+    let sets = parse_set_flags(&args.set).map_err(crate::error::BadInput::from)?;
+    let project = Project::load_with(home, &host).map_err(crate::error::BadInput::from)?;
+    let scenario = project
+        .find_scenario(&args.scenario, &host)
+        .map_err(crate::error::BadInput::from)?;
+    let plan = plan_on(
+        &project,
+        &scenario,
+        &sets,
+        args.env.as_deref(),
+        args.only.as_deref(),
+        &host,
+    )
+    .map_err(crate::error::BadInput::from)?;
+    if plan.cells.is_empty() {
+        return Err(crate::error::bad_input(format!(
+            "scenario `{}` has no cell matching --env/--only; `benchcage plan {}` lists them",
+            plan.scenario, args.scenario
+        )));
+    }
+
+    let results_root = args
+        .results
+        .clone()
+        .unwrap_or_else(|| layout::results_root(home));
+    // Leftovers of runs that died (SIGKILL, power cut) go first, so this run
+    // starts from a clean machine.
+    match ledger::reap_dead(&ledger::default_root(), false).await {
+        Ok(reports) if !reports.is_empty() => {
+            eprintln!("cleaned up what {} dead run(s) left behind", reports.len())
+        }
+        Ok(_) => {}
+        Err(e) => eprintln!("warning: checking for leftovers of dead runs: {e}"),
+    }
+
+    let exe = std::env::current_exe().context("finding the benchcage binary")?;
+    let cells: Vec<CellWork> = plan
+        .cells
+        .iter()
+        .map(|c| adapt::cell_work(c, exe.clone(), Arc::new(NoFacts)))
+        .collect();
+
+    let mut spec_files: Vec<PathBuf> = vec![resolve(home, &scenario.origin.file)];
+    for c in &plan.cells {
+        if let Some(e) = project.environments.get(&c.environment) {
+            spec_files.push(resolve(home, &e.origin.file));
+        }
+        if let Some(e) = project.engines.get(&c.engine) {
+            spec_files.push(resolve(home, &e.origin.file));
+        }
+        if let Ok(rd) = std::fs::read_dir(home.join("templates").join(&c.engine)) {
+            spec_files.extend(rd.flatten().map(|e| e.path()));
+        }
+    }
+    spec_files.sort();
+    spec_files.dedup();
+    let info = RunInfo {
+        scenario: plan.scenario.clone(),
+        scenario_hash: provenance::file_hash(&spec_files[0]).unwrap_or_default(),
+        spec_hashes: provenance::spec_hashes(home, spec_files.iter().map(PathBuf::as_path)),
+        overrides: sets.iter().cloned().collect(),
+        host: host_info(&host),
+        benchcage_version: provenance::version(),
+        git_rev: provenance::git_rev(home),
+    };
+
+    let work_root = matrix::work_root();
+    let factory: SandboxFactory = Box::new(move |cell: &CellWork, id: &str| {
+        let sb: Box<dyn Sandbox + Sync> = match cell.backend {
+            Backend::Cgroup => {
+                std::fs::create_dir_all(&work_root)?;
+                Box::new(CgroupSandbox::new(id, CgroupConfig::detect(&work_root)?)?)
+            }
+            Backend::Docker => anyhow::bail!(
+                "the docker backend is not wired into `run` in this build; use --set backend=cgroup"
+            ),
+        };
+        Ok(sb)
+    });
+
+    let out = matrix::run_matrix(
+        info,
+        cells,
+        &results_root,
+        args.resume.as_deref(),
+        factory,
+        interrupts,
+    )
+    .await?;
+
+    let db = results_root.join(layout::HISTORY_FILE);
+    match layout::load_run(&out.dir).map(|data| history::index_run(&db, &data)) {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => eprintln!("warning: indexing the run in {}: {e}", db.display()),
+        Err(e) => eprintln!("warning: reading the run back for the history: {e}"),
+    }
+    println!("results: {}", out.dir.display());
+    if out.interrupted {
+        eprintln!(
+            "interrupted: {} of {} cell(s) finished; resume with:\n  benchcage run {} --resume {}",
+            out.finished,
+            out.finished + out.failed + (plan.cells.len() - out.finished - out.failed),
+            args.scenario,
+            out.run_id
+        );
+        return Ok(ExitCode::from(130));
+    }
+    if out.failed > 0 {
+        eprintln!(
+            "{} cell(s) failed (see cell.json of each); run them again with:\n  benchcage run {} --resume {}",
+            out.failed, args.scenario, out.run_id
+        );
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn resolve(home: &Path, file: &str) -> PathBuf {
+    let p = PathBuf::from(file);
+    if p.is_absolute() { p } else { home.join(p) }
+}
+
+/// The host record with the cgroup layout filled in.
+fn host_info(host: &HostFacts) -> crate::results::model::HostInfo {
+    let mut info = host.info();
+    info.cgroup_version = format!("{:?}", host.cgroup).to_lowercase();
+    info
 }

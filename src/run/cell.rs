@@ -12,6 +12,8 @@ use crate::run::disk;
 use crate::run::live::{Live, Status};
 use crate::run::phase::{PhaseEnv, PhaseExec, PlaceHook};
 use crate::run::settle;
+use crate::sandbox::hog::Hog;
+use crate::sandbox::ledger::{self, Ledger};
 use crate::sandbox::{
     Backend, CellLimits, CgroupStats, EngineId, EngineLaunch, EngineStatus, Sandbox, SandboxError,
 };
@@ -34,26 +36,44 @@ pub type LaunchFn = Arc<
         + Sync,
 >;
 
-/// What the engine itself says, over its own protocol.
+/// What the engine itself says about its data and cache, over its own
+/// protocol (the version comes from the readiness probe).
 #[async_trait::async_trait]
 pub trait EngineFacts: Send + Sync {
-    /// Wait until a real query succeeds, or fail with the log tail.
-    async fn wait_ready(&self, launch: &EngineLaunch) -> anyhow::Result<()>;
-    /// The version string the engine reports (`SELECT version()`, `INFO server`).
-    async fn version(&self, port: u16) -> Option<String>;
     /// Data (and index) size the engine reports, when it does.
     async fn data_size(&self, port: u16) -> Option<u64>;
     /// Cache size the engine reports it uses.
     async fn cache_size(&self, port: u16) -> Option<u64>;
 }
 
+/// Facts from the data dir alone, for engines without a query for them.
+pub struct NoFacts;
+
+#[async_trait::async_trait]
+impl EngineFacts for NoFacts {
+    async fn data_size(&self, _port: u16) -> Option<u64> {
+        None
+    }
+    async fn cache_size(&self, _port: u16) -> Option<u64> {
+        None
+    }
+}
+
 /// The settle step of a cell.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SettleSpec {
-    /// Shrink the memory cap to this share of the measured data size.
-    pub memory: Option<Share>,
+    /// Shrink the memory cap after load.
+    pub memory: Option<SettleCap>,
     /// Drop the server's page cache before the phases.
     pub drop_caches: bool,
+}
+
+/// The memory cap settle sets after load.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SettleCap {
+    /// A share of the data size measured after load (`25% of data`).
+    OfData(Share),
+    Absolute(Bytes),
 }
 
 /// One phase of a cell: its runs, one per thread count (a thread sweep is
@@ -88,11 +108,17 @@ pub struct CellWork {
     pub settle: SettleSpec,
     pub phases: Vec<PhaseStep>,
     pub io_bound: IoBoundThresholds,
+    /// Lock host memory so that only this much is left, before the load.
+    pub hog_leave: Option<Bytes>,
+    /// The benchcage binary (the hog and the load generator run as it).
+    pub exe: PathBuf,
 }
 
 /// Where a cell runs and how it reports.
 pub struct CellCtx {
     pub run_id: String,
+    /// Id of this cell's sandbox (cgroup names, ledger): `<run-id>-<nn>`.
+    pub sandbox_id: String,
     pub cell_dir: PathBuf,
     /// Parent of the engine's data dir (outside the results disk).
     pub work_dir: PathBuf,
@@ -102,6 +128,9 @@ pub struct CellCtx {
     /// `2/4`.
     pub position: String,
 }
+
+/// How long the hog may take to lock its memory.
+const HOG_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// How long teardown may take, whatever happened before.
 pub const TEARDOWN_BUDGET: Duration = Duration::from_secs(60);
@@ -137,9 +166,9 @@ struct Running {
     engine_pid: Option<u32>,
     cgroup_paths: BTreeMap<String, PathBuf>,
     launch: Option<EngineLaunch>,
+    hog: Option<(Hog, Ledger)>,
     phase_time: Duration,
     oom_at_start: u64,
-    phase_started_ms: BTreeMap<String, u64>,
     epoch: Instant,
 }
 
@@ -209,9 +238,9 @@ pub async fn run_cell(
         engine_pid: None,
         cgroup_paths: BTreeMap::new(),
         launch: None,
+        hog: None,
         phase_time: Duration::ZERO,
         oom_at_start: 0,
-        phase_started_ms: BTreeMap::new(),
         epoch,
     };
     std::fs::create_dir_all(&ctx.cell_dir)?;
@@ -223,13 +252,16 @@ pub async fn run_cell(
         None => Vec::new(),
     };
     let leaked = teardown(&r.sandbox, &ctx.hurry).await;
+    if let Some((hog, ledger)) = r.hog.take() {
+        hog.stop().await;
+        let _ = ledger.finish();
+    }
     r.leave();
     let data_dir = ctx.work_dir.join(&work.key);
     let _ = std::fs::remove_dir_all(&data_dir);
 
     let rec = &mut r.record;
     rec.overhead_s = epoch.elapsed().saturating_sub(r.phase_time).as_secs_f64();
-    let _ = std::mem::take(&mut r.phase_started_ms);
     match outcome {
         Ok(()) => rec.status = "finished".into(),
         Err(Stop::Interrupted) => {
@@ -276,6 +308,7 @@ pub trait CellWriter: Send + Sync {
 fn base_record(work: &CellWork) -> CellRecord {
     CellRecord {
         key: work.key.clone(),
+        group: work.group.clone(),
         label: work.label.clone(),
         engine: work.engine.clone(),
         version: work.version.clone(),
@@ -352,9 +385,21 @@ async fn lifecycle(
     r.launch = Some(launch.clone());
 
     r.enter(ctx, "ready");
-    tokio::select! {
-        res = work.facts.wait_ready(&launch) => res?,
-        _ = ctx.stop.cancelled() => return Err(Stop::Interrupted),
+    let version = {
+        let mut sb = r.sandbox.lock().await;
+        tokio::select! {
+            res = crate::sandbox::ready::wait_ready(&mut **sb, &launch) => res?,
+            _ = ctx.stop.cancelled() => return Err(Stop::Interrupted),
+        }
+    };
+    r.record.engine_reported_version = version;
+
+    if let Some(leave) = work.hog_leave {
+        r.enter(ctx, "hog");
+        let mut ledger = Ledger::open(&ledger::default_root(), &format!("{}-hog", ctx.sandbox_id))?;
+        let hog = Hog::start(&work.exe, leave, Some(&mut ledger), HOG_TIMEOUT).await?;
+        r.record.fidelity.hog_locked_bytes = Some(hog.locked().as_u64());
+        r.hog = Some((hog, ledger));
     }
 
     let mut index = 0usize;
@@ -384,13 +429,18 @@ async fn lifecycle(
     let reported = work.facts.data_size(r.port).await;
     let data_size = reported.filter(|b| *b > 0).unwrap_or(on_disk);
     r.record.data_size_bytes = Some(data_size);
-    if let Some(share) = work.settle.memory {
-        let cap = settle::settled_cap(share, Bytes(data_size));
+    if let Some(want) = work.settle.memory {
+        let (cap, why) = match want {
+            SettleCap::OfData(share) => (
+                settle::settled_cap(share, Bytes(data_size)),
+                format!("{share} of data {}", Bytes(data_size)),
+            ),
+            SettleCap::Absolute(b) => (b, "absolute".to_string()),
+        };
         settle::set_memory_cap(&r.cgroup_paths, cap, work.limits.swap)?;
-        r.record.limits.insert(
-            "memory_settled".into(),
-            format!("{cap} ({share} of data {})", Bytes(data_size)),
-        );
+        r.record
+            .limits
+            .insert("memory_settled".into(), format!("{cap} ({why})"));
     }
     if work.settle.drop_caches {
         settle::drop_page_cache(&r.cgroup_paths)?;
@@ -425,7 +475,7 @@ pub fn stem(index: usize, name: &str, threads: u32) -> String {
     format!(
         "{:02}-{}-t{threads}",
         index + 1,
-        crate::run::key::file_safe(name)
+        crate::results::layout::file_safe(name)
     )
 }
 
@@ -468,8 +518,6 @@ async fn run_one(
         progress,
     };
     let started = Instant::now();
-    r.phase_started_ms
-        .insert(stem.clone(), r.epoch.elapsed().as_millis() as u64);
     let latest = r.sampler.as_ref().map(|s| s.latest());
     let fut = step.exec.run(env);
     tokio::pin!(fut);
@@ -529,7 +577,6 @@ async fn run_one(
 async fn collect(work: &CellWork, ctx: &CellCtx, r: &mut Running) -> Result<(), Stop> {
     let _ = ctx;
     let port = r.port;
-    r.record.engine_reported_version = work.facts.version(port).await.unwrap_or_default();
     let f = &mut r.record.fidelity;
     f.engine_reported_cache_bytes = work.facts.cache_size(port).await;
     let pids = settle::server_pids(&r.cgroup_paths)
@@ -552,6 +599,13 @@ async fn collect(work: &CellWork, ctx: &CellCtx, r: &mut Running) -> Result<(), 
     f.oom_kills = stats.oom_kills.saturating_sub(r.oom_at_start);
     let status = r.sandbox.lock().await.engine_status().await?;
     f.engine_restarts = u64::from(!matches!(status, EngineStatus::Running));
+    if let Some((hog, _)) = &r.hog {
+        let now = crate::sandbox::hog::vm_lck(hog.pid()).map(|b| b.as_u64());
+        f.hog_locked_bytes = now;
+        if let Some(v) = fidelity::hog_violation(hog.locked().as_u64(), now) {
+            f.violations.push(v);
+        }
+    }
     let sup = fidelity::supervision_violations(f.oom_kills, f.engine_restarts);
     f.violations.extend(sup);
     for (stem, io) in &f.phase_io {

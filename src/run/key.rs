@@ -68,11 +68,6 @@ fn sanitize(s: &str) -> String {
     out.trim_matches('-').chars().take(60).collect()
 }
 
-/// A phase name made safe for a file name.
-pub fn file_safe(name: &str) -> String {
-    sanitize(name)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

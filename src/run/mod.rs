@@ -15,14 +15,17 @@
 //! run (`phases/02-workload-a-t4.json`). The cell key includes the thread
 //! lists, so a different sweep is a different cell.
 
+pub mod adapt;
 pub mod cell;
 pub mod disk;
 pub mod exec;
 pub mod id;
 pub mod key;
 pub mod live;
+pub mod matrix;
 pub mod phase;
 pub mod provenance;
 pub mod resume;
 pub mod settle;
 pub mod signals;
+pub mod tools;

@@ -1,0 +1,303 @@
+//! The matrix: every cell of a plan in order, each recorded as it ends;
+//! a failed cell is recorded with its reason and the matrix goes on; an
+//! interrupt stops after tearing the current cell down and prints how to
+//! resume; `--resume` runs only the cells that did not finish.
+
+use crate::error::bad_input;
+use crate::metrics::procfs;
+use crate::results::atomic::{write_atomic, write_json_atomic};
+use crate::results::layout::{CellPaths, RunPaths};
+use crate::results::model::{
+    CellRecord, FidelityRecord, HostInfo, PhaseResult, ResourceSample, RunRecord,
+};
+use crate::run::cell::{CellCtx, CellWork, CellWriter, run_cell};
+use crate::run::disk;
+use crate::run::id::RunId;
+use crate::run::live::Live;
+use crate::run::resume::{self, CellState};
+use crate::run::signals::Interrupts;
+use crate::sandbox::Sandbox;
+use anyhow::Context;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// What the run records about itself, known before the first cell.
+#[derive(Debug, Clone, Default)]
+pub struct RunInfo {
+    pub scenario: String,
+    pub scenario_hash: String,
+    pub spec_hashes: BTreeMap<String, String>,
+    pub overrides: BTreeMap<String, String>,
+    pub host: HostInfo,
+    pub benchcage_version: String,
+    pub git_rev: String,
+}
+
+/// Creates the sandbox of a cell (cgroup or docker backend).
+pub type SandboxFactory =
+    Box<dyn Fn(&CellWork, &str) -> anyhow::Result<Box<dyn Sandbox + Sync>> + Send + Sync>;
+
+/// How the matrix ended.
+#[derive(Debug, Clone, Default)]
+pub struct MatrixOutcome {
+    pub run_id: String,
+    pub dir: PathBuf,
+    pub finished: usize,
+    pub failed: usize,
+    /// Cells skipped because an earlier attempt of this run finished them.
+    pub skipped: usize,
+    /// Cells that ran in this invocation.
+    pub ran: Vec<String>,
+    pub interrupted: bool,
+    pub status: String,
+}
+
+/// Writes cell files atomically (temp, fsync, rename, fsync folder).
+pub struct AtomicWriter;
+
+impl CellWriter for AtomicWriter {
+    fn phase(&self, cell_dir: &Path, index: usize, stem: &str, result: &PhaseResult) -> anyhow::Result<()> {
+        let _ = index;
+        let path = CellPaths { dir: cell_dir.to_path_buf() }
+            .phases_dir()
+            .join(format!("{stem}.json"));
+        Ok(write_json_atomic(&path, result)?)
+    }
+    fn samples(&self, cell_dir: &Path, samples: &[ResourceSample]) -> anyhow::Result<()> {
+        let p = CellPaths { dir: cell_dir.to_path_buf() }.samples_json();
+        Ok(write_json_atomic(&p, &samples)?)
+    }
+    fn fidelity(&self, cell_dir: &Path, f: &FidelityRecord) -> anyhow::Result<()> {
+        let p = CellPaths { dir: cell_dir.to_path_buf() }.fidelity_json();
+        Ok(write_json_atomic(&p, f)?)
+    }
+    fn cell(&self, cell_dir: &Path, rec: &CellRecord) -> anyhow::Result<()> {
+        let p = CellPaths { dir: cell_dir.to_path_buf() }.cell_json();
+        Ok(write_json_atomic(&p, rec)?)
+    }
+    fn file(&self, path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+        Ok(write_atomic(path, bytes)?)
+    }
+}
+
+/// Where engine data dirs go: a work folder beside the system temp dir,
+/// never on the results disk (a full results disk must not kill the engine).
+pub fn work_root() -> PathBuf {
+    std::env::var_os("BENCHCAGE_WORK")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join("benchcage-work"))
+}
+
+/// Run (or resume) the matrix of `cells` and write the run's records.
+pub async fn run_matrix(
+    info: RunInfo,
+    cells: Vec<CellWork>,
+    results_root: &Path,
+    resume_id: Option<&str>,
+    make_sandbox: SandboxFactory,
+    interrupts: Interrupts,
+) -> anyhow::Result<MatrixOutcome> {
+    let keys: Vec<String> = cells.iter().map(|c| c.key.clone()).collect();
+    let (run_id, mut record, states) = match resume_id {
+        Some(id) => open_resumed(results_root, id, &info, &keys)?,
+        None => {
+            let id = RunId::new(chrono::Utc::now());
+            let rec = RunRecord {
+                run_id: id.to_string(),
+                scenario: info.scenario.clone(),
+                scenario_hash: info.scenario_hash.clone(),
+                spec_hashes: info.spec_hashes.clone(),
+                started_at: chrono::Utc::now().to_rfc3339(),
+                host: info.host.clone(),
+                benchcage_version: info.benchcage_version.clone(),
+                git_rev: info.git_rev.clone(),
+                overrides: info.overrides.clone(),
+                cells: keys.clone(),
+                status: "running".into(),
+                ..Default::default()
+            };
+            (id, rec, BTreeMap::new())
+        }
+    };
+    disk::check_free(results_root, disk::MIN_FREE).map_err(anyhow::Error::msg)?;
+    let paths = RunPaths::new(results_root, run_id.as_str());
+    record.status = "running".into();
+    record.finished_at = None;
+    record.note = None;
+    write_json_atomic(&paths.run_json(), &record)
+        .with_context(|| format!("writing the run record of {run_id}"))?;
+
+    let live = Arc::new(Mutex::new(Live::stderr()));
+    let say = |msg: &str| live.lock().unwrap_or_else(|e| e.into_inner()).say(msg);
+    say(&format!(
+        "run {run_id}: {} cell(s), results in {}",
+        cells.len(),
+        paths.dir.display()
+    ));
+    let work_dir = work_root().join(run_id.as_str());
+    let mut out = MatrixOutcome {
+        run_id: run_id.to_string(),
+        dir: paths.dir.clone(),
+        ..Default::default()
+    };
+    let total = cells.len();
+    for (i, cell) in cells.iter().enumerate() {
+        if interrupts.stop.is_cancelled() {
+            break;
+        }
+        let position = format!("{}/{total}", i + 1);
+        if states.get(&cell.key).is_some_and(CellState::is_done) {
+            out.skipped += 1;
+            out.finished += 1;
+            say(&format!("[{position} {}] finished earlier, skipped", cell.label));
+            continue;
+        }
+        let cell_paths = paths.cell(&cell.key);
+        set_aside_attempt(&paths.dir, &cell_paths.dir)?;
+        let sandbox_id = format!("{run_id}-{:02}", i + 1);
+        let ctx = CellCtx {
+            run_id: run_id.to_string(),
+            sandbox_id: sandbox_id.clone(),
+            cell_dir: cell_paths.dir.clone(),
+            work_dir: work_dir.clone(),
+            stop: interrupts.stop.clone(),
+            hurry: interrupts.hurry.clone(),
+            live: live.clone(),
+            position: position.clone(),
+        };
+        out.ran.push(cell.key.clone());
+        let rec = match make_sandbox(cell, &sandbox_id) {
+            Ok(sb) => run_cell(cell, sb, &ctx, &AtomicWriter).await,
+            Err(e) => failed_before_start(cell, &ctx, &format!("{e:#}")),
+        };
+        match rec {
+            Ok(rec) if rec.status == "finished" => {
+                out.finished += 1;
+                let valid = if rec.fidelity.is_valid() { "valid" } else { "INVALID" };
+                say(&format!(
+                    "[{position} {}] finished in {:.1}s (overhead {:.1}s), fidelity {valid}",
+                    cell.label,
+                    rec.stage_s.values().sum::<f64>(),
+                    rec.overhead_s
+                ));
+            }
+            Ok(rec) if rec.status == "interrupted" => {
+                say(&format!("[{position} {}] interrupted, torn down", cell.label));
+            }
+            Ok(rec) => {
+                out.failed += 1;
+                say(&format!(
+                    "[{position} {}] FAILED: {}",
+                    cell.label,
+                    rec.failure.unwrap_or_default()
+                ));
+            }
+            Err(e) => {
+                // The results disk refused a write: later cells would fail the same way.
+                out.failed += 1;
+                record.status = "failed".into();
+                record.note = Some(format!("writing results failed: {e:#}"));
+                say(&format!("[{position} {}] could not write its results: {e:#}", cell.label));
+                break;
+            }
+        }
+    }
+    let _ = std::fs::remove_dir(&work_dir);
+
+    out.interrupted = interrupts.stop.is_cancelled();
+    let resume_hint = format!("benchcage run <same scenario and flags> --resume {run_id}");
+    if out.interrupted {
+        record.status = "interrupted".into();
+        record.note = Some(format!("interrupted; to finish the remaining cells: {resume_hint}"));
+    } else if record.status != "failed" {
+        record.status = if out.failed > 0 { "failed" } else { "finished" }.into();
+        if out.failed > 0 {
+            record.note = Some(format!(
+                "{} cell(s) failed; to run them again: {resume_hint}",
+                out.failed
+            ));
+        }
+    }
+    record.finished_at = Some(chrono::Utc::now().to_rfc3339());
+    let peak = procfs::self_peak_rss(Path::new(procfs::PROC));
+    record.benchcage_peak_rss_bytes = peak.max(record.benchcage_peak_rss_bytes);
+    out.status = record.status.clone();
+    write_json_atomic(&paths.run_json(), &record)
+        .with_context(|| format!("writing the run record of {run_id}"))?;
+    if let Some(note) = &record.note {
+        say(note);
+    }
+    Ok(out)
+}
+
+/// A cell whose sandbox could not even be created: recorded as failed.
+fn failed_before_start(cell: &CellWork, ctx: &CellCtx, why: &str) -> anyhow::Result<CellRecord> {
+    let rec = CellRecord {
+        key: cell.key.clone(),
+        label: cell.label.clone(),
+        engine: cell.engine.clone(),
+        version: cell.version.clone(),
+        environment: cell.environment.clone(),
+        repetition: cell.repetition,
+        limits: cell.limits_record.clone(),
+        knobs: cell.knobs.clone(),
+        status: "failed".into(),
+        failure: Some(format!("creating the sandbox: {why}")),
+        ..Default::default()
+    };
+    AtomicWriter.cell(&ctx.cell_dir, &rec)?;
+    Ok(rec)
+}
+
+/// Move an earlier, unfinished attempt of a cell out of `cells/` so the
+/// new attempt starts clean and the old one stays for inspection.
+fn set_aside_attempt(run_dir: &Path, cell_dir: &Path) -> anyhow::Result<()> {
+    if !cell_dir.exists() {
+        return Ok(());
+    }
+    let name = cell_dir.file_name().unwrap_or_default().to_string_lossy().to_string();
+    let attempts = run_dir.join("attempts");
+    std::fs::create_dir_all(&attempts)?;
+    let mut n = 1;
+    while attempts.join(format!("{name}.{n}")).exists() {
+        n += 1;
+    }
+    std::fs::rename(cell_dir, attempts.join(format!("{name}.{n}")))
+        .with_context(|| format!("moving the unfinished attempt {} aside", cell_dir.display()))
+}
+
+fn open_resumed(
+    results_root: &Path,
+    id: &str,
+    info: &RunInfo,
+    keys: &[String],
+) -> anyhow::Result<(RunId, RunRecord, BTreeMap<String, CellState>)> {
+    let id = RunId::parse(id).map_err(bad_input)?;
+    let paths = RunPaths::new(results_root, id.as_str());
+    let text = std::fs::read(paths.run_json()).map_err(|e| {
+        bad_input(format!(
+            "--resume {id}: cannot read {}: {e}; `ls {}` lists the runs",
+            paths.run_json().display(),
+            results_root.display()
+        ))
+    })?;
+    let rec: RunRecord = serde_json::from_slice(&text)
+        .map_err(|e| bad_input(format!("--resume {id}: {} is not a run record: {e}", paths.run_json().display())))?;
+    if rec.scenario != info.scenario {
+        return Err(bad_input(format!(
+            "--resume {id}: that run is of scenario `{}`, not `{}`",
+            rec.scenario, info.scenario
+        )));
+    }
+    let new = resume::unknown_keys(keys, &rec.cells);
+    if !new.is_empty() {
+        return Err(bad_input(format!(
+            "--resume {id}: {} planned cell(s) are not in that run ({}); the scenario, a spec or an override changed since. Run it again with the same flags, or start a new run",
+            new.len(),
+            new.join(", ")
+        )));
+    }
+    let states = resume::cell_states(&paths.cells_dir(), keys);
+    Ok((id, rec, states))
+}

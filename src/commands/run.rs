@@ -63,8 +63,12 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|c| adapt::cell_work(c, exe.clone(), Arc::new(NoFacts)))
         .collect();
+    for c in &cells {
+        adapt::check_configs(c).map_err(crate::error::bad_input)?;
+    }
 
-    let mut spec_files: Vec<PathBuf> = vec![resolve(home, &scenario.origin.file)];
+    let scenario_file = resolve(home, &scenario.origin.file);
+    let mut spec_files: Vec<PathBuf> = vec![scenario_file.clone()];
     for c in &plan.cells {
         if let Some(e) = project.environments.get(&c.environment) {
             spec_files.push(resolve(home, &e.origin.file));
@@ -80,7 +84,7 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
     spec_files.dedup();
     let info = RunInfo {
         scenario: plan.scenario.clone(),
-        scenario_hash: provenance::file_hash(&spec_files[0]).unwrap_or_default(),
+        scenario_hash: provenance::file_hash(&scenario_file).unwrap_or_default(),
         spec_hashes: provenance::spec_hashes(home, spec_files.iter().map(PathBuf::as_path)),
         overrides: sets.iter().cloned().collect(),
         host: host_info(&host),

@@ -19,7 +19,9 @@ use std::sync::Arc;
 pub fn store_url(probe: &Probe, port: u16) -> String {
     match probe {
         Probe::Redis => format!("redis://127.0.0.1:{port}"),
-        Probe::Postgres { user, database } => format!("postgres://{user}@127.0.0.1:{port}/{database}"),
+        Probe::Postgres { user, database } => {
+            format!("postgres://{user}@127.0.0.1:{port}/{database}")
+        }
         Probe::Mysql { user } => format!("mysql://{user}@127.0.0.1:{port}/benchcage"),
         Probe::Mongodb => format!("mongodb://127.0.0.1:{port}"),
     }
@@ -68,6 +70,19 @@ fn backend_name(b: Backend) -> &'static str {
         Backend::Cgroup => "cgroup",
         Backend::Docker => "docker",
     }
+}
+
+/// Check every generator config of a cell before anything is created:
+/// a config the load generator would refuse is bad input.
+pub fn check_configs(work: &CellWork) -> Result<(), String> {
+    for step in work.load.iter().chain(work.phases.iter()) {
+        for &t in &step.threads {
+            step.exec
+                .check(t)
+                .map_err(|e| format!("{} phase `{}`: {e}", work.label, step.name))?;
+        }
+    }
+    Ok(())
 }
 
 /// The work of one planned cell. `exe` is the benchcage binary that runs
@@ -159,7 +174,10 @@ pub use crate::run::cell::SettleCap;
 fn base_config(cell: &PlannedCell, port: u16, name: &str) -> serde_json::Map<String, Value> {
     let mut m = serde_json::Map::new();
     m.insert("name".into(), json!(name));
-    m.insert("store".into(), json!(store_url(&cell.readiness.probe, port)));
+    m.insert(
+        "store".into(),
+        json!(store_url(&cell.readiness.probe, port)),
+    );
     if let Some(d) = &cell.dataset {
         m.insert("records".into(), json!(d.records));
         m.insert("field_count".into(), json!(d.field_count));
@@ -176,13 +194,10 @@ fn load_config(cell: &Arc<PlannedCell>) -> ConfigFn {
     let cell = cell.clone();
     Arc::new(move |port, threads| {
         let mut m = base_config(&cell, port, "load");
-        if let Some(l) = &cell.load {
-            if l.workload == LoadWorkload::Candles {
-                m.insert("workload".into(), json!("candles"));
-            }
-            if l.batch > 1 {
-                m.insert("batch".into(), json!(l.batch));
-            }
+        // The generator picks its own batch size; the scenario's `batch` is
+        // recorded in the plan (and so in the cell key).
+        if cell.load.as_ref().map(|l| l.workload) == Some(LoadWorkload::Candles) {
+            m.insert("workload".into(), json!("candles"));
         }
         m.insert("load".into(), json!(true));
         m.insert("load_threads".into(), json!(threads));
@@ -191,12 +206,18 @@ fn load_config(cell: &Arc<PlannedCell>) -> ConfigFn {
     })
 }
 
-fn phase_exec(cell: &Arc<PlannedCell>, pp: &PlannedPhase, exe: &std::path::Path) -> Arc<dyn crate::run::phase::PhaseExec> {
+fn phase_exec(
+    cell: &Arc<PlannedCell>,
+    pp: &PlannedPhase,
+    exe: &std::path::Path,
+) -> Arc<dyn crate::run::phase::PhaseExec> {
     match &pp.phase.work {
         Work::Builtin(b) => {
             let label = match b {
                 Builtin::Ycsb { workload, .. } => format!("ycsb:{}", ycsb_name(workload)),
-                Builtin::Candles { queries } => format!("candles:{}", json!(queries).as_str().unwrap_or("")),
+                Builtin::Candles { queries } => {
+                    format!("candles:{}", json!(queries).as_str().unwrap_or(""))
+                }
             };
             Arc::new(DriveExec {
                 label,
@@ -227,7 +248,10 @@ fn builtin_config(cell: &Arc<PlannedCell>, pp: &PlannedPhase) -> ConfigFn {
         let phase = &pp.phase;
         let mut m = base_config(&cell, port, &phase.name);
         match &phase.work {
-            Work::Builtin(Builtin::Ycsb { workload, distribution }) => {
+            Work::Builtin(Builtin::Ycsb {
+                workload,
+                distribution,
+            }) => {
                 m.insert("workload".into(), json!(ycsb_name(workload)));
                 if let YcsbWorkload::Custom(mix) = workload {
                     let mut mm = serde_json::Map::new();
@@ -250,7 +274,10 @@ fn builtin_config(cell: &Arc<PlannedCell>, pp: &PlannedPhase) -> ConfigFn {
                 m.insert("workload".into(), json!("candles"));
                 m.insert("queries".into(), json!(queries));
             }
-            Work::Tool(_) => anyhow::bail!("phase {} runs a tool, not the built-in generator", phase.name),
+            Work::Tool(_) => anyhow::bail!(
+                "phase {} runs a tool, not the built-in generator",
+                phase.name
+            ),
         }
         m.insert("threads".into(), json!(threads));
         match phase.length {

@@ -470,6 +470,24 @@ async fn lifecycle(
     Ok(())
 }
 
+/// Lifecycle stages that are benchcage's own work (not load, not phases).
+pub const OWN_STAGES: &[&str] = &[
+    "provision",
+    "render",
+    "start",
+    "ready",
+    "hog",
+    "settle",
+    "collect",
+    "teardown",
+];
+
+/// Seconds a cell spent in benchcage's own stages: its overhead beside the
+/// engine's load and the measured phases.
+pub fn own_overhead_s(rec: &CellRecord) -> f64 {
+    OWN_STAGES.iter().filter_map(|s| rec.stage_s.get(*s)).sum()
+}
+
 /// `02-workload-a-t4`: the phase file stem (also used for raw outputs).
 pub fn stem(index: usize, name: &str, threads: u32) -> String {
     format!(

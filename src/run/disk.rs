@@ -33,8 +33,20 @@ pub fn check_free(path: &Path, need: Bytes) -> Result<Bytes, String> {
     Ok(free)
 }
 
+/// Write-ahead and redo logs: on disk, but not the data set. A memory cap
+/// "as a share of the data" is a share of tables and indexes.
+pub const LOG_NAMES: &[&str] = &[
+    "pg_wal",
+    "#innodb_redo",
+    "ib_logfile0",
+    "ib_logfile1",
+    "journal",
+    "appendonlydir",
+];
+
 /// Total size of the files under `dir` (the engine's data on disk), like
-/// `du --apparent-size`; unreadable entries are skipped.
+/// `du --apparent-size`, without write-ahead logs ([`LOG_NAMES`]);
+/// unreadable entries are skipped.
 pub fn dir_size(dir: &Path) -> u64 {
     let mut total = 0;
     let mut stack = vec![dir.to_path_buf()];
@@ -43,6 +55,9 @@ pub fn dir_size(dir: &Path) -> u64 {
             continue;
         };
         for e in entries.flatten() {
+            if LOG_NAMES.iter().any(|n| e.file_name() == *n) {
+                continue;
+            }
             match e.file_type() {
                 Ok(t) if t.is_dir() => stack.push(e.path()),
                 Ok(t) if t.is_file() => total += e.metadata().map(|m| m.len()).unwrap_or(0),
@@ -58,11 +73,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn dir_size_adds_up_nested_files() {
+    fn dir_size_adds_up_nested_files_but_not_the_wal() {
         let t = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(t.path().join("a/b")).unwrap();
         std::fs::write(t.path().join("x"), vec![0u8; 1000]).unwrap();
         std::fs::write(t.path().join("a/b/y"), vec![0u8; 24]).unwrap();
+        std::fs::create_dir_all(t.path().join("pg_wal")).unwrap();
+        std::fs::write(t.path().join("pg_wal/000001"), vec![0u8; 4096]).unwrap();
         assert_eq!(dir_size(t.path()), 1024);
     }
 

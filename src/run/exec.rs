@@ -5,6 +5,7 @@
 
 use crate::results::model::PhaseResult;
 use crate::run::phase::{PhaseEnv, PhaseExec};
+use crate::workload::WorkloadConfig;
 use anyhow::Context;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -32,6 +33,13 @@ impl PhaseExec for DriveExec {
         self.label.clone()
     }
 
+    fn check(&self, threads: u32) -> Result<(), String> {
+        let cfg = (self.config)(1, threads).map_err(|e| format!("{e:#}"))?;
+        let cfg: WorkloadConfig =
+            serde_json::from_value(cfg).map_err(|e| format!("load generator config: {e}"))?;
+        cfg.validate().map(|_| ()).map_err(|e| e.to_string())
+    }
+
     async fn run(&self, env: PhaseEnv) -> anyhow::Result<PhaseResult> {
         let raw = env.cell_dir.join("raw");
         std::fs::create_dir_all(&raw)?;
@@ -55,8 +63,16 @@ impl PhaseExec for DriveExec {
                 tail(&log_path, 10)
             )
         })?;
-        let mut res: PhaseResult = serde_json::from_slice(&text).with_context(|| {
+        // `drive --json` writes every phase it ran (load, then one per
+        // thread count); the run asks it for exactly one.
+        let results: Vec<PhaseResult> = serde_json::from_slice(&text).with_context(|| {
             format!("reading the load generator's result {}", out_path.display())
+        })?;
+        let mut res = results.into_iter().next_back().with_context(|| {
+            format!(
+                "the load generator's result {} is empty",
+                out_path.display()
+            )
         })?;
         res.raw_outputs.push(format!("raw/{}.log", env.stem));
         res.raw_outputs

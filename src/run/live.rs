@@ -3,7 +3,6 @@
 //! place; otherwise (CI, a pipe, a log file) a plain line is printed every
 //! few seconds so logs stay readable.
 
-use crate::units::Bytes;
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
@@ -30,20 +29,25 @@ impl Status {
             out.push_str(&format!(" | {ops:.0} ops/s"));
         }
         if let Some(m) = self.memory {
-            out.push_str(&format!(" | server memory {}", Bytes(m)));
+            out.push_str(&format!(" | server memory {}", mib(m)));
             if let Some(cap) = self.memory_cap.filter(|c| *c > 0 && *c < u64::MAX / 2) {
                 let pct = m as f64 * 100.0 / cap as f64;
-                out.push_str(&format!(" of {} ({pct:.0}%)", Bytes(cap)));
+                out.push_str(&format!(" of {} ({pct:.0}%)", mib(cap)));
             }
         }
         out
     }
 }
 
+fn mib(b: u64) -> String {
+    format!("{:.1}MiB", b as f64 / (1u64 << 20) as f64)
+}
+
 /// Terminal or plain output.
 pub struct Live {
     tty: bool,
     last_plain: Option<Instant>,
+    last_stage: String,
     drawn: bool,
 }
 
@@ -53,17 +57,22 @@ impl Live {
         Live {
             tty: std::io::stderr().is_terminal(),
             last_plain: None,
+            last_stage: String::new(),
             drawn: false,
         }
     }
 
-    /// Show the status (rate-limited when not a terminal).
+    /// Show the status (when not a terminal: at every new stage, and
+    /// otherwise every few seconds).
     pub fn show(&mut self, status: &Status) {
         let mut err = std::io::stderr().lock();
+        let stage = format!("{} {}", status.cell, status.stage);
+        let new_stage = stage != self.last_stage;
+        self.last_stage = stage;
         if self.tty {
             let _ = write!(err, "\r\x1b[2K{}", status.line());
             self.drawn = true;
-        } else if self.last_plain.is_none_or(|t| t.elapsed() >= PLAIN_EVERY) {
+        } else if new_stage || self.last_plain.is_none_or(|t| t.elapsed() >= PLAIN_EVERY) {
             let _ = writeln!(err, "{}", status.line());
             self.last_plain = Some(Instant::now());
         }

@@ -57,23 +57,40 @@ pub struct MatrixOutcome {
 pub struct AtomicWriter;
 
 impl CellWriter for AtomicWriter {
-    fn phase(&self, cell_dir: &Path, index: usize, stem: &str, result: &PhaseResult) -> anyhow::Result<()> {
+    fn phase(
+        &self,
+        cell_dir: &Path,
+        index: usize,
+        stem: &str,
+        result: &PhaseResult,
+    ) -> anyhow::Result<()> {
         let _ = index;
-        let path = CellPaths { dir: cell_dir.to_path_buf() }
-            .phases_dir()
-            .join(format!("{stem}.json"));
+        let path = CellPaths {
+            dir: cell_dir.to_path_buf(),
+        }
+        .phases_dir()
+        .join(format!("{stem}.json"));
         Ok(write_json_atomic(&path, result)?)
     }
     fn samples(&self, cell_dir: &Path, samples: &[ResourceSample]) -> anyhow::Result<()> {
-        let p = CellPaths { dir: cell_dir.to_path_buf() }.samples_json();
+        let p = CellPaths {
+            dir: cell_dir.to_path_buf(),
+        }
+        .samples_json();
         Ok(write_json_atomic(&p, &samples)?)
     }
     fn fidelity(&self, cell_dir: &Path, f: &FidelityRecord) -> anyhow::Result<()> {
-        let p = CellPaths { dir: cell_dir.to_path_buf() }.fidelity_json();
+        let p = CellPaths {
+            dir: cell_dir.to_path_buf(),
+        }
+        .fidelity_json();
         Ok(write_json_atomic(&p, f)?)
     }
     fn cell(&self, cell_dir: &Path, rec: &CellRecord) -> anyhow::Result<()> {
-        let p = CellPaths { dir: cell_dir.to_path_buf() }.cell_json();
+        let p = CellPaths {
+            dir: cell_dir.to_path_buf(),
+        }
+        .cell_json();
         Ok(write_json_atomic(&p, rec)?)
     }
     fn file(&self, path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
@@ -150,7 +167,10 @@ pub async fn run_matrix(
         if states.get(&cell.key).is_some_and(CellState::is_done) {
             out.skipped += 1;
             out.finished += 1;
-            say(&format!("[{position} {}] finished earlier, skipped", cell.label));
+            say(&format!(
+                "[{position} {}] finished earlier, skipped",
+                cell.label
+            ));
             continue;
         }
         let cell_paths = paths.cell(&cell.key);
@@ -174,16 +194,24 @@ pub async fn run_matrix(
         match rec {
             Ok(rec) if rec.status == "finished" => {
                 out.finished += 1;
-                let valid = if rec.fidelity.is_valid() { "valid" } else { "INVALID" };
+                let valid = if rec.fidelity.is_valid() {
+                    "valid"
+                } else {
+                    "INVALID"
+                };
                 say(&format!(
-                    "[{position} {}] finished in {:.1}s (overhead {:.1}s), fidelity {valid}",
+                    "[{position} {}] finished in {:.1}s (load {:.1}s, benchcage {:.1}s), fidelity {valid}",
                     cell.label,
                     rec.stage_s.values().sum::<f64>(),
-                    rec.overhead_s
+                    rec.stage_s.get("load").copied().unwrap_or(0.0),
+                    crate::run::cell::own_overhead_s(&rec),
                 ));
             }
             Ok(rec) if rec.status == "interrupted" => {
-                say(&format!("[{position} {}] interrupted, torn down", cell.label));
+                say(&format!(
+                    "[{position} {}] interrupted, torn down",
+                    cell.label
+                ));
             }
             Ok(rec) => {
                 out.failed += 1;
@@ -198,7 +226,10 @@ pub async fn run_matrix(
                 out.failed += 1;
                 record.status = "failed".into();
                 record.note = Some(format!("writing results failed: {e:#}"));
-                say(&format!("[{position} {}] could not write its results: {e:#}", cell.label));
+                say(&format!(
+                    "[{position} {}] could not write its results: {e:#}",
+                    cell.label
+                ));
                 break;
             }
         }
@@ -209,7 +240,9 @@ pub async fn run_matrix(
     let resume_hint = format!("benchcage run <same scenario and flags> --resume {run_id}");
     if out.interrupted {
         record.status = "interrupted".into();
-        record.note = Some(format!("interrupted; to finish the remaining cells: {resume_hint}"));
+        record.note = Some(format!(
+            "interrupted; to finish the remaining cells: {resume_hint}"
+        ));
     } else if record.status != "failed" {
         record.status = if out.failed > 0 { "failed" } else { "finished" }.into();
         if out.failed > 0 {
@@ -256,7 +289,11 @@ fn set_aside_attempt(run_dir: &Path, cell_dir: &Path) -> anyhow::Result<()> {
     if !cell_dir.exists() {
         return Ok(());
     }
-    let name = cell_dir.file_name().unwrap_or_default().to_string_lossy().to_string();
+    let name = cell_dir
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .to_string();
     let attempts = run_dir.join("attempts");
     std::fs::create_dir_all(&attempts)?;
     let mut n = 1;
@@ -282,8 +319,12 @@ fn open_resumed(
             results_root.display()
         ))
     })?;
-    let rec: RunRecord = serde_json::from_slice(&text)
-        .map_err(|e| bad_input(format!("--resume {id}: {} is not a run record: {e}", paths.run_json().display())))?;
+    let rec: RunRecord = serde_json::from_slice(&text).map_err(|e| {
+        bad_input(format!(
+            "--resume {id}: {} is not a run record: {e}",
+            paths.run_json().display()
+        ))
+    })?;
     if rec.scenario != info.scenario {
         return Err(bad_input(format!(
             "--resume {id}: that run is of scenario `{}`, not `{}`",

@@ -36,6 +36,8 @@ pub struct PhaseEnv {
 pub trait PhaseExec: Send + Sync {
     /// What the phase runs, for labels (`ycsb:a`, `sysbench:oltp_read_write`).
     fn describe(&self) -> String;
+    /// Check the phase's configuration for a thread count, creating nothing.
+    fn check(&self, threads: u32) -> Result<(), String>;
     /// Run to the end (or until cancelled) and return the parsed result.
     async fn run(&self, env: PhaseEnv) -> anyhow::Result<PhaseResult>;
 }

@@ -29,6 +29,10 @@ impl PhaseExec for ToolExec {
         }
     }
 
+    fn check(&self, _threads: u32) -> Result<(), String> {
+        Ok(())
+    }
+
     async fn run(&self, env: PhaseEnv) -> anyhow::Result<PhaseResult> {
         let _ = (&self.cell, &self.phase, env);
         anyhow::bail!(

@@ -1058,3 +1058,53 @@ async fn mariadb_runs_as_mysql_after_install_db_pinned_and_capped() {
     assert!(t.is_clean(), "{t:?}");
     assert_clean(&s, &[pid]);
 }
+
+/// The v2 removal path on the real kernel: this host's hybrid mount has a
+/// unified tree without controllers, enough for join, freeze, kill, rmdir.
+#[tokio::test]
+async fn v2_groups_are_joined_from_pre_exec_killed_and_removed_on_the_real_unified_tree() {
+    use benchcage::sandbox::cgroup::group::{self, Group};
+    use benchcage::sandbox::cgroup::remove;
+    let root = Path::new("/sys/fs/cgroup/unified");
+    if !root.join("cgroup.procs").exists() {
+        eprintln!("no unified hierarchy mounted; skipped");
+        return;
+    }
+    let hier = Hierarchy::V2 {
+        root: root.to_path_buf(),
+    };
+    let run = format!("benchcage-v2-{}", std::process::id());
+    let parent = Group::at(&hier, Path::new(&run), "run");
+    let leaf = Group::at(&hier, &Path::new(&run).join("server"), "server");
+    group::ensure_parent(&parent).unwrap();
+    leaf.create().unwrap();
+    let mut cmd = std::process::Command::new("/bin/sh");
+    cmd.args(["-c", "sleep 600 & sleep 600 & wait"]);
+    benchcage::sandbox::process::join_in_pre_exec(
+        &mut cmd,
+        &leaf.procs_files(),
+        benchcage::sandbox::process::Detach::Session,
+        None,
+    )
+    .unwrap();
+    let mut child = cmd.spawn().unwrap();
+    let deadline = Instant::now() + std::time::Duration::from_secs(5);
+    while remove::pids_in(&leaf.dirs).len() < 3 {
+        assert!(
+            Instant::now() < deadline,
+            "children never showed up in the group"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let pids = remove::pids_in(&leaf.dirs);
+    assert!(pids.contains(&(child.id() as i32)));
+    let deadline = Instant::now() + BUDGET;
+    let removed = remove::remove_group(&leaf.dirs, deadline).await.unwrap();
+    remove::remove_group(&parent.dirs, deadline).await.unwrap();
+    let _ = child.wait();
+    assert_eq!(removed.len(), 1);
+    assert!(!root.join(&run).exists());
+    for p in pids {
+        assert!(!pid_alive(p as u32), "pid {p} survived");
+    }
+}

@@ -145,6 +145,15 @@ fn the_quickstart_scenario_is_redis_workload_a_in_under_a_minute() {
     );
     assert_eq!(c.phases.len(), 1);
     assert_eq!(c.phases[0].id, "workload-a/t4");
+    assert_eq!(
+        c.spec_files,
+        vec![
+            "scenarios/quickstart.yaml",
+            "environments/quickstart.yaml",
+            "engines/redis.yaml",
+            "templates/redis/redis.conf.tera"
+        ]
+    );
 }
 
 #[test]

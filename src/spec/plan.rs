@@ -69,6 +69,9 @@ pub struct PlannedCell {
     pub readiness: Readiness,
     /// The binary inside the image (docker backend) for `{binary}`.
     pub image_binary: String,
+    /// Spec files this cell was planned from, relative to the project home
+    /// (scenario, environment, engine, templates), for provenance hashes.
+    pub spec_files: Vec<String>,
 }
 
 /// One measured run: a phase at one thread count.
@@ -618,6 +621,18 @@ fn plan_inner(
                     })
                 })
                 .collect();
+            let mut spec_files = vec![
+                s.origin.file.clone(),
+                envspec.origin.file.clone(),
+                engine.origin.file.clone(),
+            ];
+            spec_files.extend(
+                engine
+                    .config_files
+                    .iter()
+                    .map(|c| format!("templates/{}", c.template)),
+            );
+            spec_files.retain(|f| !f.is_empty());
             let limits = CellLimits {
                 server_cpus: ep.env.server_cpus.clone(),
                 client_cpus: ep.env.client_cpus.clone(),
@@ -658,6 +673,7 @@ fn plan_inner(
                     env: engine.env.clone(),
                     readiness: engine.readiness.clone(),
                     image_binary: image_binary.clone(),
+                    spec_files: spec_files.clone(),
                 });
             }
         }

@@ -23,9 +23,9 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let interrupts = Interrupts::install().context("installing the Ctrl-C handler")?;
     let host = HostFacts::probe();
     let sets = parse_set_flags(&args.set).map_err(crate::error::BadInput::from)?;
-    let project = Project::load_with(home, &host).map_err(crate::error::BadInput::from)?;
+    let project = Project::load(home).map_err(crate::error::BadInput::from)?;
     let scenario = project
-        .find_scenario(&args.scenario, &host)
+        .find_scenario(&args.scenario)
         .map_err(crate::error::BadInput::from)?;
     let plan = plan_on(
         &project,

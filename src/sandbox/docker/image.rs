@@ -1,0 +1,64 @@
+//! Images: present locally, pulled from a registry with a progress bar, or
+//! a clear error naming `make images` on a machine without a registry.
+
+use super::DockerBackendError;
+use super::client::{DockerClient, PullStep};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Images that exist only as local builds of scripts/images.sh; pulling
+/// them would at best fetch someone else's image of the same name.
+pub const LOCAL_PREFIX: &str = "benchcage/";
+
+/// How long a pull may wait for the registry's first answer.
+pub const PULL_FIRST_ANSWER: Duration = Duration::from_secs(20);
+
+/// Make sure `image` is present: nothing to do when it is, a pull with a
+/// progress bar when a registry may have it, else [`DockerBackendError::ImageMissing`].
+pub async fn ensure_image(
+    client: &DockerClient,
+    image: &str,
+    first_answer: Duration,
+) -> Result<(), DockerBackendError> {
+    if client.image_exists(image).await? {
+        return Ok(());
+    }
+    if image.starts_with(LOCAL_PREFIX) {
+        return Err(DockerBackendError::ImageMissing {
+            image: image.to_string(),
+            why: "it is built locally, not pulled".into(),
+        });
+    }
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "pulling {msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    bar.set_message(image.to_string());
+    let mut layers: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    let result = client
+        .pull(image, first_answer, |step: PullStep| {
+            if let (Some(layer), Some(current), Some(total)) = (step.layer, step.current, step.total)
+            {
+                layers.insert(layer, (current, total));
+                let (done, all) = layers
+                    .values()
+                    .fold((0, 0), |(d, a), (c, t)| (d + c, a + t));
+                bar.set_length(all);
+                bar.set_position(done);
+            }
+        })
+        .await;
+    bar.finish_and_clear();
+    match result {
+        Ok(()) => Ok(()),
+        Err(e) => Err(DockerBackendError::ImageMissing {
+            image: image.to_string(),
+            why: format!("pulling it failed: {e}"),
+        }),
+    }
+}

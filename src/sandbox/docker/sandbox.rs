@@ -1,0 +1,650 @@
+//! [`DockerSandbox`]: one cell's engine in a container (host networking,
+//! engine as PID 1, limits set by the daemon and read back from the
+//! container's cgroup), the load generator in a host cgroup of its own.
+
+use super::DockerBackendError;
+use super::cgroups;
+use super::client::DockerClient;
+use super::image;
+use super::reap::{Removal, remove_fully};
+use super::spec::{self, Owner, Role};
+use crate::sandbox::cgroup::group::{self, Group, GroupLimits, TOP};
+use crate::sandbox::cgroup::hierarchy::Hierarchy;
+use crate::sandbox::cgroup::io;
+use crate::sandbox::cgroup::sandbox::check_run_id;
+use crate::sandbox::ledger::{self, Ledger, Resource};
+use crate::sandbox::process::{self, Detach};
+use crate::sandbox::ready::LOG_TAIL_LINES;
+use crate::sandbox::{
+    CellLimits, CgroupStats, EngineHandle, EngineId, EngineLaunch, EngineStatus, Program,
+    Provisioned, Sandbox, SandboxError, StopOutcome, StopReport, TeardownReport,
+    read_cgroup_stats,
+};
+use futures::StreamExt;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use tokio::task::JoinHandle;
+
+const SYS_DEV_BLOCK: &str = "/sys/dev/block";
+const KMSG: &str = "/dev/kmsg";
+
+/// The engine container once started.
+#[derive(Debug)]
+struct Engine {
+    name: String,
+    id: String,
+    /// The container's cgroup directories (controller -> dir).
+    dirs: BTreeMap<String, PathBuf>,
+    /// Its memory cgroup as the kernel names it (`/docker/<id>`), for OOM records.
+    memcg: String,
+    logs: Option<JoinHandle<()>>,
+    /// Reaped by `stop_engine`: no longer running, status known.
+    stopped: Option<EngineStatus>,
+}
+
+/// A Docker sandbox for one cell of a run: the engine in containers
+/// labelled with run, cell and owner; the load generator in the host group
+/// `benchcage/<run-id>/client` (the same place the cgroup backend uses).
+#[derive(Debug)]
+pub struct DockerSandbox {
+    owner: Owner,
+    ledger_root: PathBuf,
+    ledger: Option<Ledger>,
+    client: Option<DockerClient>,
+    hierarchy: Hierarchy,
+    limits: Option<CellLimits>,
+    top: Group,
+    run: Group,
+    client_group: Group,
+    /// Container names created so far, in creation order (ledger order).
+    containers: Vec<String>,
+    engine: Option<Engine>,
+    last_stats: Mutex<Option<CgroupStats>>,
+    pull_first_answer: Duration,
+}
+
+fn backend(e: impl Into<DockerBackendError>) -> SandboxError {
+    SandboxError::Docker(e.into())
+}
+
+/// `Exited` from a container exit code: 128+N is signal N (Docker's convention for PID 1).
+fn exited(code: Option<i64>) -> EngineStatus {
+    match code {
+        Some(c) if (129..=192).contains(&c) => EngineStatus::Exited {
+            code: None,
+            signal: Some((c - 128) as i32),
+        },
+        c => EngineStatus::Exited {
+            code: c.map(|c| c as i32),
+            signal: None,
+        },
+    }
+}
+
+impl DockerSandbox {
+    /// A sandbox for `cell_id` of `run_id`, recording what it creates in the
+    /// run's ledger under `ledger_root` (see [`crate::sandbox::ledger`]);
+    /// nothing is created until `provision`.
+    pub fn new(
+        run_id: &str,
+        cell_id: &str,
+        hierarchy: Hierarchy,
+        ledger_root: &Path,
+    ) -> Result<DockerSandbox, SandboxError> {
+        check_run_id(run_id)?;
+        let run_rel = Path::new(TOP).join(run_id);
+        Ok(DockerSandbox {
+            owner: Owner::this_process(run_id, cell_id),
+            ledger_root: ledger_root.to_path_buf(),
+            ledger: None,
+            client: None,
+            top: Group::at(&hierarchy, Path::new(TOP), "top"),
+            run: Group::at(&hierarchy, &run_rel, "run"),
+            client_group: Group::at(&hierarchy, &run_rel.join("client"), "client"),
+            hierarchy,
+            limits: None,
+            containers: Vec::new(),
+            engine: None,
+            last_stats: Mutex::new(None),
+            pull_first_answer: image::PULL_FIRST_ANSWER,
+        })
+    }
+
+    /// Bound the wait for a registry's first answer when an image is missing.
+    pub fn with_pull_timeout(mut self, first_answer: Duration) -> Self {
+        self.pull_first_answer = first_answer;
+        self
+    }
+
+    /// The ledger file of this sandbox.
+    pub fn ledger_path(&self) -> PathBuf {
+        ledger::path_for(&self.ledger_root, &self.owner.run_id)
+    }
+
+    /// The engine container's id, once started.
+    pub fn container_id(&self) -> Option<&str> {
+        self.engine.as_ref().map(|e| e.id.as_str())
+    }
+
+    /// The engine container's cgroup directories, once started.
+    pub fn container_cgroup_dirs(&self) -> Option<&BTreeMap<String, PathBuf>> {
+        self.engine.as_ref().map(|e| &e.dirs)
+    }
+
+    fn client(&self) -> Result<&DockerClient, SandboxError> {
+        self.client
+            .as_ref()
+            .ok_or_else(|| backend(DockerBackendError::NotProvisioned))
+    }
+
+    /// The open ledger, to record run-level resources.
+    pub fn ledger_mut(&mut self) -> Result<&mut Ledger, SandboxError> {
+        if self.ledger.is_none() {
+            self.ledger = Some(Ledger::open(&self.ledger_root, &self.owner.run_id)?);
+        }
+        Ok(self.ledger.as_mut().expect("opened above"))
+    }
+
+    /// Ledger entry first, then `docker create`. A create that returned
+    /// warnings is removed again and reported.
+    async fn create(&mut self, spec: &super::client::ContainerSpec) -> Result<String, SandboxError> {
+        self.ledger_mut()?.record(Resource::Container {
+            id: spec.name.clone(),
+        })?;
+        self.containers.push(spec.name.clone());
+        let client = self.client()?.clone();
+        match client.create(spec).await {
+            Ok(id) => Ok(id),
+            Err(e) => {
+                if let super::client::DockerError::CreateWarnings { id, .. } = &e {
+                    let _ = client.remove(id).await;
+                }
+                Err(backend(e))
+            }
+        }
+    }
+
+    /// Append the container's output to `log_path` until it stops.
+    fn stream_logs(&self, id: &str, log_path: &Path) -> Result<JoinHandle<()>, SandboxError> {
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log_path)
+            .map_err(|e| SandboxError::DataDir {
+                path: log_path.to_path_buf(),
+                detail: format!("opening the engine log: {e}"),
+            })?;
+        let mut stream = Box::pin(self.client()?.logs(id));
+        Ok(tokio::spawn(async move {
+            while let Some(chunk) = stream.next().await {
+                match chunk {
+                    Ok(bytes) => {
+                        let _ = file.write_all(&bytes);
+                    }
+                    Err(e) => {
+                        let _ = writeln!(file, "benchcage: log stream ended: {e}");
+                        break;
+                    }
+                }
+            }
+            let _ = file.flush();
+        }))
+    }
+
+    /// Run one init command in its own container under the cell's limits
+    /// and wait for it; a non-zero exit is [`SandboxError::Init`].
+    async fn run_init(
+        &mut self,
+        role: Role<'_>,
+        image: &str,
+        launch: &EngineLaunch,
+        io_device: Option<&Path>,
+    ) -> Result<(), SandboxError> {
+        let limits = self
+            .limits
+            .clone()
+            .ok_or_else(|| backend(DockerBackendError::NotProvisioned))?;
+        let spec = spec::container_spec(&self.owner, &role, image, launch, &limits, io_device)
+            .map_err(backend)?;
+        let id = self.create(&spec).await?;
+        let client = self.client()?.clone();
+        let logs = self.stream_logs(&id, &launch.log_path)?;
+        client.start(&id).await.map_err(backend)?;
+        let code = client.wait(&id).await.map_err(backend)?;
+        let _ = tokio::time::timeout(Duration::from_secs(5), logs).await;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        remove_fully(&client, &id, Duration::from_secs(1), deadline)
+            .await
+            .map_err(backend)?;
+        if code != 0 {
+            return Err(SandboxError::Init {
+                argv: role.argv.join(" "),
+                status: format!("exit code {code}"),
+                log_path: launch.log_path.clone(),
+                log_tail: process::log_tail(&launch.log_path, LOG_TAIL_LINES),
+            });
+        }
+        Ok(())
+    }
+
+    /// Where the running container's cgroup is: from its PID 1's
+    /// /proc/<pid>/cgroup, else from the daemon's cgroup driver.
+    async fn locate_cgroup(
+        &self,
+        id: &str,
+        pid: u32,
+    ) -> Result<(BTreeMap<String, PathBuf>, String), SandboxError> {
+        let hier = &self.hierarchy;
+        let from_proc = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+            .ok()
+            .and_then(|t| cgroups::relative_from_proc(&t));
+        let rel = match from_proc {
+            Some(r) => r,
+            None => {
+                let info = self.client()?.info().await.map_err(backend)?;
+                cgroups::relative_from_driver(&info.cgroup_driver, &info.cgroup_version, id)
+            }
+        };
+        let dirs = hier.dirs(&rel);
+        let mem = dirs
+            .get("memory")
+            .or_else(|| dirs.get("unified"))
+            .cloned()
+            .unwrap_or_default();
+        if !mem.exists() {
+            return Err(backend(DockerBackendError::CgroupNotFound {
+                id: id.to_string(),
+                tried: mem,
+            }));
+        }
+        Ok((dirs, format!("/{}", rel.display())))
+    }
+
+    fn group_limits(limits: &CellLimits, io_dev: Option<String>) -> GroupLimits {
+        GroupLimits {
+            cpus: Some(limits.server_cpus.clone()),
+            memory: Some((limits.memory, limits.swap)),
+            pids: Some(limits.pids),
+            io: io_dev.map(|d| (d, limits.io.clone())),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Sandbox for DockerSandbox {
+    fn run_id(&self) -> &str {
+        &self.owner.run_id
+    }
+
+    /// Connect to the daemon and create the host cgroup the load generator
+    /// runs in; the server's limits are applied when its container is made.
+    async fn provision(&mut self, limits: &CellLimits) -> Result<Provisioned, SandboxError> {
+        let client = DockerClient::connect().await.map_err(backend)?;
+        let info = client.info().await.map_err(backend)?;
+        self.client = Some(client);
+        let mut out = Provisioned::default();
+        out.read_back
+            .insert("docker/server_version".into(), info.server_version);
+        out.read_back
+            .insert("docker/cgroup_driver".into(), info.cgroup_driver);
+        out.read_back
+            .insert("docker/cgroup_version".into(), info.cgroup_version);
+        out.read_back
+            .insert("hierarchy".into(), self.hierarchy.version().into());
+        let run = self.run.dirs.clone();
+        self.ledger_mut()?.record(Resource::Cgroup { dirs: run })?;
+        group::ensure_parent(&self.top)?;
+        group::ensure_parent(&self.run)?;
+        let client_dirs = self.client_group.dirs.clone();
+        self.ledger_mut()?.record(Resource::Cgroup { dirs: client_dirs })?;
+        let client_limits = GroupLimits {
+            cpus: Some(limits.client_cpus.clone()),
+            ..GroupLimits::default()
+        };
+        self.client_group.create()?;
+        self.client_group.apply(&client_limits)?;
+        self.client_group
+            .read_back(&client_limits, &mut out.read_back)?;
+        for (c, d) in &self.client_group.dirs {
+            out.cgroup_paths.insert(format!("client/{c}"), d.clone());
+        }
+        self.limits = Some(limits.clone());
+        Ok(out)
+    }
+
+    async fn start_engine(&mut self, launch: &EngineLaunch) -> Result<EngineHandle, SandboxError> {
+        let limits = self
+            .limits
+            .clone()
+            .ok_or_else(|| backend(DockerBackendError::NotProvisioned))?;
+        let image = match &launch.program {
+            Program::Image(i) => i.clone(),
+            Program::Binary(p) => {
+                return Err(backend(DockerBackendError::NotAnImage {
+                    engine: launch.engine.clone(),
+                    version: launch.version.clone(),
+                    program: p.clone(),
+                }));
+            }
+        };
+        image::ensure_image(self.client()?, &image, self.pull_first_answer)
+            .await
+            .map_err(backend)?;
+        if !launch.data_dir.exists() {
+            self.ledger_mut()?.record(Resource::DataDir {
+                path: launch.data_dir.clone(),
+            })?;
+        }
+        for dir in [Some(launch.data_dir.as_path()), launch.log_path.parent()]
+            .into_iter()
+            .flatten()
+        {
+            std::fs::create_dir_all(dir).map_err(|e| SandboxError::DataDir {
+                path: dir.to_path_buf(),
+                detail: e.to_string(),
+            })?;
+        }
+        let io_dev = if limits.io == Default::default() {
+            None
+        } else {
+            Some(io::data_device(&launch.data_dir, Path::new(SYS_DEV_BLOCK))?)
+        };
+        let io_node = match &io_dev {
+            Some(dev) => Some(
+                spec::device_path(dev, Path::new(SYS_DEV_BLOCK)).ok_or_else(|| {
+                    backend(DockerBackendError::NoDeviceNode {
+                        dev: dev.clone(),
+                        path: launch.data_dir.clone(),
+                    })
+                })?,
+            ),
+            None => None,
+        };
+        // The data dir is created on the host as root; the engine's user
+        // exists only in the image, so its owner is set from inside.
+        if let Some(user) = launch.user.as_deref().filter(|u| *u != "root") {
+            let argv = vec![
+                "chown".to_string(),
+                "-R".to_string(),
+                format!("{user}:"),
+                launch.data_dir.display().to_string(),
+            ];
+            let role = Role {
+                name: "chown",
+                argv: &argv,
+                user: None,
+            };
+            self.run_init(role, &image, launch, io_node.as_deref())
+                .await?;
+        }
+        for (i, argv) in launch.init.iter().enumerate() {
+            let name = format!("init-{i}");
+            let role = Role {
+                name: &name,
+                argv,
+                user: launch.user.as_deref(),
+            };
+            self.run_init(role, &image, launch, io_node.as_deref())
+                .await?;
+        }
+        let role = Role {
+            name: "engine",
+            argv: &launch.argv,
+            user: launch.user.as_deref(),
+        };
+        let spec = spec::container_spec(&self.owner, &role, &image, launch, &limits, io_node.as_deref())
+            .map_err(backend)?;
+        let id = self.create(&spec).await?;
+        let client = self.client()?.clone();
+        let logs = self.stream_logs(&id, &launch.log_path)?;
+        self.engine = Some(Engine {
+            name: spec.name.clone(),
+            id: id.clone(),
+            dirs: BTreeMap::new(),
+            memcg: String::new(),
+            logs: Some(logs),
+            stopped: None,
+        });
+        client.start(&id).await.map_err(backend)?;
+        let state = client.inspect(&id).await.map_err(backend)?;
+        if !state.running {
+            if let Some(e) = self.engine.as_mut().and_then(|e| e.logs.take()) {
+                let _ = tokio::time::timeout(Duration::from_secs(5), e).await;
+            }
+            return Err(SandboxError::EngineExited {
+                status: format!("exit code {}", state.exit_code.unwrap_or(-1)),
+                log_path: launch.log_path.clone(),
+                log_tail: process::log_tail(&launch.log_path, LOG_TAIL_LINES),
+            });
+        }
+        let (dirs, memcg) = self.locate_cgroup(&id, state.pid).await?;
+        let mut read_back = BTreeMap::new();
+        let server = Group {
+            label: "server".into(),
+            dirs: dirs.clone(),
+        };
+        server.read_back(&Self::group_limits(&limits, io_dev), &mut read_back)?;
+        for (tid, cpus) in process::cpus_allowed(state.pid) {
+            if cpus.parse().ok().as_ref() != Some(&limits.server_cpus) {
+                return Err(SandboxError::LimitMismatch {
+                    file: format!("/proc/{}/task/{tid}/status Cpus_allowed_list", state.pid),
+                    want: limits.server_cpus.to_string(),
+                    got: cpus,
+                });
+            }
+            if tid == state.pid {
+                read_back.insert("Cpus_allowed_list".into(), cpus);
+            }
+        }
+        read_back.insert("docker/container".into(), id.clone());
+        let engine = self.engine.as_mut().expect("set above");
+        engine.dirs = dirs;
+        engine.memcg = memcg;
+        Ok(EngineHandle {
+            id: EngineId::Container(id),
+            port: launch.port,
+            log_path: launch.log_path.clone(),
+            read_back,
+        })
+    }
+
+    /// Counters from the container's cgroup files while it exists. Once the
+    /// engine (PID 1) is gone the daemon removes that cgroup: then the last
+    /// reading stands, with OOM kills from the kernel's own records.
+    async fn stats(&self) -> Result<CgroupStats, SandboxError> {
+        let engine = self.engine.as_ref().ok_or(SandboxError::NoEngine)?;
+        match read_cgroup_stats(&engine.dirs) {
+            Ok(s) => {
+                *self.last_stats.lock().expect("stats lock") = Some(s.clone());
+                Ok(s)
+            }
+            Err(e) => {
+                let last = self.last_stats.lock().expect("stats lock").clone();
+                match last {
+                    Some(mut s) => {
+                        s.oom_kills = s
+                            .oom_kills
+                            .max(cgroups::kernel_oom_kills(Path::new(KMSG), &engine.memcg));
+                        Ok(s)
+                    }
+                    None => Err(e),
+                }
+            }
+        }
+    }
+
+    async fn client_stats(&self) -> Result<CgroupStats, SandboxError> {
+        read_cgroup_stats(&self.client_group.dirs)
+    }
+
+    fn prepare_client(&self, cmd: &mut std::process::Command) -> Result<(), SandboxError> {
+        process::join_in_pre_exec(cmd, &self.client_group.procs_files(), Detach::Group, None)
+    }
+
+    async fn engine_status(&mut self) -> Result<EngineStatus, SandboxError> {
+        let Some(engine) = self.engine.as_ref() else {
+            return Ok(EngineStatus::NotStarted);
+        };
+        if let Some(s) = engine.stopped {
+            return Ok(s);
+        }
+        let client = self.client()?.clone();
+        match client.inspect(&engine.id).await {
+            Ok(s) if s.running => Ok(EngineStatus::Running),
+            Ok(s) => {
+                // Let the log stream drain so that errors carry the last lines.
+                if let Some(logs) = self.engine.as_mut().and_then(|e| e.logs.take()) {
+                    let _ = tokio::time::timeout(Duration::from_secs(2), logs).await;
+                }
+                Ok(exited(s.exit_code))
+            }
+            Err(e) if e.is_not_found() => Err(backend(DockerBackendError::ContainerGone {
+                name: engine.name.clone(),
+            })),
+            Err(e) => Err(backend(e)),
+        }
+    }
+
+    /// `docker stop` with `grace`: SIGTERM to PID 1, SIGKILL after `grace`;
+    /// the daemon then kills everything else in the container.
+    async fn stop_engine(&mut self, grace: Duration) -> Result<StopReport, SandboxError> {
+        let client = self.client()?.clone();
+        let engine = self.engine.as_mut().ok_or(SandboxError::NoEngine)?;
+        if let Some(status) = engine.stopped {
+            return Ok(StopReport {
+                outcome: StopOutcome::AlreadyExited,
+                swept: vec![],
+                status,
+            });
+        }
+        let before = match client.inspect(&engine.id).await {
+            Ok(s) => s,
+            Err(e) if e.is_not_found() => {
+                return Err(backend(DockerBackendError::ContainerGone {
+                    name: engine.name.clone(),
+                }));
+            }
+            Err(e) => return Err(backend(e)),
+        };
+        let started = Instant::now();
+        if before.running {
+            client.stop(&engine.id, grace).await.map_err(backend)?;
+        }
+        let after = client.inspect(&engine.id).await.map_err(backend)?;
+        let status = exited(after.exit_code);
+        let outcome = if !before.running {
+            StopOutcome::AlreadyExited
+        } else if after.exit_code == Some(137) && started.elapsed() >= grace {
+            StopOutcome::Killed
+        } else {
+            StopOutcome::Terminated
+        };
+        if let Some(logs) = engine.logs.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(5), logs).await;
+        }
+        engine.stopped = Some(status);
+        Ok(StopReport {
+            outcome,
+            swept: vec![],
+            status,
+        })
+    }
+
+    /// Remove every container (newest first: stop, then force-remove with
+    /// volumes; 404 is done, 409 polled), then what else the ledger holds
+    /// (client cgroup, run parent, data dir), all within `budget`; verify
+    /// nothing labelled with this cell is left.
+    async fn teardown(&mut self, budget: Duration) -> Result<TeardownReport, SandboxError> {
+        let started = Instant::now();
+        let deadline = started + budget;
+        let mut report = TeardownReport::default();
+        if let Some(client) = self.client.clone() {
+            let grace = Duration::from_secs(5).min(budget / 4);
+            while let Some(name) = self.containers.last().cloned() {
+                match remove_fully(&client, &name, grace, deadline).await {
+                    Ok(Removal::Removed) => report.removed.push(format!("container {name}")),
+                    Ok(Removal::Absent) => {}
+                    Err(e) => report.leaked.push(format!("container {name}: {e}")),
+                }
+                self.containers.pop();
+            }
+            let label = format!("{}={}", spec::LABEL_CELL, self.owner.cell_id);
+            match client.list_labelled(&label).await {
+                Ok(left) => {
+                    for c in left
+                        .iter()
+                        .filter(|c| c.labels.get(spec::LABEL_RUN) == Some(&self.owner.run_id))
+                    {
+                        report
+                            .leaked
+                            .push(format!("container {} still listed ({})", c.name, c.state));
+                    }
+                }
+                Err(e) => report.leaked.push(format!("verifying removal: {e}")),
+            }
+        }
+        if let Some(engine) = self.engine.as_mut()
+            && let Some(logs) = engine.logs.take()
+        {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if tokio::time::timeout(left, logs).await.is_err() {
+                report.leaked.push("engine log stream still open".into());
+            }
+        }
+        let entries = match &self.ledger {
+            Some(l) => l.entries()?,
+            None => ledger::read_entries(&self.ledger_path())?,
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        let reaped = ledger::reap_entries(&entries, left).await;
+        report.removed.extend(reaped.removed);
+        report.leaked.extend(reaped.leaked);
+        // The shared top folder goes when no other run uses it (EBUSY: in use).
+        for d in self.top.dirs.values() {
+            let _ = std::fs::remove_dir(d);
+        }
+        if report.is_clean() {
+            match self.ledger.take() {
+                Some(l) => l.finish()?,
+                None => {
+                    let _ = std::fs::remove_file(self.ledger_path());
+                }
+            }
+        }
+        self.limits = None;
+        report.elapsed_ms = started.elapsed().as_millis() as u64;
+        Ok(report)
+    }
+}
+
+impl Drop for DockerSandbox {
+    /// Backstop only: teardown is the explicit step. Containers still here
+    /// are removed from a separate thread with its own runtime.
+    fn drop(&mut self) {
+        let names = std::mem::take(&mut self.containers);
+        if names.is_empty() {
+            return;
+        }
+        let worker = std::thread::spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async move {
+                let Ok(client) = DockerClient::connect().await else {
+                    return;
+                };
+                let deadline = Instant::now() + Duration::from_secs(20);
+                for name in names.iter().rev() {
+                    let _ = remove_fully(&client, name, Duration::from_secs(1), deadline).await;
+                }
+            });
+        });
+        let _ = worker.join();
+    }
+}

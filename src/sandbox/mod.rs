@@ -285,6 +285,9 @@ pub enum SandboxError {
     NoEngine,
     #[error("{call}: {detail}")]
     Backend { call: &'static str, detail: String },
+    /// The docker backend (daemon calls, images, containers).
+    #[error(transparent)]
+    Docker(#[from] docker::DockerBackendError),
 }
 
 /// A place where engines run under limits: the cgroup backend and the docker

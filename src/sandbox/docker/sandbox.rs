@@ -211,8 +211,9 @@ impl DockerSandbox {
             .map_err(backend)?;
         let id = self.create(&spec).await?;
         let client = self.client()?.clone();
-        let logs = self.stream_logs(&id, &launch.log_path)?;
         client.start(&id).await.map_err(backend)?;
+        // After start: the daemon ends a follow on a container not yet running.
+        let logs = self.stream_logs(&id, &launch.log_path)?;
         let code = client.wait(&id).await.map_err(backend)?;
         let _ = tokio::time::timeout(Duration::from_secs(5), logs).await;
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -399,16 +400,19 @@ impl Sandbox for DockerSandbox {
             .map_err(backend)?;
         let id = self.create(&spec).await?;
         let client = self.client()?.clone();
-        let logs = self.stream_logs(&id, &launch.log_path)?;
         self.engine = Some(Engine {
             name: spec.name.clone(),
             id: id.clone(),
             dirs: BTreeMap::new(),
             memcg: String::new(),
-            logs: Some(logs),
+            logs: None,
             stopped: None,
         });
         client.start(&id).await.map_err(backend)?;
+        let logs = self.stream_logs(&id, &launch.log_path)?;
+        if let Some(e) = self.engine.as_mut() {
+            e.logs = Some(logs);
+        }
         let state = client.inspect(&id).await.map_err(backend)?;
         if !state.running {
             if let Some(e) = self.engine.as_mut().and_then(|e| e.logs.take()) {
@@ -461,17 +465,20 @@ impl Sandbox for DockerSandbox {
                 *self.last_stats.lock().expect("stats lock") = Some(s.clone());
                 Ok(s)
             }
-            Err(e) => {
-                let last = self.last_stats.lock().expect("stats lock").clone();
-                match last {
-                    Some(mut s) => {
-                        s.oom_kills = s
-                            .oom_kills
-                            .max(cgroups::kernel_oom_kills(Path::new(KMSG), &engine.memcg));
-                        Ok(s)
-                    }
-                    None => Err(e),
-                }
+            Err(e) if engine.memcg.is_empty() => Err(e),
+            Err(_) => {
+                // Gone with PID 1: the last reading (none if never sampled),
+                // plus the OOM kills the kernel logged for this cgroup.
+                let mut s = self
+                    .last_stats
+                    .lock()
+                    .expect("stats lock")
+                    .clone()
+                    .unwrap_or_default();
+                s.oom_kills = s
+                    .oom_kills
+                    .max(cgroups::kernel_oom_kills(Path::new(KMSG), &engine.memcg));
+                Ok(s)
             }
         }
     }
@@ -621,13 +628,14 @@ impl Sandbox for DockerSandbox {
 }
 
 impl Drop for DockerSandbox {
-    /// Backstop only: teardown is the explicit step. Containers still here
-    /// are removed from a separate thread with its own runtime.
+    /// Backstop only (a panic before teardown): teardown is the explicit
+    /// step. What is still here is removed from a separate thread with its
+    /// own runtime: containers, then the ledger's other entries.
     fn drop(&mut self) {
         let names = std::mem::take(&mut self.containers);
-        if names.is_empty() {
+        let Some(ledger) = self.ledger.take() else {
             return;
-        }
+        };
         let worker = std::thread::spawn(move || {
             let Ok(rt) = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -636,12 +644,19 @@ impl Drop for DockerSandbox {
                 return;
             };
             rt.block_on(async move {
-                let Ok(client) = DockerClient::connect().await else {
-                    return;
-                };
                 let deadline = Instant::now() + Duration::from_secs(20);
-                for name in names.iter().rev() {
-                    let _ = remove_fully(&client, name, Duration::from_secs(1), deadline).await;
+                if !names.is_empty()
+                    && let Ok(client) = DockerClient::connect().await
+                {
+                    for name in names.iter().rev() {
+                        let _ = remove_fully(&client, name, Duration::from_secs(1), deadline)
+                            .await;
+                    }
+                }
+                let entries = ledger.entries().unwrap_or_default();
+                let left = deadline.saturating_duration_since(Instant::now());
+                if ledger::reap_entries(&entries, left).await.leaked.is_empty() {
+                    let _ = ledger.finish();
                 }
             });
         });

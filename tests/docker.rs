@@ -6,13 +6,13 @@
 //! Without a reachable daemon the tests skip with a loud message, unless
 //! BENCHCAGE_REQUIRE_DOCKER is set (CI sets it: there they must run).
 
+use benchcage::sandbox::cgroup::Hierarchy;
 use benchcage::sandbox::docker::client::DockerClient;
 use benchcage::sandbox::docker::{DockerBackendError, DockerSandbox};
 use benchcage::sandbox::{
-    CellLimits, EngineId, EngineLaunch, EngineStatus, IoLimits, Probe, Program, Readiness,
-    Sandbox, SandboxError, StopOutcome, SwapPolicy, free_port, ready,
+    CellLimits, EngineId, EngineLaunch, EngineStatus, IoLimits, Probe, Program, Readiness, Sandbox,
+    SandboxError, StopOutcome, SwapPolicy, free_port, ready,
 };
-use benchcage::sandbox::cgroup::Hierarchy;
 use benchcage::units::{Bytes, Duration};
 use std::collections::BTreeMap;
 use std::io::BufRead;
@@ -90,8 +90,13 @@ impl Scratch {
         self.path().join("ledger")
     }
     fn sandbox(&self) -> DockerSandbox {
-        DockerSandbox::new(&self.run_id, "cell", Hierarchy::detect().unwrap(), &self.ledgers())
-            .unwrap()
+        DockerSandbox::new(
+            &self.run_id,
+            "cell",
+            Hierarchy::detect().unwrap(),
+            &self.ledgers(),
+        )
+        .unwrap()
     }
     fn log(&self) -> PathBuf {
         self.path().join("engine.log")
@@ -101,8 +106,16 @@ impl Scratch {
     /// any controller, no ledger, no data dir.
     fn assert_nothing_left(&self) {
         let filter = format!("label=benchcage.run={}", self.run_id);
-        assert_eq!(docker(&["ps", "-a", "-q", "--filter", &filter]), "", "containers left");
-        assert_eq!(docker(&["volume", "ls", "-q", "--filter", &filter]), "", "volumes left");
+        assert_eq!(
+            docker(&["ps", "-a", "-q", "--filter", &filter]),
+            "",
+            "containers left"
+        );
+        assert_eq!(
+            docker(&["volume", "ls", "-q", "--filter", &filter]),
+            "",
+            "volumes left"
+        );
         for c in std::fs::read_dir("/sys/fs/cgroup").unwrap().flatten() {
             let g = c.path().join("benchcage").join(&self.run_id);
             assert!(!g.exists(), "cgroup {} left", g.display());
@@ -116,7 +129,11 @@ impl Scratch {
 /// Run the docker CLI (an independent view of the daemon) and return stdout.
 fn docker(args: &[&str]) -> String {
     let out = Command::new("docker").args(args).output().unwrap();
-    assert!(out.status.success(), "docker {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "docker {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
@@ -254,7 +271,9 @@ async fn teardown_clean(sb: &mut DockerSandbox, s: &Scratch) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redis_container_is_ready_by_protocol_pinned_limited_and_logged() {
-    let Some(_daemon) = shared().await else { return };
+    let Some(_daemon) = shared().await else {
+        return;
+    };
     let s = Scratch::new("limits");
     let mut sb = s.sandbox();
     let l = limits(256);
@@ -270,37 +289,70 @@ async fn a_redis_container_is_ready_by_protocol_pinned_limited_and_logged() {
     // Limits as the kernel holds them, in the container's own cgroup.
     let dirs = sb.container_cgroup_dirs().unwrap().clone();
     let mem = &dirs["memory"];
-    assert!(mem.ends_with(&id), "memory cgroup {} is not the container's", mem.display());
-    assert_eq!(read(&mem.join("memory.limit_in_bytes")), (256u64 << 20).to_string());
+    assert!(
+        mem.ends_with(&id),
+        "memory cgroup {} is not the container's",
+        mem.display()
+    );
+    assert_eq!(
+        read(&mem.join("memory.limit_in_bytes")),
+        (256u64 << 20).to_string()
+    );
     // No swap: memory+swap equals memory (the daemon would double it otherwise).
-    assert_eq!(read(&mem.join("memory.memsw.limit_in_bytes")), (256u64 << 20).to_string());
+    assert_eq!(
+        read(&mem.join("memory.memsw.limit_in_bytes")),
+        (256u64 << 20).to_string()
+    );
     assert_eq!(read(&dirs["cpuset"].join("cpuset.cpus")), "1");
     assert_eq!(read(&dirs["pids"].join("pids.max")), "256");
     let wbps = read(&dirs["blkio"].join("blkio.throttle.write_bps_device"));
-    assert!(wbps.ends_with(&(256u64 << 20).to_string()), "write_bps: {wbps}");
+    assert!(
+        wbps.ends_with(&(256u64 << 20).to_string()),
+        "write_bps: {wbps}"
+    );
     let riops = read(&dirs["blkio"].join("blkio.throttle.read_iops_device"));
     assert!(riops.ends_with("100000"), "read_iops: {riops}");
-    assert_eq!(handle.read_back["server/memory.limit_in_bytes"], (256u64 << 20).to_string());
+    assert_eq!(
+        handle.read_back["server/memory.limit_in_bytes"],
+        (256u64 << 20).to_string()
+    );
     assert_eq!(handle.read_back["server/cpuset.cpus"], "1");
     assert_eq!(handle.read_back["Cpus_allowed_list"], "1");
 
     // The engine is PID 1 of the container and every thread of it is pinned.
-    let inspect = docker(&["inspect", "-f", "{{.State.Pid}} {{.HostConfig.NetworkMode}} {{.HostConfig.RestartPolicy.Name}} {{.HostConfig.AutoRemove}}", &id]);
+    let inspect = docker(&[
+        "inspect",
+        "-f",
+        "{{.State.Pid}} {{.HostConfig.NetworkMode}} {{.HostConfig.RestartPolicy.Name}} {{.HostConfig.AutoRemove}}",
+        &id,
+    ]);
     let fields: Vec<&str> = inspect.split_whitespace().collect();
     assert_eq!(fields[1..], ["host", "no", "false"]);
     let pid = fields[0];
     assert!(read(Path::new(&format!("/proc/{pid}/comm"))).starts_with("redis-server"));
     let mut threads = 0;
-    for t in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap().flatten() {
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+    {
         let status = read(&t.path().join("status"));
-        let cpus = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).unwrap();
+        let cpus = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .unwrap();
         assert_eq!(cpus.trim(), "1", "thread {:?}", t.file_name());
         threads += 1;
     }
     assert!(threads > 1, "redis runs background threads");
     let labels = docker(&["inspect", "-f", "{{json .Config.Labels}}", &id]);
-    assert!(labels.contains(&format!("\"benchcage.run\":\"{}\"", s.run_id)), "{labels}");
-    assert!(labels.contains(&format!("\"benchcage.owner-pid\":\"{}\"", std::process::id())));
+    assert!(
+        labels.contains(&format!("\"benchcage.run\":\"{}\"", s.run_id)),
+        "{labels}"
+    );
+    assert!(labels.contains(&format!(
+        "\"benchcage.owner-pid\":\"{}\"",
+        std::process::id()
+    )));
 
     // Stats come from the container's cgroup files.
     let stats = sb.stats().await.unwrap();
@@ -313,9 +365,15 @@ async fn a_redis_container_is_ready_by_protocol_pinned_limited_and_logged() {
     sb.prepare_client(&mut cmd).unwrap();
     let mut child = cmd.spawn().unwrap();
     let cg = read(Path::new(&format!("/proc/{}/cgroup", child.id())));
-    assert!(cg.contains(&format!("benchcage/{}/client", s.run_id)), "{cg}");
+    assert!(
+        cg.contains(&format!("benchcage/{}/client", s.run_id)),
+        "{cg}"
+    );
     let status = read(Path::new(&format!("/proc/{}/status", child.id())));
-    assert!(status.lines().any(|l| l == "Cpus_allowed_list:\t0"), "{status}");
+    assert!(
+        status.lines().any(|l| l == "Cpus_allowed_list:\t0"),
+        "{status}"
+    );
     child.kill().unwrap();
     child.wait().unwrap();
 
@@ -326,15 +384,26 @@ async fn a_redis_container_is_ready_by_protocol_pinned_limited_and_logged() {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 
-    let stop = sb.stop_engine(std::time::Duration::from_secs(10)).await.unwrap();
+    let stop = sb
+        .stop_engine(std::time::Duration::from_secs(10))
+        .await
+        .unwrap();
     assert_eq!(stop.outcome, StopOutcome::Terminated);
-    assert_eq!(stop.status, EngineStatus::Exited { code: Some(0), signal: None });
+    assert_eq!(
+        stop.status,
+        EngineStatus::Exited {
+            code: Some(0),
+            signal: None
+        }
+    );
     teardown_clean(&mut sb, &s).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backend_over_the_memory_cap_is_oom_killed_and_counted_from_the_container_cgroup() {
-    let Some(_daemon) = shared().await else { return };
+    let Some(_daemon) = shared().await else {
+        return;
+    };
     let s = Scratch::new("pgoom");
     let mut sb = s.sandbox();
     sb.provision(&limits(128)).await.unwrap();
@@ -345,12 +414,23 @@ async fn a_backend_over_the_memory_cap_is_oom_killed_and_counted_from_the_contai
     assert_eq!(before.oom_kills, 0);
     // One backend builds a ~400 MiB string inside a 128 MiB container.
     let out = Command::new("psql")
-        .args(["-h", "127.0.0.1", "-p", &launch.port.to_string(), "-U", "postgres", "-c"])
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &launch.port.to_string(),
+            "-U",
+            "postgres",
+            "-c",
+        ])
         .arg("SELECT length(string_agg(repeat('x', 1024), '')) FROM generate_series(1, 400000)")
         .env("PGCONNECT_TIMEOUT", "10")
         .output()
         .unwrap();
-    assert!(!out.status.success(), "the query should have lost its backend");
+    assert!(
+        !out.status.success(),
+        "the query should have lost its backend"
+    );
     // The postmaster (PID 1) survives, so the kernel counters are still there.
     let after = sb.stats().await.unwrap();
     assert!(after.oom_kills >= 1, "oom_kill counter: {after:?}");
@@ -364,7 +444,9 @@ async fn a_backend_over_the_memory_cap_is_oom_killed_and_counted_from_the_contai
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_engine_killed_by_the_oom_killer_is_counted_from_the_kernel_after_its_cgroup_is_gone() {
-    let Some(_daemon) = shared().await else { return };
+    let Some(_daemon) = shared().await else {
+        return;
+    };
     let s = Scratch::new("redisoom");
     let mut sb = s.sandbox();
     sb.provision(&limits(48)).await.unwrap();
@@ -374,7 +456,15 @@ async fn an_engine_killed_by_the_oom_killer_is_counted_from_the_kernel_after_its
     let dirs = sb.container_cgroup_dirs().unwrap().clone();
     assert_eq!(sb.stats().await.unwrap().oom_kills, 0);
     let _ = Command::new("redis-cli")
-        .args(["-p", &launch.port.to_string(), "DEBUG", "POPULATE", "3000000", "k", "100"])
+        .args([
+            "-p",
+            &launch.port.to_string(),
+            "DEBUG",
+            "POPULATE",
+            "3000000",
+            "k",
+            "100",
+        ])
         .output()
         .unwrap();
     let deadline = Instant::now() + std::time::Duration::from_secs(20);
@@ -386,16 +476,30 @@ async fn an_engine_killed_by_the_oom_killer_is_counted_from_the_kernel_after_its
         assert!(Instant::now() < deadline, "redis outlived its memory cap");
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     };
-    assert_eq!(status, EngineStatus::Exited { code: None, signal: Some(9) });
-    assert!(!dirs["memory"].exists(), "the daemon removes the cgroup with PID 1");
+    assert_eq!(
+        status,
+        EngineStatus::Exited {
+            code: None,
+            signal: Some(9)
+        }
+    );
+    assert!(
+        !dirs["memory"].exists(),
+        "the daemon removes the cgroup with PID 1"
+    );
     let stats = sb.stats().await.unwrap();
-    assert_eq!(stats.oom_kills, 1, "from the kernel's oom-kill record: {stats:?}");
+    assert_eq!(
+        stats.oom_kills, 1,
+        "from the kernel's oom-kill record: {stats:?}"
+    );
     teardown_clean(&mut sb, &s).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_engine_that_exits_is_reported_with_its_log_tail_and_leaves_nothing() {
-    let Some(_daemon) = shared().await else { return };
+    let Some(_daemon) = shared().await else {
+        return;
+    };
     let s = Scratch::new("exit");
     let mut sb = s.sandbox();
     sb.provision(&limits(128)).await.unwrap();
@@ -405,7 +509,9 @@ async fn an_engine_that_exits_is_reported_with_its_log_tail_and_leaves_nothing()
         Err(e) => e,
     };
     match &err {
-        SandboxError::EngineExited { status, log_tail, .. } => {
+        SandboxError::EngineExited {
+            status, log_tail, ..
+        } => {
             assert!(status.contains('1'), "{status}");
             assert!(log_tail.contains("no-such-directive"), "{log_tail}");
         }
@@ -416,15 +522,23 @@ async fn an_engine_that_exits_is_reported_with_its_log_tail_and_leaves_nothing()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_init_command_is_an_init_error_not_a_docker_failure() {
-    let Some(_daemon) = shared().await else { return };
+    let Some(_daemon) = shared().await else {
+        return;
+    };
     let s = Scratch::new("init");
     let mut sb = s.sandbox();
     sb.provision(&limits(128)).await.unwrap();
     let mut launch = redis_launch(&s, REDIS, &[]);
-    launch.init = vec![vec!["sh".into(), "-c".into(), "echo init says no; exit 3".into()]];
+    launch.init = vec![vec![
+        "sh".into(),
+        "-c".into(),
+        "echo init says no; exit 3".into(),
+    ]];
     let err = sb.start_engine(&launch).await.unwrap_err();
     match &err {
-        SandboxError::Init { status, log_tail, .. } => {
+        SandboxError::Init {
+            status, log_tail, ..
+        } => {
             assert_eq!(status, "exit code 3");
             assert!(log_tail.contains("init says no"), "{log_tail}");
         }
@@ -435,27 +549,44 @@ async fn a_failing_init_command_is_an_init_error_not_a_docker_failure() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_local_image_fails_fast_naming_make_images() {
-    let Some(_daemon) = shared().await else { return };
+    let Some(_daemon) = shared().await else {
+        return;
+    };
     let s = Scratch::new("noimage");
     for image in ["benchcage/nothing:0", "registry.invalid/benchcage-none:1"] {
         let mut sb = s.sandbox();
         sb.provision(&limits(128)).await.unwrap();
         let started = Instant::now();
-        let err = sb.start_engine(&redis_launch(&s, image, &[])).await.unwrap_err();
-        assert!(started.elapsed() < std::time::Duration::from_secs(25), "{:?}", started.elapsed());
+        let err = sb
+            .start_engine(&redis_launch(&s, image, &[]))
+            .await
+            .unwrap_err();
         assert!(
-            matches!(err, SandboxError::Docker(DockerBackendError::ImageMissing { .. })),
+            started.elapsed() < std::time::Duration::from_secs(25),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(
+            matches!(
+                err,
+                SandboxError::Docker(DockerBackendError::ImageMissing { .. })
+            ),
             "{err}"
         );
         let text = err.to_string();
-        assert!(text.contains("make images") && text.contains(image), "{text}");
+        assert!(
+            text.contains("make images") && text.contains(image),
+            "{text}"
+        );
         teardown_clean(&mut sb, &s).await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_container_removed_under_us_is_a_bounded_error_and_teardown_is_clean() {
-    let Some(_daemon) = shared().await else { return };
+    let Some(_daemon) = shared().await else {
+        return;
+    };
     let s = Scratch::new("removed");
     let mut sb = s.sandbox();
     sb.provision(&limits(128)).await.unwrap();
@@ -467,21 +598,38 @@ async fn a_container_removed_under_us_is_a_bounded_error_and_teardown_is_clean()
     let err = sb.engine_status().await.unwrap_err();
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
     assert!(
-        matches!(err, SandboxError::Docker(DockerBackendError::ContainerGone { .. })),
+        matches!(
+            err,
+            SandboxError::Docker(DockerBackendError::ContainerGone { .. })
+        ),
         "{err}"
     );
-    assert!(sb.stop_engine(std::time::Duration::from_secs(1)).await.is_err());
+    assert!(
+        sb.stop_engine(std::time::Duration::from_secs(1))
+            .await
+            .is_err()
+    );
     teardown_clean(&mut sb, &s).await;
 }
 
 fn dockerd_pid() -> Option<i32> {
-    let out = Command::new("pgrep").args(["-x", "dockerd"]).output().ok()?;
-    String::from_utf8_lossy(&out.stdout).lines().next()?.trim().parse().ok()
+    let out = Command::new("pgrep")
+        .args(["-x", "dockerd"])
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dockerd_restart_during_a_run_is_a_bounded_error_and_teardown_is_clean() {
-    let Some(_daemon) = exclusive().await else { return };
+    let Some(_daemon) = exclusive().await else {
+        return;
+    };
     let s = Scratch::new("restart");
     let mut sb = s.sandbox();
     sb.provision(&limits(128)).await.unwrap();
@@ -499,10 +647,17 @@ async fn a_dockerd_restart_during_a_run_is_a_bounded_error_and_teardown_is_clean
     // While the daemon is down every call fails quickly, naming the daemon.
     let started = Instant::now();
     let err = sb.engine_status().await.unwrap_err();
-    assert!(started.elapsed() < std::time::Duration::from_secs(20), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
     assert!(err.to_string().contains("docker"), "{err}");
 
-    let up = Command::new("bash").arg("scripts/dockerd.sh").status().unwrap();
+    let up = Command::new("bash")
+        .arg("scripts/dockerd.sh")
+        .status()
+        .unwrap();
     assert!(up.success());
     // The daemon stopped the container on its way down (restart policy no).
     let status = sb.engine_status().await.unwrap();
@@ -511,7 +666,13 @@ async fn a_dockerd_restart_during_a_run_is_a_bounded_error_and_teardown_is_clean
 }
 
 fn nix_kill(pid: i32, sig: &str) {
-    assert!(Command::new("kill").args([&format!("-{sig}"), &pid.to_string()]).status().unwrap().success());
+    assert!(
+        Command::new("kill")
+            .args([&format!("-{sig}"), &pid.to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
 }
 
 /// The process the Ctrl-C and SIGKILL tests start: provisions a cell,
@@ -535,13 +696,22 @@ async fn child_holding_a_redis_container() {
     println!("READY {id}");
     tokio::signal::ctrl_c().await.unwrap();
     let report = sb.teardown(BUDGET).await.unwrap();
-    println!("TEARDOWN {}", if report.is_clean() { "clean" } else { "leaked" });
+    println!(
+        "TEARDOWN {}",
+        if report.is_clean() { "clean" } else { "leaked" }
+    );
 }
 
 /// Start the child holding a container; returns it and the container id.
 fn start_child(s: &Scratch) -> (std::process::Child, String) {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["child_holding_a_redis_container", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+        .args([
+            "child_holding_a_redis_container",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("BENCHCAGE_CHILD_RUN", &s.run_id)
         .env("BENCHCAGE_STATE_DIR", s.ledgers())
         .env("BENCHCAGE_CHILD_DIR", s.path())
@@ -563,10 +733,15 @@ fn start_child(s: &Scratch) -> (std::process::Child, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_of_the_owner_tears_its_containers_down() {
-    let Some(_daemon) = shared().await else { return };
+    let Some(_daemon) = shared().await else {
+        return;
+    };
     let s = Scratch::new("ctrlc");
     let (mut child, id) = start_child(&s);
-    assert_eq!(docker(&["inspect", "-f", "{{.State.Running}}", &id]), "true");
+    assert_eq!(
+        docker(&["inspect", "-f", "{{.State.Running}}", &id]),
+        "true"
+    );
     nix_kill(child.id() as i32, "INT");
     let status = child.wait().unwrap();
     assert!(status.success(), "child: {status}");
@@ -575,28 +750,42 @@ async fn ctrl_c_of_the_owner_tears_its_containers_down() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_sigkill_of_the_owner_cleanup_removes_its_containers_and_cgroups() {
-    let Some(_daemon) = shared().await else { return };
+    let Some(_daemon) = shared().await else {
+        return;
+    };
     let s = Scratch::new("sigkill");
     let (mut child, id) = start_child(&s);
     nix_kill(child.id() as i32, "KILL");
     child.wait().unwrap();
     // Nothing tore it down: the container outlives its owner.
-    assert_eq!(docker(&["inspect", "-f", "{{.State.Running}}", &id]), "true");
+    assert_eq!(
+        docker(&["inspect", "-f", "{{.State.Running}}", &id]),
+        "true"
+    );
     let out = Command::new(env!("CARGO_BIN_EXE_benchcage"))
         .arg("cleanup")
         .env("BENCHCAGE_STATE_DIR", s.ledgers())
         .output()
         .unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(out.status.success(), "cleanup: {text}");
-    assert!(text.contains(&s.run_id), "cleanup names the dead run: {text}");
+    assert!(
+        text.contains(&s.run_id),
+        "cleanup names the dead run: {text}"
+    );
     // The data dir was made by the child under its own temp dir; the ledger reaps it.
     s.assert_nothing_left();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cleanup_leaves_containers_of_a_live_owner_alone() {
-    let Some(_daemon) = shared().await else { return };
+    let Some(_daemon) = shared().await else {
+        return;
+    };
     let s = Scratch::new("alive");
     let mut sb = s.sandbox();
     sb.provision(&limits(128)).await.unwrap();
@@ -604,7 +793,13 @@ async fn cleanup_leaves_containers_of_a_live_owner_alone() {
     let id = container_id(&sb.start_engine(&launch).await.unwrap());
     let outcome = benchcage::sandbox::docker::reap_dead_runs(false).await;
     assert!(outcome.unreachable.is_none(), "{outcome:?}");
-    assert!(!outcome.removed.iter().any(|r| r.contains(&s.run_id)), "{outcome:?}");
-    assert_eq!(docker(&["inspect", "-f", "{{.State.Running}}", &id]), "true");
+    assert!(
+        !outcome.removed.iter().any(|r| r.contains(&s.run_id)),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        docker(&["inspect", "-f", "{{.State.Running}}", &id]),
+        "true"
+    );
     teardown_clean(&mut sb, &s).await;
 }

@@ -1,22 +1,28 @@
 //! `benchcage cleanup [--dry-run]`: reap what dead runs left behind, by
 //! ledger (see `sandbox::ledger`): cgroups in every controller, engine
-//! processes, the hog, data dirs. Every run start does the same.
+//! processes, the hog, data dirs; and by label: every container of a run
+//! whose owner process is dead. Every run start does the same.
 
 use crate::cli::CleanupArgs;
-use crate::sandbox::ledger;
+use crate::sandbox::docker;
+use crate::sandbox::ledger::{self, Resource};
+use anyhow::Context;
 use std::path::Path;
 use std::process::ExitCode;
 
 pub async fn run(_home: &Path, args: &CleanupArgs) -> anyhow::Result<ExitCode> {
     let root = ledger::default_root();
-    let reports = ledger::reap_dead(&root, args.dry_run)
-        .await
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let verb = if args.dry_run {
         "would remove"
     } else {
         "removed"
     };
+    // Containers by label first (every run whose owner is dead, ledger or
+    // not), then everything the dead runs' ledgers hold.
+    let containers = docker::reap_dead_runs(args.dry_run).await;
+    let reports = ledger::reap_dead(&root, args.dry_run)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut leaked = 0;
     for r in &reports {
         println!(
@@ -31,12 +37,53 @@ pub async fn run(_home: &Path, args: &CleanupArgs) -> anyhow::Result<ExitCode> {
         for what in &r.leaked {
             println!("  LEAKED {what}");
         }
-        for what in &r.deferred {
-            println!("  left for the docker backend: {}", what.describe());
-        }
         leaked += r.leaked.len();
+        let names: Vec<String> = r
+            .deferred
+            .iter()
+            .filter_map(|res| match res {
+                Resource::Container { id } => Some(id.clone()),
+                _ => None,
+            })
+            .collect();
+        if args.dry_run {
+            for n in &names {
+                println!("  {verb} container {n} (if it still exists)");
+            }
+            continue;
+        }
+        let out = docker::remove_containers(&names).await;
+        for what in &out.removed {
+            println!("  {verb} {what}");
+        }
+        for what in &out.leaked {
+            println!("  LEAKED {what}");
+        }
+        leaked += out.leaked.len();
+        // The ledger waited for its containers; with them gone it is done.
+        if r.leaked.is_empty() && out.leaked.is_empty() {
+            std::fs::remove_file(&r.ledger)
+                .or_else(|e| match e.kind() {
+                    std::io::ErrorKind::NotFound => Ok(()),
+                    _ => Err(e),
+                })
+                .with_context(|| format!("removing ledger {}", r.ledger.display()))?;
+        }
     }
-    if reports.is_empty() {
+    if !containers.removed.is_empty() || !containers.leaked.is_empty() {
+        println!("containers of dead runs (by label):");
+    }
+    for what in &containers.removed {
+        println!("  {verb} {what}");
+    }
+    for what in &containers.leaked {
+        println!("  LEAKED {what}");
+    }
+    leaked += containers.leaked.len();
+    if let Some(why) = &containers.unreachable {
+        println!("docker: containers not checked ({why})");
+    }
+    if reports.is_empty() && containers.removed.is_empty() && containers.leaked.is_empty() {
         println!("nothing to clean up (ledgers in {})", root.display());
     }
     if leaked > 0 {

@@ -40,7 +40,11 @@ impl Check {
 
 pub async fn run(_home: &Path) -> anyhow::Result<ExitCode> {
     let host = HostFacts::probe();
-    for c in checks(&host) {
+    let mut all = checks(&host);
+    if let Some(c) = all.iter_mut().find(|c| c.name == "docker") {
+        *c = docker_daemon_check().await;
+    }
+    for c in all {
         let tag = match c.status {
             Status::Ok => "ok  ",
             Status::Warn => "warn",
@@ -204,6 +208,28 @@ fn rlim(v: u64) -> String {
         "unlimited".into()
     } else {
         crate::units::Bytes(v).to_string()
+    }
+}
+
+/// The daemon's version, cgroup driver and cgroup version, or why it
+/// cannot be reached.
+pub async fn docker_daemon_check() -> Check {
+    match crate::sandbox::docker::daemon_report().await {
+        Ok(d) => Check::new(
+            "docker",
+            Status::Ok,
+            format!(
+                "dockerd {} (API {}) at {}, cgroup driver {}, cgroup v{}",
+                d.server_version, d.api_version, d.host, d.cgroup_driver, d.cgroup_version
+            ),
+            "",
+        ),
+        Err(why) => Check::new(
+            "docker",
+            Status::No,
+            why,
+            "start the daemon: bash scripts/dockerd.sh (dockerd --bridge=none --iptables=false)",
+        ),
     }
 }
 

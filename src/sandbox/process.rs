@@ -269,3 +269,26 @@ pub fn cpus_allowed(pid: u32) -> BTreeMap<u32, String> {
     }
     out
 }
+
+/// Check that every thread of `pid` may run on exactly `want` (read back
+/// from /proc/<pid>/task/*/status) and record the leader's list as
+/// `Cpus_allowed_list`.
+pub fn read_back_cpus_allowed(
+    pid: u32,
+    want: &crate::units::CpuSet,
+    out: &mut BTreeMap<String, String>,
+) -> Result<(), SandboxError> {
+    for (tid, cpus) in cpus_allowed(pid) {
+        if cpus.parse().ok().as_ref() != Some(want) {
+            return Err(SandboxError::LimitMismatch {
+                file: format!("/proc/{pid}/task/{tid}/status Cpus_allowed_list"),
+                want: want.to_string(),
+                got: cpus,
+            });
+        }
+        if tid == pid {
+            out.insert("Cpus_allowed_list".into(), cpus);
+        }
+    }
+    Ok(())
+}

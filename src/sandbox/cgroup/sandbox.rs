@@ -300,18 +300,7 @@ impl Sandbox for CgroupSandbox {
             start_time,
         })?;
         let mut read_back = BTreeMap::new();
-        for (tid, cpus) in process::cpus_allowed(pid) {
-            if cpus.parse().ok().as_ref() != Some(&limits.server_cpus) {
-                return Err(SandboxError::LimitMismatch {
-                    file: format!("/proc/{pid}/task/{tid}/status Cpus_allowed_list"),
-                    want: limits.server_cpus.to_string(),
-                    got: cpus,
-                });
-            }
-            if tid == pid {
-                read_back.insert("Cpus_allowed_list".into(), cpus);
-            }
-        }
+        process::read_back_cpus_allowed(pid, &limits.server_cpus, &mut read_back)?;
         Ok(EngineHandle {
             id: EngineId::Pid(pid),
             port: launch.port,

@@ -82,7 +82,10 @@ mod tests {
 
     #[test]
     fn driver_paths_follow_cgroupfs_and_systemd_layouts() {
-        assert_eq!(relative_from_driver("cgroupfs", "1", "abc"), PathBuf::from("docker/abc"));
+        assert_eq!(
+            relative_from_driver("cgroupfs", "1", "abc"),
+            PathBuf::from("docker/abc")
+        );
         assert_eq!(
             relative_from_driver("systemd", "2", "abc"),
             PathBuf::from("system.slice/docker-abc.scope")

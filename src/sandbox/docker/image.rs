@@ -42,7 +42,8 @@ pub async fn ensure_image(
     let mut layers: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     let result = client
         .pull(image, first_answer, |step: PullStep| {
-            if let (Some(layer), Some(current), Some(total)) = (step.layer, step.current, step.total)
+            if let (Some(layer), Some(current), Some(total)) =
+                (step.layer, step.current, step.total)
             {
                 layers.insert(layer, (current, total));
                 let (done, all) = layers

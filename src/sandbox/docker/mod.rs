@@ -12,7 +12,7 @@ pub mod sandbox;
 pub mod spec;
 
 pub use client::{DaemonInfo, DockerError};
-pub use reap::{ReapOutcome, daemon_report, reap_dead_runs};
+pub use reap::{ReapOutcome, daemon_report, reap_dead_runs, remove_containers};
 pub use sandbox::DockerSandbox;
 
 use std::path::PathBuf;

@@ -107,6 +107,35 @@ pub async fn reap_dead_runs(dry_run: bool) -> ReapOutcome {
     out
 }
 
+/// Remove the named containers (ledger entries of a dead run); ones the
+/// daemon does not know are already gone.
+pub async fn remove_containers(names: &[String]) -> ReapOutcome {
+    let mut out = ReapOutcome::default();
+    if names.is_empty() {
+        return out;
+    }
+    let client = match DockerClient::connect().await {
+        Ok(c) => c,
+        Err(e) => {
+            out.leaked = names
+                .iter()
+                .map(|n| format!("container {n}: {e}"))
+                .collect();
+            out.unreachable = Some(e.to_string());
+            return out;
+        }
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for name in names {
+        match remove_fully(&client, name, Duration::from_secs(2), deadline).await {
+            Ok(Removal::Removed) => out.removed.push(format!("container {name}")),
+            Ok(Removal::Absent) => {}
+            Err(e) => out.leaked.push(format!("container {name}: {e}")),
+        }
+    }
+    out
+}
+
 /// The daemon's version, cgroup driver and cgroup version, or why it cannot
 /// be reached (for `doctor`).
 pub async fn daemon_report() -> Result<DaemonInfo, String> {

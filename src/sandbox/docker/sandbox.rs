@@ -17,8 +17,7 @@ use crate::sandbox::process::{self, Detach};
 use crate::sandbox::ready::LOG_TAIL_LINES;
 use crate::sandbox::{
     CellLimits, CgroupStats, EngineHandle, EngineId, EngineLaunch, EngineStatus, Program,
-    Provisioned, Sandbox, SandboxError, StopOutcome, StopReport, TeardownReport,
-    read_cgroup_stats,
+    Provisioned, Sandbox, SandboxError, StopOutcome, StopReport, TeardownReport, read_cgroup_stats,
 };
 use futures::StreamExt;
 use std::collections::BTreeMap;
@@ -150,7 +149,10 @@ impl DockerSandbox {
 
     /// Ledger entry first, then `docker create`. A create that returned
     /// warnings is removed again and reported.
-    async fn create(&mut self, spec: &super::client::ContainerSpec) -> Result<String, SandboxError> {
+    async fn create(
+        &mut self,
+        spec: &super::client::ContainerSpec,
+    ) -> Result<String, SandboxError> {
         self.ledger_mut()?.record(Resource::Container {
             id: spec.name.clone(),
         })?;
@@ -264,6 +266,26 @@ impl DockerSandbox {
         Ok((dirs, format!("/{}", rel.display())))
     }
 
+    /// The running engine's cgroup and every limit read back from it and
+    /// from its threads' allowed CPUs.
+    async fn read_back_engine(
+        &self,
+        id: &str,
+        pid: u32,
+        limits: &CellLimits,
+        io_dev: Option<String>,
+    ) -> Result<(BTreeMap<String, PathBuf>, String, BTreeMap<String, String>), SandboxError> {
+        let (dirs, memcg) = self.locate_cgroup(id, pid).await?;
+        let mut read_back = BTreeMap::new();
+        let server = Group {
+            label: "server".into(),
+            dirs: dirs.clone(),
+        };
+        server.read_back(&Self::group_limits(limits, io_dev), &mut read_back)?;
+        process::read_back_cpus_allowed(pid, &limits.server_cpus, &mut read_back)?;
+        Ok((dirs, memcg, read_back))
+    }
+
     fn group_limits(limits: &CellLimits, io_dev: Option<String>) -> GroupLimits {
         GroupLimits {
             cpus: Some(limits.server_cpus.clone()),
@@ -300,7 +322,8 @@ impl Sandbox for DockerSandbox {
         group::ensure_parent(&self.top)?;
         group::ensure_parent(&self.run)?;
         let client_dirs = self.client_group.dirs.clone();
-        self.ledger_mut()?.record(Resource::Cgroup { dirs: client_dirs })?;
+        self.ledger_mut()?
+            .record(Resource::Cgroup { dirs: client_dirs })?;
         let client_limits = GroupLimits {
             cpus: Some(limits.client_cpus.clone()),
             ..GroupLimits::default()
@@ -354,14 +377,14 @@ impl Sandbox for DockerSandbox {
             Some(io::data_device(&launch.data_dir, Path::new(SYS_DEV_BLOCK))?)
         };
         let io_node = match &io_dev {
-            Some(dev) => Some(
-                spec::device_path(dev, Path::new(SYS_DEV_BLOCK)).ok_or_else(|| {
+            Some(dev) => Some(spec::device_path(dev, Path::new(SYS_DEV_BLOCK)).ok_or_else(
+                || {
                     backend(DockerBackendError::NoDeviceNode {
                         dev: dev.clone(),
                         path: launch.data_dir.clone(),
                     })
-                })?,
-            ),
+                },
+            )?),
             None => None,
         };
         // The data dir is created on the host as root; the engine's user
@@ -396,8 +419,15 @@ impl Sandbox for DockerSandbox {
             argv: &launch.argv,
             user: launch.user.as_deref(),
         };
-        let spec = spec::container_spec(&self.owner, &role, &image, launch, &limits, io_node.as_deref())
-            .map_err(backend)?;
+        let spec = spec::container_spec(
+            &self.owner,
+            &role,
+            &image,
+            launch,
+            &limits,
+            io_node.as_deref(),
+        )
+        .map_err(backend)?;
         let id = self.create(&spec).await?;
         let client = self.client()?.clone();
         self.engine = Some(Engine {
@@ -414,35 +444,30 @@ impl Sandbox for DockerSandbox {
             e.logs = Some(logs);
         }
         let state = client.inspect(&id).await.map_err(backend)?;
-        if !state.running {
-            if let Some(e) = self.engine.as_mut().and_then(|e| e.logs.take()) {
-                let _ = tokio::time::timeout(Duration::from_secs(5), e).await;
-            }
-            return Err(SandboxError::EngineExited {
-                status: format!("exit code {}", state.exit_code.unwrap_or(-1)),
-                log_path: launch.log_path.clone(),
-                log_tail: process::log_tail(&launch.log_path, LOG_TAIL_LINES),
-            });
-        }
-        let (dirs, memcg) = self.locate_cgroup(&id, state.pid).await?;
-        let mut read_back = BTreeMap::new();
-        let server = Group {
-            label: "server".into(),
-            dirs: dirs.clone(),
+        let checked = if state.running {
+            self.read_back_engine(&id, state.pid, &limits, io_dev).await
+        } else {
+            Err(SandboxError::NoEngine)
         };
-        server.read_back(&Self::group_limits(&limits, io_dev), &mut read_back)?;
-        for (tid, cpus) in process::cpus_allowed(state.pid) {
-            if cpus.parse().ok().as_ref() != Some(&limits.server_cpus) {
-                return Err(SandboxError::LimitMismatch {
-                    file: format!("/proc/{}/task/{tid}/status Cpus_allowed_list", state.pid),
-                    want: limits.server_cpus.to_string(),
-                    got: cpus,
+        let (dirs, memcg, mut read_back) = match checked {
+            Ok(c) => c,
+            Err(e) => {
+                // An engine that died at once explains a failed read-back
+                // (its cgroup goes with it): report the exit and its log.
+                let now = client.inspect(&id).await.map_err(backend)?;
+                if now.running {
+                    return Err(e);
+                }
+                if let Some(e) = self.engine.as_mut().and_then(|e| e.logs.take()) {
+                    let _ = tokio::time::timeout(Duration::from_secs(5), e).await;
+                }
+                return Err(SandboxError::EngineExited {
+                    status: process::describe(exited(now.exit_code)),
+                    log_path: launch.log_path.clone(),
+                    log_tail: process::log_tail(&launch.log_path, LOG_TAIL_LINES),
                 });
             }
-            if tid == state.pid {
-                read_back.insert("Cpus_allowed_list".into(), cpus);
-            }
-        }
+        };
         read_back.insert("docker/container".into(), id.clone());
         let engine = self.engine.as_mut().expect("set above");
         engine.dirs = dirs;
@@ -649,8 +674,7 @@ impl Drop for DockerSandbox {
                     && let Ok(client) = DockerClient::connect().await
                 {
                     for name in names.iter().rev() {
-                        let _ = remove_fully(&client, name, Duration::from_secs(1), deadline)
-                            .await;
+                        let _ = remove_fully(&client, name, Duration::from_secs(1), deadline).await;
                     }
                 }
                 let entries = ledger.entries().unwrap_or_default();

@@ -72,8 +72,12 @@ impl Owner {
 /// Whether the owner recorded in a container's labels is still alive (same
 /// pid and start time); a container without owner labels has no live owner.
 pub fn owner_alive(labels: &BTreeMap<String, String>) -> bool {
-    let pid = labels.get(LABEL_OWNER_PID).and_then(|p| p.parse::<i32>().ok());
-    let start = labels.get(LABEL_OWNER_START).and_then(|s| s.parse::<u64>().ok());
+    let pid = labels
+        .get(LABEL_OWNER_PID)
+        .and_then(|p| p.parse::<i32>().ok());
+    let start = labels
+        .get(LABEL_OWNER_START)
+        .and_then(|s| s.parse::<u64>().ok());
     match (pid, start) {
         (Some(pid), Some(start)) => ledger::is_alive(pid, start),
         _ => false,
@@ -241,35 +245,32 @@ mod tests {
         }
     }
 
+    fn spec(l: &EngineLaunch, swap: SwapPolicy, dev: Option<&Path>) -> ContainerSpec {
+        container_spec(&owner(), &engine(l), "img", l, &limits(swap), dev).unwrap()
+    }
+
     #[test]
     fn no_swap_is_said_as_memory_swap_equal_to_memory() {
         let l = launch();
-        let s = container_spec(&owner(), &engine(&l), "img", &l, &limits(SwapPolicy::Off), None)
-            .unwrap();
+        let s = spec(&l, SwapPolicy::Off, None);
         assert_eq!(s.memory, 256 << 20);
         assert_eq!(s.memory_swap, s.memory);
-        let s = container_spec(
-            &owner(),
-            &engine(&l),
-            "img",
-            &l,
-            &limits(SwapPolicy::Limit(Bytes::from_mib(64))),
-            None,
-        )
-        .unwrap();
+        let s = spec(&l, SwapPolicy::Limit(Bytes::from_mib(64)), None);
         assert_eq!(s.memory_swap, (256 + 64) << 20);
     }
 
     #[test]
     fn every_container_carries_run_cell_and_owner_labels_and_a_docker_safe_name() {
         let l = launch();
-        let s = container_spec(&owner(), &engine(&l), "img", &l, &limits(SwapPolicy::Off), None)
-            .unwrap();
+        let s = spec(&l, SwapPolicy::Off, None);
         assert_eq!(s.labels[LABEL_RUN], "20261130-101500-ab12");
         assert_eq!(s.labels[LABEL_CELL], "redis@7.0/vm 1g");
         assert_eq!(s.labels[LABEL_OWNER_PID], "42");
         assert_eq!(s.labels[LABEL_OWNER_START], "7");
-        assert_eq!(s.name, "benchcage-20261130-101500-ab12-redis-7.0-vm-1g-engine");
+        assert_eq!(
+            s.name,
+            "benchcage-20261130-101500-ab12-redis-7.0-vm-1g-engine"
+        );
         assert_eq!(s.cpuset_cpus, "1");
         assert_eq!(s.pids_limit, 512);
     }
@@ -277,8 +278,7 @@ mod tests {
     #[test]
     fn data_dir_is_mounted_read_write_and_configs_read_only() {
         let l = launch();
-        let s = container_spec(&owner(), &engine(&l), "img", &l, &limits(SwapPolicy::Off), None)
-            .unwrap();
+        let s = spec(&l, SwapPolicy::Off, None);
         assert_eq!(s.binds.len(), 2);
         assert!(!s.binds[0].read_only);
         assert_eq!(s.binds[0].container, PathBuf::from("/var/tmp/cell/data"));
@@ -290,16 +290,14 @@ mod tests {
     fn io_throttles_name_the_data_device_only_when_asked() {
         let l = launch();
         let dev = PathBuf::from("/dev/vda");
-        let s = container_spec(
-            &owner(),
-            &engine(&l),
-            "img",
-            &l,
-            &limits(SwapPolicy::Off),
-            Some(&dev),
-        )
-        .unwrap();
-        assert_eq!(s.blkio.write_bps, vec![DeviceRate { device: dev, rate: 1 << 20 }]);
+        let s = spec(&l, SwapPolicy::Off, Some(&dev));
+        assert_eq!(
+            s.blkio.write_bps,
+            vec![DeviceRate {
+                device: dev,
+                rate: 1 << 20
+            }]
+        );
         assert!(s.blkio.read_bps.is_empty());
     }
 
@@ -307,8 +305,15 @@ mod tests {
     fn a_path_with_a_colon_cannot_be_mounted() {
         let mut l = launch();
         l.data_dir = "/var/tmp/a:b".into();
-        let err = container_spec(&owner(), &engine(&l), "img", &l, &limits(SwapPolicy::Off), None)
-            .unwrap_err();
+        let err = container_spec(
+            &owner(),
+            &engine(&l),
+            "img",
+            &l,
+            &limits(SwapPolicy::Off),
+            None,
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("/var/tmp/a:b"), "{err}");
     }
 
@@ -328,9 +333,15 @@ mod tests {
     fn device_path_comes_from_the_sysfs_uevent() {
         let t = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(t.path().join("254:0")).unwrap();
-        std::fs::write(t.path().join("254:0/uevent"), "MAJOR=254\nMINOR=0\nDEVNAME=vda\nDEVTYPE=disk\n")
-            .unwrap();
-        assert_eq!(device_path("254:0", t.path()), Some(PathBuf::from("/dev/vda")));
+        std::fs::write(
+            t.path().join("254:0/uevent"),
+            "MAJOR=254\nMINOR=0\nDEVNAME=vda\nDEVTYPE=disk\n",
+        )
+        .unwrap();
+        assert_eq!(
+            device_path("254:0", t.path()),
+            Some(PathBuf::from("/dev/vda"))
+        );
         assert_eq!(device_path("8:0", t.path()), None);
     }
 }

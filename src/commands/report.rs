@@ -2,8 +2,7 @@
 
 use crate::cli::ReportArgs;
 use crate::error::bad_input;
-use crate::report::{Format, ReportInput, input_with_history};
-use crate::results::atomic::write_atomic;
+use crate::report::{Format, ReportInput, input_with_history, write_report};
 use crate::results::layout::{self, RunData};
 use anyhow::Context;
 use std::io::Write;
@@ -20,12 +19,12 @@ pub async fn run(home: &Path, args: &ReportArgs) -> anyhow::Result<ExitCode> {
             ReportInput { runs, past: vec![] }
         }
     };
-    let text = format
-        .exporter()
-        .export(&input)
-        .context("cannot render the report")?;
     let out = match &args.out {
         Some(p) if p.as_os_str() == "-" => {
+            let text = format
+                .exporter()
+                .export(&input)
+                .context("cannot render the report")?;
             std::io::stdout()
                 .write_all(text.as_bytes())
                 .context("cannot write the report to standard output")?;
@@ -36,7 +35,7 @@ pub async fn run(home: &Path, args: &ReportArgs) -> anyhow::Result<ExitCode> {
             .dir
             .join(format!("report.{}", format.extension())),
     };
-    write_atomic(&out, text.as_bytes())?;
+    write_report(&input, format, &out).context("cannot write the report")?;
     let shown = std::path::absolute(&out).unwrap_or(out);
     println!("{}", shown.display());
     Ok(ExitCode::SUCCESS)

@@ -13,10 +13,11 @@ pub mod json;
 pub mod markdown;
 pub mod view;
 
+use crate::results::atomic::{AtomicWriteError, write_atomic};
 use crate::results::flat::FlatRow;
 use crate::results::history::{self, HistoryError};
 use crate::results::layout::RunData;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 /// What a report is made from.
@@ -34,6 +35,8 @@ pub struct ReportInput {
 pub enum ReportError {
     #[error("cannot serialize the report: {0}")]
     Serialize(#[from] serde_json::Error),
+    #[error(transparent)]
+    Write(#[from] AtomicWriteError),
 }
 
 /// Turns runs into one report file's text.
@@ -110,4 +113,33 @@ pub fn input_with_history(
         _ => Vec::new(),
     };
     Ok(ReportInput { runs, past })
+}
+
+/// Write the report of one run (with its trend from the history at
+/// `history_db`, when it has past runs) to `out`, or to
+/// `<run folder>/report.<ext>`; returns the path written. What `benchcage
+/// run` calls when a run ends. A history that cannot be read only costs
+/// the trend.
+pub fn write_run_report(
+    run: RunData,
+    history_db: &Path,
+    format: Format,
+    out: Option<&Path>,
+) -> Result<PathBuf, ReportError> {
+    let path = out
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| run.dir.join(format!("report.{}", format.extension())));
+    let input = input_with_history(vec![run.clone()], history_db).unwrap_or(ReportInput {
+        runs: vec![run],
+        past: Vec::new(),
+    });
+    write_report(&input, format, &path)?;
+    Ok(path)
+}
+
+/// Render `input` in `format` and write it atomically to `path`.
+pub fn write_report(input: &ReportInput, format: Format, path: &Path) -> Result<(), ReportError> {
+    let text = format.exporter().export(input)?;
+    write_atomic(path, text.as_bytes())?;
+    Ok(())
 }

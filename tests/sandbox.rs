@@ -861,7 +861,7 @@ fn the_hog_refuses_with_exit_2_when_it_cannot_leave_enough() {
 }
 
 #[test]
-fn a_hog_that_cannot_start_is_an_error_and_locks_nothing() {
+fn a_hog_that_cannot_start_or_is_dropped_holds_no_memory() {
     let _one = MLOCK_TESTS.lock().unwrap_or_else(|e| e.into_inner());
     let base = mlocked();
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -875,6 +875,23 @@ fn a_hog_that_cannot_start_is_an_error_and_locks_nothing() {
         .unwrap_err();
     assert!(err.to_string().contains("cannot leave"), "{err}");
     assert_mlocked_near(base, "after a failed start");
+    let hog = rt
+        .block_on(benchcage::sandbox::hog::Hog::start(
+            Path::new(BIN),
+            Bytes(small_leave()),
+            None,
+            std::time::Duration::from_secs(30),
+        ))
+        .unwrap();
+    assert!(mlocked() > base + (150 << 20));
+    let pid = hog.pid();
+    drop(hog);
+    assert_mlocked_near(base, "after the handle was dropped");
+    let deadline = Instant::now() + std::time::Duration::from_secs(5);
+    while pid_alive(pid) {
+        assert!(Instant::now() < deadline, "dropped hog {pid} still runs");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
 
 #[test]
@@ -931,6 +948,24 @@ async fn the_load_generator_runs_in_the_client_group_on_the_client_cpus() {
     assert!(t.is_clean(), "{t:?}");
     let _ = child.wait();
     assert_clean(&s, &[pid]);
+}
+
+#[tokio::test]
+async fn a_limit_the_kernel_cannot_apply_fails_provision_and_teardown_still_cleans() {
+    let s = Scratch::new("mismatch");
+    let mut rounded = limits(128);
+    rounded.memory = Bytes((128 << 20) + 1);
+    let mut sb = s.sandbox();
+    let err = sb.provision(&rounded).await.unwrap_err();
+    assert!(err.to_string().contains("limit not applied"), "{err}");
+    assert!(sb.teardown(BUDGET).await.unwrap().is_clean());
+    let mut no_cpu = limits(128);
+    no_cpu.server_cpus = cpus("4000");
+    let mut sb = s.sandbox();
+    let err = sb.provision(&no_cpu).await.unwrap_err();
+    assert!(err.to_string().contains("cpuset.cpus"), "{err}");
+    assert!(sb.teardown(BUDGET).await.unwrap().is_clean());
+    assert_clean(&s, &[]);
 }
 
 #[test]

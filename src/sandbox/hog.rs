@@ -201,6 +201,7 @@ pub struct Hog {
     child: tokio::process::Child,
     pid: u32,
     locked: Bytes,
+    stopped: bool,
 }
 
 impl Hog {
@@ -266,7 +267,12 @@ impl Hog {
                 err.trim()
             )));
         };
-        let hog = Hog { child, pid, locked };
+        let hog = Hog {
+            child,
+            pid,
+            locked,
+            stopped: false,
+        };
         if let Err(e) = hog.check() {
             hog.stop().await;
             return Err(e);
@@ -305,6 +311,17 @@ impl Hog {
             .is_err()
         {
             let _ = self.child.kill().await;
+        }
+        self.stopped = true;
+    }
+}
+
+/// Backstop: a hog dropped without `stop` is killed (the kernel then
+/// releases its memory); the pid is still ours since it was not reaped.
+impl Drop for Hog {
+    fn drop(&mut self) {
+        if !self.stopped {
+            let _ = self.child.start_kill();
         }
     }
 }

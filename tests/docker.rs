@@ -803,3 +803,109 @@ async fn cleanup_leaves_containers_of_a_live_owner_alone() {
     );
     teardown_clean(&mut sb, &s).await;
 }
+
+/// Ping redis every 5 ms until it answers (the same probe for both sides).
+async fn poll_ready(port: u16) {
+    let deadline = Instant::now() + std::time::Duration::from_secs(30);
+    while benchcage::clients::ping(&Probe::Redis, port).await.is_err() {
+        assert!(Instant::now() < deadline, "redis on {port} never answered");
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// `make bench` (scripts/bench/docker.sh): create-to-ready and teardown of
+/// the redis image through the docker sandbox vs `docker run --rm` of the
+/// same image and argv, median of 7 each, one `BENCH {json}` line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "benchmark: run by scripts/bench/docker.sh"]
+async fn bench_redis_create_to_ready_and_teardown_vs_docker_run_rm() {
+    let Some(_daemon) = shared().await else {
+        return;
+    };
+    const N: usize = 7;
+    let (mut ours_ready, mut ours_down, mut ours_provision) = (vec![], vec![], vec![]);
+    let (mut cli_ready, mut cli_down) = (vec![], vec![]);
+    for i in 0..N {
+        let s = Scratch::new(&format!("bench{i}"));
+        let mut sb = s.sandbox();
+        let t = Instant::now();
+        sb.provision(&limits(256)).await.unwrap();
+        ours_provision.push(t.elapsed().as_secs_f64() * 1e3);
+        let launch = redis_launch(&s, REDIS, &[]);
+        let t = Instant::now();
+        sb.start_engine(&launch).await.unwrap();
+        poll_ready(launch.port).await;
+        ours_ready.push(t.elapsed().as_secs_f64() * 1e3);
+        let t = Instant::now();
+        sb.stop_engine(std::time::Duration::from_secs(10))
+            .await
+            .unwrap();
+        assert!(sb.teardown(BUDGET).await.unwrap().is_clean());
+        ours_down.push(t.elapsed().as_secs_f64() * 1e3);
+        s.assert_nothing_left();
+
+        let port = free_port().unwrap();
+        let name = format!("benchcage-bench-rm-{}-{i}", std::process::id());
+        let t = Instant::now();
+        docker(&[
+            "run",
+            "--rm",
+            "-d",
+            "--name",
+            &name,
+            "--network",
+            "host",
+            "--label",
+            &format!("benchcage.run={}", s.run_id),
+            REDIS,
+            "redis-server",
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+        ]);
+        poll_ready(port).await;
+        cli_ready.push(t.elapsed().as_secs_f64() * 1e3);
+        let t = Instant::now();
+        docker(&["stop", "-t", "10", &name]);
+        // --rm removes after the stop returns: done when the daemon forgets it.
+        while Command::new("docker")
+            .args(["inspect", &name])
+            .output()
+            .unwrap()
+            .status
+            .success()
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        cli_down.push(t.elapsed().as_secs_f64() * 1e3);
+        s.assert_nothing_left();
+    }
+    let (or, od, cr, cd) = (
+        median(ours_ready),
+        median(ours_down),
+        median(cli_ready),
+        median(cli_down),
+    );
+    println!(
+        "BENCH {}",
+        serde_json::json!({
+            "image": REDIS,
+            "runs": N,
+            "sandbox_provision_ms": median(ours_provision),
+            "sandbox_create_to_ready_ms": or,
+            "docker_run_rm_create_to_ready_ms": cr,
+            "create_to_ready_ratio": or / cr,
+            "sandbox_teardown_ms": od,
+            "docker_run_rm_teardown_ms": cd,
+            "teardown_ratio": od / cd,
+        })
+    );
+}

@@ -849,10 +849,10 @@ async fn bench_redis_create_to_ready_and_teardown_vs_docker_run_rm() {
         ours_down.push(t.elapsed().as_secs_f64() * 1e3);
         s.assert_nothing_left();
 
-        let port = free_port().unwrap();
         let name = format!("benchcage-bench-rm-{}-{i}", std::process::id());
         let t = Instant::now();
-        docker(&[
+        // The same argv as the sandbox's engine, minus its data dir mount.
+        let mut argv: Vec<String> = [
             "run",
             "--rm",
             "-d",
@@ -863,14 +863,15 @@ async fn bench_redis_create_to_ready_and_teardown_vs_docker_run_rm() {
             "--label",
             &format!("benchcage.run={}", s.run_id),
             REDIS,
-            "redis-server",
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-        ]);
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+        let cli_launch = redis_launch(&s, REDIS, &[]);
+        let dir_flag = cli_launch.argv.iter().position(|a| a == "--dir").unwrap();
+        argv.extend(cli_launch.argv[..dir_flag].iter().cloned());
+        let port = cli_launch.port;
+        docker(&argv.iter().map(String::as_str).collect::<Vec<_>>());
         poll_ready(port).await;
         cli_ready.push(t.elapsed().as_secs_f64() * 1e3);
         let t = Instant::now();

@@ -6,13 +6,7 @@
 # results/bench/docker.json.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source scripts/bench-lib.sh
 bash scripts/dockerd.sh >/dev/null
 make -s images >/dev/null
-out=$(cargo test --test docker -- --ignored --nocapture --exact \
-    bench_redis_create_to_ready_and_teardown_vs_docker_run_rm 2>/dev/null | sed -n 's/^.*BENCH //p')
-if [ -z "$out" ]; then
-    echo "docker bench produced no result; run: cargo test --test docker -- --ignored --nocapture bench" >&2
-    exit 1
-fi
-mkdir -p results/bench
-printf '%s\n' "$out" | tee results/bench/docker.json
+bench_test docker bench_redis_create_to_ready_and_teardown_vs_docker_run_rm docker

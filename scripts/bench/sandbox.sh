@@ -5,11 +5,5 @@
 # Prints one JSON line and writes it to results/bench/sandbox.json.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-out=$(cargo test --test sandbox -- --ignored --nocapture --exact \
-    bench_provision_and_teardown_of_an_empty_sandbox 2>/dev/null | sed -n 's/^BENCH //p')
-if [ -z "$out" ]; then
-    echo "sandbox bench produced no result; run: cargo test --test sandbox -- --ignored --nocapture bench" >&2
-    exit 1
-fi
-mkdir -p results/bench
-printf '%s\n' "$out" | tee results/bench/sandbox.json
+source scripts/bench-lib.sh
+bench_test sandbox bench_provision_and_teardown_of_an_empty_sandbox sandbox

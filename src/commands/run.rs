@@ -70,15 +70,7 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let scenario_file = resolve(home, &scenario.origin.file);
     let mut spec_files: Vec<PathBuf> = vec![scenario_file.clone()];
     for c in &plan.cells {
-        if let Some(e) = project.environments.get(&c.environment) {
-            spec_files.push(resolve(home, &e.origin.file));
-        }
-        if let Some(e) = project.engines.get(&c.engine) {
-            spec_files.push(resolve(home, &e.origin.file));
-        }
-        if let Ok(rd) = std::fs::read_dir(home.join("templates").join(&c.engine)) {
-            spec_files.extend(rd.flatten().map(|e| e.path()));
-        }
+        spec_files.extend(c.spec_files.iter().map(|f| resolve(home, f)));
     }
     spec_files.sort();
     spec_files.dedup();

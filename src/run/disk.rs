@@ -41,7 +41,6 @@ pub const LOG_NAMES: &[&str] = &[
     "ib_logfile0",
     "ib_logfile1",
     "journal",
-    "appendonlydir",
 ];
 
 /// Total size of the files under `dir` (the engine's data on disk), like

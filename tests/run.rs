@@ -1,0 +1,560 @@
+//! `benchcage run` end to end on the cgroup backend with real redis-server:
+//! results and fidelity, kill-and-resume at several stages, an engine that
+//! dies mid-phase, a full results disk, an io-bound claim that is false.
+//! Needs root (cgroups, tmpfs). Every test uses its own results, work and
+//! ledger folders, and checks that nothing of its runs is left behind.
+
+use benchcage::results::model::{
+    CellRecord, FidelityRecord, PhaseResult, ResourceSample, RunRecord,
+};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const HOME: &str = env!("CARGO_MANIFEST_DIR");
+
+/// Folders of one test: results, engine data, ledgers.
+struct Place {
+    tmp: tempfile::TempDir,
+}
+
+impl Place {
+    fn new() -> Place {
+        Place {
+            tmp: tempfile::Builder::new()
+                .prefix("benchcage-run-test-")
+                .tempdir()
+                .unwrap(),
+        }
+    }
+    fn results(&self) -> PathBuf {
+        self.tmp.path().join("results")
+    }
+    fn work(&self) -> PathBuf {
+        self.tmp.path().join("work")
+    }
+    fn state(&self) -> PathBuf {
+        self.tmp.path().join("state")
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_benchcage"));
+        cmd.current_dir(HOME)
+            .arg("--home")
+            .arg(HOME)
+            .arg("run")
+            .args(args)
+            .env("BENCHCAGE_RESULTS", self.results())
+            .env("BENCHCAGE_WORK", self.work())
+            .env("BENCHCAGE_STATE_DIR", self.state())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd
+    }
+
+    /// Start a run; its stderr lines are collected as they come.
+    fn spawn(&self, args: &[&str]) -> Running {
+        let mut child = self.command(args).spawn().unwrap();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let l = lines.clone();
+        let err = child.stderr.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                l.lock().unwrap().push(line);
+            }
+        });
+        Running {
+            child,
+            lines,
+            reader: Some(reader),
+        }
+    }
+
+    /// Run to the end.
+    fn run(&self, args: &[&str]) -> (ExitStatus, String, String) {
+        let out = self.command(args).output().unwrap();
+        (
+            out.status,
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    }
+
+    /// The one run folder under results/.
+    fn run_dirs(&self) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(self.results())
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.is_dir())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    }
+}
+
+struct Running {
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Running {
+    /// Wait for a stderr line containing every part; panics after `secs`.
+    fn wait_line(&mut self, parts: &[&str], secs: u64) -> String {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            if let Some(l) = self
+                .lines
+                .lock()
+                .unwrap()
+                .iter()
+                .find(|l| parts.iter().all(|p| l.contains(p)))
+            {
+                return l.clone();
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!(
+                    "run ended ({status}) before a line with {parts:?}:\n{}",
+                    self.stderr()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no line with {parts:?} in {secs}s:\n{}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn signal(&self, sig: nix::sys::signal::Signal) {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), sig).unwrap();
+    }
+
+    fn wait(&mut self, secs: u64) -> ExitStatus {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                if let Some(r) = self.reader.take() {
+                    let _ = r.join();
+                }
+                return s;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("run did not end in {secs}s:\n{}", self.stderr());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn stderr(&self) -> String {
+        self.lines.lock().unwrap().join("\n")
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn read<T: serde::de::DeserializeOwned>(p: &Path) -> T {
+    let text = std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_slice(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn run_id_of(line: &str) -> String {
+    line.split_whitespace()
+        .nth(1)
+        .unwrap()
+        .trim_end_matches(':')
+        .to_string()
+}
+
+/// Nothing of `run_id` is left: no cgroup in any controller, no ledger, no
+/// engine process, no data dir, no temp file in the results.
+fn assert_clean(place: &Place, run_id: &str) {
+    for ctrl in std::fs::read_dir("/sys/fs/cgroup").unwrap().flatten() {
+        let top = ctrl.path().join("benchcage");
+        if let Ok(rd) = std::fs::read_dir(&top) {
+            for e in rd.flatten() {
+                let name = e.file_name().to_string_lossy().to_string();
+                assert!(
+                    !name.starts_with(run_id),
+                    "cgroup left: {}",
+                    e.path().display()
+                );
+            }
+        }
+    }
+    if let Ok(rd) = std::fs::read_dir(place.state()) {
+        let left: Vec<_> = rd
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .filter(|n| n.starts_with(run_id))
+            .collect();
+        assert!(left.is_empty(), "ledgers left: {left:?}");
+    }
+    let work = place.work().join(run_id);
+    assert!(!work.exists(), "work dir left: {}", work.display());
+    let marker = place.tmp.path().to_string_lossy().to_string();
+    for p in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = p.file_name().to_string_lossy().to_string();
+        if !name.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        let cmd = std::fs::read(p.path().join("cmdline")).unwrap_or_default();
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        assert!(
+            !(cmd.contains(&marker) && cmd.contains(run_id)) || cmd.contains("benchcage run"),
+            "process left: {name} {cmd}"
+        );
+    }
+    let mut stack = vec![place.results()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let n = e.file_name().to_string_lossy().to_string();
+            assert!(
+                !n.contains(".tmp."),
+                "temp file left: {}",
+                e.path().display()
+            );
+            if e.path().is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+}
+
+fn cell_dirs(run_dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(run_dir.join("cells"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_small_scenario_finishes_with_results_and_a_valid_fidelity_record() {
+    let place = Place::new();
+    let (status, stdout, stderr) = place.run(&["tests/scenarios/run-small.yaml"]);
+    assert!(status.success(), "{stdout}\n{stderr}");
+    let dirs = place.run_dirs();
+    assert_eq!(dirs.len(), 1);
+    assert!(stdout.contains(&dirs[0].display().to_string()), "{stdout}");
+    let run: RunRecord = read(&dirs[0].join("run.json"));
+    assert_eq!(run.status, "finished");
+    assert_eq!(run.scenario, "run-small");
+    assert_eq!(run.host.cores as usize, num_cpus());
+    assert!(!run.benchcage_version.is_empty() && !run.git_rev.is_empty());
+    assert!(
+        run.spec_hashes
+            .keys()
+            .any(|k| k.starts_with("engines/redis")),
+        "{:?}",
+        run.spec_hashes
+    );
+    let peak = run.benchcage_peak_rss_bytes.unwrap();
+    assert!(peak < 50 << 20, "benchcage used {peak} bytes");
+
+    let cells = cell_dirs(&dirs[0]);
+    assert_eq!(cells.len(), 1);
+    let cell: CellRecord = read(&cells[0].join("cell.json"));
+    assert_eq!(cell.status, "finished", "{:?}", cell.failure);
+    assert_eq!(run.cells, vec![cell.key.clone()]);
+    assert!(
+        cell.engine_reported_version.starts_with("7."),
+        "{}",
+        cell.engine_reported_version
+    );
+    assert!(cell.data_size_bytes.unwrap() > 0);
+    assert_eq!(
+        cell.phases
+            .iter()
+            .map(|p| (p.name.as_str(), p.threads))
+            .collect::<Vec<_>>(),
+        vec![("load", 2), ("workload-a", 1), ("workload-a", 2)]
+    );
+    assert!(
+        cell.phases
+            .iter()
+            .all(|p| p.status.is_ok() && p.total_ops > 0)
+    );
+    for stage in [
+        "provision",
+        "start",
+        "ready",
+        "load",
+        "settle",
+        "collect",
+        "teardown",
+    ] {
+        assert!(
+            cell.stage_s.contains_key(stage),
+            "{stage}: {:?}",
+            cell.stage_s
+        );
+    }
+
+    let fid: FidelityRecord = read(&cells[0].join("fidelity.json"));
+    assert!(fid.is_valid(), "{:?}", fid.violations);
+    assert_eq!(fid, cell.fidelity);
+    assert_eq!(
+        fid.limits_read_back["server/memory.limit_in_bytes"],
+        (256u64 << 20).to_string()
+    );
+    assert!(!fid.engine_thread_cpus.is_empty());
+    assert!(
+        fid.engine_thread_cpus.values().all(|c| c == "1"),
+        "{:?}",
+        fid.engine_thread_cpus
+    );
+    assert_eq!((fid.oom_kills, fid.engine_restarts), (0, 0));
+    assert_eq!(fid.phase_io.len(), 3);
+
+    for (i, name) in ["01-load-t2", "02-workload-a-t1", "03-workload-a-t2"]
+        .iter()
+        .enumerate()
+    {
+        let p: PhaseResult = read(&cells[0].join("phases").join(format!("{name}.json")));
+        assert_eq!(p, cell.phases[i]);
+        assert!(cells[0].join("raw").join(format!("{name}.log")).is_file());
+    }
+    let samples: Vec<ResourceSample> = read(&cells[0].join("samples.json"));
+    assert!(
+        samples
+            .iter()
+            .any(|s| s.cgroup == "server" && s.memory_bytes > 0)
+    );
+    assert!(
+        samples
+            .iter()
+            .any(|s| s.cgroup == "client" && s.cpu_usec > 0)
+    );
+    assert!(samples.iter().any(|s| s.phase.starts_with("workload-a")));
+    assert!(cells[0].join("config/redis.conf").is_file());
+    assert!(cells[0].join("engine.log").is_file());
+    assert_clean(&place, &run.run_id);
+
+    // The same scenario again: a new run whose cell has the same key.
+    let (status, _, stderr) = place.run(&["tests/scenarios/run-small.yaml"]);
+    assert!(status.success(), "{stderr}");
+    let dirs = place.run_dirs();
+    assert_eq!(dirs.len(), 2);
+    let again: RunRecord = read(&dirs[1].join("run.json"));
+    assert_eq!(again.cells, run.cells);
+}
+
+fn num_cpus() -> usize {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .unwrap()
+        .trim()
+        .parse::<benchcage::units::CpuSet>()
+        .unwrap()
+        .len()
+}
+
+/// Kill a three-cell run once the first cell finished and the second is
+/// at `stage`, then resume: exactly the two unfinished cells run.
+fn kill_at_stage_then_resume(stage: &str, sig: nix::sys::signal::Signal) {
+    let place = Place::new();
+    let mut run = place.spawn(&["tests/scenarios/run-three.yaml"]);
+    let id = run_id_of(&run.wait_line(&["run ", "3 cell(s)"], 60));
+    run.wait_line(&["[1/3", "finished in"], 120);
+    run.wait_line(&["[2/3", stage], 120);
+    run.signal(sig);
+    let status = run.wait(90);
+    assert!(!status.success(), "{stage}: {}", run.stderr());
+    let dir = place.results().join(&id);
+    let rec: RunRecord = read(&dir.join("run.json"));
+    if sig == nix::sys::signal::Signal::SIGINT {
+        assert_eq!(status.code(), Some(130), "{}", run.stderr());
+        assert_eq!(rec.status, "interrupted");
+        assert!(
+            run.stderr().contains(&format!("--resume {id}")),
+            "{}",
+            run.stderr()
+        );
+        assert_clean(&place, &id);
+    }
+    let first = rec.cells[0].clone();
+    let before = std::fs::read(dir.join("cells").join(&first).join("cell.json")).unwrap();
+
+    let (status, _, stderr) = place.run(&["tests/scenarios/run-three.yaml", "--resume", &id]);
+    assert!(status.success(), "{stage}: {stderr}");
+    assert_eq!(
+        stderr.matches("finished earlier, skipped").count(),
+        1,
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("] finished in").count(), 2, "{stderr}");
+    let after = std::fs::read(dir.join("cells").join(&first).join("cell.json")).unwrap();
+    assert_eq!(before, after, "the finished cell was rewritten");
+    let rec: RunRecord = read(&dir.join("run.json"));
+    assert_eq!(rec.status, "finished");
+    for key in &rec.cells {
+        let c: CellRecord = read(&dir.join("cells").join(key).join("cell.json"));
+        assert_eq!(c.status, "finished", "{key}: {:?}", c.failure);
+    }
+    assert_clean(&place, &id);
+}
+
+#[test]
+fn killing_the_run_at_each_stage_then_resuming_runs_exactly_the_unfinished_cells() {
+    use nix::sys::signal::Signal;
+    kill_at_stage_then_resume("load", Signal::SIGKILL);
+    kill_at_stage_then_resume("workload-b t2", Signal::SIGKILL);
+    kill_at_stage_then_resume("workload-b t2", Signal::SIGINT);
+    kill_at_stage_then_resume("provision", Signal::SIGTERM);
+}
+
+#[test]
+fn an_engine_that_dies_mid_phase_fails_its_cell_and_the_matrix_goes_on() {
+    let place = Place::new();
+    let mut run = place.spawn(&["tests/scenarios/run-long-phase.yaml"]);
+    let id = run_id_of(&run.wait_line(&["run ", "2 cell(s)"], 60));
+    run.wait_line(&["[1/2", "workload-c t2"], 120);
+    std::thread::sleep(Duration::from_millis(500));
+    let procs = format!("/sys/fs/cgroup/cpuset/benchcage/{id}-01/server/cgroup.procs");
+    let pids = std::fs::read_to_string(&procs).unwrap();
+    assert!(!pids.trim().is_empty());
+    for pid in pids.lines() {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid.trim().parse().unwrap()),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let status = run.wait(120);
+    assert_eq!(status.code(), Some(1), "{}", run.stderr());
+    let dir = place.results().join(&id);
+    let rec: RunRecord = read(&dir.join("run.json"));
+    assert_eq!(rec.status, "failed");
+    let first: CellRecord = read(&dir.join("cells").join(&rec.cells[0]).join("cell.json"));
+    assert_eq!(first.status, "failed");
+    let why = first.failure.unwrap();
+    assert!(
+        why.contains("engine exited during phase workload-c"),
+        "{why}"
+    );
+    assert!(
+        first.phases.iter().all(|p| p.name == "load"),
+        "no measured phase recorded as a result"
+    );
+    let second: CellRecord = read(&dir.join("cells").join(&rec.cells[1]).join("cell.json"));
+    assert_eq!(second.status, "finished", "{:?}", second.failure);
+    assert_clean(&place, &id);
+}
+
+/// A tmpfs mounted for one test, unmounted when dropped.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(at: &Path, size: &str) -> Tmpfs {
+        std::fs::create_dir_all(at).unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "mount tmpfs at {}", at.display());
+        Tmpfs(at.to_path_buf())
+    }
+
+    /// Write until the disk is full.
+    fn fill(&self) {
+        use std::io::Write;
+        let mut f = std::fs::File::create(self.0.join("filler")).unwrap();
+        let block = vec![7u8; 1 << 20];
+        while f.write_all(&block).is_ok() {}
+        let _ = f.flush();
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_results_disk_fails_the_run_and_keeps_earlier_results_intact() {
+    let place = Place::new();
+    let disk = Tmpfs::mount(&place.results(), "80m");
+    let mut run = place.spawn(&["tests/scenarios/run-three.yaml"]);
+    let id = run_id_of(&run.wait_line(&["run ", "3 cell(s)"], 60));
+    run.wait_line(&["[1/3", "finished in"], 120);
+    let dir = place.results().join(&id);
+    let rec: RunRecord = read(&dir.join("run.json"));
+    let first = dir.join("cells").join(&rec.cells[0]).join("cell.json");
+    let before = std::fs::read(&first).unwrap();
+    disk.fill();
+    let status = run.wait(120);
+    assert!(!status.success(), "{}", run.stderr());
+    assert_eq!(
+        std::fs::read(&first).unwrap(),
+        before,
+        "an earlier result changed"
+    );
+    let cell: CellRecord = read(&first);
+    assert_eq!(cell.status, "finished");
+    assert!(
+        !dir.join("cells")
+            .join(&rec.cells[2])
+            .join("cell.json")
+            .exists()
+    );
+    assert_clean(&place, &id);
+
+    // With the disk still full, a new run refuses before creating anything.
+    let (status, _, stderr) = place.run(&["tests/scenarios/run-three.yaml"]);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("needs at least"), "{stderr}");
+    assert_eq!(place.run_dirs(), vec![dir]);
+    drop(disk);
+}
+
+#[test]
+fn a_phase_that_claims_io_bound_but_read_nothing_from_disk_is_invalid() {
+    let place = Place::new();
+    let (status, _, stderr) = place.run(&["tests/scenarios/run-false-io.yaml"]);
+    assert!(status.success(), "{stderr}");
+    assert!(stderr.contains("fidelity INVALID"), "{stderr}");
+    let dir = &place.run_dirs()[0];
+    let cell: CellRecord = read(&cell_dirs(dir)[0].join("cell.json"));
+    let phase = cell.phases.iter().find(|p| p.name == "claims-io").unwrap();
+    match &phase.status {
+        benchcage::results::model::PhaseStatus::Invalid { reason } => {
+            assert!(reason.contains("expect: io-bound"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!cell.fidelity.is_valid());
+    let io = &cell.fidelity.phase_io["02-claims-io-t1"];
+    assert!(io.expect_io_bound && io.io_bound_violation.is_some());
+}
+
+#[test]
+fn resuming_a_run_that_does_not_exist_is_bad_input_and_creates_nothing() {
+    let place = Place::new();
+    let (status, _, stderr) = place.run(&[
+        "tests/scenarios/run-small.yaml",
+        "--resume",
+        "20000101-000000-0000",
+    ]);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--resume 20000101-000000-0000"), "{stderr}");
+    let (status, _, stderr) = place.run(&["tests/scenarios/run-small.yaml", "--resume", "../etc"]);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(place.run_dirs().is_empty());
+}

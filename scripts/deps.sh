@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   redis-server postgresql postgresql-contrib mariadb-server mariadb-plugin-rocksdb
-  sysbench debootstrap docker.io chromium procps psmisc iproute2
+  sysbench debootstrap docker.io chromium procps psmisc iproute2 python3
 )
 missing=()
 for p in "${packages[@]}"; do

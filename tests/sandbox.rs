@@ -968,6 +968,26 @@ async fn a_limit_the_kernel_cannot_apply_fails_provision_and_teardown_still_clea
     assert_clean(&s, &[]);
 }
 
+#[tokio::test]
+async fn a_data_dir_the_engine_user_cannot_reach_is_refused_before_anything_starts() {
+    let s = Scratch::new("reach");
+    let hidden = s.path().join("private");
+    std::fs::create_dir(&hidden).unwrap();
+    std::fs::set_permissions(&hidden, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let mut l = postgres(&s, free_port().unwrap());
+    l.data_dir = hidden.join("data");
+    let mut sb = s.sandbox();
+    sb.provision(&limits(128)).await.unwrap();
+    let err = sb.start_engine(&l).await.unwrap_err().to_string();
+    assert!(
+        err.contains("cannot reach") && err.contains("private"),
+        "{err}"
+    );
+    assert!(!l.log_path.exists(), "nothing ran");
+    assert!(sb.teardown(BUDGET).await.unwrap().is_clean());
+    assert_clean(&s, &[]);
+}
+
 #[test]
 fn the_cgroup_sandbox_can_be_shared_across_tasks() {
     fn shareable<T: Send + Sync>() {}

@@ -51,6 +51,36 @@ pub fn lookup_user(name: &str) -> Result<Identity, SandboxError> {
     }
 }
 
+/// Error unless `id` can reach `path`: every ancestor directory needs the
+/// search bit for the user (the engine runs unprivileged and chdirs there).
+pub fn check_reachable(path: &Path, user: &str, id: Identity) -> Result<(), SandboxError> {
+    use std::os::unix::fs::MetadataExt;
+    for dir in path.ancestors().skip(1) {
+        let Ok(meta) = std::fs::metadata(dir) else {
+            continue;
+        };
+        let mode = meta.mode();
+        let bit = if meta.uid() == id.uid {
+            0o100
+        } else if meta.gid() == id.gid {
+            0o010
+        } else {
+            0o001
+        };
+        if mode & bit == 0 {
+            return Err(SandboxError::DataDir {
+                path: path.to_path_buf(),
+                detail: format!(
+                    "user `{user}` cannot reach it: {} is mode {:o}; make it searchable (chmod o+x) or put the data dir elsewhere",
+                    dir.display(),
+                    mode & 0o7777
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Make `cmd` join the cgroups whose `cgroup.procs` files are `procs`,
 /// detach, and drop to `user`, all in the child before `exec`. The files
 /// are opened here (by root) so the child only calls `write(2)`.

@@ -230,6 +230,9 @@ impl Sandbox for CgroupSandbox {
             .as_deref()
             .map(process::lookup_user)
             .transpose()?;
+        if let (Some(name), Some(id)) = (&launch.user, user) {
+            process::check_reachable(&launch.data_dir, name, id)?;
+        }
         if !launch.data_dir.exists() {
             self.ledger_mut()?.record(Resource::DataDir {
                 path: launch.data_dir.clone(),

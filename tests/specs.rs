@@ -446,6 +446,10 @@ fn set_overrides_knobs_and_environment_fields_alike() {
             "scale=0.5",
             "--set",
             "server.swap=64MiB",
+            "--set",
+            "server.io.read_bps=100MiB",
+            "--set",
+            "server.io.write_iops=500",
         ],
     );
     assert_eq!(o.code, 0, "{}", o.stderr);
@@ -455,6 +459,9 @@ fn set_overrides_knobs_and_environment_fields_alike() {
     assert_eq!(c["limits"]["memory"], "512MiB");
     assert_eq!(c["knobs"]["appendfsync"], "always");
     assert_eq!(c["dataset"]["records"], 25000);
+    assert_eq!(c["limits"]["io"]["read_bps"], 100 * 1024 * 1024);
+    assert_eq!(c["limits"]["io"]["write_iops"], 500);
+    assert_eq!(c["limits"]["swap"]["Limit"], "64MiB");
     assert!(
         c["configs"][0]["content"]
             .as_str()

@@ -6,13 +6,12 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 pub const CGROUP_PROCS: &str = "cgroup.procs";
-pub const V1_TASKS: &str = "tasks";
 
 pub const V1_CPUSET_CPUS: &str = "cpuset.cpus";
 pub const V1_CPUSET_MEMS: &str = "cpuset.mems";
 pub const V2_CPUSET_CPUS: &str = "cpuset.cpus";
 pub const V2_CPUSET_MEMS: &str = "cpuset.mems";
-pub const V2_CPUSET_CPUS_EFFECTIVE: &str = "cpuset.cpus.effective";
+pub const V2_CPUSET_MEMS_EFFECTIVE: &str = "cpuset.mems.effective";
 
 pub const V1_MEMORY_LIMIT: &str = "memory.limit_in_bytes";
 pub const V1_MEMSW_LIMIT: &str = "memory.memsw.limit_in_bytes";

@@ -68,7 +68,7 @@ impl Group {
             if let Some(c) = &limits.cpus {
                 files::write(&d.join(V2_CPUSET_CPUS), &c.to_string())?;
                 let mems =
-                    files::read_trim(&parent.join("cpuset.mems.effective")).unwrap_or_default();
+                    files::read_trim(&parent.join(V2_CPUSET_MEMS_EFFECTIVE)).unwrap_or_default();
                 if !mems.is_empty() {
                     files::write(&d.join(V2_CPUSET_MEMS), &mems)?;
                 }
@@ -215,7 +215,7 @@ mod tests {
         // The kernel fills a new group with these files.
         std::fs::create_dir(&dir).unwrap();
         std::fs::write(dir.join(V2_CONTROLLERS), "cpuset cpu io memory pids\n").unwrap();
-        std::fs::write(dir.join("cpuset.mems.effective"), "0\n").unwrap();
+        std::fs::write(dir.join(V2_CPUSET_MEMS_EFFECTIVE), "0\n").unwrap();
         ensure_parent(&top).unwrap();
         assert_eq!(
             std::fs::read_to_string(t.path().join(V2_SUBTREE_CONTROL)).unwrap(),

@@ -44,6 +44,9 @@ struct Synth {
     factor: BTreeMap<&'static str, f64>,
     /// Plant an invalid phase and an OOM-killed phase.
     faults: bool,
+    /// Run every thread count inside each cell (phases `workload-a` at t1,
+    /// t16, ...), as `benchcage run` does for a phase with a thread list.
+    sweep_in_cell: bool,
 }
 
 /// Throughput of the phase that is invalid: must never show as a result.
@@ -80,13 +83,19 @@ impl Synth {
             noise: 0.005,
             factor: BTreeMap::new(),
             faults: true,
+            sweep_in_cell: false,
         }
     }
 
     fn cells(&self) -> Vec<(Engine, u32, u64, u32)> {
         let mut v = Vec::new();
+        let threads = if self.sweep_in_cell {
+            vec![0]
+        } else {
+            self.threads.clone()
+        };
         for e in &self.engines {
-            for t in &self.threads {
+            for t in &threads {
                 for cap in &self.caps {
                     for rep in 1..=self.reps {
                         v.push((e.clone(), *t, *cap, rep));
@@ -203,19 +212,29 @@ impl Synth {
         }
     }
 
-    fn samples(e: &Engine, cap: u64, failed_at: Option<u64>) -> Vec<ResourceSample> {
+    /// One sample a second: load, a second of settle, then each measured
+    /// phase for its duration, labelled the way the run labels them.
+    fn samples(e: &Engine, cap: u64, phases: &[PhaseResult]) -> Vec<ResourceSample> {
+        let mut labels: Vec<String> = vec!["load".into(); 5];
+        labels.push("settle".into());
+        for p in &phases[1..] {
+            let secs = match p.status {
+                PhaseStatus::Oom { .. } => 4,
+                _ => p.duration_s as usize,
+            };
+            labels.extend(std::iter::repeat_n(
+                format!("{} t{}", p.name, p.threads),
+                secs,
+            ));
+        }
         let ratio = cap as f64 / e.data_bytes as f64;
         let mut faults = 0u64;
         let mut read = 0u64;
-        let end = failed_at.unwrap_or(26);
-        (0..=end)
-            .map(|s| {
-                let phase = match s {
-                    0..=4 => "load",
-                    5 => "settle",
-                    6..=15 => "workload-a",
-                    _ => "workload-c",
-                };
+        labels
+            .into_iter()
+            .enumerate()
+            .map(|(s, phase)| {
+                let s = s as u64;
                 let fill = (s as f64 / 8.0).min(1.0);
                 let memory = ((e.data_bytes as f64 * 1.1).min(cap as f64 * 0.96) * fill) as u64;
                 if s >= 6 {
@@ -236,7 +255,7 @@ impl Synth {
                     io_read_bytes: read,
                     io_write_bytes: s * MIB,
                     cgroup: "server".into(),
-                    phase: phase.into(),
+                    phase,
                     inactive_file_bytes: memory / 5,
                 }
             })
@@ -244,39 +263,53 @@ impl Synth {
     }
 
     fn cell(&self, e: &Engine, t: u32, cap: u64, rep: u32) -> (CellRecord, Vec<ResourceSample>) {
-        let tput = self.tput(e, t, cap, rep) * self.factor.get(e.name).copied().unwrap_or(1.0);
-        let fault = self.fault(e, t, rep);
+        let factor = self.factor.get(e.name).copied().unwrap_or(1.0);
+        let sweep: Vec<u32> = if self.sweep_in_cell {
+            self.threads.clone()
+        } else {
+            vec![t]
+        };
         let load_tput = e.base * 0.6 * (cap as f64 / e.data_bytes as f64).min(1.0);
-        let mut phases = vec![
-            Self::phase(
-                "load",
-                "ycsb:load",
-                8,
-                load_tput,
-                &[("INSERT", 1.0)],
-                PhaseStatus::Ok,
-            ),
-            Self::phase(
+        let mut phases = vec![Self::phase(
+            "load",
+            "ycsb:load",
+            8,
+            load_tput,
+            &[("INSERT", 1.0)],
+            PhaseStatus::Ok,
+        )];
+        for &tt in &sweep {
+            phases.push(Self::phase(
                 "workload-a",
                 "ycsb:a",
-                t,
-                tput,
+                tt,
+                self.tput(e, tt, cap, rep) * factor,
                 &[("READ", 0.5), ("UPDATE", 0.5)],
                 PhaseStatus::Ok,
-            ),
-        ];
-        let c_tput = match &fault {
-            Some(PhaseStatus::Invalid { .. }) => PLANTED_INVALID_OPS,
-            _ => self.tput(e, t, cap, rep) * 1.35,
-        };
-        phases.push(Self::phase(
-            "workload-c",
-            "ycsb:c",
-            t,
-            c_tput,
-            &[("READ", 1.0)],
-            fault.clone().unwrap_or(PhaseStatus::Ok),
-        ));
+            ));
+        }
+        let mut fault = None;
+        for &tt in &sweep {
+            let f = self.fault(e, tt, rep);
+            let c_tput = match &f {
+                Some(PhaseStatus::Invalid { .. }) => PLANTED_INVALID_OPS,
+                _ => self.tput(e, tt, cap, rep) * 1.35,
+            };
+            phases.push(Self::phase(
+                "workload-c",
+                "ycsb:c",
+                tt,
+                c_tput,
+                &[("READ", 1.0)],
+                f.clone().unwrap_or(PhaseStatus::Ok),
+            ));
+            if f.is_some() {
+                fault = f;
+            }
+            if matches!(fault, Some(PhaseStatus::Oom { .. })) {
+                break;
+            }
+        }
         let oom = matches!(fault, Some(PhaseStatus::Oom { .. }));
         let key = Self::key(e, t, cap, rep);
         let mut limits = BTreeMap::new();
@@ -292,14 +325,19 @@ impl Synth {
         cpus.insert("4102".to_string(), "0".to_string());
         let rec = CellRecord {
             key,
-            label: format!(
-                "{}@{} / {} / {} threads / {}MiB / rep {rep}",
-                e.name,
-                e.version,
-                self.scenario,
-                t,
-                cap / MIB
-            ),
+            label: if self.sweep_in_cell {
+                // The way `benchcage run` labels cells.
+                format!("{}@{}/small-{}m/r{rep}", e.name, e.version, cap / MIB)
+            } else {
+                format!(
+                    "{}@{} / {} / {} threads / {}MiB / rep {rep}",
+                    e.name,
+                    e.version,
+                    self.scenario,
+                    t,
+                    cap / MIB
+                )
+            },
             engine: e.name.into(),
             version: e.version.into(),
             engine_reported_version: format!("{}.2", e.version),
@@ -323,7 +361,7 @@ impl Synth {
             memory_limit_bytes: Some(cap),
             ..Default::default()
         };
-        let samples = Self::samples(e, cap, oom.then_some(20));
+        let samples = Self::samples(e, cap, &rec.phases);
         (rec, samples)
     }
 
@@ -362,7 +400,7 @@ impl Synth {
             let (rec, samples) = self.cell(e, *t, *cap, *rep);
             let cp = paths.cell(&rec.key);
             for (i, p) in rec.phases.iter().enumerate() {
-                write_json(&cp.phase_json(i, &p.name), p);
+                write_json(&cp.phase_json(i, &p.name, p.threads), p);
             }
             write_json(&cp.samples_json(), &samples);
             write_json(&cp.fidelity_json(), &rec.fidelity);
@@ -799,6 +837,52 @@ fn compare_exits_1_on_a_planted_ten_percent_regression() {
         &["--metric", "p99"],
     );
     assert_eq!(code, 1, "{out}");
+}
+
+#[test]
+fn a_thread_sweep_inside_each_cell_is_charted_and_compared_per_thread_count() {
+    let home = tempfile::tempdir().unwrap();
+    let mut base = Synth::new("20261129-020000-swp1", "2026-11-29T02:00:00Z");
+    base.sweep_in_cell = true;
+    let mut cand = base.clone();
+    cand.run_id = "20261130-020000-swp2".into();
+    cand.started_at = "2026-11-30T02:00:00Z".into();
+    cand.factor.insert("postgres", 0.90);
+    base.write(&results(home.path()));
+    cand.write(&results(home.path()));
+
+    let out = bc(home.path())
+        .args(["report", &base.run_id, "--format", "md", "-o", "-"])
+        .output()
+        .unwrap();
+    let md = String::from_utf8(out.stdout).unwrap();
+    let sweep = md
+        .split("### Throughput vs threads: workload-a")
+        .nth(1)
+        .expect("a thread sweep table");
+    let rows: Vec<&str> = sweep
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2)
+        .collect();
+    assert_eq!(rows.len(), 3, "{sweep}");
+    assert!(rows.iter().all(|r| !r.contains('—')), "{sweep}");
+    // Repetitions r1 and r2 of a cell are one configuration.
+    assert!(md.contains("| redis@7.0/small-512m |"), "{md}");
+    assert!(!md.contains("98,765"), "an invalid phase shows as a result");
+
+    let (code, out) = compare(home.path(), &base.run_id, &cand.run_id, &[]);
+    assert_eq!(code, 1, "{out}");
+    let regressed: Vec<&str> = out.lines().filter(|l| l.contains("REGRESSION")).collect();
+    assert_eq!(regressed.len(), 6, "{out}");
+    for t in ["workload-a t1 ", "workload-a t16 ", "workload-a t256 "] {
+        assert_eq!(
+            regressed.iter().filter(|l| l.contains(t)).count(),
+            2,
+            "{t}: {out}"
+        );
+    }
 }
 
 #[test]

@@ -110,11 +110,23 @@ pub struct BaseStat {
     pub n: usize,
 }
 
-/// Where a row is matched: cell group, phase, operation kind.
-pub type MatchKey = (String, String, String);
+/// Where a row is matched: cell group, phase, its threads, operation kind.
+pub type MatchKey = (String, String, u32, String);
+
+/// A phase of a cell group at one thread count.
+type PhaseKey = (String, String, u32);
 
 fn key(r: &FlatRow) -> MatchKey {
-    (r.cell_group.clone(), r.phase.clone(), r.op.clone())
+    (
+        r.cell_group.clone(),
+        r.phase.clone(),
+        r.threads,
+        r.op.clone(),
+    )
+}
+
+fn phase_key(r: &FlatRow) -> PhaseKey {
+    (r.cell_group.clone(), r.phase.clone(), r.threads)
 }
 
 fn mean(v: &[f64]) -> f64 {
@@ -146,13 +158,11 @@ fn ok_values(rows: &[FlatRow], metric: Metric) -> BTreeMap<MatchKey, Vec<f64>> {
     m
 }
 
-/// (cell group, phase) pairs with a phase that is not a result.
-pub fn failed_phases<'a>(
-    rows: impl IntoIterator<Item = &'a FlatRow>,
-) -> BTreeSet<(String, String)> {
+/// (cell group, phase, threads) with a phase that is not a result.
+pub fn failed_phases<'a>(rows: impl IntoIterator<Item = &'a FlatRow>) -> BTreeSet<PhaseKey> {
     rows.into_iter()
         .filter(|r| r.status != Verdict::Ok)
-        .map(|r| (r.cell_group.clone(), r.phase.clone()))
+        .map(phase_key)
         .collect()
 }
 
@@ -268,20 +278,24 @@ impl Comparison {
 /// `labels` names each cell group (from either side).
 pub fn compare(
     bases: &BTreeMap<Metric, BTreeMap<MatchKey, BaseStat>>,
-    base_failed: &BTreeSet<(String, String)>,
+    base_failed: &BTreeSet<PhaseKey>,
     labels: &BTreeMap<String, String>,
     candidate: &[FlatRow],
     threshold: Threshold,
 ) -> Comparison {
     // (group, phase) where the candidate has a phase that is not a result
     // and the base had none: a new failure.
-    let mut failed: BTreeMap<(String, String), String> = BTreeMap::new();
+    let mut failed: BTreeMap<PhaseKey, String> = BTreeMap::new();
+    // Groups with a new failure: what the candidate lacks there failed too.
+    let mut failed_groups: BTreeMap<String, String> = BTreeMap::new();
     for r in candidate.iter().filter(|r| r.status != Verdict::Ok) {
-        let k = (r.cell_group.clone(), r.phase.clone());
+        let k = phase_key(r);
         if !base_failed.contains(&k) {
-            failed
-                .entry(k)
-                .or_insert_with(|| format!("{}: {}", r.status.as_str().to_uppercase(), r.reason));
+            let why = format!("{}: {}", r.status.as_str().to_uppercase(), r.reason);
+            failed_groups
+                .entry(r.cell_group.clone())
+                .or_insert_with(|| why.clone());
+            failed.entry(k).or_insert(why);
         }
     }
     let mut rows = Vec::new();
@@ -292,10 +306,13 @@ pub fn compare(
             let label = labels.get(&k.0).cloned().unwrap_or_else(|| k.0.clone());
             let b = base.get(k).cloned();
             let c = cand.get(k).map(|v| (mean(v), v.len()));
-            let fail = failed.get(&(k.0.clone(), k.1.clone()));
+            let fail = failed.get(&(k.0.clone(), k.1.clone(), k.2));
             let (verdict, change, note) = match (&b, c, fail) {
                 (Some(_), _, Some(reason)) => (Change::Failed, None, reason.clone()),
-                (Some(_), None, None) => (Change::Missing, None, String::new()),
+                (Some(_), None, None) => match failed_groups.get(&k.0) {
+                    Some(why) => (Change::Failed, None, why.clone()),
+                    None => (Change::Missing, None, String::new()),
+                },
                 (None, Some(_), _) => (Change::New, None, String::new()),
                 (None, None, _) => continue,
                 (Some(b), Some((cv, _)), None) => {
@@ -322,8 +339,8 @@ pub fn compare(
             };
             rows.push(ChangeRow {
                 label,
-                phase: k.1.clone(),
-                op: k.2.clone(),
+                phase: format!("{} t{}", k.1, k.2),
+                op: k.3.clone(),
                 metric: *metric,
                 base: b,
                 candidate: c,
@@ -509,15 +526,28 @@ mod tests {
         assert_eq!(c.rows[0].verdict, Change::Failed);
         assert!(c.rows[0].note.contains("OOM"));
         // The same failure in the base is not new: nothing fails.
-        let c = run_cmp(&[base[0].clone(), bad.clone()], &[bad], Metric::Throughput);
+        let c = run_cmp(
+            &[base[0].clone(), bad.clone()],
+            std::slice::from_ref(&bad),
+            Metric::Throughput,
+        );
         assert_eq!(c.failures(), 0);
+        // A cell that failed before its phases fails what the base measured.
+        let mut early = row("g", 1, 0.0);
+        early.status = Verdict::Failed;
+        early.reason = "engine never ready".into();
+        early.phase = NO_OP.into();
+        early.op = NO_OP.into();
+        let c = run_cmp(&base, &[early], Metric::Throughput);
+        assert_eq!(c.rows[0].verdict, Change::Failed);
+        assert!(c.rows[0].note.contains("never ready"));
     }
 
     #[test]
     fn best_of_takes_the_best_run_and_the_spread_of_runs() {
         let runs = vec![vec![row("g", 1, 1000.0)], vec![row("g", 1, 1100.0)]];
         let b = base_best_of(&runs, Metric::Throughput);
-        let s = &b[&("g".to_string(), "run".to_string(), "READ".to_string())];
+        let s = &b[&("g".to_string(), "run".to_string(), 0, "READ".to_string())];
         assert_eq!(s.value, 1100.0);
         assert_eq!(s.n, 2);
         assert!(s.band > 0.0);

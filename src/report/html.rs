@@ -80,7 +80,7 @@ caption{caption-side:top;text-align:left;font-weight:600;font-size:13px;padding:
 .badge.ok{background:var(--okbg);color:var(--ok)}
 .badge.failed,.badge.oom{background:var(--badbg);color:var(--bad);border-color:#ffcecb}
 .badge.invalid{background:var(--warnbg);color:var(--warn);border-color:#f5e0a0}
-.cells{display:grid;grid-template-columns:repeat(auto-fit,minmax(560px,1fr));gap:20px}
+.cells{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:20px}
 .cell h3{display:flex;align-items:center;gap:8px;flex-wrap:wrap}
 .cell .swatch{width:12px;height:12px;border-radius:3px;display:inline-block}
 .cell .key{font:12px ui-monospace,SFMono-Regular,"DejaVu Sans Mono",monospace;color:var(--muted)}

@@ -13,7 +13,7 @@ use crate::report::charts::{
 };
 use crate::report::fmt;
 use crate::results::flat::{FlatRow, NO_OP, UNLIMITED_CAP, Verdict, flatten, phase_verdict};
-use crate::results::layout::{CellData, phase_stem};
+use crate::results::layout::{CellData, phase_stem, sample_in_phase};
 use crate::results::model::{ResourceSample, RunRecord};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -256,7 +256,8 @@ fn observations(rows: &[FlatRow]) -> Vec<PhaseObs> {
     order.into_iter().filter_map(|k| by.remove(&k)).collect()
 }
 
-/// Group observations into configurations: series, run, cell group, phase.
+/// Group observations into configurations: series, run, cell group, phase
+/// and its thread count.
 fn configs(obs: &[PhaseObs], series: &SeriesMap) -> Vec<Config> {
     let mut out: Vec<Config> = Vec::new();
     for o in obs {
@@ -265,6 +266,7 @@ fn configs(obs: &[PhaseObs], series: &SeriesMap) -> Vec<Config> {
             c.style.name == style.name
                 && c.head.run_id == o.head.run_id
                 && c.head.cell_group == o.head.cell_group
+                && c.head.threads == o.head.threads
                 && c.head.phase == o.head.phase
         }) {
             Some(c) => c.reps.push(o.clone()),
@@ -794,7 +796,7 @@ fn phase_windows(cell: &CellData) -> Vec<(f64, f64)> {
         .map(|p| {
             let start = samples
                 .iter()
-                .find(|s| s.phase == p.name)
+                .find(|s| sample_in_phase(&s.phase, &p.name, p.threads))
                 .map(|s| s.t_ms as f64 / 1000.0)
                 .unwrap_or(t);
             t = start + p.duration_s;
@@ -844,12 +846,11 @@ fn phase_resources(input: &ReportInput) -> BTreeMap<ResKey, PhaseRes> {
             for (i, (from, to)) in phase_windows(cell).into_iter().enumerate() {
                 let mut r = window_stats(&samples, from, to);
                 // The run's own per-phase counters beat the 1 s samples.
-                if let Some(io) = cell
-                    .record
-                    .fidelity
-                    .phase_io
-                    .get(&phase_stem(i, &phases[i].name))
-                {
+                if let Some(io) = cell.record.fidelity.phase_io.get(&phase_stem(
+                    i,
+                    &phases[i].name,
+                    phases[i].threads,
+                )) {
                     let secs = phases[i].duration_s.max(1e-9);
                     r.major_faults = io.major_faults;
                     r.read_bytes = io.io_read_bytes;

@@ -52,7 +52,7 @@ pub fn phase_verdict(cell: &CellRecord, index: usize) -> (Verdict, String) {
     let io_violation = cell
         .fidelity
         .phase_io
-        .get(&phase_stem(index, &phase.name))
+        .get(&phase_stem(index, &phase.name, phase.threads))
         .and_then(|io| io.io_bound_violation.clone());
     match &phase.status {
         PhaseStatus::Failed { reason } => (Verdict::Failed, reason.clone()),
@@ -219,50 +219,58 @@ impl FlatRow {
     }
 }
 
-/// Every row of a run, in cell, phase and operation-kind order.
+/// Every row of a run, in cell, phase and operation-kind order. A cell
+/// that failed without a failed phase to show for it (it never got to
+/// its phases, or failed after them) gets one row of its own, phase `-`.
 pub fn flatten(run: &RunData) -> Vec<FlatRow> {
     let mut rows = Vec::new();
     for cell in &run.cells {
         let rec = &cell.record;
-        let group = cell_group(rec);
-        let group_label = group_label(rec);
-        let cap = memory_cap(cell);
-        for (i, phase) in rec.phases.iter().enumerate() {
-            let (status, reason) = phase_verdict(rec, i);
+        let cell_row = FlatRow {
+            run_id: run.run.run_id.clone(),
+            run_started_at: run.run.started_at.clone(),
+            scenario: run.run.scenario.clone(),
+            cell_key: rec.key.clone(),
+            cell_group: cell_group(rec),
+            group_label: group_label(rec),
+            engine: rec.engine.clone(),
+            version: rec.version.clone(),
+            environment: rec.environment.clone(),
+            backend: rec.backend.clone(),
+            threads: rec.threads,
+            repetition: rec.repetition,
+            phase: NO_OP.to_string(),
+            op: NO_OP.to_string(),
+            data_size_bytes: rec.data_size_bytes,
+            memory_limit_bytes: memory_cap(cell),
+            fidelity_valid: cell_violations(rec).is_empty(),
+            ..FlatRow::default()
+        };
+        let verdicts: Vec<(Verdict, String)> = (0..rec.phases.len())
+            .map(|i| phase_verdict(rec, i))
+            .collect();
+        if rec.status == "failed" && verdicts.iter().all(|(v, _)| *v == Verdict::Ok) {
+            rows.push(FlatRow {
+                status: Verdict::Failed,
+                reason: rec
+                    .failure
+                    .clone()
+                    .unwrap_or_else(|| "the cell failed; no reason recorded".into()),
+                ..cell_row.clone()
+            });
+        }
+        for ((i, phase), (status, reason)) in rec.phases.iter().enumerate().zip(verdicts) {
             let base = FlatRow {
-                run_id: run.run.run_id.clone(),
-                run_started_at: run.run.started_at.clone(),
-                scenario: run.run.scenario.clone(),
-                cell_key: rec.key.clone(),
-                cell_group: group.clone(),
-                group_label: group_label.clone(),
-                engine: rec.engine.clone(),
-                version: rec.version.clone(),
-                environment: rec.environment.clone(),
-                backend: rec.backend.clone(),
                 threads: phase.threads,
-                repetition: rec.repetition,
                 phase_index: i as u32,
                 phase: phase.name.clone(),
                 workload: phase.workload.clone(),
                 status,
                 reason,
-                op: NO_OP.to_string(),
-                count: 0,
                 errors: phase.total_errors,
-                throughput: 0.0,
-                lat_min_us: 0.0,
-                lat_mean_us: 0.0,
-                lat_p50_us: 0.0,
-                lat_p95_us: 0.0,
-                lat_p99_us: 0.0,
-                lat_p999_us: 0.0,
-                lat_max_us: 0.0,
                 phase_throughput: phase.throughput,
                 duration_s: phase.duration_s,
-                data_size_bytes: rec.data_size_bytes,
-                memory_limit_bytes: cap,
-                fidelity_valid: cell_violations(rec).is_empty(),
+                ..cell_row.clone()
             };
             if phase.ops.is_empty() {
                 rows.push(base);
@@ -317,20 +325,28 @@ pub fn cell_group(rec: &CellRecord) -> String {
     format!("g{:016x}", fnv1a64(canonical.to_string().as_bytes()))
 }
 
-/// The cell's label with its ` / rep N` part removed.
+/// The cell's label without its repetition part (`rep 2`, `r0`), with
+/// either ` / ` or `/` between the parts.
 pub fn group_label(rec: &CellRecord) -> String {
-    let parts: Vec<&str> = rec
-        .label
-        .split(" / ")
-        .filter(|p| !p.trim_start().starts_with("rep "))
-        .collect();
+    let sep = if rec.label.contains(" / ") {
+        " / "
+    } else {
+        "/"
+    };
+    let is_rep = |p: &str| {
+        let p = p.trim();
+        p.strip_prefix("rep ")
+            .or_else(|| p.strip_prefix('r'))
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let parts: Vec<&str> = rec.label.split(sep).filter(|p| !is_rep(p)).collect();
     if parts.is_empty() || rec.label.is_empty() {
         format!(
             "{}@{} / {} / {} threads",
             rec.engine, rec.version, rec.environment, rec.threads
         )
     } else {
-        parts.join(" / ")
+        parts.join(sep)
     }
 }
 
@@ -396,6 +412,9 @@ mod tests {
     fn repetitions_share_a_group_and_a_label() {
         assert_eq!(cell_group(&cell(1)), cell_group(&cell(2)));
         assert_eq!(group_label(&cell(2)), "redis@7.0 / small / a / 4 threads");
+        let mut short = cell(1);
+        short.label = "postgres@15/ram-50/r0".into();
+        assert_eq!(group_label(&short), "postgres@15/ram-50");
         let mut other = cell(1);
         other.threads = 8;
         assert_ne!(cell_group(&cell(1)), cell_group(&other));

@@ -81,11 +81,11 @@ impl CellPaths {
     pub fn phases_dir(&self) -> PathBuf {
         self.dir.join(PHASES_DIR)
     }
-    /// `phases/<nn>-<name>.json` for the phase at `index` (0-based; the file
-    /// is numbered from 01 so that a listing sorts in phase order).
-    pub fn phase_json(&self, index: usize, name: &str) -> PathBuf {
+    /// `phases/<nn>-<name>-t<threads>.json` for the phase at `index`
+    /// (0-based; files are numbered from 01 so a listing sorts in phase order).
+    pub fn phase_json(&self, index: usize, name: &str, threads: u32) -> PathBuf {
         self.phases_dir()
-            .join(format!("{}.json", phase_stem(index, name)))
+            .join(format!("{}.json", phase_stem(index, name, threads)))
     }
     pub fn samples_json(&self) -> PathBuf {
         self.dir.join(SAMPLES_FILE)
@@ -95,10 +95,21 @@ impl CellPaths {
     }
 }
 
-/// `<nn>-<name>` of the phase at 0-based `index`: its file name without
-/// `.json`, also the key of `FidelityRecord::phase_io`.
-pub fn phase_stem(index: usize, name: &str) -> String {
-    format!("{:02}-{}", index + 1, file_safe(name))
+/// `<nn>-<name>-t<threads>` of the phase at 0-based `index`: its file name
+/// without `.json`, the key of `FidelityRecord::phase_io`, the stem of its
+/// raw outputs. (A thread sweep runs one phase name at several thread counts.)
+pub fn phase_stem(index: usize, name: &str, threads: u32) -> String {
+    format!("{:02}-{}-t{threads}", index + 1, file_safe(name))
+}
+
+/// Whether a resource sample's `phase` label names this phase: the run
+/// labels measured phases `<name> t<threads>`, the load phase by its name.
+pub fn sample_in_phase(label: &str, name: &str, threads: u32) -> bool {
+    label == name
+        || label
+            .strip_prefix(name)
+            .and_then(|rest| rest.strip_prefix(" t").or_else(|| rest.strip_prefix("/t")))
+            .is_some_and(|t| t == threads.to_string())
 }
 
 /// A phase name made safe for a file name: anything but letters, digits,
@@ -266,14 +277,23 @@ mod tests {
     fn phase_files_are_numbered_from_one_and_file_safe() {
         let c = RunPaths::new(Path::new("/r"), "run1").cell("k");
         assert_eq!(
-            c.phase_json(0, "load"),
-            PathBuf::from("/r/run1/cells/k/phases/01-load.json")
+            c.phase_json(0, "load", 4),
+            PathBuf::from("/r/run1/cells/k/phases/01-load-t4.json")
         );
         assert_eq!(
-            c.phase_json(11, "sysbench oltp/rw"),
-            PathBuf::from("/r/run1/cells/k/phases/12-sysbench-oltp-rw.json")
+            c.phase_json(11, "sysbench oltp/rw", 16),
+            PathBuf::from("/r/run1/cells/k/phases/12-sysbench-oltp-rw-t16.json")
         );
         assert_eq!(file_safe(".."), "p..");
+    }
+
+    #[test]
+    fn samples_are_matched_to_phases_by_their_label() {
+        assert!(sample_in_phase("point-reads t4", "point-reads", 4));
+        assert!(sample_in_phase("workload-a/t16", "workload-a", 16));
+        assert!(sample_in_phase("load", "load", 2));
+        assert!(!sample_in_phase("point-reads t8", "point-reads", 4));
+        assert!(!sample_in_phase("point-reads-2 t4", "point-reads", 4));
     }
 
     #[test]

@@ -558,3 +558,30 @@ fn resuming_a_run_that_does_not_exist_is_bad_input_and_creates_nothing() {
     assert_eq!(status.code(), Some(2), "{stderr}");
     assert!(place.run_dirs().is_empty());
 }
+
+#[test]
+fn an_external_tool_runs_in_the_client_group_and_its_raw_output_is_kept() {
+    let place = Place::new();
+    let (status, _, stderr) = place.run(&["tests/scenarios/run-tool.yaml"]);
+    assert!(status.success(), "{stderr}");
+    let dir = &place.run_dirs()[0];
+    let cell_dir = &cell_dirs(dir)[0];
+    let cell: CellRecord = read(&cell_dir.join("cell.json"));
+    assert_eq!(cell.status, "finished", "{:?}", cell.failure);
+    let phase = &cell.phases[0];
+    assert_eq!(phase.workload, "sysbench:oltp_read_only");
+    assert!(phase.status.is_ok() && phase.total_ops > 0, "{phase:?}");
+    assert!(!phase.raw_outputs.is_empty());
+    for raw in &phase.raw_outputs {
+        assert!(cell_dir.join(raw).is_file(), "{raw}");
+    }
+    // sysbench's CPU time is charged to the client group, not the server's.
+    let samples: Vec<ResourceSample> = read(&cell_dir.join("samples.json"));
+    let client: Vec<&ResourceSample> = samples
+        .iter()
+        .filter(|s| s.cgroup == "client" && s.phase.starts_with("oltp-ro"))
+        .collect();
+    assert!(client.len() >= 2, "{samples:?}");
+    assert!(client.last().unwrap().cpu_usec > client[0].cpu_usec);
+    assert_clean(&place, &read::<RunRecord>(&dir.join("run.json")).run_id);
+}

@@ -61,7 +61,7 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let cells: Vec<CellWork> = plan
         .cells
         .iter()
-        .map(|c| adapt::cell_work(c, exe.clone(), Arc::new(NoFacts)))
+        .map(|c| adapt::cell_work(c, exe.clone(), home, Arc::new(NoFacts)))
         .collect();
     for c in &cells {
         adapt::check_configs(c).map_err(crate::error::bad_input)?;

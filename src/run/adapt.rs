@@ -87,7 +87,12 @@ pub fn check_configs(work: &CellWork) -> Result<(), String> {
 
 /// The work of one planned cell. `exe` is the benchcage binary that runs
 /// the load generator as a child.
-pub fn cell_work(cell: &PlannedCell, exe: PathBuf, facts: Arc<dyn EngineFacts>) -> CellWork {
+pub fn cell_work(
+    cell: &PlannedCell,
+    exe: PathBuf,
+    home: &std::path::Path,
+    facts: Arc<dyn EngineFacts>,
+) -> CellWork {
     let (key, group) = keys_of(cell);
     let planned = Arc::new(cell.clone());
     let p = planned.clone();
@@ -137,7 +142,7 @@ pub fn cell_work(cell: &PlannedCell, exe: PathBuf, facts: Arc<dyn EngineFacts>) 
         .iter()
         .map(|pp| PhaseStep {
             name: pp.phase.name.clone(),
-            exec: phase_exec(&planned, pp, &exe),
+            exec: phase_exec(&planned, pp, &exe, home),
             threads: vec![pp.threads],
             expect_io_bound: matches!(
                 pp.phase.expect,
@@ -210,6 +215,7 @@ fn phase_exec(
     cell: &Arc<PlannedCell>,
     pp: &PlannedPhase,
     exe: &std::path::Path,
+    home: &std::path::Path,
 ) -> Arc<dyn crate::run::phase::PhaseExec> {
     match &pp.phase.work {
         Work::Builtin(b) => {
@@ -225,7 +231,9 @@ fn phase_exec(
                 program: exe.to_path_buf(),
             })
         }
-        Work::Tool(tool) => crate::run::tools::tool_exec(cell.clone(), tool.clone(), pp.clone()),
+        Work::Tool(tool) => {
+            crate::run::tools::tool_exec(cell.clone(), tool.clone(), pp.clone(), home)
+        }
     }
 }
 

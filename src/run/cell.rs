@@ -257,7 +257,7 @@ pub async fn run_cell(
         let _ = ledger.finish();
     }
     r.leave();
-    let data_dir = ctx.work_dir.join(&work.key);
+    let data_dir = cell_work_dir(ctx);
     let _ = std::fs::remove_dir_all(&data_dir);
 
     let rec = &mut r.record;
@@ -360,7 +360,7 @@ async fn lifecycle(
 
     r.enter(ctx, "render");
     r.port = crate::sandbox::free_port()?;
-    let data_dir = ctx.work_dir.join(&work.key).join("data");
+    let data_dir = cell_work_dir(ctx).join("data");
     let config_dir = ctx.cell_dir.join("config");
     let log_path = ctx.cell_dir.join("engine.log");
     std::fs::create_dir_all(&config_dir).map_err(anyhow::Error::from)?;
@@ -468,6 +468,14 @@ async fn lifecycle(
     r.enter(ctx, "collect");
     collect(work, ctx, r).await?;
     Ok(())
+}
+
+/// The cell's folder under the run's work dir: short (`<work>/<run>/01`),
+/// since engines put unix sockets in their data dir and a socket path may
+/// not exceed 107 bytes.
+fn cell_work_dir(ctx: &CellCtx) -> PathBuf {
+    let nn = ctx.sandbox_id.rsplit('-').next().unwrap_or("cell");
+    ctx.work_dir.join(nn)
 }
 
 /// Lifecycle stages that are benchcage's own work (not load, not phases).

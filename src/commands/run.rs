@@ -9,7 +9,9 @@ use crate::run::cell::{CellWork, NoFacts};
 use crate::run::matrix::{self, RunInfo, SandboxFactory};
 use crate::run::provenance;
 use crate::run::signals::Interrupts;
+use crate::sandbox::cgroup::Hierarchy;
 use crate::sandbox::cgroup::sandbox::{CgroupConfig, CgroupSandbox};
+use crate::sandbox::docker::DockerSandbox;
 use crate::sandbox::{Backend, Sandbox, ledger};
 use crate::spec::Project;
 use crate::spec::overrides::parse_set_flags;
@@ -91,9 +93,12 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
                 std::fs::create_dir_all(&work_root)?;
                 Box::new(CgroupSandbox::new(id, CgroupConfig::detect(&work_root)?)?)
             }
-            Backend::Docker => anyhow::bail!(
-                "the docker backend is not wired into `run` in this build; use --set backend=cgroup"
-            ),
+            Backend::Docker => Box::new(DockerSandbox::new(
+                id,
+                &cell.key,
+                Hierarchy::detect()?,
+                &ledger::default_root(),
+            )?),
         };
         Ok(sb)
     });

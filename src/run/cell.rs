@@ -382,6 +382,9 @@ async fn lifecycle(
     for (k, v) in handle.read_back {
         r.record.fidelity.limits_read_back.insert(k, v);
     }
+    // The docker backend's server cgroup is the container's, known only now.
+    let engine_paths = r.sandbox.lock().await.engine_cgroup_paths();
+    r.cgroup_paths.extend(engine_paths);
     r.launch = Some(launch.clone());
 
     r.enter(ctx, "ready");

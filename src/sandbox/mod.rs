@@ -310,6 +310,14 @@ pub trait Sandbox: Send {
     /// Kernel counters of the server group.
     async fn stats(&self) -> Result<CgroupStats, SandboxError>;
 
+    /// Server cgroup directories that only exist once the engine runs,
+    /// keyed like [`Provisioned::cgroup_paths`] (`server/memory` -> dir):
+    /// the docker backend's container cgroup. Empty for backends whose
+    /// server group comes from `provision`.
+    fn engine_cgroup_paths(&self) -> BTreeMap<String, PathBuf> {
+        BTreeMap::new()
+    }
+
     /// Kernel counters of the client group.
     async fn client_stats(&self) -> Result<CgroupStats, SandboxError>;
 

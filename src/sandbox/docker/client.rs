@@ -221,6 +221,8 @@ pub struct ContainerSpec {
     pub pids_limit: i64,
     pub blkio: Blkio,
     pub binds: Vec<Bind>,
+    /// Working directory of the engine (its data dir, as on the cgroup backend).
+    pub working_dir: Option<PathBuf>,
 }
 
 fn throttles(rates: &[DeviceRate]) -> Option<Vec<ThrottleDevice>> {
@@ -273,6 +275,7 @@ impl ContainerSpec {
             cmd: Some(self.argv.iter().skip(1).cloned().collect()),
             env: Some(self.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
             user: self.user.clone(),
+            working_dir: self.working_dir.as_ref().map(|d| d.display().to_string()),
             labels: Some(self.labels.clone().into_iter().collect()),
             attach_stdin: Some(false),
             tty: Some(false),

@@ -31,7 +31,7 @@ pub enum DockerBackendError {
     )]
     ContainerGone { name: String },
     #[error(
-        "cannot bind-mount {path}: Docker needs an absolute path without `:` or `,`; move the data dir or config file"
+        "cannot bind-mount {path}: Docker needs a path without `:` or `,`; move the data dir or config file"
     )]
     BadMount { path: PathBuf },
     #[error("the {role} container has an empty argv")]

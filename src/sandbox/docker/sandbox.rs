@@ -484,7 +484,10 @@ impl Sandbox for DockerSandbox {
     /// engine (PID 1) is gone the daemon removes that cgroup: then the last
     /// reading stands, with OOM kills from the kernel's own records.
     async fn stats(&self) -> Result<CgroupStats, SandboxError> {
-        let engine = self.engine.as_ref().ok_or(SandboxError::NoEngine)?;
+        // Before the engine's container exists the server has used nothing.
+        let Some(engine) = self.engine.as_ref() else {
+            return Ok(CgroupStats::default());
+        };
         match read_cgroup_stats(&engine.dirs) {
             Ok(s) => {
                 *self.last_stats.lock().expect("stats lock") = Some(s.clone());
@@ -506,6 +509,14 @@ impl Sandbox for DockerSandbox {
                 Ok(s)
             }
         }
+    }
+
+    fn engine_cgroup_paths(&self) -> BTreeMap<String, PathBuf> {
+        self.engine
+            .iter()
+            .flat_map(|e| e.dirs.iter())
+            .map(|(c, d)| (format!("server/{c}"), d.clone()))
+            .collect()
     }
 
     async fn client_stats(&self) -> Result<CgroupStats, SandboxError> {

@@ -95,16 +95,22 @@ pub fn device_path(dev: &str, sys_dev_block: &Path) -> Option<PathBuf> {
         .map(|name| Path::new("/dev").join(name))
 }
 
+/// A bind mount; relative paths are taken from benchcage's working
+/// directory, as the cgroup backend would open them.
 fn bind(host: &Path, container: &Path, read_only: bool) -> Result<Bind, DockerBackendError> {
-    for p in [host, container] {
+    let abs = |p: &Path| {
+        std::path::absolute(p).map_err(|_| DockerBackendError::BadMount { path: p.into() })
+    };
+    let (host, container) = (abs(host)?, abs(container)?);
+    for p in [&host, &container] {
         let s = p.to_string_lossy();
-        if s.contains(':') || s.contains(',') || !p.is_absolute() {
-            return Err(DockerBackendError::BadMount { path: p.into() });
+        if s.contains(':') || s.contains(',') {
+            return Err(DockerBackendError::BadMount { path: p.clone() });
         }
     }
     Ok(Bind {
-        host: host.into(),
-        container: container.into(),
+        host,
+        container,
         read_only,
     })
 }
@@ -142,7 +148,9 @@ pub fn container_spec(
         SwapPolicy::Off => memory,
         SwapPolicy::Limit(s) => memory + s.as_u64() as i64,
     };
-    let mut binds = vec![bind(&launch.data_dir, &launch.data_dir, false)?];
+    let data = bind(&launch.data_dir, &launch.data_dir, false)?;
+    let working_dir = Some(data.container.clone());
+    let mut binds = vec![data];
     for (host, engine_path) in &launch.config_files {
         binds.push(bind(host, engine_path, true)?);
     }
@@ -176,6 +184,7 @@ pub fn container_spec(
             write_iops: rates(limits.io.write_iops),
         },
         binds,
+        working_dir,
     })
 }
 
@@ -299,6 +308,21 @@ mod tests {
             }]
         );
         assert!(s.blkio.read_bps.is_empty());
+    }
+
+    #[test]
+    fn relative_paths_are_mounted_where_benchcage_would_open_them() {
+        let mut l = launch();
+        l.data_dir = "results/cell/data".into();
+        l.config_files = vec![(
+            "results/cell/redis.conf".into(),
+            "results/cell/redis.conf".into(),
+        )];
+        let s = spec(&l, SwapPolicy::Off, None);
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(s.binds[0].host, cwd.join("results/cell/data"));
+        assert_eq!(s.binds[1].container, cwd.join("results/cell/redis.conf"));
+        assert_eq!(s.working_dir, Some(cwd.join("results/cell/data")));
     }
 
     #[test]

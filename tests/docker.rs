@@ -748,20 +748,13 @@ async fn ctrl_c_of_the_owner_tears_its_containers_down() {
     s.assert_nothing_left();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn after_sigkill_of_the_owner_cleanup_removes_its_containers_and_cgroups() {
-    let Some(_daemon) = shared().await else {
-        return;
-    };
-    let s = Scratch::new("sigkill");
-    let (mut child, id) = start_child(&s);
-    nix_kill(child.id() as i32, "KILL");
-    child.wait().unwrap();
-    // Nothing tore it down: the container outlives its owner.
-    assert_eq!(
-        docker(&["inspect", "-f", "{{.State.Running}}", &id]),
-        "true"
-    );
+/// SIGKILL the owner of container `id`: the container outlives it; then
+/// `benchcage cleanup` (with the owner's ledger folder) removes it and
+/// names the dead run, and nothing of the run is left.
+fn sigkill_then_cleanup(s: &Scratch, mut owner: std::process::Child, id: &str) {
+    nix_kill(owner.id() as i32, "KILL");
+    owner.wait().unwrap();
+    assert_eq!(docker(&["inspect", "-f", "{{.State.Running}}", id]), "true");
     let out = Command::new(env!("CARGO_BIN_EXE_benchcage"))
         .arg("cleanup")
         .env("BENCHCAGE_STATE_DIR", s.ledgers())
@@ -777,8 +770,17 @@ async fn after_sigkill_of_the_owner_cleanup_removes_its_containers_and_cgroups()
         text.contains(&s.run_id),
         "cleanup names the dead run: {text}"
     );
-    // The data dir was made by the child under its own temp dir; the ledger reaps it.
     s.assert_nothing_left();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_sigkill_of_the_owner_cleanup_removes_its_containers_and_cgroups() {
+    let Some(_daemon) = shared().await else {
+        return;
+    };
+    let s = Scratch::new("sigkill");
+    let (child, id) = start_child(&s);
+    sigkill_then_cleanup(&s, child, &id);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -909,4 +911,96 @@ async fn bench_redis_create_to_ready_and_teardown_vs_docker_run_rm() {
             "teardown_ratio": od / cd,
         })
     );
+}
+
+/// `benchcage run scenarios/quickstart.yaml --set backend=docker` with its
+/// results, work and ledger folders in `s`; returns the child and a
+/// receiver of its stderr lines.
+fn benchcage_run_on_docker(
+    s: &Scratch,
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    let home = env!("CARGO_MANIFEST_DIR");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_benchcage"))
+        .current_dir(home)
+        .arg("--home")
+        .arg(home)
+        .args([
+            "run",
+            "scenarios/quickstart.yaml",
+            "--set",
+            "backend=docker",
+        ])
+        .env("BENCHCAGE_RESULTS", s.path().join("results"))
+        .env("BENCHCAGE_WORK", s.path().join("work"))
+        .env("BENCHCAGE_STATE_DIR", s.ledgers())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let err = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    (child, rx)
+}
+
+/// The first stderr line containing `want`, within 120 s.
+fn line_with(rx: &std::sync::mpsc::Receiver<String>, want: &str) -> String {
+    let deadline = Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = rx
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("no `{want}` line"));
+        if line.contains(want) {
+            return line;
+        }
+    }
+}
+
+/// Start the CLI run and wait until its engine container serves the load;
+/// returns the child, the sandbox's scratch view (run id `<run>-01`) and
+/// the container id.
+fn cli_run_at_load(s: &mut Scratch) -> (std::process::Child, String) {
+    let (child, rx) = benchcage_run_on_docker(s);
+    let first = line_with(&rx, "cell(s), results in");
+    let run = first
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .trim_end_matches(':');
+    s.run_id = format!("{run}-01");
+    line_with(&rx, "] load");
+    std::thread::spawn(move || for _ in rx {});
+    let filter = format!("label=benchcage.run={}", s.run_id);
+    let id = docker(&["ps", "-q", "--no-trunc", "--filter", &filter]);
+    assert!(!id.is_empty(), "no running container for {}", s.run_id);
+    (child, id)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_of_benchcage_run_on_docker_removes_its_container() {
+    let Some(_daemon) = shared().await else {
+        return;
+    };
+    let mut s = Scratch::new("cli-int");
+    let (mut child, _id) = cli_run_at_load(&mut s);
+    nix_kill(child.id() as i32, "INT");
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "interrupted run exits 130");
+    s.assert_nothing_left();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_sigkill_of_benchcage_run_on_docker_cleanup_removes_its_container() {
+    let Some(_daemon) = shared().await else {
+        return;
+    };
+    let mut s = Scratch::new("cli-kill");
+    let (child, id) = cli_run_at_load(&mut s);
+    sigkill_then_cleanup(&s, child, &id);
 }

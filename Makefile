@@ -1,7 +1,7 @@
 # benchcage: two commands on a fresh machine: `make demo` and `make test`.
 SHELL := /bin/bash
 CARGO ?= cargo
-BIN := target/debug/benchcage
+BIN := $(or $(CARGO_TARGET_DIR),target)/debug/benchcage
 
 .PHONY: build test demo lint bench images deps
 
@@ -13,9 +13,10 @@ build:
 test: build
 	$(CARGO) test -- --test-threads=2
 
-## Installs what it needs, runs the quick-start scenario, prints the report path.
+## Installs what it needs, runs the quick-start scenario (about a minute),
+## prints the results folder and the HTML report path.
 demo: deps build
-	$(BIN) plan scenarios/quickstart.yaml
+	$(BIN) run scenarios/quickstart.yaml
 
 lint:
 	$(CARGO) fmt --all -- --check

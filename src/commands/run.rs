@@ -3,6 +3,7 @@
 
 use crate::cli::RunArgs;
 use crate::host::HostFacts;
+use crate::report;
 use crate::results::{history, layout};
 use crate::run::adapt;
 use crate::run::cell::{CellWork, NoFacts};
@@ -45,10 +46,14 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
         )));
     }
 
-    let results_root = args
-        .results
-        .clone()
-        .unwrap_or_else(|| layout::results_root(home));
+    // Absolute: engines run with their data dir as working directory and
+    // read their configs from the cell folder.
+    let results_root = std::path::absolute(
+        args.results
+            .clone()
+            .unwrap_or_else(|| layout::results_root(home)),
+    )
+    .context("resolving the results folder")?;
     // Leftovers of runs that died (SIGKILL, power cut) go first, so this run
     // starts from a clean machine.
     match ledger::reap_dead(&ledger::default_root(), false).await {
@@ -114,12 +119,19 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
     .await?;
 
     let db = results_root.join(layout::HISTORY_FILE);
-    match layout::load_run(&out.dir).map(|data| history::index_run(&db, &data)) {
-        Ok(Ok(_)) => {}
-        Ok(Err(e)) => eprintln!("warning: indexing the run in {}: {e}", db.display()),
+    println!("results: {}", out.dir.display());
+    match layout::load_run(&out.dir) {
+        Ok(data) => {
+            if let Err(e) = history::index_run(&db, &data) {
+                eprintln!("warning: indexing the run in {}: {e}", db.display());
+            }
+            match report::write_run_report(data, &db, report::Format::Html, None) {
+                Ok(path) => println!("report: {}", path.display()),
+                Err(e) => eprintln!("warning: writing the HTML report: {e}"),
+            }
+        }
         Err(e) => eprintln!("warning: reading the run back for the history: {e}"),
     }
-    println!("results: {}", out.dir.display());
     if out.interrupted {
         eprintln!(
             "interrupted: {} of {} cell(s) finished; resume with:\n  benchcage run {} --resume {}",

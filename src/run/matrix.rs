@@ -101,9 +101,10 @@ impl CellWriter for AtomicWriter {
 /// Where engine data dirs go: a work folder beside the system temp dir,
 /// never on the results disk (a full results disk must not kill the engine).
 pub fn work_root() -> PathBuf {
-    std::env::var_os("BENCHCAGE_WORK")
+    let root = std::env::var_os("BENCHCAGE_WORK")
         .map(PathBuf::from)
-        .unwrap_or_else(|| std::env::temp_dir().join("benchcage-work"))
+        .unwrap_or_else(|| std::env::temp_dir().join("benchcage-work"));
+    std::path::absolute(&root).unwrap_or(root)
 }
 
 /// Run (or resume) the matrix of `cells` and write the run's records.

@@ -27,7 +27,7 @@ pub async fn ensure_image(
     if image.starts_with(LOCAL_PREFIX) {
         return Err(DockerBackendError::ImageMissing {
             image: image.to_string(),
-            why: "it is built locally, not pulled".into(),
+            why: "benchcage/ images are built locally, never pulled".into(),
         });
     }
     let bar = ProgressBar::new(0);

@@ -23,7 +23,7 @@ pub enum DockerBackendError {
     #[error(transparent)]
     Api(#[from] DockerError),
     #[error(
-        "image {image} is not on this machine ({why}); build the local engine images with `make images` (scripts/images.sh), or `docker pull {image}` where a registry is reachable"
+        "image {image} is not on this machine ({why}); build the local engine images with `make images` (benchcage/postgres, benchcage/mariadb, benchcage/redis; import other benchcage/ images with `docker import`), or `docker pull {image}` where a registry is reachable"
     )]
     ImageMissing { image: String, why: String },
     #[error(

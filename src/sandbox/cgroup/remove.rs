@@ -106,6 +106,50 @@ pub async fn remove_group(
             rmdir(dir, deadline).await?;
             removed.push(dir.clone());
         }
+        remove_empty_top(dir);
     }
     Ok(removed)
+}
+
+/// Once a run's own folder (`benchcage/<run-id>`) is gone, remove the shared
+/// `benchcage` top folder too when no other run uses it, so the machine is
+/// left as it was found. ENOTEMPTY/EBUSY mean another run is live: keep it
+/// (group creation retries when it races this removal).
+fn remove_empty_top(dir: &Path) {
+    let Some(parent) = dir.parent() else { return };
+    if parent.file_name() == Some(std::ffi::OsStr::new(super::group::TOP)) && !dir.exists() {
+        let _ = std::fs::remove_dir(parent);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn removing_the_last_run_removes_the_shared_top_folder() {
+        let t = tempfile::tempdir().unwrap();
+        let top = t.path().join(super::super::group::TOP);
+        let run = top.join("r1");
+        std::fs::create_dir_all(&run).unwrap();
+        let dirs = BTreeMap::from([("memory".to_string(), run.clone())]);
+        remove_group(&dirs, Instant::now() + Duration::from_secs(1))
+            .await
+            .unwrap();
+        assert!(!run.exists());
+        assert!(!top.exists(), "the empty top folder was left behind");
+    }
+
+    #[tokio::test]
+    async fn the_top_folder_stays_while_another_run_uses_it() {
+        let t = tempfile::tempdir().unwrap();
+        let top = t.path().join(super::super::group::TOP);
+        std::fs::create_dir_all(top.join("r1")).unwrap();
+        std::fs::create_dir_all(top.join("r2")).unwrap();
+        let dirs = BTreeMap::from([("memory".to_string(), top.join("r1"))]);
+        remove_group(&dirs, Instant::now() + Duration::from_secs(1))
+            .await
+            .unwrap();
+        assert!(top.join("r2").exists());
+    }
 }

@@ -59,3 +59,32 @@ pub fn stderr_is_terminal() -> bool {
     use std::io::IsTerminal;
     std::io::stderr().is_terminal()
 }
+
+/// A bar for a transfer whose size is learnt as it goes (image pulls: each
+/// layer announces its size when it starts).
+pub struct ByteBar(ProgressBar);
+
+impl ByteBar {
+    /// A byte bar on stderr labelled `label`.
+    pub fn new(label: String) -> ByteBar {
+        let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+        if let Ok(style) =
+            ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}")
+        {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_message(label);
+        ByteBar(bar)
+    }
+
+    /// `done` of `total` bytes so far.
+    pub fn update(&self, done: u64, total: u64) {
+        self.0.set_length(total);
+        self.0.set_position(done);
+    }
+
+    /// Remove the bar from the terminal.
+    pub fn finish(self) {
+        self.0.finish_and_clear();
+    }
+}

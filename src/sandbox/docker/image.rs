@@ -3,7 +3,7 @@
 
 use super::DockerBackendError;
 use super::client::{DockerClient, PullStep};
-use indicatif::{ProgressBar, ProgressStyle};
+use crate::workload::progress::ByteBar;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -30,15 +30,7 @@ pub async fn ensure_image(
             why: "benchcage/ images are built locally, never pulled".into(),
         });
     }
-    let bar = ProgressBar::new(0);
-    bar.set_style(
-        ProgressStyle::with_template(
-            "pulling {msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> "),
-    );
-    bar.set_message(image.to_string());
+    let bar = ByteBar::new(format!("pulling {image}"));
     let mut layers: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     let result = client
         .pull(image, first_answer, |step: PullStep| {
@@ -49,12 +41,11 @@ pub async fn ensure_image(
                 let (done, all) = layers
                     .values()
                     .fold((0, 0), |(d, a), (c, t)| (d + c, a + t));
-                bar.set_length(all);
-                bar.set_position(done);
+                bar.update(done, all);
             }
         })
         .await;
-    bar.finish_and_clear();
+    bar.finish();
     match result {
         Ok(()) => Ok(()),
         Err(e) => Err(DockerBackendError::ImageMissing {

@@ -11,7 +11,7 @@ build:
 ## Everything CI runs: unit tests, CLI tests and the end-to-end tests
 ## against real cgroups, dockerd and engines (needs root and `make deps`).
 test: build
-	$(CARGO) test -- --test-threads=2
+	$(CARGO) test --no-fail-fast -- --test-threads=2
 
 ## Installs what it needs, runs the quick-start scenario (about a minute),
 ## prints the results folder and the HTML report path.

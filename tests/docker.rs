@@ -521,6 +521,36 @@ async fn an_engine_that_exits_is_reported_with_its_log_tail_and_leaves_nothing()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_engine_that_ignores_sigterm_is_killed_after_the_grace_period() {
+    let Some(_daemon) = shared().await else {
+        return;
+    };
+    let s = Scratch::new("noterm");
+    let mut sb = s.sandbox();
+    sb.provision(&limits(128)).await.unwrap();
+    let mut launch = redis_launch(&s, REDIS, &[]);
+    // PID 1 of a container without a SIGTERM handler never sees SIGTERM.
+    launch.argv = vec!["sleep".into(), "600".into()];
+    sb.start_engine(&launch).await.unwrap();
+    assert_eq!(sb.engine_status().await.unwrap(), EngineStatus::Running);
+    let started = Instant::now();
+    let stop = sb
+        .stop_engine(std::time::Duration::from_secs(1))
+        .await
+        .unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert_eq!(stop.outcome, StopOutcome::Killed);
+    assert_eq!(
+        stop.status,
+        EngineStatus::Exited {
+            code: None,
+            signal: Some(9)
+        }
+    );
+    teardown_clean(&mut sb, &s).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_init_command_is_an_init_error_not_a_docker_failure() {
     let Some(_daemon) = shared().await else {
         return;

@@ -119,6 +119,22 @@ pub fn percent(frac: f64) -> String {
     format!("{:+.1}%", frac * 100.0)
 }
 
+/// An RFC 3339 time to the second, for people: `2026-11-30 05:37:58 UTC`
+/// (other offsets are kept as written).
+pub fn timestamp(rfc3339: &str) -> String {
+    if rfc3339.len() < 19 || !rfc3339.is_char_boundary(19) {
+        return rfc3339.to_string();
+    }
+    let (head, rest) = rfc3339.split_at(19);
+    let offset = rest.trim_start_matches(|c: char| c == '.' || c.is_ascii_digit());
+    let zone = match offset {
+        "Z" | "+00:00" => " UTC".to_string(),
+        "" => String::new(),
+        other => format!(" {other}"),
+    };
+    format!("{}{zone}", head.replacen('T', " ", 1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,5 +153,13 @@ mod tests {
         assert_eq!(bytes(1.5 * 1024.0 * 1024.0 * 1024.0), "1.5 GiB");
         assert_eq!(ratio(0.25), "0.25×");
         assert_eq!(percent(-0.1), "-10.0%");
+        assert_eq!(
+            timestamp("2026-11-30T05:37:58.104839928+00:00"),
+            "2026-11-30 05:37:58 UTC"
+        );
+        assert_eq!(
+            timestamp("2026-11-30T05:37:58+02:00"),
+            "2026-11-30 05:37:58 +02:00"
+        );
     }
 }

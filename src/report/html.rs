@@ -3,6 +3,7 @@
 //! mailed or attached to a CI run as is.
 
 use crate::report::charts::esc;
+use crate::report::fmt;
 use crate::report::view::{CellView, Figure, Table, View, build};
 use crate::report::{Exporter, ReportError, ReportInput};
 use crate::results::flat::Verdict;
@@ -85,7 +86,8 @@ caption{caption-side:top;text-align:left;font-weight:600;font-size:13px;padding:
 .cell .swatch{width:12px;height:12px;border-radius:3px;display:inline-block}
 .cell .key{font:12px ui-monospace,SFMono-Regular,"DejaVu Sans Mono",monospace;color:var(--muted)}
 .cell .charts{display:grid;gap:6px}
-.cell table{font-size:12px}
+.figs table,.cell table{font-size:12px}
+.figs th,.figs td{padding:3px 6px}
 .cell th,.cell td{padding:3px 6px}
 details.more{margin-top:10px;font-size:13px}
 details.more summary{cursor:pointer;color:var(--accent);font-weight:600}
@@ -205,7 +207,11 @@ fn render(v: &View) -> String {
         .map(|r| {
             format!(
                 "{} · started {} · {} · {} ({} cores)",
-                r.run_id, r.started_at, r.status, r.host.hostname, r.host.cores
+                r.run_id,
+                fmt::timestamp(&r.started_at),
+                r.status,
+                r.host.hostname,
+                r.host.cores
             )
         })
         .collect::<Vec<_>>()

@@ -480,10 +480,13 @@ fn run_table(run: &RunRecord) -> Table {
             format!("{} ({})", run.scenario, short(&run.scenario_hash)),
         ),
         ("Status", run.status.clone()),
-        ("Started", run.started_at.clone()),
+        ("Started", fmt::timestamp(&run.started_at)),
         (
             "Finished",
-            run.finished_at.clone().unwrap_or_else(|| "—".into()),
+            run.finished_at
+                .as_deref()
+                .map(fmt::timestamp)
+                .unwrap_or_else(|| "—".into()),
         ),
         ("Host", h.hostname.clone()),
         ("CPU", format!("{} ({} cores)", h.cpu_model, h.cores)),

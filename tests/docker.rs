@@ -249,6 +249,14 @@ fn postgres_launch(s: &Scratch) -> EngineLaunch {
     }
 }
 
+/// A scratch folder and a sandbox provisioned with `limits(memory_mib)`.
+async fn provisioned(name: &str, memory_mib: u64) -> (Scratch, DockerSandbox) {
+    let s = Scratch::new(name);
+    let mut sb = s.sandbox();
+    sb.provision(&limits(memory_mib)).await.unwrap();
+    (s, sb)
+}
+
 fn container_id(h: &benchcage::sandbox::EngineHandle) -> String {
     match &h.id {
         EngineId::Container(id) => id.clone(),
@@ -404,9 +412,7 @@ async fn a_backend_over_the_memory_cap_is_oom_killed_and_counted_from_the_contai
     let Some(_daemon) = shared().await else {
         return;
     };
-    let s = Scratch::new("pgoom");
-    let mut sb = s.sandbox();
-    sb.provision(&limits(128)).await.unwrap();
+    let (s, mut sb) = provisioned("pgoom", 128).await;
     let launch = postgres_launch(&s);
     sb.start_engine(&launch).await.unwrap();
     ready::wait_ready(&mut sb, &launch).await.unwrap();
@@ -447,9 +453,7 @@ async fn an_engine_killed_by_the_oom_killer_is_counted_from_the_kernel_after_its
     let Some(_daemon) = shared().await else {
         return;
     };
-    let s = Scratch::new("redisoom");
-    let mut sb = s.sandbox();
-    sb.provision(&limits(48)).await.unwrap();
+    let (s, mut sb) = provisioned("redisoom", 48).await;
     let launch = redis_launch(&s, REDIS, &[]);
     sb.start_engine(&launch).await.unwrap();
     ready::wait_ready(&mut sb, &launch).await.unwrap();
@@ -500,9 +504,7 @@ async fn an_engine_that_exits_is_reported_with_its_log_tail_and_leaves_nothing()
     let Some(_daemon) = shared().await else {
         return;
     };
-    let s = Scratch::new("exit");
-    let mut sb = s.sandbox();
-    sb.provision(&limits(128)).await.unwrap();
+    let (s, mut sb) = provisioned("exit", 128).await;
     let launch = redis_launch(&s, REDIS, &["--no-such-directive", "yes"]);
     let err = match sb.start_engine(&launch).await {
         Ok(_) => ready::wait_ready(&mut sb, &launch).await.unwrap_err(),
@@ -525,9 +527,7 @@ async fn an_engine_that_ignores_sigterm_is_killed_after_the_grace_period() {
     let Some(_daemon) = shared().await else {
         return;
     };
-    let s = Scratch::new("noterm");
-    let mut sb = s.sandbox();
-    sb.provision(&limits(128)).await.unwrap();
+    let (s, mut sb) = provisioned("noterm", 128).await;
     let mut launch = redis_launch(&s, REDIS, &[]);
     // PID 1 of a container without a SIGTERM handler never sees SIGTERM.
     launch.argv = vec!["sleep".into(), "600".into()];
@@ -555,9 +555,7 @@ async fn a_failing_init_command_is_an_init_error_not_a_docker_failure() {
     let Some(_daemon) = shared().await else {
         return;
     };
-    let s = Scratch::new("init");
-    let mut sb = s.sandbox();
-    sb.provision(&limits(128)).await.unwrap();
+    let (s, mut sb) = provisioned("init", 128).await;
     let mut launch = redis_launch(&s, REDIS, &[]);
     launch.init = vec![vec![
         "sh".into(),
@@ -617,9 +615,7 @@ async fn a_container_removed_under_us_is_a_bounded_error_and_teardown_is_clean()
     let Some(_daemon) = shared().await else {
         return;
     };
-    let s = Scratch::new("removed");
-    let mut sb = s.sandbox();
-    sb.provision(&limits(128)).await.unwrap();
+    let (s, mut sb) = provisioned("removed", 128).await;
     let launch = redis_launch(&s, REDIS, &[]);
     let id = container_id(&sb.start_engine(&launch).await.unwrap());
     ready::wait_ready(&mut sb, &launch).await.unwrap();
@@ -660,9 +656,7 @@ async fn a_dockerd_restart_during_a_run_is_a_bounded_error_and_teardown_is_clean
     let Some(_daemon) = exclusive().await else {
         return;
     };
-    let s = Scratch::new("restart");
-    let mut sb = s.sandbox();
-    sb.provision(&limits(128)).await.unwrap();
+    let (s, mut sb) = provisioned("restart", 128).await;
     let launch = redis_launch(&s, REDIS, &[]);
     sb.start_engine(&launch).await.unwrap();
     ready::wait_ready(&mut sb, &launch).await.unwrap();
@@ -818,9 +812,7 @@ async fn cleanup_leaves_containers_of_a_live_owner_alone() {
     let Some(_daemon) = shared().await else {
         return;
     };
-    let s = Scratch::new("alive");
-    let mut sb = s.sandbox();
-    sb.provision(&limits(128)).await.unwrap();
+    let (s, mut sb) = provisioned("alive", 128).await;
     let launch = redis_launch(&s, REDIS, &[]);
     let id = container_id(&sb.start_engine(&launch).await.unwrap());
     let outcome = benchcage::sandbox::docker::reap_dead_runs(false).await;

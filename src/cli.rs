@@ -177,6 +177,9 @@ pub struct DriveArgs {
     /// Key order of the load: hashed (YCSB default) or ordered.
     #[arg(long, default_value = "hashed")]
     pub insert_order: String,
+    /// Zero-pad key numbers to this many digits (YCSB `zeropadding`).
+    #[arg(long, default_value_t = 1)]
+    pub key_padding: usize,
     /// Candle query for `--workload candles`: by_ticker, interval, day.
     #[arg(long)]
     pub queries: Option<String>,

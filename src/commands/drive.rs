@@ -79,6 +79,7 @@ fn config(args: &DriveArgs) -> anyhow::Result<WorkloadConfig> {
         records: args.records,
         field_count: args.field_count,
         field_length: args.field_length,
+        key_padding: args.key_padding,
         operations: args.operations,
         target: args.target,
         seed: args.seed,

@@ -92,7 +92,6 @@ async fn work<W: Worker>(
     warm_end: Instant,
     stop: Stop,
     interval: Option<Duration>,
-    track_progress: bool,
 ) -> Recorder {
     let end = match stop {
         Stop::Time(d) => Some(warm_end + d),
@@ -106,7 +105,7 @@ async fn work<W: Worker>(
     loop {
         n += 1;
         if n.is_multiple_of(BATCH) {
-            if track_progress && measuring {
+            if measuring {
                 ctl.done.fetch_add(BATCH, Ordering::Relaxed);
             }
             tokio::task::yield_now().await;
@@ -204,6 +203,27 @@ pub async fn run_phase<W: Worker>(
             move || ctl.done.load(Ordering::Relaxed)
         })
     });
+    // Without a bar, YCSB-style status lines on stderr (`-s`), which log
+    // readers and the live view of `benchcage run` understand.
+    let status = bar.is_none().then(|| {
+        let ctl = ctl.clone();
+        tokio::spawn(async move {
+            let first = tokio::time::Instant::from_std(warm_end.max(Instant::now()));
+            let mut tick =
+                tokio::time::interval_at(first + Duration::from_secs(1), Duration::from_secs(1));
+            let mut last = 0;
+            loop {
+                let at = tick.tick().await;
+                let done = ctl.done.load(Ordering::Relaxed);
+                let secs = at.into_std().saturating_duration_since(warm_end).as_secs();
+                eprintln!(
+                    "{secs} sec: {done} operations; {} current ops/sec;",
+                    done - last
+                );
+                last = done;
+            }
+        })
+    });
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     for w in workers {
         let tx = tx.clone();
@@ -215,7 +235,6 @@ pub async fn run_phase<W: Worker>(
             warm_end,
             plan.stop,
             interval,
-            bar.is_some(),
         );
         tokio::spawn(async move {
             let _ = tx.send(fut.await);
@@ -228,6 +247,9 @@ pub async fn run_phase<W: Worker>(
     }
     let finished = Instant::now();
     watcher.abort();
+    if let Some(s) = status {
+        s.abort();
+    }
     if let Some(b) = bar {
         b.finish();
     }

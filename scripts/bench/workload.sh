@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# Load generator benchmark (`make bench`, workload section).
+#
+# The server is pinned to CPU 0 and the client to CPU 1, with the same
+# number of connections on both sides. For each engine, benchcage and the
+# native tool do the same work: workload C's point read of one record
+# (10 fields x 100 bytes, uniform keys over the same loaded table):
+#   redis:    benchcage HGETALL   vs redis-benchmark HGETALL user<12 digits>
+#   postgres: benchcage prepared  vs pgbench -M prepared custom script
+#   mariadb:  benchcage prepared  vs sysbench Lua script, prepared statement
+# Client CPU is the user+system time of the client process (getrusage of
+# the child, via GNU time). Also: the null store (generator + histograms).
+# Prints a table and writes results/bench/workload.json.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+BIN=${BENCHCAGE_BIN:-${CARGO_TARGET_DIR:-target}/release/benchcage}
+if [ ! -x "$BIN" ]; then cargo build --release; fi
+SERVER_CPU=${SERVER_CPU:-0}
+CLIENT_CPU=${CLIENT_CPU:-1}
+SECS=${BENCH_SECS:-10}
+RECORDS=${BENCH_RECORDS:-100000}
+CONNS=${BENCH_CONNS:-16}
+PG=/usr/lib/postgresql/15/bin
+
+work=$(mktemp -d /tmp/benchcage-bench.XXXXXX)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill -TERM -- "-$p" 2>/dev/null || true; done
+    for p in "${pids[@]}"; do
+        for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL -- "-$p" 2>/dev/null || true
+    done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+start() { # start NAME CMD...: in its own process group, pinned to the server CPU
+    local name=$1; shift
+    setsid taskset -c "$SERVER_CPU" "$@" >"$work/$name.log" 2>&1 &
+    pids+=($!)
+}
+wait_for() { # wait_for CMD...: until it succeeds (30 s)
+    for _ in $(seq 300); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+    echo "not ready: $*" >&2; exit 1
+}
+# measure NAME OPS_REGEX CMD...: runs CMD on the client CPU; prints "ops_per_s cpu_s"
+measure() {
+    local name=$1 re=$2; shift 2
+    /usr/bin/time -f '%U %S' -o "$work/$name.time" taskset -c "$CLIENT_CPU" "$@" >"$work/$name.out" 2>&1 || {
+        echo "$name failed:" >&2; tail -20 "$work/$name.out" >&2; exit 1
+    }
+    local ops cpu
+    ops=$(grep -oP "$re" "$work/$name.out" | tail -1)
+    cpu=$(awk '{print $1 + $2}' "$work/$name.time")
+    echo "$ops $cpu"
+}
+drive() { "$BIN" drive --records "$RECORDS" --insert-order ordered --key-padding 12 "$@"; }
+
+rows=()
+row() { # row ENGINE OURS_OPS OURS_CPU PEER PEER_OPS PEER_CPU
+    local line
+    line=$(awk -v e="$1" -v o="$2" -v oc="$3" -v p="$4" -v po="$5" -v pc="$6" -v s="$SECS" 'BEGIN {
+        ou = oc * 1e6 / (o * s); pu = pc * 1e6 / (po * s);
+        printf "{\"engine\":\"%s\",\"benchcage_ops_s\":%.0f,\"benchcage_cpu_us_op\":%.2f,\"peer\":\"%s\",\"peer_ops_s\":%.0f,\"peer_cpu_us_op\":%.2f,\"ops_ratio\":%.3f,\"cpu_ratio\":%.3f}",
+            e, o, ou, p, po, pu, o / po, ou / pu }')
+    rows+=("$line")
+    echo "$line"
+}
+
+echo "# null store: generator + histograms, 1 thread on CPU $CLIENT_CPU"
+null_ops=50000000
+/usr/bin/time -f '%U %S' -o "$work/null.time" taskset -c "$CLIENT_CPU" \
+    "$BIN" drive --store null:// --workload c --records 1000000 --operations $null_ops --threads 1 >"$work/null.out"
+null_tput=$(grep -oP '\[OVERALL\], Throughput\(ops/sec\), \K[\d.]+' "$work/null.out")
+null_cpu=$(awk '{print $1 + $2}' "$work/null.time")
+null_line=$(awk -v t="$null_tput" -v c="$null_cpu" -v n="$null_ops" 'BEGIN {
+    printf "{\"engine\":\"null\",\"benchcage_ops_s\":%.0f,\"benchcage_cpu_ns_op\":%.1f}", t, c * 1e9 / n }')
+echo "$null_line"
+
+echo "# redis: HGETALL of one 10-field record, $CONNS connections, ${SECS}s"
+rport=$(free_port)
+start redis redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --dir "$work"
+wait_for redis-cli -p "$rport" ping
+drive --store "redis://127.0.0.1:$rport" --workload c --load --operations 1 >/dev/null
+read -r ours_ops ours_cpu < <(measure bc-redis '\[OVERALL\], Throughput\(ops/sec\), \K[\d.]+' \
+    drive --store "redis://127.0.0.1:$rport" --workload c --distribution uniform \
+    --threads "$CONNS" --duration "${SECS}s")
+peer_n=$(awk -v o="$ours_ops" -v s="$SECS" 'BEGIN { printf "%.0f", o * s }')
+read -r peer_tput peer_cpu < <(measure redis-benchmark '\K[\d.]+(?= requests per second)' \
+    redis-benchmark -h 127.0.0.1 -p "$rport" -c "$CONNS" -n "$peer_n" -r "$RECORDS" -q \
+    HGETALL user__rand_int__)
+# redis-benchmark ran peer_n requests, not SECS seconds: scale its CPU to SECS.
+peer_cpu=$(awk -v c="$peer_cpu" -v n="$peer_n" -v t="$peer_tput" -v s="$SECS" 'BEGIN { print c * (t * s) / n }')
+row redis "$ours_ops" "$ours_cpu" redis-benchmark "$peer_tput" "$peer_cpu"
+
+echo "# postgres: point read by primary key, $CONNS connections, ${SECS}s"
+pport=$(free_port)
+mkdir -p "$work/pg" && chown postgres "$work/pg"
+runuser -u postgres -- "$PG/initdb" -A trust -U postgres -D "$work/pg/data" --no-sync >/dev/null
+start pg runuser -u postgres -- "$PG/postgres" -D "$work/pg/data" -k "$work/pg" -h 127.0.0.1 -p "$pport" \
+    -c fsync=off -c shared_buffers=256MB -c max_connections=200
+wait_for "$PG/pg_isready" -h 127.0.0.1 -p "$pport"
+drive --store "postgres://postgres@127.0.0.1:$pport/postgres" --workload c --load --operations 1 --threads 4 >/dev/null
+read -r ours_ops ours_cpu < <(measure bc-pg '\[OVERALL\], Throughput\(ops/sec\), \K[\d.]+' \
+    drive --store "postgres://postgres@127.0.0.1:$pport/postgres" --workload c --distribution uniform \
+    --threads "$CONNS" --duration "${SECS}s")
+cat >"$work/point-read.sql" <<SQL
+\set id random(0, $((RECORDS - 1)))
+SELECT * FROM usertable WHERE ycsb_key = 'user' || lpad(:id::text, 12, '0');
+SQL
+read -r peer_tput peer_cpu < <(measure pgbench 'tps = \K[\d.]+' \
+    pgbench -n -M prepared -c "$CONNS" -j 1 -T "$SECS" -f "$work/point-read.sql" \
+    -h 127.0.0.1 -p "$pport" -U postgres postgres)
+row postgres "$ours_ops" "$ours_cpu" pgbench "$peer_tput" "$peer_cpu"
+
+echo "# mariadb: point read by primary key, $CONNS connections, ${SECS}s"
+mport=$(free_port)
+mariadb-install-db --no-defaults --user=root --skip-test-db --datadir="$work/my" \
+    --auth-root-authentication-method=normal >/dev/null 2>&1
+start my mariadbd --no-defaults --user=root --bind-address=127.0.0.1 --port="$mport" \
+    --datadir="$work/my" --socket="$work/my.sock" --pid-file="$work/my.pid" --skip-log-bin \
+    --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=0 --max-connections=200
+wait_for mariadb --no-defaults -h 127.0.0.1 -P "$mport" -uroot -e 'select 1'
+drive --store "mysql://root@127.0.0.1:$mport/ycsb" --workload c --load --operations 1 --threads 4 >/dev/null
+read -r ours_ops ours_cpu < <(measure bc-my '\[OVERALL\], Throughput\(ops/sec\), \K[\d.]+' \
+    drive --store "mysql://root@127.0.0.1:$mport/ycsb" --workload c --distribution uniform \
+    --threads "$CONNS" --duration "${SECS}s")
+cat >"$work/point-read.lua" <<LUA
+function thread_init()
+  drv = sysbench.sql.driver()
+  con = drv:connect()
+  stmt = con:prepare("SELECT * FROM usertable WHERE ycsb_key = ?")
+  key = stmt:bind_create(sysbench.sql.type.VARCHAR, 64)
+  stmt:bind_param(key)
+end
+function event()
+  key:set(string.format("user%012d", sysbench.rand.uniform(0, $((RECORDS - 1)))))
+  local rs = stmt:execute()
+  if rs then rs:free() end
+end
+function thread_done() stmt:close(); con:disconnect() end
+LUA
+read -r peer_tput peer_cpu < <(measure sysbench 'transactions:\s+\d+\s+\(\K[\d.]+' \
+    sysbench "$work/point-read.lua" --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$mport" \
+    --mysql-user=root --mysql-db=ycsb --threads="$CONNS" --time="$SECS" run)
+row mariadb "$ours_ops" "$ours_cpu" sysbench "$peer_tput" "$peer_cpu"
+
+mkdir -p results/bench
+{
+    printf '{"seconds":%s,"records":%s,"connections":%s,"null":%s,"engines":[' "$SECS" "$RECORDS" "$CONNS" "$null_line"
+    (IFS=,; printf '%s' "${rows[*]}")
+    printf ']}\n'
+} | tee results/bench/workload.json

@@ -320,6 +320,8 @@ fn a_small_scenario_finishes_with_results_and_a_valid_fidelity_record() {
         fid.engine_thread_cpus
     );
     assert_eq!((fid.oom_kills, fid.engine_restarts), (0, 0));
+    // quickstart: cache 50% of 256MiB, as redis itself reports its maxmemory.
+    assert_eq!(fid.engine_reported_cache_bytes, Some(128 << 20));
     assert_eq!(fid.phase_io.len(), 3);
 
     for (i, name) in ["01-load-t2", "02-workload-a-t1", "03-workload-a-t2"]

@@ -22,6 +22,15 @@ pub async fn server_version(ep: &Endpoint) -> Result<String, ClientError> {
     v.ok_or_else(|| err(ep, "SELECT VERSION() returned no row"))
 }
 
+/// The first column of the first row of `sql`, as text (`NULL` or no row
+/// is empty): engine facts such as `SELECT @@innodb_buffer_pool_size`.
+pub async fn query_text(ep: &Endpoint, sql: &str) -> Result<String, ClientError> {
+    let mut conn = MyConn::connect(ep).await?;
+    let v: Option<Option<String>> = conn.conn.query_first(sql).await.map_err(|e| err(ep, e))?;
+    let _ = conn.conn.disconnect().await;
+    Ok(v.flatten().unwrap_or_default())
+}
+
 /// One connection.
 pub struct MyConn {
     ep: Endpoint,

@@ -20,6 +20,19 @@ pub async fn server_version(ep: &Endpoint) -> Result<String, ClientError> {
     row.try_get::<_, String>(0).map_err(|e| err(ep, e))
 }
 
+/// The first column of the first row of `sql`, as text (`NULL` is empty):
+/// engine facts such as `SHOW shared_buffers` or `pg_database_size`.
+pub async fn query_text(ep: &Endpoint, sql: &str) -> Result<String, ClientError> {
+    let conn = PgConn::connect(ep).await?;
+    let row = conn
+        .client
+        .query_one(sql, &[])
+        .await
+        .map_err(|e| err(ep, e))?;
+    let v: Option<String> = row.try_get(0).map_err(|e| err(ep, e))?;
+    Ok(v.unwrap_or_default())
+}
+
 /// One connection; its driver task ends when this is dropped.
 pub struct PgConn {
     ep: Endpoint,

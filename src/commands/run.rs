@@ -6,7 +6,8 @@ use crate::host::HostFacts;
 use crate::report;
 use crate::results::{history, layout};
 use crate::run::adapt;
-use crate::run::cell::{CellWork, NoFacts};
+use crate::run::cell::CellWork;
+use crate::run::facts::ProbeFacts;
 use crate::run::matrix::{self, RunInfo, SandboxFactory};
 use crate::run::provenance;
 use crate::run::signals::Interrupts;
@@ -68,7 +69,17 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let cells: Vec<CellWork> = plan
         .cells
         .iter()
-        .map(|c| adapt::cell_work(c, exe.clone(), home, Arc::new(NoFacts)))
+        .map(|c| {
+            adapt::cell_work(
+                c,
+                exe.clone(),
+                home,
+                Arc::new(ProbeFacts {
+                    probe: c.readiness.probe.clone(),
+                    engine: c.engine.clone(),
+                }),
+            )
+        })
         .collect();
     for c in &cells {
         adapt::check_configs(c).map_err(crate::error::bad_input)?;

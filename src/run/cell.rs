@@ -46,19 +46,6 @@ pub trait EngineFacts: Send + Sync {
     async fn cache_size(&self, port: u16) -> Option<u64>;
 }
 
-/// Facts from the data dir alone, for engines without a query for them.
-pub struct NoFacts;
-
-#[async_trait::async_trait]
-impl EngineFacts for NoFacts {
-    async fn data_size(&self, _port: u16) -> Option<u64> {
-        None
-    }
-    async fn cache_size(&self, _port: u16) -> Option<u64> {
-        None
-    }
-}
-
 /// The settle step of a cell.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SettleSpec {

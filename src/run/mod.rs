@@ -19,6 +19,7 @@ pub mod adapt;
 pub mod cell;
 pub mod disk;
 pub mod exec;
+pub mod facts;
 pub mod id;
 pub mod key;
 pub mod live;

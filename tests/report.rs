@@ -826,6 +826,24 @@ fn compare_exits_1_on_a_planted_ten_percent_regression() {
     // The OOM and the invalid phase are in both runs: not new failures.
     assert!(!out.contains("FAILED"), "{out}");
 
+    // Both runs side by side in one report, told apart in every series.
+    let out = bc(home.path())
+        .args([
+            "report",
+            &base.run_id,
+            &cand.run_id,
+            "--format",
+            "html",
+            "-o",
+        ])
+        .arg(home.path().join("both.html"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let both = std::fs::read_to_string(home.path().join("both.html")).unwrap();
+    assert!(both.contains(&format!("postgres@15 · {}", base.run_id)));
+    assert!(both.contains(&format!("postgres@15 · {}", cand.run_id)));
+
     // The same run against itself is clean.
     let (code, out) = compare(home.path(), &base.run_id, &base.run_id, &[]);
     assert_eq!(code, 0, "{out}");

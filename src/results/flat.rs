@@ -421,6 +421,27 @@ mod tests {
     }
 
     #[test]
+    fn a_cell_that_failed_before_its_phases_gets_a_row_with_its_reason() {
+        let mut c = cell(1);
+        c.status = "failed".into();
+        c.failure = Some("engine never became ready".into());
+        let run = RunData {
+            dir: std::path::PathBuf::from("/r"),
+            run: Default::default(),
+            cells: vec![CellData {
+                record: c,
+                samples: vec![],
+            }],
+            unfinished: vec![],
+        };
+        let rows = flatten(&run);
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].status, Verdict::Failed);
+        assert_eq!(rows[0].phase, NO_OP);
+        assert_eq!(rows[0].reason, "engine never became ready");
+    }
+
+    #[test]
     fn an_ok_phase_in_a_cell_with_fidelity_violations_is_invalid() {
         let mut c = cell(1);
         c.fidelity = FidelityRecord {

@@ -698,3 +698,33 @@ impl Drop for DockerSandbox {
         let _ = worker.join();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_container_exit_code_above_128_is_the_signal_that_killed_pid_1() {
+        assert_eq!(
+            exited(Some(137)),
+            EngineStatus::Exited {
+                code: None,
+                signal: Some(9)
+            }
+        );
+        assert_eq!(
+            exited(Some(3)),
+            EngineStatus::Exited {
+                code: Some(3),
+                signal: None
+            }
+        );
+        assert_eq!(
+            exited(None),
+            EngineStatus::Exited {
+                code: None,
+                signal: None
+            }
+        );
+    }
+}

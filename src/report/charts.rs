@@ -428,10 +428,11 @@ fn legend(styles: &[SeriesStyle], left: f64, top: f64, width: f64, line: bool) -
         } else {
             let _ = write!(
                 out,
-                "<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"12\" rx=\"2\" fill=\"{}\"/>",
+                "<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"12\" rx=\"2\" fill=\"{}\"{}/>",
                 n(x + 4.0),
                 n(y),
-                s.color
+                s.color,
+                variant_fill(s)
             );
         }
         let _ = write!(
@@ -686,21 +687,22 @@ fn bar_svg(c: &BarChart) -> String {
         let cx = left + gw * (gi as f64 + 0.5);
         let x0 = cx - bw * g.bars.len() as f64 / 2.0;
         for (bi, b) in g.bars.iter().enumerate() {
-            let color = c
+            let (color, variant) = c
                 .series
                 .get(b.series)
-                .map(|s| s.color.as_str())
-                .unwrap_or(PALETTE[0]);
+                .map(|s| (s.color.as_str(), variant_fill(s)))
+                .unwrap_or((PALETTE[0], String::new()));
             let x = x0 + bw * bi as f64;
             let y = py(b.value.max(0.0));
             let _ = write!(
                 out,
-                "<rect class=\"mark bar\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{}</title></rect>",
+                "<rect class=\"mark bar\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"{}><title>{}</title></rect>",
                 n(x + 1.5),
                 n(y),
                 n((bw - 3.0).max(1.0)),
                 n((bottom - y).max(0.5)),
                 color,
+                variant,
                 esc(&b.tip)
             );
             let mut label_y = y - 4.0;
@@ -751,6 +753,20 @@ fn bar_svg(c: &BarChart) -> String {
         n(bottom)
     );
     out
+}
+
+/// Bars of a dashed series (the same engine@version in another run or
+/// environment) are drawn lighter with an outline, so they stay apart
+/// from the solid one.
+fn variant_fill(s: &SeriesStyle) -> String {
+    if s.dash.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " fill-opacity=\"0.45\" stroke=\"{}\" stroke-width=\"1.5\" stroke-dasharray=\"{}\"",
+            s.color, s.dash
+        )
+    }
 }
 
 fn dedup_styles(styles: impl Iterator<Item = SeriesStyle>) -> Vec<SeriesStyle> {

@@ -587,3 +587,25 @@ fn an_external_tool_runs_in_the_client_group_and_its_raw_output_is_kept() {
     assert!(client.last().unwrap().cpu_usec > client[0].cpu_usec);
     assert_clean(&place, &read::<RunRecord>(&dir.join("run.json")).run_id);
 }
+
+#[test]
+fn a_second_ctrl_c_still_tears_everything_down() {
+    use nix::sys::signal::Signal;
+    let place = Place::new();
+    let mut run = place.spawn(&["tests/scenarios/run-long-phase.yaml"]);
+    let id = run_id_of(&run.wait_line(&["run ", "2 cell(s)"], 60));
+    run.wait_line(&["[1/2", "workload-c t2"], 120);
+    run.signal(Signal::SIGINT);
+    std::thread::sleep(Duration::from_millis(100));
+    run.signal(Signal::SIGINT);
+    let status = run.wait(90);
+    assert_eq!(status.code(), Some(130), "{}", run.stderr());
+    assert!(
+        run.stderr().contains("hurrying teardown"),
+        "{}",
+        run.stderr()
+    );
+    let rec: RunRecord = read(&place.results().join(&id).join("run.json"));
+    assert_eq!(rec.status, "interrupted");
+    assert_clean(&place, &id);
+}

@@ -24,6 +24,7 @@ CONNS=${BENCH_CONNS:-16}
 PG=/usr/lib/postgresql/15/bin
 
 work=$(mktemp -d /tmp/benchcage-bench.XXXXXX)
+chmod 755 "$work" # postgres runs as its own user and must reach its data dir
 pids=()
 cleanup() {
     for p in "${pids[@]}"; do kill -TERM -- "-$p" 2>/dev/null || true; done
@@ -48,15 +49,15 @@ wait_for() { # wait_for CMD...: until it succeeds (30 s)
 # measure NAME OPS_REGEX CMD...: runs CMD on the client CPU; prints "ops_per_s cpu_s"
 measure() {
     local name=$1 re=$2; shift 2
-    /usr/bin/time -f '%U %S' -o "$work/$name.time" taskset -c "$CLIENT_CPU" "$@" >"$work/$name.out" 2>&1 || {
-        echo "$name failed:" >&2; tail -20 "$work/$name.out" >&2; exit 1
+    /usr/bin/time -f '%U %S' -o "$work/$name.time" taskset -c "$CLIENT_CPU" "$@" >"$work/$name.out" 2>"$work/$name.err" || {
+        echo "$name failed:" >&2; tail -20 "$work/$name.out" "$work/$name.err" >&2; exit 1
     }
     local ops cpu
     ops=$(grep -oP "$re" "$work/$name.out" | tail -1)
     cpu=$(awk '{print $1 + $2}' "$work/$name.time")
     echo "$ops $cpu"
 }
-drive() { "$BIN" drive --records "$RECORDS" --insert-order ordered --key-padding 12 "$@"; }
+DRIVE=("$BIN" drive --records "$RECORDS" --insert-order ordered --key-padding 12)
 
 rows=()
 row() { # row ENGINE OURS_OPS OURS_CPU PEER PEER_OPS PEER_CPU
@@ -72,7 +73,8 @@ row() { # row ENGINE OURS_OPS OURS_CPU PEER PEER_OPS PEER_CPU
 echo "# null store: generator + histograms, 1 thread on CPU $CLIENT_CPU"
 null_ops=50000000
 /usr/bin/time -f '%U %S' -o "$work/null.time" taskset -c "$CLIENT_CPU" \
-    "$BIN" drive --store null:// --workload c --records 1000000 --operations $null_ops --threads 1 >"$work/null.out"
+    "$BIN" drive --store null:// --workload c --records 1000000 --operations $null_ops --threads 1 \
+    >"$work/null.out" 2>/dev/null
 null_tput=$(grep -oP '\[OVERALL\], Throughput\(ops/sec\), \K[\d.]+' "$work/null.out")
 null_cpu=$(awk '{print $1 + $2}' "$work/null.time")
 null_line=$(awk -v t="$null_tput" -v c="$null_cpu" -v n="$null_ops" 'BEGIN {
@@ -83,9 +85,9 @@ echo "# redis: HGETALL of one 10-field record, $CONNS connections, ${SECS}s"
 rport=$(free_port)
 start redis redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --dir "$work"
 wait_for redis-cli -p "$rport" ping
-drive --store "redis://127.0.0.1:$rport" --workload c --load --operations 1 >/dev/null
+"${DRIVE[@]}" --store "redis://127.0.0.1:$rport" --workload c --load --operations 1 >/dev/null 2>&1
 read -r ours_ops ours_cpu < <(measure bc-redis '\[OVERALL\], Throughput\(ops/sec\), \K[\d.]+' \
-    drive --store "redis://127.0.0.1:$rport" --workload c --distribution uniform \
+    "${DRIVE[@]}" --store "redis://127.0.0.1:$rport" --workload c --distribution uniform \
     --threads "$CONNS" --duration "${SECS}s")
 peer_n=$(awk -v o="$ours_ops" -v s="$SECS" 'BEGIN { printf "%.0f", o * s }')
 read -r peer_tput peer_cpu < <(measure redis-benchmark '\K[\d.]+(?= requests per second)' \
@@ -102,9 +104,9 @@ runuser -u postgres -- "$PG/initdb" -A trust -U postgres -D "$work/pg/data" --no
 start pg runuser -u postgres -- "$PG/postgres" -D "$work/pg/data" -k "$work/pg" -h 127.0.0.1 -p "$pport" \
     -c fsync=off -c shared_buffers=256MB -c max_connections=200
 wait_for "$PG/pg_isready" -h 127.0.0.1 -p "$pport"
-drive --store "postgres://postgres@127.0.0.1:$pport/postgres" --workload c --load --operations 1 --threads 4 >/dev/null
+"${DRIVE[@]}" --store "postgres://postgres@127.0.0.1:$pport/postgres" --workload c --load --operations 1 --threads 4 >/dev/null 2>&1
 read -r ours_ops ours_cpu < <(measure bc-pg '\[OVERALL\], Throughput\(ops/sec\), \K[\d.]+' \
-    drive --store "postgres://postgres@127.0.0.1:$pport/postgres" --workload c --distribution uniform \
+    "${DRIVE[@]}" --store "postgres://postgres@127.0.0.1:$pport/postgres" --workload c --distribution uniform \
     --threads "$CONNS" --duration "${SECS}s")
 cat >"$work/point-read.sql" <<SQL
 \set id random(0, $((RECORDS - 1)))
@@ -123,9 +125,9 @@ start my mariadbd --no-defaults --user=root --bind-address=127.0.0.1 --port="$mp
     --datadir="$work/my" --socket="$work/my.sock" --pid-file="$work/my.pid" --skip-log-bin \
     --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=0 --max-connections=200
 wait_for mariadb --no-defaults -h 127.0.0.1 -P "$mport" -uroot -e 'select 1'
-drive --store "mysql://root@127.0.0.1:$mport/ycsb" --workload c --load --operations 1 --threads 4 >/dev/null
+"${DRIVE[@]}" --store "mysql://root@127.0.0.1:$mport/ycsb" --workload c --load --operations 1 --threads 4 >/dev/null 2>&1
 read -r ours_ops ours_cpu < <(measure bc-my '\[OVERALL\], Throughput\(ops/sec\), \K[\d.]+' \
-    drive --store "mysql://root@127.0.0.1:$mport/ycsb" --workload c --distribution uniform \
+    "${DRIVE[@]}" --store "mysql://root@127.0.0.1:$mport/ycsb" --workload c --distribution uniform \
     --threads "$CONNS" --duration "${SECS}s")
 cat >"$work/point-read.lua" <<LUA
 function thread_init()

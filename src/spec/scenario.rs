@@ -5,6 +5,8 @@ use super::de::{Fields, FromNode, Text, check_ident, check_spec_name, one_or_man
 use super::diag::{Cx, Origin, join};
 use super::yaml::{Node, NodeKind};
 use crate::units::{Bytes, Duration, Share};
+/// The spec names the generator's own types, so what is parsed is what runs.
+pub use crate::workload::{Distribution, InsertOrder, candles::CandleQuery};
 use std::collections::BTreeMap;
 
 /// A scenario spec (`scenarios/<name>.yaml`).
@@ -72,14 +74,6 @@ pub struct Dataset {
     pub field_count: u32,
     pub field_length: u32,
     pub insert_order: InsertOrder,
-}
-
-/// Key order of the load: YCSB's hashed keys or ordered ones.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum InsertOrder {
-    Hashed,
-    Ordered,
 }
 
 /// The load phase.
@@ -203,26 +197,6 @@ pub struct Mix {
     pub insert: f64,
     pub scan: f64,
     pub read_modify_write: f64,
-}
-
-/// Request distribution.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Distribution {
-    Uniform,
-    Zipfian,
-    Latest,
-    Hotspot,
-    Sequential,
-}
-
-/// Candle query kinds of write-up 000.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CandleQuery {
-    ByTicker,
-    Interval,
-    Day,
 }
 
 /// An external tool.

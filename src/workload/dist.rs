@@ -13,7 +13,7 @@ pub const SCRAMBLED_ITEM_COUNT: u64 = 10_000_000_000;
 pub const SCRAMBLED_ZETAN: f64 = 26.469_028_201_783_02;
 
 /// The request distribution named in a scenario.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Distribution {
     Uniform,

@@ -343,6 +343,13 @@ pub fn word<'a>(node: &Node, cx: &mut Cx, path: &str, known: &[&'a str]) -> Opti
     }
 }
 
+/// Read a word from a fixed list (as `word` does) and give its value.
+pub fn choice<T: Copy>(node: &Node, cx: &mut Cx, path: &str, table: &[(&str, T)]) -> Option<T> {
+    let known: Vec<&str> = table.iter().map(|(k, _)| *k).collect();
+    let w = word(node, cx, path, &known)?;
+    table.iter().find(|(k, _)| *k == w).map(|(_, v)| *v)
+}
+
 /// Either a single value or a list of them (`threads: 4` or `threads: [1, 4]`).
 pub fn one_or_many<T: FromNode>(node: &Node, cx: &mut Cx, path: &str) -> Option<Vec<T>> {
     match &node.kind {

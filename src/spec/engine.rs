@@ -20,7 +20,7 @@
 //! or `image_binary` inside a container), `{bin_dir}` (its folder),
 //! `{port}`, `{data_dir}`, `{config_dir}`, `{config:<file name>}`.
 
-use super::de::{Fields, FromNode, Text, check_spec_name, word};
+use super::de::{Fields, FromNode, Text, check_spec_name, choice, word};
 use super::diag::{Cx, Origin, join, unknown_hint};
 use super::yaml::Node;
 use crate::sandbox::Probe;
@@ -194,14 +194,17 @@ impl Knob {
 
 impl FromNode for ConfigFormat {
     fn from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Self> {
-        Some(
-            match word(node, cx, path, &["yaml", "ini", "redis", "pg", "toml"])? {
-                "yaml" => ConfigFormat::Yaml,
-                "ini" => ConfigFormat::Ini,
-                "redis" => ConfigFormat::Redis,
-                "pg" => ConfigFormat::Pg,
-                _ => ConfigFormat::Toml,
-            },
+        choice(
+            node,
+            cx,
+            path,
+            &[
+                ("yaml", ConfigFormat::Yaml),
+                ("ini", ConfigFormat::Ini),
+                ("redis", ConfigFormat::Redis),
+                ("pg", ConfigFormat::Pg),
+                ("toml", ConfigFormat::Toml),
+            ],
         )
     }
 }
@@ -214,20 +217,18 @@ fn knob_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Knob> {
         &["type", "default", "values", "description"],
     )?;
     let kind = f.get("type").and_then(|n| {
-        Some(
-            match word(
-                n,
-                cx,
-                &join(path, "type"),
-                &["size", "duration", "bool", "int", "enum", "string"],
-            )? {
-                "size" => KnobType::Size,
-                "duration" => KnobType::Duration,
-                "bool" => KnobType::Bool,
-                "int" => KnobType::Int,
-                "enum" => KnobType::Enum,
-                _ => KnobType::String,
-            },
+        choice(
+            n,
+            cx,
+            &join(path, "type"),
+            &[
+                ("size", KnobType::Size),
+                ("duration", KnobType::Duration),
+                ("bool", KnobType::Bool),
+                ("int", KnobType::Int),
+                ("enum", KnobType::Enum),
+                ("string", KnobType::String),
+            ],
         )
     });
     if f.get("type").is_none() {

@@ -16,7 +16,7 @@
 //! allow_cache_overcommit: false
 //! ```
 
-use super::de::{Fields, FromNode, check_spec_name, word};
+use super::de::{Fields, FromNode, check_spec_name, choice};
 use super::diag::{Cx, Origin};
 use super::yaml::Node;
 use crate::sandbox::{Backend, IoLimits, SwapPolicy};
@@ -71,10 +71,8 @@ pub enum Hog {
 
 impl FromNode for Backend {
     fn from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Self> {
-        match word(node, cx, path, &["cgroup", "docker"])? {
-            "cgroup" => Some(Backend::Cgroup),
-            _ => Some(Backend::Docker),
-        }
+        let table = [("cgroup", Backend::Cgroup), ("docker", Backend::Docker)];
+        choice(node, cx, path, &table)
     }
 }
 

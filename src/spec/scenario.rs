@@ -1,7 +1,7 @@
 //! Scenarios: the matrix, the dataset, the load and the measured phases.
 //! The full schema, with an example of every field, is in README.md ("Specs").
 
-use super::de::{Fields, FromNode, Text, check_ident, check_spec_name, one_or_many, word};
+use super::de::{Fields, FromNode, Text, check_ident, check_spec_name, choice, one_or_many, word};
 use super::diag::{Cx, Origin, join};
 use super::yaml::{Node, NodeKind};
 use crate::units::{Bytes, Duration, Share};
@@ -339,13 +339,14 @@ impl FromNode for Dataset {
         let records: Option<u64> = f.req(cx, "records");
         let field_count = f.or(cx, "field_count", 10u32);
         let field_length = f.or(cx, "field_length", 100u32);
-        let insert_order = match f.get("insert_order") {
-            Some(n) => match word(n, cx, &f.field("insert_order"), &["hashed", "ordered"]) {
-                Some("ordered") => InsertOrder::Ordered,
-                _ => InsertOrder::Hashed,
-            },
-            None => InsertOrder::Hashed,
-        };
+        let orders = [
+            ("hashed", InsertOrder::Hashed),
+            ("ordered", InsertOrder::Ordered),
+        ];
+        let insert_order = f
+            .get("insert_order")
+            .and_then(|n| choice(n, cx, &f.field("insert_order"), &orders))
+            .unwrap_or(InsertOrder::Hashed);
         if records == Some(0) {
             cx.error(
                 f.pos_of("records"),
@@ -400,11 +401,12 @@ impl FromNode for Load {
                 Some("1 to 100000".into()),
             );
         }
+        let workloads = [
+            ("ycsb", LoadWorkload::Ycsb),
+            ("candles", LoadWorkload::Candles),
+        ];
         let workload = match f.get("workload") {
-            Some(n) => match word(n, cx, &f.field("workload"), &["ycsb", "candles"])? {
-                "candles" => LoadWorkload::Candles,
-                _ => LoadWorkload::Ycsb,
-            },
+            Some(n) => choice(n, cx, &f.field("workload"), &workloads)?,
             None => LoadWorkload::Ycsb,
         };
         Some(Load {
@@ -511,25 +513,19 @@ fn builtin_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Builtin> {
                 );
             }
         }
-        let q = match f.get("queries") {
-            Some(n) => word(
-                n,
-                cx,
-                &f.field("queries"),
-                &["by_ticker", "interval", "day"],
-            )?,
+        let queries = [
+            ("by_ticker", CandleQuery::ByTicker),
+            ("interval", CandleQuery::Interval),
+            ("day", CandleQuery::Day),
+        ];
+        let queries = match f.get("queries") {
+            Some(n) => choice(n, cx, &f.field("queries"), &queries)?,
             None => {
                 f.req::<String>(cx, "queries");
                 return None;
             }
         };
-        return Some(Builtin::Candles {
-            queries: match q {
-                "by_ticker" => CandleQuery::ByTicker,
-                "interval" => CandleQuery::Interval,
-                _ => CandleQuery::Day,
-            },
-        });
+        return Some(Builtin::Candles { queries });
     }
     if f.get("queries").is_some() {
         cx.error(
@@ -567,19 +563,15 @@ fn builtin_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Builtin> {
             None,
         );
     }
+    let distributions = [
+        ("uniform", Distribution::Uniform),
+        ("zipfian", Distribution::Zipfian),
+        ("latest", Distribution::Latest),
+        ("hotspot", Distribution::Hotspot),
+        ("sequential", Distribution::Sequential),
+    ];
     let distribution = match f.get("distribution") {
-        Some(n) => match word(
-            n,
-            cx,
-            &f.field("distribution"),
-            &["uniform", "zipfian", "latest", "hotspot", "sequential"],
-        )? {
-            "uniform" => Distribution::Uniform,
-            "zipfian" => Distribution::Zipfian,
-            "latest" => Distribution::Latest,
-            "hotspot" => Distribution::Hotspot,
-            _ => Distribution::Sequential,
-        },
+        Some(n) => choice(n, cx, &f.field("distribution"), &distributions)?,
         None => workload.default_distribution(),
     };
     Some(Builtin::Ycsb {
@@ -780,14 +772,13 @@ fn phase_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Phase> {
             Some("omit `target` for no rate limit".into()),
         );
     }
-    let expect = f.get("expect").and_then(|n| {
-        Some(
-            match word(n, cx, &f.field("expect"), &["io-bound", "in-memory"])? {
-                "io-bound" => Expect::IoBound,
-                _ => Expect::InMemory,
-            },
-        )
-    });
+    let expects = [
+        ("io-bound", Expect::IoBound),
+        ("in-memory", Expect::InMemory),
+    ];
+    let expect = f
+        .get("expect")
+        .and_then(|n| choice(n, cx, &f.field("expect"), &expects));
     Some(Phase {
         name: name?,
         work: work?,

@@ -47,52 +47,46 @@ impl ProbeFacts {
             .ok()?;
         c.cmd(argv).await.ok()
     }
+
+    /// One number from the engine: a field of redis `INFO memory`, else the
+    /// first number in the reply to the engine's SQL; mongodb tells nothing.
+    async fn number(&self, port: u16, info_key: &str, pg: &str, mysql: &str) -> Option<u64> {
+        let ep = self.endpoint(port);
+        match &self.probe {
+            Probe::Redis => {
+                let info = self.redis(port, &["INFO", "memory"]).await?;
+                info_field(&info, info_key)
+            }
+            Probe::Postgres { .. } => {
+                first_number(&clients::postgres::query_text(&ep, pg).await.ok()?)
+            }
+            Probe::Mysql { .. } => {
+                first_number(&clients::mysql::query_text(&ep, mysql).await.ok()?)
+            }
+            Probe::Mongodb => None,
+        }
+    }
 }
 
 #[async_trait::async_trait]
 impl EngineFacts for ProbeFacts {
     async fn data_size(&self, port: u16) -> Option<u64> {
-        let ep = self.endpoint(port);
-        match &self.probe {
-            Probe::Redis => {
-                let info = self.redis(port, &["INFO", "memory"]).await?;
-                info_field(&info, "used_memory_dataset")
-            }
-            Probe::Postgres { .. } => {
-                let sql = "SELECT pg_database_size(current_database())::text";
-                first_number(&clients::postgres::query_text(&ep, sql).await.ok()?)
-            }
-            Probe::Mysql { .. } => {
-                let sql = "SELECT CAST(SUM(data_length + index_length) AS CHAR) \
-                           FROM information_schema.tables WHERE table_schema = 'benchcage'";
-                first_number(&clients::mysql::query_text(&ep, sql).await.ok()?)
-            }
-            Probe::Mongodb => None,
-        }
+        let pg = "SELECT pg_database_size(current_database())::text";
+        let mysql = "SELECT CAST(SUM(data_length + index_length) AS CHAR) \
+                     FROM information_schema.tables WHERE table_schema = 'benchcage'";
+        self.number(port, "used_memory_dataset", pg, mysql).await
     }
 
     async fn cache_size(&self, port: u16) -> Option<u64> {
-        let ep = self.endpoint(port);
-        match &self.probe {
-            Probe::Redis => {
-                let info = self.redis(port, &["INFO", "memory"]).await?;
-                info_field(&info, "maxmemory")
-            }
-            Probe::Postgres { .. } => {
-                let sql = "SELECT (setting::bigint * 8192)::text FROM pg_settings WHERE name = 'shared_buffers'";
-                first_number(&clients::postgres::query_text(&ep, sql).await.ok()?)
-            }
-            Probe::Mysql { .. } => {
-                let var = if self.engine == "myrocks" {
-                    "rocksdb_block_cache_size"
-                } else {
-                    "innodb_buffer_pool_size"
-                };
-                let sql = format!("SELECT CAST(@@{var} AS CHAR)");
-                first_number(&clients::mysql::query_text(&ep, &sql).await.ok()?)
-            }
-            Probe::Mongodb => None,
-        }
+        let pg =
+            "SELECT (setting::bigint * 8192)::text FROM pg_settings WHERE name = 'shared_buffers'";
+        let var = if self.engine == "myrocks" {
+            "rocksdb_block_cache_size"
+        } else {
+            "innodb_buffer_pool_size"
+        };
+        let mysql = format!("SELECT CAST(@@{var} AS CHAR)");
+        self.number(port, "maxmemory", pg, &mysql).await
     }
 }
 

@@ -357,6 +357,57 @@ fn a_small_scenario_finishes_with_results_and_a_valid_fidelity_record() {
     assert_eq!(again.cells, run.cells);
 }
 
+#[test]
+fn a_settle_sweep_runs_one_cell_per_cap_each_capped_at_its_share_of_the_measured_data() {
+    let place = Place::new();
+    let (status, stdout, stderr) = place.run(&["tests/scenarios/run-settle-sweep.yaml"]);
+    assert!(status.success(), "{stdout}\n{stderr}");
+    let dirs = place.run_dirs();
+    assert_eq!(dirs.len(), 1);
+    let run: RunRecord = read(&dirs[0].join("run.json"));
+    let cells = cell_dirs(&dirs[0]);
+    assert_eq!(cells.len(), 2, "{cells:?}");
+    let mut seen = Vec::new();
+    for dir in &cells {
+        let cell: CellRecord = read(&dir.join("cell.json"));
+        assert_eq!(cell.status, "finished", "{:?}", cell.failure);
+        let share = match cell.environment.as_str() {
+            "quickstart-mem300pct" => 3.0,
+            "quickstart-mem600pct" => 6.0,
+            other => panic!("unexpected environment {other}"),
+        };
+        let data = cell.data_size_bytes.unwrap();
+        // 30000 x 1000 B of values: redis' own dataset size is at least that.
+        assert!(data >= 30_000_000, "data size {data}");
+        let cap = cell.memory_limit_bytes.unwrap();
+        let want = share * data as f64;
+        assert!(
+            cap.is_multiple_of(4096) && (cap as f64) <= want && want - (cap as f64) < 4096.0,
+            "{}: cap {cap} read back, want {share} x {data} = {want}",
+            cell.environment
+        );
+        assert_eq!(
+            cell.fidelity.limits_read_back["server/memory limit after settle"],
+            cap.to_string()
+        );
+        // The provisioned cap was the environment's, before settle shrank it.
+        assert_eq!(
+            cell.fidelity.limits_read_back["server/memory.limit_in_bytes"],
+            (256u64 << 20).to_string()
+        );
+        assert!(
+            cell.phases
+                .iter()
+                .all(|p| p.status.is_ok() && p.total_ops > 0)
+        );
+        seen.push((cell.environment.clone(), cell.key.clone()));
+    }
+    seen.sort();
+    assert_ne!(seen[0].1, seen[1].1, "the two caps share a cell key");
+    assert_eq!(run.cells.len(), 2);
+    assert_clean(&place, &run.run_id);
+}
+
 fn num_cpus() -> usize {
     std::fs::read_to_string("/sys/devices/system/cpu/online")
         .unwrap()

@@ -169,6 +169,37 @@ fn the_quickstart_scenario_is_redis_workload_a_in_under_a_minute() {
 }
 
 #[test]
+fn the_doesnt_fit_in_ram_scenario_sweeps_four_settle_caps_one_cell_each() {
+    let project = Project::load(&repo()).unwrap();
+    let p = plan(&project, "doesnt-fit-in-ram", &[], None, None).unwrap();
+    let got: Vec<(String, String)> = p
+        .cells
+        .iter()
+        .map(|c| {
+            let s = c.settle.as_ref().unwrap();
+            assert!(s.drop_caches);
+            (c.id.clone(), s.memory.unwrap().text())
+        })
+        .collect();
+    let want: Vec<(String, String)> = [200, 100, 50, 25]
+        .iter()
+        .map(|p| {
+            (
+                format!("postgres@15/ram-sweep-mem{p}pct/r0"),
+                format!("{p}% of data"),
+            )
+        })
+        .collect();
+    assert_eq!(got, want);
+    // Every cell loads under the environment's cap; settle shrinks it.
+    assert!(
+        p.cells
+            .iter()
+            .all(|c| c.limits.memory.to_string() == "1GiB")
+    );
+}
+
+#[test]
 fn scaled_write_up_environments_show_their_deviations_in_the_plan() {
     let o = run(&repo(), &["plan", "scenarios/003-mongodb-3.2.yaml"]);
     assert_eq!(o.code, 0, "{}", o.stderr);

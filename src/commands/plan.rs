@@ -140,8 +140,11 @@ fn describe_cell(
     if let Some(s) = &c.settle {
         let _ = writeln!(
             o,
-            "  settle    memory {:?}, drop caches {}",
-            s.memory, s.drop_caches
+            "  settle    memory {}, drop caches {}",
+            s.memory
+                .map(|m| m.text())
+                .unwrap_or_else(|| "as the environment's cap".into()),
+            s.drop_caches
         );
     }
     for p in &c.phases {

@@ -437,6 +437,12 @@ async fn lifecycle(
     }
     let settled = r.sandbox.lock().await.stats().await?;
     r.record.memory_limit_bytes = Some(settled.memory_limit);
+    if work.settle.memory.is_some() {
+        r.record.fidelity.limits_read_back.insert(
+            "server/memory limit after settle".into(),
+            settled.memory_limit.to_string(),
+        );
+    }
     check(ctx)?;
 
     for step in &work.phases {

@@ -641,8 +641,22 @@ fn plan_inner(
                 pids: ep.env.pids,
                 io: ep.env.io.clone(),
             };
-            for rep in 0..s.repetitions {
-                let id = format!("{cell_label}/{}/r{rep}", ep.name);
+            let settles: Vec<Option<Settle>> = match &s.settle {
+                Some(sw) => sw.cells().into_iter().map(Some).collect(),
+                None => vec![None],
+            };
+            let sweep = settles.len() > 1;
+            for (settle, rep) in settles
+                .iter()
+                .flat_map(|st| (0..s.repetitions).map(move |r| (st, r)))
+            {
+                // A sweep of settle caps is one environment per cap in ids,
+                // records and reports, so cells stay apart everywhere.
+                let environment = match settle.as_ref().and_then(|st| st.memory) {
+                    Some(m) if sweep => format!("{}-{}", ep.name, m.tag()),
+                    _ => ep.name.clone(),
+                };
+                let id = format!("{cell_label}/{environment}/r{rep}");
                 if only.is_some_and(|o| !id.contains(o)) {
                     continue;
                 }
@@ -650,7 +664,7 @@ fn plan_inner(
                     id,
                     engine: engine.name.clone(),
                     version: version.to_string(),
-                    environment: ep.name.clone(),
+                    environment,
                     backend: ep.env.backend,
                     program: program.clone(),
                     limits: limits.clone(),
@@ -663,7 +677,7 @@ fn plan_inner(
                     configs: configs.clone(),
                     dataset: dataset.clone(),
                     load: s.load.clone(),
-                    settle: s.settle.clone(),
+                    settle: settle.clone(),
                     phases: phases.clone(),
                     repetition: rep,
                     scale: ep.env.scale,

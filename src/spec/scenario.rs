@@ -20,7 +20,8 @@ pub struct Scenario {
     pub dataset: Option<Dataset>,
     pub repetitions: u32,
     pub load: Option<Load>,
-    pub settle: Option<Settle>,
+    /// Settle as written: a list of memory caps sweeps them, one cell each.
+    pub settle: Option<SettleSweep>,
     pub phases: Vec<Phase>,
     pub origin: Origin,
 }
@@ -95,11 +96,64 @@ pub enum LoadWorkload {
     Candles,
 }
 
-/// Between load and measurement.
+/// Between load and measurement, for one cell.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Settle {
     pub memory: Option<SettleMemory>,
     pub drop_caches: bool,
+}
+
+/// The scenario's `settle:`; `memory` may list several caps
+/// (`["200% of data", "25% of data"]`), and each becomes its own cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SettleSweep {
+    /// Empty = keep the environment's cap.
+    pub memory: Vec<SettleMemory>,
+    pub drop_caches: bool,
+}
+
+impl SettleSweep {
+    /// One settle per cell: one per listed cap, or one without a cap.
+    pub fn cells(&self) -> Vec<Settle> {
+        if self.memory.is_empty() {
+            return vec![Settle {
+                memory: None,
+                drop_caches: self.drop_caches,
+            }];
+        }
+        self.memory
+            .iter()
+            .map(|m| Settle {
+                memory: Some(*m),
+                drop_caches: self.drop_caches,
+            })
+            .collect()
+    }
+}
+
+impl SettleMemory {
+    /// As a scenario writes it: `25% of data`, `64MiB`.
+    pub fn text(&self) -> String {
+        match self {
+            SettleMemory::OfData(f) => format!("{} of data", Share(*f)),
+            SettleMemory::Absolute(b) => b.to_string(),
+        }
+    }
+
+    /// Short tag for cell ids and environment names: `mem25pct`, `mem64MiB`.
+    pub fn tag(&self) -> String {
+        match self {
+            SettleMemory::OfData(f) => {
+                let pct = f * 100.0;
+                if (pct - pct.round()).abs() < 1e-9 {
+                    format!("mem{}pct", pct.round() as i64)
+                } else {
+                    format!("mem{}pct", format!("{pct:.2}").replace('.', "_"))
+                }
+            }
+            SettleMemory::Absolute(b) => format!("mem{}", b.to_string().replace('.', "_")),
+        }
+    }
 }
 
 /// Shrink the memory cap after the load.
@@ -417,35 +471,81 @@ impl FromNode for Load {
     }
 }
 
-impl FromNode for Settle {
-    fn from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Self> {
-        let f = Fields::open(node, cx, path, &["memory", "drop_caches"])?;
-        let memory = f.get("memory").and_then(|n| {
-            let s = String::from_node(n, cx, &f.field("memory"))?;
-            if let Some(share) = s.strip_suffix("of data") {
-                match share.trim().parse::<Share>() {
-                    Ok(sh) => Some(SettleMemory::OfData(sh.fraction())),
-                    Err(e) => {
-                        cx.error(n.pos, &f.field("memory"), e.0, None);
-                        None
-                    }
-                }
-            } else {
-                match s.parse::<Bytes>() {
-                    Ok(b) => Some(SettleMemory::Absolute(b)),
-                    Err(e) => {
-                        cx.error(
-                            n.pos,
-                            &f.field("memory"),
-                            e.0,
-                            Some("a size, or a share of the data like `25% of data`".into()),
-                        );
-                        None
-                    }
+impl FromNode for SettleMemory {
+    fn from_node(n: &Node, cx: &mut Cx, path: &str) -> Option<Self> {
+        let s = String::from_node(n, cx, path)?;
+        if let Some(share) = s.strip_suffix("of data") {
+            match share.trim().parse::<Share>() {
+                Ok(sh) => Some(SettleMemory::OfData(sh.fraction())),
+                Err(e) => {
+                    cx.error(
+                        n.pos,
+                        path,
+                        e.0,
+                        Some("a share of the data like `25% of data`".into()),
+                    );
+                    None
                 }
             }
-        });
-        Some(Settle {
+        } else {
+            match s.parse::<Bytes>() {
+                Ok(b) if b.0 > 0 => Some(SettleMemory::Absolute(b)),
+                Ok(_) => {
+                    cx.error(
+                        n.pos,
+                        path,
+                        format!("settle memory `{s}` is 0 bytes"),
+                        Some("a size, or a share of the data like `25% of data`".into()),
+                    );
+                    None
+                }
+                Err(e) => {
+                    cx.error(
+                        n.pos,
+                        path,
+                        e.0,
+                        Some("a size, or a share of the data like `25% of data`".into()),
+                    );
+                    None
+                }
+            }
+        }
+    }
+}
+
+impl FromNode for SettleSweep {
+    fn from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Self> {
+        let f = Fields::open(node, cx, path, &["memory", "drop_caches"])?;
+        let field = f.field("memory");
+        let memory: Vec<SettleMemory> = match f.get("memory") {
+            Some(n) => {
+                let list = one_or_many::<SettleMemory>(n, cx, &field)?;
+                if list.is_empty() {
+                    cx.error(
+                        n.pos,
+                        &field,
+                        "an empty list of memory caps",
+                        Some("list at least one cap, like `[\"100% of data\", \"25% of data\"]`, or drop `memory`".into()),
+                    );
+                    return None;
+                }
+                let mut tags = std::collections::BTreeSet::new();
+                for m in &list {
+                    if !tags.insert(m.tag()) {
+                        cx.error(
+                            n.pos,
+                            &field,
+                            format!("the memory cap `{}` is listed twice", m.text()),
+                            Some("list each cap once".into()),
+                        );
+                        return None;
+                    }
+                }
+                list
+            }
+            None => Vec::new(),
+        };
+        Some(SettleSweep {
             memory,
             drop_caches: f.or(cx, "drop_caches", false),
         })

@@ -47,6 +47,9 @@ struct Synth {
     /// Run every thread count inside each cell (phases `workload-a` at t1,
     /// t16, ...), as `benchcage run` does for a phase with a thread list.
     sweep_in_cell: bool,
+    /// Name each cap's environment the way a settle sweep does
+    /// (`small-mem150pct`) instead of one `small` for every cap.
+    env_per_cap: bool,
 }
 
 /// Throughput of the phase that is invalid: must never show as a result.
@@ -84,6 +87,7 @@ impl Synth {
             factor: BTreeMap::new(),
             faults: true,
             sweep_in_cell: false,
+            env_per_cap: false,
         }
     }
 
@@ -341,7 +345,11 @@ impl Synth {
             engine: e.name.into(),
             version: e.version.into(),
             engine_reported_version: format!("{}.2", e.version),
-            environment: "small".into(),
+            environment: if self.env_per_cap {
+                format!("small-mem{}pct", cap * 100 / e.data_bytes)
+            } else {
+                "small".into()
+            },
             backend: "cgroup".into(),
             threads: t,
             repetition: rep,
@@ -901,6 +909,36 @@ fn a_thread_sweep_inside_each_cell_is_charted_and_compared_per_thread_count() {
             "{t}: {out}"
         );
     }
+}
+
+#[test]
+fn the_cells_of_a_settle_sweep_are_one_line_in_the_doesnt_fit_in_ram_charts() {
+    let home = tempfile::tempdir().unwrap();
+    let mut s = Synth::new("20261129-020000-mem1", "2026-11-29T02:00:00Z");
+    s.engines.truncate(1);
+    s.threads = vec![4];
+    s.reps = 1;
+    s.faults = false;
+    s.caps = vec![600 * MIB, 300 * MIB, 150 * MIB, 75 * MIB];
+    s.env_per_cap = true;
+    s.write(&results(home.path()));
+    let out = bc(home.path())
+        .args(["report", &s.run_id, "--format", "md", "-o", "-"])
+        .output()
+        .unwrap();
+    let md = String::from_utf8(out.stdout).unwrap();
+    let table = md
+        .split("### Throughput vs memory: workload-a")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no memory sweep table in\n{md}"));
+    let rows: Vec<&str> = table
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2)
+        .collect();
+    assert_eq!(rows.len(), 4, "{table}");
+    assert!(rows.iter().all(|r| r.contains("| redis@7.0 |")), "{table}");
 }
 
 #[test]

@@ -15,6 +15,7 @@ use crate::report::fmt;
 use crate::results::flat::{FlatRow, NO_OP, UNLIMITED_CAP, Verdict, flatten, phase_verdict};
 use crate::results::layout::{CellData, phase_stem, sample_in_phase};
 use crate::results::model::{ResourceSample, RunRecord};
+use crate::spec::scenario::without_settle_tag;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A table: headers, which columns are numeric (right-aligned), rows.
@@ -880,6 +881,29 @@ struct SweepPoint<'a> {
 
 fn memory_section(cfgs: &[Config], phases: &[String], res: &BTreeMap<ResKey, PhaseRes>) -> Section {
     let mut figures = Vec::new();
+    // The cells of a settle sweep differ in environment name only by their
+    // cap tag: they are one line, not one line per cap.
+    let base = |c: &Config| without_settle_tag(&c.head.environment).to_string();
+    let multi_env = cfgs.iter().map(base).collect::<BTreeSet<_>>().len() > 1;
+    let multi_run = cfgs
+        .iter()
+        .map(|c| c.head.run_id.as_str())
+        .collect::<BTreeSet<_>>()
+        .len()
+        > 1;
+    let sweep_style = |c: &Config| {
+        let mut parts = vec![format!("{}@{}", c.head.engine, c.head.version)];
+        if multi_env {
+            parts.push(base(c));
+        }
+        if multi_run {
+            parts.push(c.head.run_id.clone());
+        }
+        SeriesStyle {
+            name: parts.join(" · "),
+            ..c.style.clone()
+        }
+    };
     for phase in phases {
         // A sweep: one engine@version at one thread count, several ratios.
         let mut sweeps: BTreeMap<(String, u32), BTreeMap<u64, SweepPoint>> = BTreeMap::new();
@@ -904,15 +928,16 @@ fn memory_section(cfgs: &[Config], phases: &[String], res: &BTreeMap<ResKey, Pha
                 faults_per_s: mean(&rs.iter().map(|x| x.faults_per_s).collect::<Vec<_>>()),
                 read_bps: mean(&rs.iter().map(|x| x.read_bps).collect::<Vec<_>>()),
             };
-            styles.insert(c.style.name.clone(), c.style.clone());
+            let style = sweep_style(c);
             let at = sweeps
-                .entry((c.style.name.clone(), c.head.threads))
+                .entry((style.name.clone(), c.head.threads))
                 .or_default()
                 .entry((ratio * 1e6).round() as u64)
                 .or_insert(point);
             if c.mean() > at.cfg.mean() {
                 at.cfg = c;
             }
+            styles.entry(style.name.clone()).or_insert(style);
         }
         sweeps.retain(|_, pts| pts.len() >= 2);
         if sweeps.is_empty() {

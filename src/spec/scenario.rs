@@ -131,6 +131,29 @@ impl SettleSweep {
     }
 }
 
+/// The environment a settle sweep's cell ran in, without the cap tag the
+/// planner appends (`ram-sweep-mem25pct` -> `ram-sweep`); other names as is.
+pub fn without_settle_tag(environment: &str) -> &str {
+    let Some((base, tag)) = environment.rsplit_once("-mem") else {
+        return environment;
+    };
+    let number = |t: &str| {
+        !t.is_empty() && t.starts_with(|c: char| c.is_ascii_digit()) && {
+            let n = t.replace('_', ".");
+            n.parse::<f64>().is_ok()
+        }
+    };
+    let tagged = match tag.strip_suffix("pct") {
+        Some(pct) => number(pct),
+        None => tag.replace('_', ".").parse::<Bytes>().is_ok(),
+    };
+    if tagged && !base.is_empty() {
+        base
+    } else {
+        environment
+    }
+}
+
 impl SettleMemory {
     /// As a scenario writes it: `25% of data`, `64MiB`.
     pub fn text(&self) -> String {
@@ -1035,5 +1058,26 @@ impl Scenario {
             phases: phases?,
             origin: Origin::default(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_settle_tag_of_a_sweep_cell_comes_off_its_environment_name() {
+        for m in [
+            SettleMemory::OfData(0.25),
+            SettleMemory::OfData(2.0),
+            SettleMemory::OfData(0.125),
+            SettleMemory::Absolute(Bytes::from_mib(64)),
+        ] {
+            let env = format!("ram-sweep-{}", m.tag());
+            assert_eq!(without_settle_tag(&env), "ram-sweep", "{env}");
+        }
+        for name in ["ram-sweep", "no-memory", "x-mem", "-mem25pct", "a-memfoo"] {
+            assert_eq!(without_settle_tag(name), name);
+        }
     }
 }

@@ -172,6 +172,11 @@ fn candles_end_to_end(kind: Kind) {
     assert_eq!(first[0].ops["INSERT-BATCH"].count, 3000u64.div_ceil(500));
     assert!(first.iter().all(|r| r.status.is_ok()), "{first:?}");
     assert_eq!(first[1].ops["BY_TICKER"].count, 40);
+    // The load takes the scenario's batch size.
+    let mut batched = candles(&s.url(), "by_ticker", true);
+    batched.batch = Some(300);
+    let r = run_config(&batched);
+    assert_eq!(r[0].ops["INSERT-BATCH"].count, 10, "{r:?}");
     for (q, kind) in [("interval", "INTERVAL"), ("day", "DAY")] {
         let r = &run_config(&candles(&s.url(), q, false))[0];
         assert!(r.status.is_ok(), "{q}: {:?}", r.status);

@@ -199,10 +199,14 @@ fn load_config(cell: &Arc<PlannedCell>) -> ConfigFn {
     let cell = cell.clone();
     Arc::new(move |port, threads| {
         let mut m = base_config(&cell, port, "load");
-        // The generator picks its own batch size; the scenario's `batch` is
-        // recorded in the plan (and so in the cell key).
-        if cell.load.as_ref().map(|l| l.workload) == Some(LoadWorkload::Candles) {
+        // The YCSB load inserts one record at a time; candles take `batch`.
+        if let Some(l) = cell
+            .load
+            .as_ref()
+            .filter(|l| l.workload == LoadWorkload::Candles)
+        {
             m.insert("workload".into(), json!("candles"));
+            m.insert("batch".into(), json!(l.batch));
         }
         m.insert("load".into(), json!(true));
         m.insert("load_threads".into(), json!(threads));
@@ -302,4 +306,27 @@ fn builtin_config(cell: &Arc<PlannedCell>, pp: &PlannedPhase) -> ConfigFn {
         m.insert("load".into(), json!(false));
         Ok(Value::Object(m))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::scenario::Load;
+    use crate::workload::WorkloadConfig;
+
+    #[test]
+    fn the_candles_load_gets_the_scenarios_batch_size() {
+        let project =
+            crate::spec::Project::load(std::path::Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap();
+        let p = crate::spec::plan::plan(&project, "quickstart", &[], None, None).unwrap();
+        let mut cell = p.cells[0].clone();
+        cell.load = Some(Load {
+            threads: 1,
+            workload: LoadWorkload::Candles,
+            batch: 1000,
+        });
+        let v = load_config(&Arc::new(cell))(6379, 1).unwrap();
+        let cfg: WorkloadConfig = serde_json::from_value(v).unwrap();
+        assert_eq!(cfg.batch, Some(1000));
+    }
 }

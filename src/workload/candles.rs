@@ -340,17 +340,19 @@ struct LoadWorker<C> {
     conn: C,
     layout: Layout,
     next: Arc<AtomicU64>,
+    /// Candles per insert.
+    size: u64,
     batch: Vec<Candle>,
 }
 
 impl<C: CandleConn> Worker for LoadWorker<C> {
     fn plan(&mut self) -> Option<usize> {
         let b = self.next.fetch_add(1, Ordering::Relaxed);
-        let from = b * BATCH;
+        let from = b * self.size;
         if from >= self.layout.records {
             return None;
         }
-        let to = (from + BATCH).min(self.layout.records);
+        let to = (from + self.size).min(self.layout.records);
         self.batch.clear();
         self.batch.extend((from..to).map(|i| self.layout.candle(i)));
         Some(3)
@@ -467,16 +469,18 @@ async fn run_on<S: CandleStore>(
         store.recreate().await.map_err(setup("creating candles"))?;
         let threads = c.load_threads.unwrap_or(v.threads[0]).max(1);
         let next = Arc::new(AtomicU64::new(0));
+        let size = c.batch.unwrap_or(BATCH).max(1);
         let mut workers = Vec::new();
         for _ in 0..threads {
             workers.push(LoadWorker {
                 conn: store.connect().await.map_err(setup("connecting"))?,
                 layout,
                 next: next.clone(),
-                batch: Vec::with_capacity(BATCH as usize),
+                size,
+                batch: Vec::with_capacity(size as usize),
             });
         }
-        let batches = c.records.div_ceil(BATCH);
+        let batches = c.records.div_ceil(size);
         let r = super::load_phase(v, workers, &NAMES, batches, "candles:load", cancel).await;
         let failed = !r.status.is_ok();
         results.push(r);

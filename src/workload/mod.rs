@@ -205,6 +205,10 @@ pub struct WorkloadConfig {
     /// Connections for the load phase; the first thread count when omitted.
     #[serde(default)]
     pub load_threads: Option<u32>,
+    /// Candles per insert in the candles load (500 when omitted); the YCSB
+    /// load inserts one record at a time.
+    #[serde(default)]
+    pub batch: Option<u64>,
     /// Longest scan (uniform from 1).
     #[serde(default = "default_scan")]
     pub max_scan_length: u64,

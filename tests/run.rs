@@ -347,6 +347,10 @@ fn a_small_scenario_finishes_with_results_and_a_valid_fidelity_record() {
     assert!(cells[0].join("config/redis.conf").is_file());
     assert!(cells[0].join("engine.log").is_file());
     assert_clean(&place, &run.run_id);
+    assert!(
+        !place.work().exists(),
+        "the empty work root was left behind"
+    );
 
     // The same scenario again: a new run whose cell has the same key.
     let (status, _, stderr) = place.run(&["tests/scenarios/run-small.yaml"]);

@@ -236,6 +236,9 @@ pub async fn run_matrix(
         }
     }
     let _ = std::fs::remove_dir(&work_dir);
+    // The shared work root goes too once no other run uses it (a live run's
+    // folder keeps it: remove_dir refuses a non-empty directory).
+    let _ = std::fs::remove_dir(work_root());
 
     out.interrupted = interrupts.stop.is_cancelled();
     let resume_hint = format!("benchcage run <same scenario and flags> --resume {run_id}");

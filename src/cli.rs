@@ -186,6 +186,11 @@ pub struct DriveArgs {
     /// Load the records before the measured phase.
     #[arg(long)]
     pub load: bool,
+    /// Records per insert in the load: 1 by default (one INSERT per record,
+    /// as YCSB), 500 for candles. A batch is one round trip, counted as N
+    /// INSERT operations and one latency measurement.
+    #[arg(long, value_name = "N")]
+    pub batch: Option<u64>,
     /// Target operations per second over all threads.
     #[arg(long)]
     pub target: Option<f64>,

@@ -77,16 +77,52 @@ impl MongoConn {
         id: &str,
         fields: impl Iterator<Item = (&'a str, &'a str)>,
     ) -> Result<(), ClientError> {
-        let mut d = Document::new();
-        d.insert("_id", id);
-        for (f, v) in fields {
-            d.insert(f, v);
-        }
         self.coll(coll)
-            .insert_one(d)
+            .insert_one(fields_doc(id, fields))
             .await
             .map(|_| ())
             .map_err(|e| self.fail(e))
+    }
+
+    /// Inserts `{_id: id, f1: v1, ...}` for each record in one unordered
+    /// `insertMany` (the server may apply them in any order and goes on
+    /// past a failed one; the call then fails).
+    pub async fn insert_fields_many<'a, P>(
+        &self,
+        coll: &str,
+        records: impl Iterator<Item = (&'a str, P)>,
+    ) -> Result<(), ClientError>
+    where
+        P: Iterator<Item = (&'a str, &'a str)>,
+    {
+        let docs: Vec<Document> = records.map(|(id, fields)| fields_doc(id, fields)).collect();
+        self.coll(coll)
+            .insert_many(docs)
+            .ordered(false)
+            .await
+            .map(|_| ())
+            .map_err(|e| self.fail(e))
+    }
+
+    /// Every document matching a JSON filter, sorted by `_id`, as relaxed
+    /// extended JSON (for checking what a load wrote).
+    pub async fn find_json(
+        &self,
+        coll: &str,
+        filter: &serde_json::Value,
+    ) -> Result<Vec<serde_json::Value>, ClientError> {
+        let f = json_doc(filter).map_err(|e| self.fail(e))?;
+        let mut cursor = self
+            .coll(coll)
+            .find(f)
+            .sort(doc! {"_id": 1})
+            .await
+            .map_err(|e| self.fail(e))?;
+        let mut out = Vec::new();
+        while let Some(d) = cursor.try_next().await.map_err(|e| self.fail(e))? {
+            out.push(Bson::Document(d).into_relaxed_extjson());
+        }
+        Ok(out)
     }
 
     /// Finds `{_id: id}`; returns its number of fields (0 when missing).
@@ -189,6 +225,16 @@ impl MongoConn {
             _ => num("size"),
         })
     }
+}
+
+/// `{_id: id, f1: v1, ...}`.
+fn fields_doc<'a>(id: &str, fields: impl Iterator<Item = (&'a str, &'a str)>) -> Document {
+    let mut d = Document::new();
+    d.insert("_id", id);
+    for (f, v) in fields {
+        d.insert(f, v);
+    }
+    d
 }
 
 async fn drain(mut cursor: ::mongodb::Cursor<Document>) -> Result<u64, ::mongodb::error::Error> {

@@ -137,6 +137,35 @@ impl RedisConn {
     }
 }
 
+impl RedisConn {
+    /// For each record `HSET key f1 v1 ...` and, with an index,
+    /// `ZADD index score key`: every command in one pipeline (one round
+    /// trip). Not atomic: an error fails the call, but commands before it
+    /// may have been applied.
+    pub async fn hset_many<'a, P>(
+        &mut self,
+        records: impl Iterator<Item = (&'a str, P, Option<(&'a str, f64)>)>,
+    ) -> Result<(), ClientError>
+    where
+        P: Iterator<Item = (&'a str, &'a str)>,
+    {
+        let mut p = ::redis::pipe();
+        for (key, pairs, index) in records {
+            p.cmd("HSET").arg(key);
+            for (f, v) in pairs {
+                p.arg(f).arg(v);
+            }
+            p.ignore();
+            if let Some((zkey, score)) = index {
+                p.cmd("ZADD").arg(zkey).arg(score).arg(key).ignore();
+            }
+        }
+        p.query_async::<()>(&mut self.conn)
+            .await
+            .map_err(|e| err(&self.ep, e))
+    }
+}
+
 fn value_text(v: &::redis::Value) -> String {
     use ::redis::Value;
     match v {

@@ -84,6 +84,7 @@ fn config(args: &DriveArgs) -> anyhow::Result<WorkloadConfig> {
         target: args.target,
         seed: args.seed,
         load: args.load,
+        batch: args.batch,
         progress: args.progress,
         ..Default::default()
     };

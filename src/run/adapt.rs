@@ -199,13 +199,10 @@ fn load_config(cell: &Arc<PlannedCell>) -> ConfigFn {
     let cell = cell.clone();
     Arc::new(move |port, threads| {
         let mut m = base_config(&cell, port, "load");
-        // The YCSB load inserts one record at a time; candles take `batch`.
-        if let Some(l) = cell
-            .load
-            .as_ref()
-            .filter(|l| l.workload == LoadWorkload::Candles)
-        {
-            m.insert("workload".into(), json!("candles"));
+        if let Some(l) = &cell.load {
+            if l.workload == LoadWorkload::Candles {
+                m.insert("workload".into(), json!("candles"));
+            }
             m.insert("batch".into(), json!(l.batch));
         }
         m.insert("load".into(), json!(true));
@@ -315,18 +312,26 @@ mod tests {
     use crate::workload::WorkloadConfig;
 
     #[test]
-    fn the_candles_load_gets_the_scenarios_batch_size() {
+    fn the_candles_and_ycsb_loads_get_the_scenarios_batch_size() {
         let project =
             crate::spec::Project::load(std::path::Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap();
         let p = crate::spec::plan::plan(&project, "quickstart", &[], None, None).unwrap();
-        let mut cell = p.cells[0].clone();
-        cell.load = Some(Load {
-            threads: 1,
-            workload: LoadWorkload::Candles,
-            batch: 1000,
-        });
-        let v = load_config(&Arc::new(cell))(6379, 1).unwrap();
-        let cfg: WorkloadConfig = serde_json::from_value(v).unwrap();
-        assert_eq!(cfg.batch, Some(1000));
+        for (workload, kind) in [
+            (
+                LoadWorkload::Candles,
+                crate::workload::WorkloadKind::Candles,
+            ),
+            (LoadWorkload::Ycsb, crate::workload::WorkloadKind::A),
+        ] {
+            let mut cell = p.cells[0].clone();
+            cell.load = Some(Load {
+                threads: 1,
+                workload,
+                batch: 1000,
+            });
+            let v = load_config(&Arc::new(cell))(6379, 1).unwrap();
+            let cfg: WorkloadConfig = serde_json::from_value(v).unwrap();
+            assert_eq!((cfg.batch, cfg.workload), (Some(1000), kind));
+        }
     }
 }

@@ -82,8 +82,10 @@ pub struct Dataset {
 pub struct Load {
     pub threads: u32,
     pub workload: LoadWorkload,
-    /// Records per insert batch (write-up 002 inserts 1000 per batch); the
-    /// candles load takes it, 500 when omitted; the YCSB load inserts one at a time.
+    /// Records per insert (write-up 002 inserts 1000 per batch). When
+    /// omitted the YCSB load inserts one record at a time (YCSB's default,
+    /// so results compare with YCSB's), the candles load 500. A batch is
+    /// one round trip, counted as `batch` INSERT operations.
     pub batch: u32,
 }
 

@@ -7,6 +7,7 @@
 use super::driver::Worker;
 use super::keys::fnv64;
 use super::rng::Rng;
+use super::stores::sql::{SqlClient, values_rows};
 use super::stores::{StoreError, StoreKind};
 use super::{Validated, WorkloadError};
 use crate::clients::Endpoint;
@@ -231,7 +232,8 @@ pub struct PgCandleConn {
 
 const PG_COLUMNS: &str =
     "ticker, exchange, period, ts, day, open, high, low, close, volume, trades, vwap, note";
-const PG_NCOLS: usize = 13;
+/// Columns of one candle row.
+pub const PG_NCOLS: usize = 13;
 
 impl CandleStore for PgCandles {
     type Conn = PgCandleConn;
@@ -280,18 +282,8 @@ impl CandleConn for PgCandleConn {
         let st = match self.inserts.get(&n) {
             Some(s) => *s,
             None => {
-                let rows: Vec<String> = (0..n)
-                    .map(|r| {
-                        let marks: Vec<String> = (1..=PG_NCOLS)
-                            .map(|c| format!("${}", r * PG_NCOLS + c))
-                            .collect();
-                        format!("({})", marks.join(", "))
-                    })
-                    .collect();
-                let sql = format!(
-                    "INSERT INTO {COLLECTION} ({PG_COLUMNS}) VALUES {}",
-                    rows.join(", ")
-                );
+                let rows = values_rows(n, PG_NCOLS, <PgConn as SqlClient>::mark);
+                let sql = format!("INSERT INTO {COLLECTION} ({PG_COLUMNS}) VALUES {rows}");
                 let s = self.conn.prepare(&sql).await?;
                 self.inserts.insert(n, s);
                 s

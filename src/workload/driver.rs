@@ -19,6 +19,72 @@ pub trait Worker: Send + 'static {
     fn plan(&mut self) -> Option<usize>;
     /// Runs the planned operation (only this part is timed).
     fn exec(&mut self) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Records the outcome of the operation `exec` just ran. The default
+    /// is one operation of the planned kind; a batch records every record
+    /// it carried, a compound operation its inner calls as well.
+    #[inline]
+    fn record(&mut self, rec: &mut Recorder, t: &Timing, r: Result<(), StoreError>) {
+        t.record(rec, 1, &r);
+    }
+}
+
+/// When the operation just run was sent, finished and meant to start.
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    /// Its kind, as `plan` returned it.
+    pub kind: usize,
+    pub sent: Instant,
+    pub done: Instant,
+    /// The intended start (with a target rate only).
+    pub intended: Option<Instant>,
+    /// The measured second it finished in.
+    pub second: usize,
+}
+
+impl Timing {
+    /// Records `ops` operations of this kind done in this one call: one
+    /// latency measurement, `ops` successes or `ops` failures.
+    #[inline]
+    pub fn record(&self, rec: &mut Recorder, ops: u64, r: &Result<(), StoreError>) {
+        match r {
+            Ok(()) => rec.ok(
+                self.kind,
+                ops,
+                nanos(self.done - self.sent),
+                self.since_intended(self.done),
+                self.second,
+            ),
+            Err(e) => rec.error(self.kind, ops, e, self.second),
+        }
+    }
+
+    /// Records a call made inside this operation, from `sent` to `done`,
+    /// under `kind` (see [`Recorder::inner_ok`]); a failed inner call
+    /// failed the operation with `r`'s error.
+    pub fn record_inner(
+        &self,
+        rec: &mut Recorder,
+        kind: usize,
+        sent: Instant,
+        done: Instant,
+        r: Result<(), &StoreError>,
+    ) {
+        match r {
+            Ok(()) => rec.inner_ok(
+                kind,
+                nanos(done.saturating_duration_since(sent)),
+                self.since_intended(done),
+                self.second,
+            ),
+            Err(e) => rec.inner_error(kind, e),
+        }
+    }
+
+    /// From the intended start to `t`, like YCSB's `Intended-` latencies.
+    #[inline]
+    fn since_intended(&self, t: Instant) -> Option<u64> {
+        self.intended.map(|i| nanos(t.saturating_duration_since(i)))
+    }
 }
 
 /// When the measured window ends.
@@ -149,15 +215,14 @@ async fn work<W: Worker>(
         now = Instant::now();
         if measuring {
             let second = (now.saturating_duration_since(warm_end)).as_secs() as usize;
-            match r {
-                Ok(()) => rec.ok(
-                    kind,
-                    nanos(now - t0),
-                    intended.map(|t| nanos(now.saturating_duration_since(t))),
-                    second,
-                ),
-                Err(e) => rec.error(kind, &e, second),
-            }
+            let t = Timing {
+                kind,
+                sent: t0,
+                done: now,
+                intended,
+                second,
+            };
+            w.record(&mut rec, &t, r);
         }
     }
     rec

@@ -44,8 +44,12 @@ impl KindRec {
 pub struct Recorder {
     names: Vec<&'static str>,
     kinds: Vec<KindRec>,
-    /// Per second: successes per kind, then errors, flattened.
+    /// Per second: successes per kind, then errors, then inner calls
+    /// (already counted under their kind), flattened.
     series: Vec<u64>,
+    /// Inner calls recorded under their kinds, left out of the totals.
+    inner_ok: u64,
+    inner_errors: u64,
 }
 
 impl Recorder {
@@ -55,47 +59,81 @@ impl Recorder {
             names: names.to_vec(),
             kinds: names.iter().map(|_| KindRec::new(intended)).collect(),
             series: Vec::new(),
+            inner_ok: 0,
+            inner_errors: 0,
         }
     }
 
     fn width(&self) -> usize {
-        self.names.len() + 1
+        self.names.len() + 2
     }
 
-    fn bump_second(&mut self, second: usize, slot: usize) {
+    fn bump_second(&mut self, second: usize, slot: usize, n: u64) {
         let w = self.width();
         let need = (second + 1) * w;
         if self.series.len() < need {
             self.series.resize(need, 0);
         }
-        self.series[second * w + slot] += 1;
+        self.series[second * w + slot] += n;
     }
 
-    /// A success of `kind` that took `sent_ns` (and `intended_ns` from its
-    /// intended start), finishing in measured second `second`.
+    /// `ops` successes of `kind` done together in one call (a batch of
+    /// inserts is one call) that took `sent_ns` (and `intended_ns` from its
+    /// intended start), finishing in measured second `second`. The call is
+    /// one latency measurement, as YCSB measures each call it makes.
     #[inline]
-    pub fn ok(&mut self, kind: usize, sent_ns: u64, intended_ns: Option<u64>, second: usize) {
+    pub fn ok(
+        &mut self,
+        kind: usize,
+        ops: u64,
+        sent_ns: u64,
+        intended_ns: Option<u64>,
+        second: usize,
+    ) {
         let k = &mut self.kinds[kind];
-        k.ok += 1;
+        k.ok += ops;
         let _ = k.sent.record(sent_ns.max(1));
         if let (Some(h), Some(v)) = (k.intended.as_mut(), intended_ns) {
             let _ = h.record(v.max(1));
         }
-        self.bump_second(second, kind);
+        self.bump_second(second, kind, ops);
     }
 
-    /// A failure of `kind`; its message is kept if new and there is room.
-    pub fn error(&mut self, kind: usize, msg: &dyn std::fmt::Display, second: usize) {
+    /// `ops` failures of `kind` in one call; its message is kept if new and
+    /// there is room.
+    pub fn error(&mut self, kind: usize, ops: u64, msg: &dyn std::fmt::Display, second: usize) {
+        self.count_error(kind, ops, msg);
+        let slot = self.names.len();
+        self.bump_second(second, slot, ops);
+    }
+
+    fn count_error(&mut self, kind: usize, ops: u64, msg: &dyn std::fmt::Display) {
         let k = &mut self.kinds[kind];
-        k.errors += 1;
+        k.errors += ops;
         if k.error_samples.len() < ERROR_SAMPLES {
             let m = msg.to_string();
             if !k.error_samples.contains(&m) {
                 k.error_samples.push(m);
             }
         }
-        let slot = self.names.len();
-        self.bump_second(second, slot);
+    }
+
+    /// A successful call made inside another operation (the read of a
+    /// read-modify-write): counted and timed under its own kind, as YCSB's
+    /// `DBWrapper` measures every call, but not again in the phase totals
+    /// or in the per-second operations.
+    pub fn inner_ok(&mut self, kind: usize, sent_ns: u64, intended_ns: Option<u64>, second: usize) {
+        self.ok(kind, 1, sent_ns, intended_ns, second);
+        self.inner_ok += 1;
+        let slot = self.names.len() + 1;
+        self.bump_second(second, slot, 1);
+    }
+
+    /// A failed call made inside another operation, which failed with it:
+    /// an error of `kind`, not again in the phase totals.
+    pub fn inner_error(&mut self, kind: usize, msg: &dyn std::fmt::Display) {
+        self.count_error(kind, 1, msg);
+        self.inner_errors += 1;
     }
 
     /// Adds another recorder of the same kinds.
@@ -119,16 +157,18 @@ impl Recorder {
         for (a, b) in self.series.iter_mut().zip(&other.series) {
             *a += b;
         }
+        self.inner_ok += other.inner_ok;
+        self.inner_errors += other.inner_errors;
     }
 
-    /// Successes over every kind.
+    /// Successful operations over every kind (inner calls not again).
     pub fn total_ok(&self) -> u64 {
-        self.kinds.iter().map(|k| k.ok).sum()
+        self.kinds.iter().map(|k| k.ok).sum::<u64>() - self.inner_ok
     }
 
-    /// Failures over every kind.
+    /// Failed operations over every kind (inner calls not again).
     pub fn total_errors(&self) -> u64 {
-        self.kinds.iter().map(|k| k.errors).sum()
+        self.kinds.iter().map(|k| k.errors).sum::<u64>() - self.inner_errors
     }
 
     /// Per-kind statistics over a window of `secs` seconds; kinds that
@@ -154,18 +194,18 @@ impl Recorder {
 
     /// The per-second series.
     pub fn series(&self) -> Vec<SecondSample> {
-        let w = self.width();
+        let n = self.names.len();
         self.series
-            .chunks(w)
+            .chunks(self.width())
             .enumerate()
             .map(|(t, row)| SecondSample {
                 t: t as u64,
-                ops: row[..w - 1].iter().sum(),
-                errors: row[w - 1],
+                ops: row[..n].iter().sum::<u64>() - row[n + 1],
+                errors: row[n],
                 by_kind: self
                     .names
                     .iter()
-                    .zip(row)
+                    .zip(&row[..n])
                     .filter(|(_, c)| **c > 0)
                     .map(|(n, c)| (n.to_string(), *c))
                     .collect(),
@@ -200,11 +240,11 @@ mod tests {
         let mut a = Recorder::new(&["READ", "UPDATE"], false);
         let mut b = Recorder::new(&["READ", "UPDATE"], false);
         for i in 1..=100u64 {
-            a.ok(0, i * 1000, None, 0);
+            a.ok(0, 1, i * 1000, None, 0);
         }
-        b.ok(1, 5_000, None, 1);
-        b.error(1, &"boom", 1);
-        b.error(1, &"boom", 1);
+        b.ok(1, 1, 5_000, None, 1);
+        b.error(1, 1, &"boom", 1);
+        b.error(1, 1, &"boom", 1);
         a.merge(&b);
         let s = a.op_stats(2.0);
         assert_eq!(s["READ"].count, 100);
@@ -220,5 +260,47 @@ mod tests {
         assert_eq!(series[1].ops, 1);
         assert_eq!(series[1].errors, 2);
         assert_eq!(a.total_errors(), 2);
+    }
+
+    #[test]
+    fn a_batch_counts_every_record_and_is_one_latency_measurement() {
+        let mut r = Recorder::new(&["INSERT"], false);
+        r.ok(0, 100, 2_000_000, None, 0);
+        r.ok(0, 100, 4_000_000, None, 0);
+        r.error(0, 100, &"duplicate key", 1);
+        let s = r.op_stats(1.0);
+        assert_eq!(s["INSERT"].count, 200);
+        assert_eq!(s["INSERT"].errors, 100);
+        assert_eq!(s["INSERT"].throughput, 200.0);
+        // Two measurements, 2 ms and 4 ms: the mean is 3 ms, not 30 us.
+        assert!((s["INSERT"].latency_us.mean - 3000.0).abs() < 5.0);
+        assert_eq!((r.total_ok(), r.total_errors()), (200, 100));
+        let series = r.series();
+        assert_eq!((series[0].ops, series[1].errors), (200, 100));
+    }
+
+    #[test]
+    fn inner_calls_count_under_their_kind_but_not_in_the_totals() {
+        let names = ["READ", "UPDATE", "READ-MODIFY-WRITE"];
+        let mut a = Recorder::new(&names, false);
+        a.ok(0, 1, 1_000, None, 0);
+        a.inner_ok(0, 1_000, None, 0);
+        a.inner_ok(1, 1_000, None, 0);
+        a.ok(2, 1, 2_000, None, 0);
+        a.inner_error(0, &"gone");
+        a.error(2, 1, &"gone", 0);
+        let mut total = Recorder::new(&names, false);
+        total.merge(&a);
+        let s = total.op_stats(1.0);
+        assert_eq!((s["READ"].count, s["READ"].errors), (2, 1));
+        assert_eq!(s["UPDATE"].count, 1);
+        assert_eq!(
+            (s["READ-MODIFY-WRITE"].count, s["READ-MODIFY-WRITE"].errors),
+            (1, 1)
+        );
+        assert_eq!((total.total_ok(), total.total_errors()), (2, 1));
+        let second = &total.series()[0];
+        assert_eq!((second.ops, second.errors), (2, 1));
+        assert_eq!(second.by_kind["READ"], 2);
     }
 }

@@ -86,9 +86,13 @@ pub fn field_names(n: u32) -> Vec<String> {
 pub struct ValuePool {
     bytes: String,
     len: usize,
+    seed: u64,
 }
 
 const POOL: usize = 1 << 16;
+/// Streams of the per-record generators of [`ValuePool::record`], apart
+/// from the workers' (small numbers) and the pool's own.
+const RECORD_STREAM: u64 = 1 << 62;
 
 impl ValuePool {
     /// A pool for values of `len` bytes.
@@ -98,7 +102,18 @@ impl ValuePool {
         let bytes: String = (0..total)
             .map(|_| (b' ' + 1 + r.below(94) as u8) as char)
             .collect();
-        ValuePool { bytes, len }
+        ValuePool { bytes, len, seed }
+    }
+
+    /// The value offsets of record `n`, a function of the seed and `n`
+    /// alone: a load writes the same data whichever worker, batch size or
+    /// thread count inserts the record.
+    #[inline]
+    pub fn record(&self, n: u64, offsets: &mut [usize]) {
+        let mut r = Rng::new(self.seed, RECORD_STREAM | n);
+        for o in offsets {
+            *o = self.offset(&mut r);
+        }
     }
 
     /// A value of the configured length.
@@ -168,5 +183,19 @@ mod tests {
             assert_eq!(v.len(), 100);
             assert!(v.bytes().all(|b| b.is_ascii_graphic()));
         }
+    }
+
+    #[test]
+    fn record_values_depend_on_the_seed_and_record_number_only() {
+        let p = ValuePool::new(10, 3);
+        let (mut a, mut b, mut c) = ([0; 4], [0; 4], [0; 4]);
+        p.record(41, &mut a);
+        p.record(42, &mut b);
+        ValuePool::new(10, 3).record(41, &mut c);
+        assert_eq!(a, c);
+        assert_ne!(a, b);
+        let mut d = [0; 4];
+        ValuePool::new(10, 4).record(41, &mut d);
+        assert_ne!(a, d);
     }
 }

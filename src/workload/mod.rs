@@ -205,8 +205,11 @@ pub struct WorkloadConfig {
     /// Connections for the load phase; the first thread count when omitted.
     #[serde(default)]
     pub load_threads: Option<u32>,
-    /// Candles per insert in the candles load (500 when omitted); the YCSB
-    /// load inserts one record at a time.
+    /// Records per insert in the load phase: YCSB records 1 when omitted
+    /// (one INSERT per record, as YCSB), candles 500. A batch is one round
+    /// trip (a Redis pipeline, a multi-row INSERT, an unordered
+    /// `insertMany`); it counts as that many INSERT operations (or errors,
+    /// when it fails) and as one latency measurement.
     #[serde(default)]
     pub batch: Option<u64>,
     /// Longest scan (uniform from 1).
@@ -340,6 +343,30 @@ impl WorkloadConfig {
         if self.field_count == 0 || self.field_length == 0 {
             errs.push("field_count and field_length must be at least 1".into());
         }
+        if let Some(b) = self.batch {
+            let sql = target.as_ref().is_some_and(|t| {
+                matches!(
+                    t.kind,
+                    stores::StoreKind::Postgres | stores::StoreKind::Mysql
+                )
+            });
+            // A multi-row INSERT binds every column of every record.
+            let per_record = match self.workload {
+                WorkloadKind::Candles => candles::PG_NCOLS as u64,
+                _ => self.field_count as u64 + 1,
+            };
+            let most = (stores::sql::MAX_PARAMS as u64 / per_record).max(1);
+            if b == 0 {
+                errs.push("batch must be at least 1 (1 inserts one record at a time)".into());
+            } else if sql && b > most {
+                errs.push(format!(
+                    "batch {b} needs {} parameters in one INSERT ({per_record} per record); \
+                     PostgreSQL and MySQL take at most {}: use a batch of at most {most}",
+                    b * per_record,
+                    stores::sql::MAX_PARAMS
+                ));
+            }
+        }
         if self.max_scan_length == 0 {
             errs.push("max_scan_length must be at least 1".into());
         }
@@ -468,6 +495,26 @@ mod tests {
         assert!(e.contains("threads"), "{e}");
         let unknown = serde_json::from_str::<WorkloadConfig>(r#"{"recrods": 5}"#);
         assert!(unknown.is_err());
+    }
+
+    #[test]
+    fn a_zero_batch_or_one_too_large_for_a_sql_insert_is_refused() {
+        let cfg = |store: &str, batch: u64| WorkloadConfig {
+            store: Some(store.into()),
+            load: true,
+            batch: Some(batch),
+            ..Default::default()
+        };
+        let e = cfg("null://", 0).validate().unwrap_err().to_string();
+        assert!(e.contains("batch must be at least 1"), "{e}");
+        // 11 parameters per record (key and 10 fields): 5957 fit in 65535.
+        assert!(cfg("postgres://127.0.0.1/db", 5957).validate().is_ok());
+        let e = cfg("mysql://127.0.0.1/db", 5958)
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("at most 5957"), "{e}");
+        assert!(cfg("redis://127.0.0.1", 50_000).validate().is_ok());
     }
 
     #[test]

@@ -1,16 +1,18 @@
 //! YCSB core workloads: the load phase and the measured phases, on any store.
 
 use super::dist::KeyChooser;
-use super::driver::{Stop, Worker};
+use super::driver::{Stop, Timing, Worker};
+use super::histo::Recorder;
 use super::keys::{KeyFormat, ValuePool, field_names};
 use super::mix::{Mix, OpKind};
 use super::rng::Rng;
-use super::stores::{Schema, Store, StoreConn, StoreError, Values};
+use super::stores::{Batch, Schema, Store, StoreConn, StoreError, Values};
 use super::{Validated, WorkloadConfig, WorkloadError};
 use crate::results::model::PhaseResult;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// Operation kind names, indexed by `OpKind as usize`.
@@ -89,6 +91,9 @@ pub struct YcsbWorker<C> {
     key: String,
     offsets: Vec<usize>,
     op: Planned,
+    /// The last read-modify-write: when its read finished, and whether it
+    /// succeeded (the update runs only after a successful read).
+    rmw_read: (Instant, bool),
 }
 
 impl<C: StoreConn> YcsbWorker<C> {
@@ -102,6 +107,7 @@ impl<C: StoreConn> YcsbWorker<C> {
             key: String::with_capacity(32),
             offsets: vec![0; fc],
             op: Planned::Read,
+            rmw_read: (Instant::now(), false),
         }
     }
 }
@@ -157,43 +163,112 @@ impl<C: StoreConn> Worker for YcsbWorker<C> {
             }
             Planned::Scan { len } => self.conn.scan(&self.key, len).await,
             Planned::Rmw { field, off } => {
-                self.conn.read(&self.key).await?;
+                let read = self.conn.read(&self.key).await;
+                self.rmw_read = (Instant::now(), read.is_ok());
+                read?;
                 self.conn.update(&self.key, field, sh.pool.at(off)).await
             }
         }
     }
+
+    /// A read-modify-write is recorded under its kind, and its read and
+    /// update under READ and UPDATE too, as YCSB's `DBWrapper` measures
+    /// every call: workload F's READ count is plain reads plus RMWs.
+    #[inline]
+    fn record(&mut self, rec: &mut Recorder, t: &Timing, r: Result<(), StoreError>) {
+        if let Planned::Rmw { .. } = self.op {
+            let (mid, read_ok) = self.rmw_read;
+            let read = OpKind::Read as usize;
+            if read_ok {
+                t.record_inner(rec, read, t.sent, mid, Ok(()));
+                t.record_inner(
+                    rec,
+                    OpKind::Update as usize,
+                    mid,
+                    t.done,
+                    r.as_ref().map(|_| ()),
+                );
+            } else if let Err(e) = &r {
+                t.record_inner(rec, read, t.sent, mid, Err(e));
+            }
+        }
+        t.record(rec, 1, &r);
+    }
 }
 
-/// One connection inserting records `next..end` in the load phase.
+/// One connection inserting records in the load phase: `size` records
+/// at a time from a shared counter, one insert each when `size` is 1, one
+/// batch otherwise. Record `n`'s values depend on the seed and `n` only,
+/// so every batch size and thread count writes the same data.
 pub struct LoadWorker<C> {
     conn: C,
-    rng: Rng,
     shared: Arc<Shared>,
     next: Arc<AtomicU64>,
     end: u64,
-    key: String,
+    size: u64,
+    /// Keys of the current batch (`len` of them in use).
+    keys: Vec<String>,
+    len: usize,
+    /// Value offsets of the current batch, record after record.
     offsets: Vec<usize>,
+}
+
+impl<C: StoreConn> LoadWorker<C> {
+    fn new(conn: C, shared: Arc<Shared>, next: Arc<AtomicU64>, end: u64, size: u64) -> Self {
+        let fc = shared.field_count;
+        LoadWorker {
+            conn,
+            shared,
+            next,
+            end,
+            size,
+            keys: vec![String::new(); size as usize],
+            len: 0,
+            offsets: vec![0; size as usize * fc],
+        }
+    }
 }
 
 impl<C: StoreConn> Worker for LoadWorker<C> {
     fn plan(&mut self) -> Option<usize> {
-        let n = self.next.fetch_add(1, Ordering::Relaxed);
-        if n >= self.end {
+        let from = self.next.fetch_add(self.size, Ordering::Relaxed);
+        if from >= self.end {
             return None;
         }
-        self.shared.keys.write(n, &mut self.key);
-        for o in self.offsets.iter_mut() {
-            *o = self.shared.pool.offset(&mut self.rng);
+        let to = (from + self.size).min(self.end);
+        let sh = &*self.shared;
+        let fc = sh.field_count;
+        self.len = (to - from) as usize;
+        for (i, n) in (from..to).enumerate() {
+            sh.keys.write(n, &mut self.keys[i]);
+            sh.pool.record(n, &mut self.offsets[i * fc..(i + 1) * fc]);
         }
         Some(OpKind::Insert as usize)
     }
 
     async fn exec(&mut self) -> Result<(), StoreError> {
-        let values = Values {
-            pool: &self.shared.pool,
-            offsets: &self.offsets,
+        let sh = &*self.shared;
+        let fc = sh.field_count;
+        if self.size == 1 {
+            let values = Values {
+                pool: &sh.pool,
+                offsets: &self.offsets[..fc],
+            };
+            return self.conn.insert(&self.keys[0], &values).await;
+        }
+        let batch = Batch {
+            keys: &self.keys[..self.len],
+            pool: &sh.pool,
+            offsets: &self.offsets[..self.len * fc],
         };
-        self.conn.insert(&self.key, &values).await
+        self.conn.insert_batch(&batch).await
+    }
+
+    /// A batch is `len` INSERT operations (or errors) and one latency
+    /// measurement, the round trip that carried them.
+    #[inline]
+    fn record(&mut self, rec: &mut Recorder, t: &Timing, r: Result<(), StoreError>) {
+        t.record(rec, self.len as u64, &r);
     }
 }
 
@@ -247,23 +322,16 @@ pub async fn run<S: Store>(
             source: e,
         })?;
         let threads = c.load_threads.unwrap_or(v.threads[0]).max(1);
+        let size = c.batch.unwrap_or(1).max(1);
         let sh = shared(v);
         let next = Arc::new(AtomicU64::new(0));
         let workers = connect_all(store, threads)
             .await?
             .into_iter()
-            .enumerate()
-            .map(|(i, conn)| LoadWorker {
-                conn,
-                rng: Rng::new(c.seed, 1000 + i as u64),
-                shared: sh.clone(),
-                next: next.clone(),
-                end: c.records,
-                key: String::new(),
-                offsets: vec![0; c.field_count as usize],
-            })
+            .map(|conn| LoadWorker::new(conn, sh.clone(), next.clone(), c.records, size))
             .collect();
-        let r = super::load_phase(v, workers, &NAMES, c.records, "ycsb:load", cancel).await;
+        let batches = c.records.div_ceil(size);
+        let r = super::load_phase(v, workers, &NAMES, batches, "ycsb:load", cancel).await;
         let failed = !r.status.is_ok();
         results.push(r);
         if failed {
@@ -298,6 +366,8 @@ pub async fn run<S: Store>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::stores::null::NullStore;
+    use std::collections::BTreeMap;
 
     #[test]
     fn acknowledged_counter_waits_for_the_gap_to_close() {
@@ -306,5 +376,172 @@ mod tests {
         assert_eq!(a.count(), 10);
         a.ack(10);
         assert_eq!(a.count(), 12);
+    }
+
+    type Rows = Arc<Mutex<BTreeMap<String, Vec<String>>>>;
+
+    /// Records in memory; counts round trips; refuses any batch holding
+    /// `poison`. Reads of absent records fail.
+    #[derive(Clone, Default)]
+    struct Fake {
+        rows: Rows,
+        calls: Arc<AtomicU64>,
+        poison: Option<String>,
+    }
+
+    impl Fake {
+        fn put(&self, key: &str, v: Values<'_>) -> Result<(), StoreError> {
+            if self.poison.as_deref() == Some(key) {
+                return Err(StoreError::NotFound(format!("poisoned {key}")));
+            }
+            let vals = (0..v.len()).map(|i| v.get(i).to_string()).collect();
+            self.rows.lock().unwrap().insert(key.to_string(), vals);
+            Ok(())
+        }
+    }
+
+    impl Store for Fake {
+        type Conn = Fake;
+        async fn connect(&self) -> Result<Fake, StoreError> {
+            Ok(self.clone())
+        }
+        async fn recreate(&self) -> Result<(), StoreError> {
+            self.rows.lock().unwrap().clear();
+            Ok(())
+        }
+    }
+
+    impl StoreConn for Fake {
+        async fn read(&mut self, key: &str) -> Result<(), StoreError> {
+            match self.rows.lock().unwrap().contains_key(key) {
+                true => Ok(()),
+                false => Err(StoreError::NotFound(key.to_string())),
+            }
+        }
+        async fn update(&mut self, _: &str, _: usize, _: &str) -> Result<(), StoreError> {
+            Ok(())
+        }
+        async fn insert(&mut self, key: &str, values: &Values<'_>) -> Result<(), StoreError> {
+            self.calls.fetch_add(1, Ordering::Relaxed);
+            self.put(key, *values)
+        }
+        async fn insert_batch(&mut self, batch: &Batch<'_>) -> Result<(), StoreError> {
+            self.calls.fetch_add(1, Ordering::Relaxed);
+            if let Some(p) = &self.poison
+                && batch.keys.contains(p)
+            {
+                return Err(StoreError::NotFound(format!("batch with {p}")));
+            }
+            batch.records().try_for_each(|(k, v)| self.put(k, v))
+        }
+        async fn scan(&mut self, _: &str, _: usize) -> Result<(), StoreError> {
+            Ok(())
+        }
+    }
+
+    fn config(json: serde_json::Value) -> Validated {
+        let mut base = serde_json::json!({"store": "null://", "field_count": 3, "seed": 5});
+        base.as_object_mut()
+            .unwrap()
+            .extend(json.as_object().unwrap().clone());
+        serde_json::from_value::<WorkloadConfig>(base)
+            .unwrap()
+            .validate()
+            .unwrap()
+    }
+
+    fn run_on<S: Store>(store: &S, v: &Validated) -> Vec<PhaseResult> {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(run(store, v, &CancellationToken::new()))
+            .unwrap()
+    }
+
+    fn load(batch: u64, threads: u32, fake: &Fake) -> PhaseResult {
+        let v = config(serde_json::json!({
+            "records": 103, "load": true, "batch": batch, "threads": threads
+        }));
+        run_on(fake, &v).remove(0)
+    }
+
+    #[test]
+    fn batched_and_unbatched_loads_insert_the_same_records() {
+        let one = Fake::default();
+        let r1 = load(1, 1, &one);
+        let batched = Fake::default();
+        let r10 = load(10, 3, &batched);
+        assert_eq!(one.rows.lock().unwrap().len(), 103);
+        assert_eq!(*one.rows.lock().unwrap(), *batched.rows.lock().unwrap());
+        assert_eq!(one.calls.load(Ordering::Relaxed), 103);
+        assert_eq!(
+            batched.calls.load(Ordering::Relaxed),
+            11,
+            "10 full batches and 3 left"
+        );
+        for r in [&r1, &r10] {
+            assert!(r.status.is_ok(), "{:?}", r.status);
+            assert_eq!((r.total_ops, r.ops["INSERT"].count), (103, 103));
+        }
+    }
+
+    #[test]
+    fn a_failed_batch_counts_its_records_as_errors() {
+        let keys = KeyFormat {
+            order: Default::default(),
+            padding: 1,
+        };
+        let fake = Fake {
+            poison: Some(keys.key(42)),
+            ..Default::default()
+        };
+        let r = load(10, 2, &fake);
+        assert_eq!(r.ops["INSERT"].errors, 10, "records 40..49 failed together");
+        assert_eq!(r.ops["INSERT"].count, 93);
+        assert_eq!((r.total_ops, r.total_errors), (93, 10));
+        assert!(!r.status.is_ok());
+        assert_eq!(fake.rows.lock().unwrap().len(), 93);
+    }
+
+    #[test]
+    fn read_modify_write_is_also_recorded_as_a_read_and_an_update() {
+        let v = config(serde_json::json!({
+            "workload": "f", "records": 1000, "operations": 20000, "threads": 2
+        }));
+        let r = &run_on(&NullStore, &v)[0];
+        let rmw = r.ops["READ-MODIFY-WRITE"].count;
+        assert!((8000..12000).contains(&rmw), "{rmw}");
+        assert_eq!(r.total_ops, 20000, "each operation once");
+        assert_eq!(r.ops["READ"].count, 20000, "plain reads plus one per RMW");
+        assert_eq!(r.ops["UPDATE"].count, rmw);
+        let per_second: u64 = r.series.iter().map(|s| s.ops).sum();
+        assert_eq!(per_second, 20000);
+        assert!(r.ops["UPDATE"].latency_us.max <= r.ops["READ-MODIFY-WRITE"].latency_us.max);
+    }
+
+    #[test]
+    fn a_failed_read_fails_the_read_modify_write_and_skips_its_update() {
+        let fake = Fake::default();
+        let loaded = config(serde_json::json!({"records": 100, "load": true}));
+        run_on(&fake, &loaded);
+        // Twice the records that exist: about half the reads miss.
+        let v = config(serde_json::json!({
+            "workload": "f", "records": 200, "operations": 4000,
+            "distribution": "uniform", "error_budget": "100%"
+        }));
+        let r = &run_on(&fake, &v)[0];
+        let (read, update, rmw) = (
+            &r.ops["READ"],
+            &r.ops["UPDATE"],
+            &r.ops["READ-MODIFY-WRITE"],
+        );
+        assert!(rmw.errors > 500 && rmw.count > 500, "{rmw:?}");
+        assert_eq!(update.count, rmw.count);
+        assert_eq!(update.errors, 0, "no update after a failed read");
+        assert_eq!(read.count + read.errors, 4000, "one read per operation");
+        assert_eq!(r.total_ops + r.total_errors, 4000);
+        assert_eq!(r.total_errors, read.errors, "every failure is a read's");
     }
 }

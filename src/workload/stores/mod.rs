@@ -37,23 +37,27 @@ pub struct Schema {
 }
 
 /// The values of one record: slices of the value pool, no allocation.
+#[derive(Clone, Copy)]
 pub struct Values<'a> {
     pub pool: &'a super::keys::ValuePool,
     pub offsets: &'a [usize],
 }
 
-impl Values<'_> {
+impl<'a> Values<'a> {
     /// Value of field `i`.
-    pub fn get(&self, i: usize) -> &str {
+    pub fn get(&self, i: usize) -> &'a str {
         self.pool.at(self.offsets[i])
     }
 
     /// `(field name, value)` pairs in field order.
-    pub fn pairs<'b>(&'b self, fields: &'b [String]) -> impl Iterator<Item = (&'b str, &'b str)> {
+    pub fn pairs<'b>(self, fields: &'b [String]) -> impl Iterator<Item = (&'b str, &'b str)> + 'b
+    where
+        'a: 'b,
+    {
         fields
             .iter()
-            .enumerate()
-            .map(|(i, f)| (f.as_str(), self.get(i)))
+            .zip(self.offsets)
+            .map(move |(f, &o)| (f.as_str(), self.pool.at(o)))
     }
 
     /// Number of fields.
@@ -63,6 +67,44 @@ impl Values<'_> {
 
     pub fn is_empty(&self) -> bool {
         self.offsets.is_empty()
+    }
+}
+
+/// The records of one insert batch, in record order; the buffers are
+/// reused from batch to batch.
+#[derive(Clone, Copy)]
+pub struct Batch<'a> {
+    pub keys: &'a [String],
+    pub pool: &'a super::keys::ValuePool,
+    /// The value offsets of every record, one record after the other.
+    pub offsets: &'a [usize],
+}
+
+impl<'a> Batch<'a> {
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// Each record's key and values.
+    pub fn records(self) -> impl Iterator<Item = (&'a str, Values<'a>)> {
+        let fields = self.offsets.len() / self.keys.len().max(1);
+        self.keys
+            .iter()
+            .zip(self.offsets.chunks_exact(fields.max(1)))
+            .map(move |(k, offsets)| {
+                (
+                    k.as_str(),
+                    Values {
+                        pool: self.pool,
+                        offsets,
+                    },
+                )
+            })
     }
 }
 
@@ -92,6 +134,12 @@ pub trait StoreConn: Send + 'static {
         &mut self,
         key: &str,
         values: &Values<'_>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Inserts every record of `batch` in one round trip (one statement,
+    /// pipeline or `insertMany`); an error fails the whole batch.
+    fn insert_batch(
+        &mut self,
+        batch: &Batch<'_>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
     /// Reads up to `count` records from `start` in key order.
     fn scan(

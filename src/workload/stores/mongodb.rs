@@ -1,7 +1,7 @@
 //! MongoDB (and wire-compatible servers such as SecantusDB): a document per
 //! record, `_id` the key, fields as strings, like YCSB's mongodb binding.
 
-use super::{Schema, Store, StoreConn, StoreError, TABLE, Values};
+use super::{Batch, Schema, Store, StoreConn, StoreError, TABLE, Values};
 use crate::clients::Endpoint;
 use crate::clients::mongodb::MongoConn;
 
@@ -62,6 +62,14 @@ impl StoreConn for MongoStoreConn {
         self.conn
             .insert_fields(TABLE, key, values.pairs(&fields))
             .await?;
+        Ok(())
+    }
+    async fn insert_batch(&mut self, batch: &Batch<'_>) -> Result<(), StoreError> {
+        let fields = self.schema.fields.clone();
+        let docs = batch
+            .records()
+            .map(|(key, values)| (key, values.pairs(&fields)));
+        self.conn.insert_fields_many(TABLE, docs).await?;
         Ok(())
     }
     async fn scan(&mut self, start: &str, count: usize) -> Result<(), StoreError> {

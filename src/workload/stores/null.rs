@@ -1,7 +1,7 @@
 //! The `null` store: every operation succeeds at once, so a run measures
 //! the generator, timing and histograms alone.
 
-use super::{Store, StoreConn, StoreError, Values};
+use super::{Batch, Store, StoreConn, StoreError, Values};
 
 /// Does nothing, successfully.
 pub struct NullStore;
@@ -35,6 +35,12 @@ impl StoreConn for NullConn {
     }
     async fn insert(&mut self, key: &str, values: &Values<'_>) -> Result<(), StoreError> {
         self.sink = self.sink.wrapping_add((key.len() + values.len()) as u64);
+        Ok(())
+    }
+    async fn insert_batch(&mut self, batch: &Batch<'_>) -> Result<(), StoreError> {
+        for (key, values) in batch.records() {
+            self.sink = self.sink.wrapping_add((key.len() + values.len()) as u64);
+        }
         Ok(())
     }
     async fn scan(&mut self, start: &str, count: usize) -> Result<(), StoreError> {

@@ -1,7 +1,7 @@
 //! Redis: a hash per record (`HSET`/`HGETALL`), and like YCSB's redis
 //! binding a sorted set `_indices` scored by the key's hash for scans.
 
-use super::{Schema, Store, StoreConn, StoreError, Values};
+use super::{Batch, Schema, Store, StoreConn, StoreError, Values};
 use crate::clients::Endpoint;
 use crate::clients::redis::RedisConn;
 
@@ -64,6 +64,14 @@ impl StoreConn for RedisStoreConn {
         self.conn
             .hset(key, values.pairs(&fields), Some((INDEX, java_hash(key))))
             .await?;
+        Ok(())
+    }
+    async fn insert_batch(&mut self, batch: &Batch<'_>) -> Result<(), StoreError> {
+        let fields = self.schema.fields.clone();
+        let records = batch
+            .records()
+            .map(|(key, values)| (key, values.pairs(&fields), Some((INDEX, java_hash(key)))));
+        self.conn.hset_many(records).await?;
         Ok(())
     }
     async fn scan(&mut self, start: &str, count: usize) -> Result<(), StoreError> {

@@ -1,12 +1,28 @@
 //! What PostgreSQL and MySQL share: table `usertable(ycsb_key primary key,
 //! field0..N)` and prepared statements per connection, like YCSB's JDBC
-//! binding. Only the placeholder style and the DDL differ.
+//! binding. Only the placeholder style and the DDL differ. A load batch is
+//! one multi-row `INSERT`, prepared once per batch size.
 
-use super::{Schema, StoreConn, StoreError, TABLE, Values};
+use super::{Batch, Schema, StoreConn, StoreError, TABLE, Values};
 use crate::clients::mysql::MyConn;
 use crate::clients::postgres::PgConn;
 use crate::clients::{ClientError, Param};
+use std::collections::BTreeMap;
 use std::future::Future;
+
+/// Most parameters one statement may have (PostgreSQL's and MySQL's
+/// protocols count them in 16 bits).
+pub const MAX_PARAMS: usize = 65_535;
+
+/// `(m1, m2), (m3, m4)`: the `VALUES` list of `rows` rows of `cols`
+/// placeholders, numbered on from 1.
+pub fn values_rows(rows: usize, cols: usize, mark: fn(usize) -> String) -> String {
+    let row = |r: usize| {
+        let marks: Vec<String> = (1..=cols).map(|c| mark(r * cols + c)).collect();
+        format!("({})", marks.join(", "))
+    };
+    (0..rows).map(row).collect::<Vec<_>>().join(", ")
+}
 
 /// A connection that prepares and runs statements.
 pub trait SqlClient: Send + 'static {
@@ -65,6 +81,10 @@ pub struct SqlStoreConn<C> {
     scan: usize,
     /// One `UPDATE ... SET fieldN` per field.
     update: Vec<usize>,
+    /// `INSERT INTO usertable (ycsb_key, field0, ...) VALUES `.
+    insert_head: String,
+    /// Multi-row inserts by batch size, prepared when first needed.
+    inserts: BTreeMap<usize, usize>,
 }
 
 impl<C: SqlClient> SqlStoreConn<C> {
@@ -75,12 +95,11 @@ impl<C: SqlClient> SqlStoreConn<C> {
         let read = conn
             .prepare(&format!("SELECT * FROM {TABLE} WHERE ycsb_key = {}", m(1)))
             .await?;
-        let marks: Vec<String> = (1..=f.len() + 1).map(m).collect();
+        let insert_head = format!("INSERT INTO {TABLE} (ycsb_key, {}) VALUES ", f.join(", "));
         let insert = conn
             .prepare(&format!(
-                "INSERT INTO {TABLE} (ycsb_key, {}) VALUES ({})",
-                f.join(", "),
-                marks.join(", ")
+                "{insert_head}{}",
+                values_rows(1, f.len() + 1, C::mark)
             ))
             .await?;
         let scan = conn
@@ -105,6 +124,8 @@ impl<C: SqlClient> SqlStoreConn<C> {
             insert,
             scan,
             update,
+            insert_head,
+            inserts: BTreeMap::new(),
         })
     }
 }
@@ -143,10 +164,44 @@ impl<C: SqlClient> StoreConn for SqlStoreConn<C> {
         self.conn.execute(self.insert, &params).await?;
         Ok(())
     }
+    async fn insert_batch(&mut self, batch: &Batch<'_>) -> Result<(), StoreError> {
+        let rows = batch.len();
+        let st = match self.inserts.get(&rows) {
+            Some(st) => *st,
+            None => {
+                let cols = batch.offsets.len() / rows.max(1) + 1;
+                let sql = format!("{}{}", self.insert_head, values_rows(rows, cols, C::mark));
+                let st = self.conn.prepare(&sql).await?;
+                self.inserts.insert(rows, st);
+                st
+            }
+        };
+        let mut params = Vec::with_capacity(rows + batch.offsets.len());
+        for (key, values) in batch.records() {
+            params.push(Param::Text(key));
+            params.extend((0..values.len()).map(|i| Param::Text(values.get(i))));
+        }
+        self.conn.execute(st, &params).await?;
+        Ok(())
+    }
     async fn scan(&mut self, start: &str, count: usize) -> Result<(), StoreError> {
         self.conn
             .query(self.scan, &[Param::Text(start), Param::Int(count as i64)])
             .await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_rows_number_the_placeholders_row_after_row() {
+        assert_eq!(
+            values_rows(2, 3, <PgConn as SqlClient>::mark),
+            "($1, $2, $3), ($4, $5, $6)"
+        );
+        assert_eq!(values_rows(2, 1, <MyConn as SqlClient>::mark), "(?), (?)");
     }
 }

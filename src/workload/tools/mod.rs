@@ -242,10 +242,16 @@ pub struct Parsed {
 }
 
 impl Parsed {
-    /// The phase result, with totals summed over kinds.
+    /// The phase result, with totals summed over kinds. YCSB also counts a
+    /// read-modify-write's read under READ and its update under UPDATE;
+    /// those are taken out of the totals so each operation counts once.
     pub fn into_result(self, workload: &str, threads: u32, raw: Vec<String>) -> PhaseResult {
-        let total_ops: u64 = self.ops.values().map(|o| o.count).sum();
-        let total_errors: u64 = self.ops.values().map(|o| o.errors).sum();
+        let rmw = self.ops.get("READ-MODIFY-WRITE");
+        let (inner_ok, inner_errors) = rmw.map_or((0, 0), |o| (2 * o.count, o.errors));
+        let total_ops = self.ops.values().map(|o| o.count).sum::<u64>();
+        let total_ops = total_ops.saturating_sub(inner_ok);
+        let total_errors = self.ops.values().map(|o| o.errors).sum::<u64>();
+        let total_errors = total_errors.saturating_sub(inner_errors);
         let throughput = if self.duration_s > 0.0 {
             total_ops as f64 / self.duration_s
         } else {

@@ -158,6 +158,121 @@ fn mariadb_store_creates_the_table_in_the_requested_engine() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ROCKSDB");
 }
 
+/// Loads 300 records (4 fields) with `batch` records per insert.
+fn load_only(url: &str, batch: u64) -> PhaseResult {
+    let cfg: WorkloadConfig = serde_json::from_value(serde_json::json!({
+        "store": url, "records": 300, "field_count": 4, "field_length": 20,
+        "threads": 2, "load": true, "seed": 7, "batch": batch
+    }))
+    .unwrap();
+    let mut r = run_config(&cfg);
+    assert_eq!(r.len(), 1, "a load alone");
+    r.remove(0)
+}
+
+/// Every record the last `load_only` wrote (keys, fields, values, and the
+/// scan index on redis), as one string to compare.
+fn contents(s: &Server) -> String {
+    use benchcage::workload::keys::KeyFormat;
+    let mut ep = clients::Endpoint::loopback(s.port);
+    let fields = "ycsb_key, '|', field0, '|', field1, '|', field2, '|', field3";
+    block_on(async {
+        match s.kind {
+            Kind::Redis => {
+                let mut c = clients::redis::RedisConn::connect(&ep).await.unwrap();
+                let mut out = c.cmd(&["DBSIZE"]).await.unwrap();
+                let index = ["ZRANGE", "_indices", "0", "-1", "WITHSCORES"];
+                out += &c.cmd(&index).await.unwrap();
+                let keys = KeyFormat {
+                    order: Default::default(),
+                    padding: 1,
+                };
+                for n in 0..300 {
+                    out += &c.cmd(&["HGETALL", &keys.key(n)]).await.unwrap();
+                }
+                out
+            }
+            Kind::Postgres => {
+                ep.user = Some("postgres".into());
+                ep.database = Some("postgres".into());
+                let sql = format!(
+                    "SELECT count(*) || ':' || md5(string_agg(concat({fields}), ',' \
+                     ORDER BY ycsb_key)) FROM usertable"
+                );
+                clients::postgres::query_text(&ep, &sql).await.unwrap()
+            }
+            Kind::Mariadb => {
+                ep.user = Some("root".into());
+                ep.database = Some("ycsb".into());
+                let sql = format!(
+                    "SELECT CONCAT(COUNT(*), ':', SUM(CRC32(CONCAT({fields}))), ':', \
+                     (SELECT ENGINE FROM information_schema.TABLES \
+                      WHERE TABLE_NAME = 'usertable')) FROM usertable"
+                );
+                clients::mysql::query_text(&ep, &sql).await.unwrap()
+            }
+            Kind::Secantus => {
+                ep.database = Some("ycsb".into());
+                let c = clients::mongodb::MongoConn::connect(&ep).await.unwrap();
+                let docs = c
+                    .find_json("usertable", &serde_json::json!({}))
+                    .await
+                    .unwrap();
+                format!("{}:{}", docs.len(), serde_json::Value::Array(docs))
+            }
+        }
+    })
+}
+
+/// A load of one record per insert and a load of 64 per batch (the last
+/// one 44) write the same records; the batched load counts records.
+fn batched_load_writes_what_the_unbatched_load_writes(kind: Kind) {
+    let s = Server::start(kind);
+    // MariaDB: MyRocks, in the store's own database.
+    let url = match kind {
+        Kind::Mariadb => format!("{}?engine=RocksDB", s.url().trim_end_matches("/mysql")),
+        _ => s.url(),
+    };
+    let one = load_only(&url, 1);
+    let single = contents(&s);
+    let batched = load_only(&url, 64);
+    let together = contents(&s);
+    for r in [&one, &batched] {
+        assert!(r.status.is_ok(), "{:?}", r.ops);
+        assert_eq!((r.total_ops, r.ops["INSERT"].count), (300, 300));
+        assert!(r.ops["INSERT"].latency_us.mean > 0.0);
+    }
+    // 300 records (redis: 300 hashes and the index).
+    assert!(
+        single.starts_with("300:") || single.starts_with("301"),
+        "{single:.200}"
+    );
+    assert_eq!(single, together);
+    if kind == Kind::Mariadb {
+        assert!(single.ends_with(":ROCKSDB"), "{single}");
+    }
+}
+
+#[test]
+fn batched_load_on_redis_writes_the_same_records_as_one_by_one() {
+    batched_load_writes_what_the_unbatched_load_writes(Kind::Redis);
+}
+
+#[test]
+fn batched_load_on_postgres_writes_the_same_records_as_one_by_one() {
+    batched_load_writes_what_the_unbatched_load_writes(Kind::Postgres);
+}
+
+#[test]
+fn batched_load_on_mariadb_myrocks_writes_the_same_records_as_one_by_one() {
+    batched_load_writes_what_the_unbatched_load_writes(Kind::Mariadb);
+}
+
+#[test]
+fn batched_load_on_secantus_writes_the_same_records_as_one_by_one() {
+    batched_load_writes_what_the_unbatched_load_writes(Kind::Secantus);
+}
+
 fn candles(url: &str, query: &str, load: bool) -> WorkloadConfig {
     serde_json::from_value(serde_json::json!({
         "store": url, "workload": "candles", "queries": query,
@@ -239,6 +354,81 @@ fn drive_prints_the_ycsb_summary_and_writes_json() {
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(results.len(), 2);
     assert_eq!(results[1].ops["READ"].count, reads);
+}
+
+/// `[KIND], Operations, N` from a YCSB-style summary.
+fn summary_count(text: &str, kind: &str) -> u64 {
+    let prefix = format!("[{kind}], Operations, ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .unwrap_or_else(|| panic!("no {prefix} in {text}"))
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn drive_counts_workload_f_read_modify_writes_under_read_and_update_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("f.json");
+    let out = assert_cmd::Command::cargo_bin("benchcage")
+        .unwrap()
+        .args(["drive", "--store", "null://", "--workload", "f"])
+        .args(["--operations", "20000", "--threads", "2", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let (read, update, rmw) = (
+        summary_count(&text, "READ"),
+        summary_count(&text, "UPDATE"),
+        summary_count(&text, "READ-MODIFY-WRITE"),
+    );
+    assert!((8000..12000).contains(&rmw), "{text}");
+    assert_eq!(update, rmw, "{text}");
+    // Plain reads plus one read per RMW: every operation of F reads once.
+    assert_eq!(read, 20000, "{text}");
+    let results: Vec<PhaseResult> =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let r = &results[0];
+    assert_eq!(r.total_ops, 20000, "each operation counted once");
+    assert_eq!(r.ops["READ"].count, read);
+    assert_eq!(r.ops["UPDATE"].count, rmw);
+    assert!((r.throughput * r.duration_s - 20000.0).abs() < 1.0);
+}
+
+#[test]
+fn drive_loads_in_batches_with_the_batch_flag() {
+    let s = Server::start(Kind::Redis);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let out = assert_cmd::Command::cargo_bin("benchcage")
+        .unwrap()
+        .args(["drive", "--store", &s.url(), "--workload", "c"])
+        .args(["--records", "500", "--load", "--batch", "50"])
+        .args([
+            "--operations",
+            "1000",
+            "--distribution",
+            "uniform",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(summary_count(&text, "INSERT"), 500, "{text}");
+    // Every read finds its record: all 500 were written.
+    assert_eq!(summary_count(&text, "READ"), 1000, "{text}");
+    assert!(!text.contains("FAILED"), "{text}");
+    let results: Vec<PhaseResult> =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(results[0].total_ops, 500);
 }
 
 #[test]

@@ -1,5 +1,8 @@
 //! MongoDB (and wire-compatible servers such as SecantusDB): a document per
 //! record, `_id` the key, fields as strings, like YCSB's mongodb binding.
+//! A load batch is one unordered `insertMany`, as that binding does with
+//! `batchsize`: the server need not stop at a failed document, and the
+//! batch then counts as failed as a whole.
 
 use super::{Batch, Schema, Store, StoreConn, StoreError, TABLE, Values};
 use crate::clients::Endpoint;

@@ -1,5 +1,6 @@
 //! Redis: a hash per record (`HSET`/`HGETALL`), and like YCSB's redis
 //! binding a sorted set `_indices` scored by the key's hash for scans.
+//! A load batch is one pipeline of `HSET` + `ZADD` per record.
 
 use super::{Batch, Schema, Store, StoreConn, StoreError, Values};
 use crate::clients::Endpoint;

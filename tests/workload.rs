@@ -44,6 +44,27 @@ fn ping_reports_the_secantus_version() {
 }
 
 #[test]
+fn a_redis_error_inside_a_pipeline_leaves_the_connection_in_step() {
+    use benchcage::clients::redis::RedisConn;
+    let s = Server::start(Kind::Redis);
+    block_on(async {
+        let ep = clients::Endpoint::loopback(s.port);
+        let mut c = RedisConn::connect(&ep).await.unwrap();
+        c.cmd(&["SET", "plain", "v"]).await.unwrap();
+        // HSET on a string fails, then ZADD answers: the error is reported
+        // and both replies are consumed, so the next answer is GET's.
+        let e = c
+            .hset("plain", [("f", "x")].into_iter(), Some(("idx", 1.0)))
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("WRONGTYPE"), "{e}");
+        assert_eq!(c.cmd(&["GET", "plain"]).await.unwrap(), "v");
+        assert!(c.cmd(&["NOSUCHCOMMAND"]).await.is_err());
+        assert_eq!(c.cmd(&["PING"]).await.unwrap(), "PONG");
+    });
+}
+
+#[test]
 fn ping_fails_fast_when_nothing_listens() {
     let port = support::free_port();
     let r = block_on(clients::ping(&benchcage::sandbox::Probe::Redis, port));

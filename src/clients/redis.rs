@@ -1,6 +1,10 @@
 //! The only importer of the `redis` crate.
 
 use super::{ClientError, Endpoint};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_util::bytes::BytesMut;
+use tokio_util::codec::Decoder;
 
 fn err(ep: &Endpoint, e: impl std::fmt::Display) -> ClientError {
     ClientError::Redis {
@@ -19,26 +23,94 @@ pub async fn server_version(ep: &Endpoint) -> Result<String, ClientError> {
         .ok_or_else(|| err(ep, "INFO server has no redis_version line"))
 }
 
-/// One connection (not shared between tasks).
+/// One connection, owned by one task. Commands are packed by the crate's
+/// `Cmd` into a reused buffer and written straight to the socket; replies
+/// are decoded by the crate's RESP codec from a reused buffer. The crate's
+/// own async connection is multiplexed: every request travels through a
+/// driver task and back over channels, which cost about a fifth of the
+/// client's CPU per operation in `make bench` (scripts/bench/workload.sh).
 pub struct RedisConn {
     ep: Endpoint,
-    conn: ::redis::aio::MultiplexedConnection,
+    stream: TcpStream,
+    out: Vec<u8>,
+    inbuf: BytesMut,
+    codec: ::redis::ValueCodec,
 }
 
 impl RedisConn {
     /// Connects to a loopback endpoint.
     pub async fn connect(ep: &Endpoint) -> Result<Self, ClientError> {
         ep.check_loopback()?;
-        let url = format!("redis://{}/", ep.addr());
-        let client = ::redis::Client::open(url).map_err(|e| err(ep, e))?;
-        let conn = client
-            .get_multiplexed_async_connection()
+        let stream = TcpStream::connect(ep.addr())
             .await
             .map_err(|e| err(ep, e))?;
+        stream.set_nodelay(true).map_err(|e| err(ep, e))?;
         Ok(RedisConn {
             ep: ep.clone(),
-            conn,
+            stream,
+            out: Vec::with_capacity(256),
+            inbuf: BytesMut::with_capacity(16 * 1024),
+            codec: ::redis::ValueCodec::default(),
         })
+    }
+
+    /// Sends `cmds` in one write (a pipeline) and returns their replies in
+    /// order; a server error reply becomes an error.
+    async fn round_trip(
+        &mut self,
+        cmds: &[&::redis::Cmd],
+    ) -> Result<Vec<::redis::Value>, ClientError> {
+        self.out.clear();
+        for c in cmds {
+            c.write_packed_command(&mut self.out);
+        }
+        self.stream
+            .write_all(&self.out)
+            .await
+            .map_err(|e| err(&self.ep, e))?;
+        // Every reply is read before an error is reported, so the next
+        // command does not receive this pipeline's leftovers.
+        let mut replies = Vec::with_capacity(cmds.len());
+        while replies.len() < cmds.len() {
+            replies.push(self.reply().await?);
+        }
+        replies
+            .into_iter()
+            .map(|v| v.extract_error().map_err(|e| err(&self.ep, e)))
+            .collect()
+    }
+
+    /// One command, one reply.
+    async fn call(&mut self, cmd: &::redis::Cmd) -> Result<::redis::Value, ClientError> {
+        self.out.clear();
+        cmd.write_packed_command(&mut self.out);
+        self.stream
+            .write_all(&self.out)
+            .await
+            .map_err(|e| err(&self.ep, e))?;
+        let v = self.reply().await?;
+        v.extract_error().map_err(|e| err(&self.ep, e))
+    }
+
+    /// The next reply on the socket (a server error is a value here).
+    async fn reply(&mut self) -> Result<::redis::Value, ClientError> {
+        loop {
+            if let Some(v) = self
+                .codec
+                .decode(&mut self.inbuf)
+                .map_err(|e| err(&self.ep, e))?
+            {
+                return Ok(v);
+            }
+            let n = self
+                .stream
+                .read_buf(&mut self.inbuf)
+                .await
+                .map_err(|e| err(&self.ep, e))?;
+            if n == 0 {
+                return Err(err(&self.ep, "the server closed the connection"));
+            }
+        }
     }
 
     /// Any command, reply as a string.
@@ -47,15 +119,10 @@ impl RedisConn {
         for a in &argv[1..] {
             c.arg(*a);
         }
-        let v: ::redis::Value = c
-            .query_async(&mut self.conn)
-            .await
-            .map_err(|e| err(&self.ep, e))?;
+        let v = self.call(&c).await?;
         Ok(value_text(&v))
     }
-}
 
-impl RedisConn {
     /// `HSET key f1 v1 f2 v2 ...`, and with `index` also
     /// `ZADD index score key` in the same round trip (a pipeline).
     pub async fn hset<'a>(
@@ -70,29 +137,20 @@ impl RedisConn {
             hset.arg(f).arg(v);
         }
         match index {
-            None => hset
-                .query_async::<()>(&mut self.conn)
-                .await
-                .map_err(|e| err(&self.ep, e)),
+            None => self.call(&hset).await.map(drop),
             Some((zkey, score)) => {
-                let mut p = ::redis::pipe();
-                p.add_command(hset).ignore();
-                p.cmd("ZADD").arg(zkey).arg(score).arg(key).ignore();
-                p.query_async::<()>(&mut self.conn)
-                    .await
-                    .map_err(|e| err(&self.ep, e))
+                let mut zadd = ::redis::cmd("ZADD");
+                zadd.arg(zkey).arg(score).arg(key);
+                self.round_trip(&[&hset, &zadd]).await.map(drop)
             }
         }
     }
 
     /// `HGETALL key`: number of fields returned (0 when the key is missing).
     pub async fn hgetall_len(&mut self, key: &str) -> Result<usize, ClientError> {
-        let v: ::redis::Value = ::redis::cmd("HGETALL")
-            .arg(key)
-            .query_async(&mut self.conn)
-            .await
-            .map_err(|e| err(&self.ep, e))?;
-        Ok(match v {
+        let mut c = ::redis::cmd("HGETALL");
+        c.arg(key);
+        Ok(match self.call(&c).await? {
             ::redis::Value::Array(a) => a.len() / 2,
             ::redis::Value::Map(m) => m.len(),
             _ => 0,
@@ -107,13 +165,13 @@ impl RedisConn {
         field: &str,
         value: &str,
     ) -> Result<bool, ClientError> {
-        let mut p = ::redis::pipe();
-        p.cmd("EXISTS").arg(key);
-        p.cmd("HSET").arg(key).arg(field).arg(value).ignore();
-        let (existed,): (i64,) = p
-            .query_async(&mut self.conn)
-            .await
-            .map_err(|e| err(&self.ep, e))?;
+        let mut exists = ::redis::cmd("EXISTS");
+        exists.arg(key);
+        let mut hset = ::redis::cmd("HSET");
+        hset.arg(key).arg(field).arg(value);
+        let replies = self.round_trip(&[&exists, &hset]).await?;
+        let existed: i64 =
+            ::redis::from_redis_value_ref(&replies[0]).map_err(|e| err(&self.ep, e))?;
         Ok(existed == 1)
     }
 
@@ -124,16 +182,15 @@ impl RedisConn {
         min: f64,
         count: usize,
     ) -> Result<Vec<String>, ClientError> {
-        ::redis::cmd("ZRANGEBYSCORE")
-            .arg(zkey)
+        let mut c = ::redis::cmd("ZRANGEBYSCORE");
+        c.arg(zkey)
             .arg(min)
             .arg("+inf")
             .arg("LIMIT")
             .arg(0)
-            .arg(count)
-            .query_async(&mut self.conn)
-            .await
-            .map_err(|e| err(&self.ep, e))
+            .arg(count);
+        let v = self.call(&c).await?;
+        ::redis::from_redis_value(v).map_err(|e| err(&self.ep, e))
     }
 }
 
@@ -149,20 +206,22 @@ impl RedisConn {
     where
         P: Iterator<Item = (&'a str, &'a str)>,
     {
-        let mut p = ::redis::pipe();
+        let mut cmds = Vec::new();
         for (key, pairs, index) in records {
-            p.cmd("HSET").arg(key);
+            let mut hset = ::redis::cmd("HSET");
+            hset.arg(key);
             for (f, v) in pairs {
-                p.arg(f).arg(v);
+                hset.arg(f).arg(v);
             }
-            p.ignore();
+            cmds.push(hset);
             if let Some((zkey, score)) = index {
-                p.cmd("ZADD").arg(zkey).arg(score).arg(key).ignore();
+                let mut zadd = ::redis::cmd("ZADD");
+                zadd.arg(zkey).arg(score).arg(key);
+                cmds.push(zadd);
             }
         }
-        p.query_async::<()>(&mut self.conn)
-            .await
-            .map_err(|e| err(&self.ep, e))
+        let refs: Vec<&::redis::Cmd> = cmds.iter().collect();
+        self.round_trip(&refs).await.map(drop)
     }
 }
 

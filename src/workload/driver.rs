@@ -3,13 +3,14 @@
 //! no allocation per operation), and hands it to one collector at the end.
 //! Errors are counted, never fatal; cancellation stops every worker.
 
+use super::clock::Instant;
 use super::histo::Recorder;
 use super::stores::StoreError;
 use crate::results::model::{PhaseResult, PhaseStatus};
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// One connection's stream of operations.
@@ -50,7 +51,7 @@ impl Timing {
             Ok(()) => rec.ok(
                 self.kind,
                 ops,
-                nanos(self.done - self.sent),
+                self.done.nanos_since(self.sent),
                 self.since_intended(self.done),
                 self.second,
             ),
@@ -72,7 +73,7 @@ impl Timing {
         match r {
             Ok(()) => rec.inner_ok(
                 kind,
-                nanos(done.saturating_duration_since(sent)),
+                done.nanos_since(sent),
                 self.since_intended(done),
                 self.second,
             ),
@@ -83,7 +84,7 @@ impl Timing {
     /// From the intended start to `t`, like YCSB's `Intended-` latencies.
     #[inline]
     fn since_intended(&self, t: Instant) -> Option<u64> {
-        self.intended.map(|i| nanos(t.saturating_duration_since(i)))
+        self.intended.map(|i| t.nanos_since(i))
     }
 }
 
@@ -144,11 +145,6 @@ fn claim(remaining: &AtomicU64) -> u64 {
     }
 }
 
-#[inline]
-fn nanos(d: Duration) -> u64 {
-    d.as_nanos().min(u64::MAX as u128) as u64
-}
-
 #[allow(clippy::too_many_arguments)]
 async fn work<W: Worker>(
     mut w: W,
@@ -184,7 +180,7 @@ async fn work<W: Worker>(
                 let t = next_at;
                 next_at += iv;
                 if now < t {
-                    tokio::time::sleep_until(t.into()).await;
+                    tokio::time::sleep_until(t.to_std().into()).await;
                     now = Instant::now();
                 }
                 Some(t)
@@ -263,7 +259,7 @@ pub async fn run_phase<W: Worker>(
             Stop::Ops(n) => super::progress::Total::Ops(n),
             Stop::Time(d) => super::progress::Total::Time(d),
         };
-        super::progress::spawn(label.clone(), total, warm_end, {
+        super::progress::spawn(label.clone(), total, warm_end.to_std(), {
             let ctl = ctl.clone();
             move || ctl.done.load(Ordering::Relaxed)
         })
@@ -272,8 +268,9 @@ pub async fn run_phase<W: Worker>(
     // readers and the live view of `benchcage run` understand.
     let status = bar.is_none().then(|| {
         let ctl = ctl.clone();
+        let warm_end = warm_end.to_std();
         tokio::spawn(async move {
-            let first = tokio::time::Instant::from_std(warm_end.max(Instant::now()));
+            let first = tokio::time::Instant::from_std(warm_end.max(std::time::Instant::now()));
             let mut tick =
                 tokio::time::interval_at(first + Duration::from_secs(1), Duration::from_secs(1));
             let mut last = 0;

@@ -47,24 +47,14 @@ impl KeyFormat {
             InsertOrder::Hashed => fnv64(n),
             InsertOrder::Ordered => n,
         };
+        let mut digits = itoa::Buffer::new();
+        let digits = digits.format(v);
         buf.clear();
         buf.push_str("user");
-        let mut digits = [0u8; 20];
-        let mut i = digits.len();
-        let mut x = v;
-        loop {
-            i -= 1;
-            digits[i] = b'0' + (x % 10) as u8;
-            x /= 10;
-            if x == 0 {
-                break;
-            }
-        }
-        for _ in (digits.len() - i)..self.padding {
+        for _ in digits.len()..self.padding {
             buf.push('0');
         }
-        // Digits are ASCII, so this is valid UTF-8.
-        buf.push_str(std::str::from_utf8(&digits[i..]).unwrap_or("0"));
+        buf.push_str(digits);
     }
 
     /// The key of record `n`, allocated.

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use tokio_util::sync::CancellationToken;
 
 pub mod candles;
+pub mod clock;
 pub mod dist;
 pub mod driver;
 pub mod histo;

@@ -1,5 +1,6 @@
 //! YCSB core workloads: the load phase and the measured phases, on any store.
 
+use super::clock::Instant;
 use super::dist::KeyChooser;
 use super::driver::{Stop, Timing, Worker};
 use super::histo::Recorder;
@@ -12,7 +13,6 @@ use crate::results::model::PhaseResult;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// Operation kind names, indexed by `OpKind as usize`.

@@ -10,6 +10,8 @@
 #   mariadb:  benchcage prepared  vs sysbench Lua script, prepared statement
 # Client CPU is the user+system time of the client process (getrusage of
 # the child, via GNU time). Also: the null store (generator + histograms).
+# Each pair runs BENCH_REPS times (default 3), alternating which side goes
+# first; the medians of ops/s and of CPU per operation are compared.
 # Prints a table and writes results/bench/workload.json.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -21,6 +23,7 @@ CLIENT_CPU=${CLIENT_CPU:-1}
 SECS=${BENCH_SECS:-10}
 RECORDS=${BENCH_RECORDS:-100000}
 CONNS=${BENCH_CONNS:-16}
+REPS=${BENCH_REPS:-3}
 PG=/usr/lib/postgresql/15/bin
 
 work=$(mktemp -d /tmp/benchcage-bench.XXXXXX)
@@ -60,15 +63,28 @@ measure() {
 DRIVE=("$BIN" drive --records "$RECORDS" --insert-order ordered --key-padding 12)
 
 rows=()
-row() { # row ENGINE OURS_OPS OURS_CPU PEER PEER_OPS PEER_CPU
-    local line
-    line=$(awk -v e="$1" -v o="$2" -v oc="$3" -v p="$4" -v po="$5" -v pc="$6" -v s="$SECS" 'BEGIN {
-        ou = oc * 1e6 / (o * s); pu = pc * 1e6 / (po * s);
-        printf "{\"engine\":\"%s\",\"benchcage_ops_s\":%.0f,\"benchcage_cpu_us_op\":%.2f,\"peer\":\"%s\",\"peer_ops_s\":%.0f,\"peer_cpu_us_op\":%.2f,\"ops_ratio\":%.3f,\"cpu_ratio\":%.3f}",
-            e, o, ou, p, po, pu, o / po, ou / pu }')
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# compare ENGINE PEER OURS_FN PEER_FN: each FN prints "ops_per_s cpu_us_per_op";
+# runs both REPS times, alternating the order, and records the medians.
+compare() {
+    local engine=$1 peer=$2 ours_fn=$3 peer_fn=$4 i o=() oc=() p=() pc=()
+    for i in $(seq "$REPS"); do
+        local a b
+        if ((i % 2)); then a=$($ours_fn); b=$($peer_fn); else b=$($peer_fn); a=$($ours_fn); fi
+        o+=("${a% *}"); oc+=("${a#* }"); p+=("${b% *}"); pc+=("${b#* }")
+        echo "  run $i: benchcage ${a% *} ops/s ${a#* } us/op, $peer ${b% *} ops/s ${b#* } us/op" >&2
+    done
+    local mo moc mp mpc line
+    mo=$(printf '%s\n' "${o[@]}" | median); moc=$(printf '%s\n' "${oc[@]}" | median)
+    mp=$(printf '%s\n' "${p[@]}" | median); mpc=$(printf '%s\n' "${pc[@]}" | median)
+    line=$(awk -v e="$engine" -v o="$mo" -v ou="$moc" -v p="$peer" -v po="$mp" -v pu="$mpc" -v r="$REPS" 'BEGIN {
+        printf "{\"engine\":\"%s\",\"runs\":%d,\"benchcage_ops_s\":%.0f,\"benchcage_cpu_us_op\":%.2f,\"peer\":\"%s\",\"peer_ops_s\":%.0f,\"peer_cpu_us_op\":%.2f,\"ops_ratio\":%.3f,\"cpu_ratio\":%.3f}",
+            e, r, o, ou, p, po, pu, o / po, ou / pu }')
     rows+=("$line")
     echo "$line"
 }
+# per_op OPS CPU_S: prints "OPS cpu_us_per_op" for a SECS-long run
+per_op() { awk -v o="$1" -v c="$2" -v s="$SECS" 'BEGIN { printf "%s %.3f\n", o, c * 1e6 / (o * s) }'; }
 
 echo "# null store: generator + histograms, 1 thread on CPU $CLIENT_CPU"
 null_ops=50000000
@@ -86,16 +102,24 @@ rport=$(free_port)
 start redis redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --dir "$work"
 wait_for redis-cli -p "$rport" ping
 "${DRIVE[@]}" --store "redis://127.0.0.1:$rport" --workload c --load --operations 1 >/dev/null 2>&1
-read -r ours_ops ours_cpu < <(measure bc-redis '\[OVERALL\], Throughput\(ops/sec\), \K[\d.]+' \
-    "${DRIVE[@]}" --store "redis://127.0.0.1:$rport" --workload c --distribution uniform \
-    --threads "$CONNS" --duration "${SECS}s")
-peer_n=$(awk -v o="$ours_ops" -v s="$SECS" 'BEGIN { printf "%.0f", o * s }')
-read -r peer_tput peer_cpu < <(measure redis-benchmark '\K[\d.]+(?= requests per second)' \
-    redis-benchmark -h 127.0.0.1 -p "$rport" -c "$CONNS" -n "$peer_n" -r "$RECORDS" -q \
-    HGETALL user__rand_int__)
-# redis-benchmark ran peer_n requests, not SECS seconds: scale its CPU to SECS.
-peer_cpu=$(awk -v c="$peer_cpu" -v n="$peer_n" -v t="$peer_tput" -v s="$SECS" 'BEGIN { print c * (t * s) / n }')
-row redis "$ours_ops" "$ours_cpu" redis-benchmark "$peer_tput" "$peer_cpu"
+ours_redis() {
+    local o c
+    read -r o c < <(measure bc-redis '\[OVERALL\], Throughput\(ops/sec\), \K[\d.]+' \
+        "${DRIVE[@]}" --store "redis://127.0.0.1:$rport" --workload c --distribution uniform \
+        --threads "$CONNS" --duration "${SECS}s")
+    per_op "$o" "$c"
+}
+# redis-benchmark takes a request count, not a duration: about SECS seconds'
+# worth at the rate of a first short run.
+rb=(redis-benchmark -h 127.0.0.1 -p "$rport" -c "$CONNS" -r "$RECORDS" -q)
+read -r probe_tput _ < <(measure redis-probe '\K[\d.]+(?= requests per second)' "${rb[@]}" -n 100000 HGETALL user__rand_int__)
+peer_n=$(awk -v t="$probe_tput" -v s="$SECS" 'BEGIN { printf "%.0f", t * s }')
+peer_redis() {
+    local t c
+    read -r t c < <(measure redis-benchmark '\K[\d.]+(?= requests per second)' "${rb[@]}" -n "$peer_n" HGETALL user__rand_int__)
+    awk -v t="$t" -v c="$c" -v n="$peer_n" 'BEGIN { printf "%s %.3f\n", t, c * 1e6 / n }'
+}
+compare redis redis-benchmark ours_redis peer_redis
 
 echo "# postgres: point read by primary key, $CONNS connections, ${SECS}s"
 pport=$(free_port)
@@ -105,17 +129,25 @@ start pg runuser -u postgres -- "$PG/postgres" -D "$work/pg/data" -k "$work/pg" 
     -c fsync=off -c shared_buffers=256MB -c max_connections=200
 wait_for "$PG/pg_isready" -h 127.0.0.1 -p "$pport"
 "${DRIVE[@]}" --store "postgres://postgres@127.0.0.1:$pport/postgres" --workload c --load --operations 1 --threads 4 >/dev/null 2>&1
-read -r ours_ops ours_cpu < <(measure bc-pg '\[OVERALL\], Throughput\(ops/sec\), \K[\d.]+' \
-    "${DRIVE[@]}" --store "postgres://postgres@127.0.0.1:$pport/postgres" --workload c --distribution uniform \
-    --threads "$CONNS" --duration "${SECS}s")
+ours_pg() {
+    local o c
+    read -r o c < <(measure bc-pg '\[OVERALL\], Throughput\(ops/sec\), \K[\d.]+' \
+        "${DRIVE[@]}" --store "postgres://postgres@127.0.0.1:$pport/postgres" --workload c --distribution uniform \
+        --threads "$CONNS" --duration "${SECS}s")
+    per_op "$o" "$c"
+}
 cat >"$work/point-read.sql" <<SQL
 \set id random(0, $((RECORDS - 1)))
 SELECT * FROM usertable WHERE ycsb_key = 'user' || lpad(:id::text, 12, '0');
 SQL
-read -r peer_tput peer_cpu < <(measure pgbench 'tps = \K[\d.]+' \
-    pgbench -n -M prepared -c "$CONNS" -j 1 -T "$SECS" -f "$work/point-read.sql" \
-    -h 127.0.0.1 -p "$pport" -U postgres postgres)
-row postgres "$ours_ops" "$ours_cpu" pgbench "$peer_tput" "$peer_cpu"
+peer_pg() {
+    local t c
+    read -r t c < <(measure pgbench 'tps = \K[\d.]+' \
+        pgbench -n -M prepared -c "$CONNS" -j 1 -T "$SECS" -f "$work/point-read.sql" \
+        -h 127.0.0.1 -p "$pport" -U postgres postgres)
+    per_op "$t" "$c"
+}
+compare postgres pgbench ours_pg peer_pg
 
 echo "# mariadb: point read by primary key, $CONNS connections, ${SECS}s"
 mport=$(free_port)
@@ -126,9 +158,13 @@ start my mariadbd --no-defaults --user=root --bind-address=127.0.0.1 --port="$mp
     --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=0 --max-connections=200
 wait_for mariadb --no-defaults -h 127.0.0.1 -P "$mport" -uroot -e 'select 1'
 "${DRIVE[@]}" --store "mysql://root@127.0.0.1:$mport/ycsb" --workload c --load --operations 1 --threads 4 >/dev/null 2>&1
-read -r ours_ops ours_cpu < <(measure bc-my '\[OVERALL\], Throughput\(ops/sec\), \K[\d.]+' \
-    "${DRIVE[@]}" --store "mysql://root@127.0.0.1:$mport/ycsb" --workload c --distribution uniform \
-    --threads "$CONNS" --duration "${SECS}s")
+ours_my() {
+    local o c
+    read -r o c < <(measure bc-my '\[OVERALL\], Throughput\(ops/sec\), \K[\d.]+' \
+        "${DRIVE[@]}" --store "mysql://root@127.0.0.1:$mport/ycsb" --workload c --distribution uniform \
+        --threads "$CONNS" --duration "${SECS}s")
+    per_op "$o" "$c"
+}
 cat >"$work/point-read.lua" <<LUA
 function thread_init()
   drv = sysbench.sql.driver()
@@ -144,14 +180,18 @@ function event()
 end
 function thread_done() stmt:close(); con:disconnect() end
 LUA
-read -r peer_tput peer_cpu < <(measure sysbench 'transactions:\s+\d+\s+\(\K[\d.]+' \
-    sysbench "$work/point-read.lua" --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$mport" \
-    --mysql-user=root --mysql-db=ycsb --threads="$CONNS" --time="$SECS" run)
-row mariadb "$ours_ops" "$ours_cpu" sysbench "$peer_tput" "$peer_cpu"
+peer_my() {
+    local t c
+    read -r t c < <(measure sysbench 'transactions:\s+\d+\s+\(\K[\d.]+' \
+        sysbench "$work/point-read.lua" --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$mport" \
+        --mysql-user=root --mysql-db=ycsb --threads="$CONNS" --time="$SECS" run)
+    per_op "$t" "$c"
+}
+compare mariadb sysbench ours_my peer_my
 
 mkdir -p results/bench
 {
-    printf '{"seconds":%s,"records":%s,"connections":%s,"null":%s,"engines":[' "$SECS" "$RECORDS" "$CONNS" "$null_line"
+    printf '{"seconds":%s,"records":%s,"connections":%s,"runs":%s,"null":%s,"engines":[' "$SECS" "$RECORDS" "$CONNS" "$REPS" "$null_line"
     (IFS=,; printf '%s' "${rows[*]}")
     printf ']}\n'
 } | tee results/bench/workload.json

@@ -1,6 +1,8 @@
-//! `benchcage run` end to end on the cgroup backend with real redis-server:
-//! results and fidelity, kill-and-resume at several stages, an engine that
-//! dies mid-phase, a full results disk, an io-bound claim that is false.
+//! `benchcage run` end to end on the cgroup backend with real redis-server
+//! (and MyRocks for the memory-mapped sweep): results and fidelity,
+//! kill-and-resume at several stages, an engine that dies mid-phase, a full
+//! results disk, an io-bound claim that is false, major faults that rise as
+//! a settle sweep shrinks the cap.
 //! Needs root (cgroups, tmpfs). Every test uses its own results, work and
 //! ledger folders, and checks that nothing of its runs is left behind.
 
@@ -409,6 +411,44 @@ fn a_settle_sweep_runs_one_cell_per_cap_each_capped_at_its_share_of_the_measured
     seen.sort();
     assert_ne!(seen[0].1, seen[1].1, "the two caps share a cell key");
     assert_eq!(run.cells.len(), 2);
+    assert_clean(&place, &run.run_id);
+}
+
+#[test]
+fn a_myrocks_sweep_with_mmap_reads_takes_more_major_faults_and_runs_slower_at_the_smaller_cap() {
+    let place = Place::new();
+    let (status, stdout, stderr) = place.run(&["tests/scenarios/run-mmap-sweep.yaml"]);
+    assert!(status.success(), "{stdout}\n{stderr}");
+    let dirs = place.run_dirs();
+    let run: RunRecord = read(&dirs[0].join("run.json"));
+    let mut by_env = std::collections::BTreeMap::new();
+    for dir in cell_dirs(&dirs[0]) {
+        let cell: CellRecord = read(&dir.join("cell.json"));
+        assert_eq!(cell.status, "finished", "{:?}", cell.failure);
+        assert!(cell.fidelity.is_valid(), "{:?}", cell.fidelity.violations);
+        let my_cnf = std::fs::read_to_string(dir.join("config/my.cnf")).unwrap();
+        assert!(my_cnf.contains("rocksdb_allow_mmap_reads = ON"), "{my_cnf}");
+        let reads = cell.phases.iter().find(|p| p.name == "reads").unwrap();
+        assert_eq!(reads.total_ops, 100);
+        let io = &cell.fidelity.phase_io["02-reads-t4"];
+        by_env.insert(
+            cell.environment.clone(),
+            (io.major_faults, reads.throughput),
+        );
+    }
+    let (big_faults, big_ops) = by_env["ram-sweep-mem200pct"];
+    let (small_faults, small_ops) = by_env["ram-sweep-mem50pct"];
+    // The same 100 reads: at 200% the load's page cache holds all the data;
+    // at 50% most reads miss it, and with the SST files memory-mapped every
+    // miss is a major fault (a read(2) engine would show device reads only).
+    assert!(
+        small_faults > 2 * big_faults && small_faults >= 50,
+        "major faults: {small_faults} at 50% of data, {big_faults} at 200%"
+    );
+    assert!(
+        small_ops < big_ops / 2.0,
+        "ops/s: {small_ops} at 50% of data, {big_ops} at 200%"
+    );
     assert_clean(&place, &run.run_id);
 }
 

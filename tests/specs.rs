@@ -185,7 +185,7 @@ fn the_doesnt_fit_in_ram_scenario_sweeps_four_settle_caps_one_cell_each() {
         .iter()
         .map(|p| {
             (
-                format!("postgres@15/ram-sweep-mem{p}pct/r0"),
+                format!("myrocks@10.11/ram-sweep-mem{p}pct/r0"),
                 format!("{p}% of data"),
             )
         })
@@ -197,6 +197,13 @@ fn the_doesnt_fit_in_ram_scenario_sweeps_four_settle_caps_one_cell_each() {
             .iter()
             .all(|c| c.limits.memory.to_string() == "1GiB")
     );
+    // Misses must be major faults: RocksDB maps its files, with little
+    // memory of its own beside the page cache.
+    assert!(p.cells.iter().all(|c| {
+        c.knobs["mmap_reads"] == "true"
+            && c.knobs["direct_io"] == "false"
+            && c.knobs["memtable_size"] == "8MiB"
+    }));
 }
 
 #[test]
@@ -729,6 +736,12 @@ const GOLDEN: &[(&str, &str, &str, &[&str])] = &[
     ),
     ("myrocks-10.11-tiny-128m", "myrocks@10.11", "tiny-128m", &[]),
     (
+        "myrocks-10.11-ram-sweep-mmap",
+        "myrocks@10.11",
+        "ram-sweep",
+        &["mmap_reads=true", "memtable_size=8MiB", "compression=none"],
+    ),
+    (
         "secantusdb-0.7-vm-1g",
         "secantusdb",
         "vm-1g",
@@ -956,6 +969,20 @@ fn mariadbd_accepts_the_innodb_and_myrocks_configs() {
         "compression=kZSTD"
     );
     assert_eq!(option_value(&v, "default-storage-engine"), "ROCKSDB");
+    assert_eq!(option_value(&v, "rocksdb-allow-mmap-reads"), "FALSE");
+    assert_eq!(option_value(&v, "aria-pagecache-buffer-size"), "1048576");
+
+    let t = tempfile::tempdir().unwrap();
+    let sets = ["mmap_reads=true", "memtable_size=8MiB"];
+    let o = render_to("myrocks", "ram-sweep", &sets, t.path());
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let v = mariadbd_verbose(&t.path().join("my.cnf"));
+    assert_eq!(option_value(&v, "rocksdb-allow-mmap-reads"), "TRUE");
+    assert_eq!(option_value(&v, "rocksdb-use-direct-reads"), "FALSE");
+    assert_eq!(
+        option_value(&v, "rocksdb-default-cf-options"),
+        "compression=kLZ4Compression;write_buffer_size=8388608"
+    );
 
     // The check itself bites: a misspelt option is refused.
     let bad = t.path().join("bad.cnf");

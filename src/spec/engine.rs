@@ -16,6 +16,10 @@
 //!   appendfsync: {type: enum, values: [always, everysec, "no"], default: everysec}
 //! ```
 //!
+//! A bool knob may name bool knobs it cannot be true with:
+//! `mmap_reads: {type: bool, conflicts_with: [direct_io]}`; both true is a
+//! plan error.
+//!
 //! Placeholders in `command` and `init`: `{binary}` (the version's binary,
 //! or `image_binary` inside a container), `{bin_dir}` (its folder),
 //! `{port}`, `{data_dir}`, `{config_dir}`, `{config:<file name>}`.
@@ -124,6 +128,9 @@ pub struct Knob {
     pub default: Option<String>,
     /// Allowed values of an enum knob.
     pub values: Vec<String>,
+    /// Bool knobs that cannot be true while this bool knob is true
+    /// (myrocks: `mmap_reads` and `direct_io`).
+    pub conflicts_with: Vec<String>,
     pub description: String,
 }
 
@@ -214,7 +221,7 @@ fn knob_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Knob> {
         node,
         cx,
         path,
-        &["type", "default", "values", "description"],
+        &["type", "default", "values", "conflicts_with", "description"],
     )?;
     let kind = f.get("type").and_then(|n| {
         choice(
@@ -253,10 +260,20 @@ fn knob_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Knob> {
             );
         }
     }
+    let conflicts_with: Vec<String> = f.or(cx, "conflicts_with", Vec::new());
+    if kind != KnobType::Bool && !conflicts_with.is_empty() {
+        cx.error(
+            f.pos_of("conflicts_with"),
+            &join(path, "conflicts_with"),
+            "only a bool knob can conflict with other knobs",
+            None,
+        );
+    }
     let mut knob = Knob {
         kind,
         default: None,
         values,
+        conflicts_with,
         description: f.or(cx, "description", String::new()),
     };
     if let Some(Text(d)) = f.opt::<Text>(cx, "default") {
@@ -459,6 +476,21 @@ impl Engine {
     pub fn knob_names(&self) -> Vec<&str> {
         self.knobs.keys().map(String::as_str).collect()
     }
+    /// Bool knobs that are both true but declared in conflict: (the knob
+    /// whose `conflicts_with` names the other, the other), each pair once.
+    pub fn conflicting_knobs(&self, values: &BTreeMap<String, KnobValue>) -> Vec<(String, String)> {
+        let on = |k: &str| values.get(k) == Some(&KnobValue::Bool(true));
+        let mut out: Vec<(String, String)> = Vec::new();
+        for (k, knob) in &self.knobs {
+            for other in &knob.conflicts_with {
+                let seen = out.iter().any(|(a, b)| a == other && b == k);
+                if on(k) && on(other) && !seen {
+                    out.push((k.clone(), other.clone()));
+                }
+            }
+        }
+        out
+    }
 }
 
 fn config_files_from_node(node: &Node, cx: &mut Cx) -> Option<Vec<ConfigFile>> {
@@ -550,6 +582,20 @@ fn knobs_from_node(node: &Node, cx: &mut Cx) -> Option<BTreeMap<String, Knob>> {
             out.insert(name, knob);
         }
     }
+    for (name, knob) in &out {
+        for other in &knob.conflicts_with {
+            if out.get(other).map(|o| o.kind) != Some(KnobType::Bool) {
+                let p = join(&join("knobs", name), "conflicts_with");
+                let pos = cx.positions.get(&p).copied().unwrap_or(node.pos);
+                cx.error(
+                    pos,
+                    &p,
+                    format!("`{other}` is not a bool knob of this engine"),
+                    None,
+                );
+            }
+        }
+    }
     Some(out)
 }
 
@@ -593,6 +639,7 @@ mod tests {
             kind,
             default: None,
             values: values.iter().map(|s| s.to_string()).collect(),
+            conflicts_with: Vec::new(),
             description: String::new(),
         }
     }

@@ -548,6 +548,25 @@ fn plan_inner(
                     }
                 }
             }
+            for (k, other) in engine.conflicting_knobs(&typed) {
+                knob_err = true;
+                // Report where a user turned one of them on, not the default.
+                let (v, from) = [&k, &other]
+                    .iter()
+                    .filter_map(|n| raw.get(*n))
+                    .find(|(_, from)| !from.starts_with("engines/"))
+                    .unwrap_or(&raw[&k]);
+                let msg = format!("{label}: knobs `{k}` and `{other}` cannot both be true");
+                let hint = Some(format!(
+                    "turn one of them off; {k}: {}",
+                    engine.knobs[&k].description
+                ));
+                if let Some(key) = from.strip_prefix("--set ") {
+                    diags.push(flag(key, v, msg, hint));
+                } else {
+                    diags.push(s.origin.diag(from, msg, hint));
+                }
+            }
             if knob_err {
                 continue;
             }

@@ -25,15 +25,25 @@ pub fn v2_swap_max(swap: SwapPolicy) -> u64 {
 
 /// Set the cap (v1: limit before memsw, since memsw may never be below it).
 pub fn apply_v1(dir: &Path, memory: Bytes, swap: SwapPolicy) -> Result<(), SandboxError> {
-    files::write(&dir.join(V1_MEMORY_LIMIT), &memory.0.to_string())?;
+    let memsw = dir.join(V1_MEMSW_LIMIT);
     // memsw files are missing when the kernel runs without swap accounting.
-    if dir.join(V1_MEMSW_LIMIT).exists() {
-        files::write(
-            &dir.join(V1_MEMSW_LIMIT),
-            &v1_memsw(memory, swap).to_string(),
-        )?;
+    if !memsw.exists() {
+        return files::write(&dir.join(V1_MEMORY_LIMIT), &memory.0.to_string());
     }
-    Ok(())
+    // The kernel refuses (EINVAL) a memory limit above the memsw limit, so
+    // a cap that grows (settle at 200% of data) raises memsw first.
+    let current = files::read_trim(&dir.join(V1_MEMORY_LIMIT))
+        .ok()
+        .and_then(|t| t.parse::<u64>().ok());
+    let write_memory = || files::write(&dir.join(V1_MEMORY_LIMIT), &memory.0.to_string());
+    let write_memsw = || files::write(&memsw, &v1_memsw(memory, swap).to_string());
+    if current.is_some_and(|c| memory.0 > c) {
+        write_memsw()?;
+        write_memory()
+    } else {
+        write_memory()?;
+        write_memsw()
+    }
 }
 
 /// Set the cap on v2.

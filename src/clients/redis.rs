@@ -1,10 +1,11 @@
-//! The only importer of the `redis` crate.
+//! The only importer of the `redis` and `redis-protocol` crates.
 
 use super::{ClientError, Endpoint};
+use redis_protocol::resp2::decode::decode_range;
+use redis_protocol::resp2::types::RangeFrame;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio_util::bytes::BytesMut;
-use tokio_util::codec::Decoder;
+use tokio_util::bytes::{Buf, BytesMut};
 
 fn err(ep: &Endpoint, e: impl std::fmt::Display) -> ClientError {
     ClientError::Redis {
@@ -23,18 +24,34 @@ pub async fn server_version(ep: &Endpoint) -> Result<String, ClientError> {
         .ok_or_else(|| err(ep, "INFO server has no redis_version line"))
 }
 
-/// One connection, owned by one task. Commands are packed by the crate's
-/// `Cmd` into a reused buffer and written straight to the socket; replies
-/// are decoded by the crate's RESP codec from a reused buffer. The crate's
-/// own async connection is multiplexed: every request travels through a
-/// driver task and back over channels, which cost about a fifth of the
-/// client's CPU per operation in `make bench` (scripts/bench/workload.sh).
+/// One connection, owned by one task. Commands are packed by the `redis`
+/// crate's `Cmd` into a reused buffer and written straight to the socket.
+/// Replies are framed in place by `redis-protocol`'s range decoder, which
+/// copies nothing: the hot commands need only a reply's top level (an
+/// array's length, an integer, an error), and the rest are parsed into a
+/// `redis::Value` from the frame's bytes.
+///
+/// Why not the `redis` crate's own async connection: it is multiplexed, so
+/// every request travels through a driver task and back over channels, and
+/// its parser builds a value per field. With the client pinned to one CPU
+/// those two cost about a third of the client's CPU per operation in
+/// `make bench` (scripts/bench/workload.sh, HGETALL of 10 fields).
 pub struct RedisConn {
     ep: Endpoint,
     stream: TcpStream,
     out: Vec<u8>,
     inbuf: BytesMut,
-    codec: ::redis::ValueCodec,
+}
+
+/// The top level of a reply, which is all the hot commands look at.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Top {
+    Int(i64),
+    /// An array of this many elements.
+    Array(usize),
+    Nil,
+    /// A simple or bulk string.
+    Text,
 }
 
 impl RedisConn {
@@ -50,16 +67,11 @@ impl RedisConn {
             stream,
             out: Vec::with_capacity(256),
             inbuf: BytesMut::with_capacity(16 * 1024),
-            codec: ::redis::ValueCodec::default(),
         })
     }
 
-    /// Sends `cmds` in one write (a pipeline) and returns their replies in
-    /// order; a server error reply becomes an error.
-    async fn round_trip(
-        &mut self,
-        cmds: &[&::redis::Cmd],
-    ) -> Result<Vec<::redis::Value>, ClientError> {
+    /// Writes `cmds` in one write (a pipeline when there are several).
+    async fn send(&mut self, cmds: &[&::redis::Cmd]) -> Result<(), ClientError> {
         self.out.clear();
         for c in cmds {
             c.write_packed_command(&mut self.out);
@@ -67,40 +79,15 @@ impl RedisConn {
         self.stream
             .write_all(&self.out)
             .await
-            .map_err(|e| err(&self.ep, e))?;
-        // Every reply is read before an error is reported, so the next
-        // command does not receive this pipeline's leftovers.
-        let mut replies = Vec::with_capacity(cmds.len());
-        while replies.len() < cmds.len() {
-            replies.push(self.reply().await?);
-        }
-        replies
-            .into_iter()
-            .map(|v| v.extract_error().map_err(|e| err(&self.ep, e)))
-            .collect()
+            .map_err(|e| err(&self.ep, e))
     }
 
-    /// One command, one reply.
-    async fn call(&mut self, cmd: &::redis::Cmd) -> Result<::redis::Value, ClientError> {
-        self.out.clear();
-        cmd.write_packed_command(&mut self.out);
-        self.stream
-            .write_all(&self.out)
-            .await
-            .map_err(|e| err(&self.ep, e))?;
-        let v = self.reply().await?;
-        v.extract_error().map_err(|e| err(&self.ep, e))
-    }
-
-    /// The next reply on the socket (a server error is a value here).
-    async fn reply(&mut self) -> Result<::redis::Value, ClientError> {
+    /// Waits for the next complete reply in the buffer; returns its frame
+    /// (ranges into `inbuf`) and its length. The caller consumes it.
+    async fn frame(&mut self) -> Result<(RangeFrame, usize), ClientError> {
         loop {
-            if let Some(v) = self
-                .codec
-                .decode(&mut self.inbuf)
-                .map_err(|e| err(&self.ep, e))?
-            {
-                return Ok(v);
+            if let Some(f) = decode_range(&self.inbuf).map_err(|e| err(&self.ep, e))? {
+                return Ok(f);
             }
             let n = self
                 .stream
@@ -111,6 +98,45 @@ impl RedisConn {
                 return Err(err(&self.ep, "the server closed the connection"));
             }
         }
+    }
+
+    /// The next reply's top level. The outer error is the connection's
+    /// (it is out of step or gone); the inner one is the server's reply.
+    async fn top(&mut self) -> Result<Result<Top, ClientError>, ClientError> {
+        let (frame, len) = self.frame().await?;
+        let top = match frame {
+            RangeFrame::Integer(i) => Ok(Top::Int(i)),
+            RangeFrame::Array(a) => Ok(Top::Array(a.len())),
+            RangeFrame::Null => Ok(Top::Nil),
+            RangeFrame::SimpleString(_) | RangeFrame::BulkString(_) => Ok(Top::Text),
+            RangeFrame::Error((from, to)) => Err(err(
+                &self.ep,
+                String::from_utf8_lossy(&self.inbuf[from..to]),
+            )),
+        };
+        self.inbuf.advance(len);
+        Ok(top)
+    }
+
+    /// Sends `cmds` in one write and reads every reply before reporting
+    /// the first error, so the next command does not receive leftovers.
+    async fn round_trip(&mut self, cmds: &[&::redis::Cmd]) -> Result<Vec<Top>, ClientError> {
+        self.send(cmds).await?;
+        let mut replies = Vec::with_capacity(cmds.len());
+        for _ in cmds {
+            replies.push(self.top().await?);
+        }
+        replies.into_iter().collect()
+    }
+
+    /// One command, its whole reply as a value.
+    async fn call(&mut self, cmd: &::redis::Cmd) -> Result<::redis::Value, ClientError> {
+        self.send(&[cmd]).await?;
+        let (_, len) = self.frame().await?;
+        let v = ::redis::parse_redis_value(&self.inbuf[..len]);
+        self.inbuf.advance(len);
+        v.and_then(|v| v.extract_error())
+            .map_err(|e| err(&self.ep, e))
     }
 
     /// Any command, reply as a string.
@@ -137,7 +163,7 @@ impl RedisConn {
             hset.arg(f).arg(v);
         }
         match index {
-            None => self.call(&hset).await.map(drop),
+            None => self.round_trip(&[&hset]).await.map(drop),
             Some((zkey, score)) => {
                 let mut zadd = ::redis::cmd("ZADD");
                 zadd.arg(zkey).arg(score).arg(key);
@@ -150,10 +176,10 @@ impl RedisConn {
     pub async fn hgetall_len(&mut self, key: &str) -> Result<usize, ClientError> {
         let mut c = ::redis::cmd("HGETALL");
         c.arg(key);
-        Ok(match self.call(&c).await? {
-            ::redis::Value::Array(a) => a.len() / 2,
-            ::redis::Value::Map(m) => m.len(),
-            _ => 0,
+        self.send(&[&c]).await?;
+        Ok(match self.top().await?? {
+            Top::Array(n) => n / 2,
+            Top::Int(_) | Top::Nil | Top::Text => 0,
         })
     }
 
@@ -169,10 +195,10 @@ impl RedisConn {
         exists.arg(key);
         let mut hset = ::redis::cmd("HSET");
         hset.arg(key).arg(field).arg(value);
-        let replies = self.round_trip(&[&exists, &hset]).await?;
-        let existed: i64 =
-            ::redis::from_redis_value_ref(&replies[0]).map_err(|e| err(&self.ep, e))?;
-        Ok(existed == 1)
+        match self.round_trip(&[&exists, &hset]).await?[0] {
+            Top::Int(n) => Ok(n == 1),
+            other => Err(err(&self.ep, format!("EXISTS replied {other:?}"))),
+        }
     }
 
     /// `ZRANGEBYSCORE zkey min +inf LIMIT 0 count`.

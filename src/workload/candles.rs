@@ -472,8 +472,15 @@ async fn run_on<S: CandleStore>(
                 batch: Vec::with_capacity(size as usize),
             });
         }
-        let batches = c.records.div_ceil(size);
-        let r = super::load_phase(v, workers, &NAMES, batches, "candles:load", cancel).await;
+        let r = super::load_phase(
+            v,
+            workers,
+            &NAMES,
+            (c.records, size),
+            "candles:load",
+            cancel,
+        )
+        .await;
         let failed = !r.status.is_ok();
         results.push(r);
         if failed {

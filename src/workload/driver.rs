@@ -107,6 +107,10 @@ pub struct PhasePlan {
     pub target: Option<f64>,
     /// Show a progress bar with this label.
     pub progress: Option<String>,
+    /// What the bar and the status lines count to, in recorded operations,
+    /// when it differs from `stop`: a batched load stops after so many
+    /// batches but counts records.
+    pub progress_total: Option<u64>,
 }
 
 /// What the workers recorded.
@@ -127,8 +131,12 @@ struct Control {
 
 /// Operations claimed from the shared counter at a time.
 const CLAIM: u64 = 64;
-/// Operations between progress updates and cooperative yields.
+/// Operations between cooperative yields (and progress updates).
 const BATCH: u64 = 256;
+/// The longest a worker keeps its progress to itself: slow operations
+/// (a batch of 500 inserts into a slow engine) still move the status
+/// lines and the bar every tenth of a second.
+const FLUSH_EVERY: Duration = Duration::from_millis(100);
 
 fn claim(remaining: &AtomicU64) -> u64 {
     let mut cur = remaining.load(Ordering::Relaxed);
@@ -164,13 +172,17 @@ async fn work<W: Worker>(
     let mut n = 0u64;
     let mut now = Instant::now();
     let mut next_at = now;
+    // Operations (records, for a batch) already added to `ctl.done`.
+    let mut flushed = 0u64;
+    let mut next_flush = now + FLUSH_EVERY;
     loop {
         n += 1;
-        if n.is_multiple_of(BATCH) {
-            if measuring {
-                ctl.done.fetch_add(BATCH, Ordering::Relaxed);
+        if n.is_multiple_of(BATCH) || now >= next_flush {
+            flushed = flush_progress(&ctl, &rec, flushed);
+            next_flush = now + FLUSH_EVERY;
+            if n.is_multiple_of(BATCH) {
+                tokio::task::yield_now().await;
             }
-            tokio::task::yield_now().await;
         }
         if ctl.stop.load(Ordering::Relaxed) {
             break;
@@ -221,7 +233,18 @@ async fn work<W: Worker>(
             w.record(&mut rec, &t, r);
         }
     }
+    flush_progress(&ctl, &rec, flushed);
     rec
+}
+
+/// Adds what `rec` counted since the last flush to the shared progress
+/// count; returns the new flushed total.
+fn flush_progress(ctl: &Control, rec: &Recorder, flushed: u64) -> u64 {
+    let total = rec.total_ok() + rec.total_errors();
+    if total > flushed {
+        ctl.done.fetch_add(total - flushed, Ordering::Relaxed);
+    }
+    total
 }
 
 /// Runs `workers` (already connected) through one phase.
@@ -256,7 +279,7 @@ pub async fn run_phase<W: Worker>(
     };
     let bar = plan.progress.as_ref().map(|label| {
         let total = match plan.stop {
-            Stop::Ops(n) => super::progress::Total::Ops(n),
+            Stop::Ops(n) => super::progress::Total::Ops(plan.progress_total.unwrap_or(n)),
             Stop::Time(d) => super::progress::Total::Time(d),
         };
         super::progress::spawn(label.clone(), total, warm_end.to_std(), {
@@ -406,6 +429,52 @@ mod tests {
         }
     }
 
+    /// Takes 20 ms a call and carries two records (a batch of two).
+    struct SlowPairs;
+
+    impl Worker for SlowPairs {
+        fn plan(&mut self) -> Option<usize> {
+            Some(0)
+        }
+        async fn exec(&mut self) -> Result<(), StoreError> {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            Ok(())
+        }
+        fn record(&mut self, rec: &mut Recorder, t: &Timing, r: Result<(), StoreError>) {
+            t.record(rec, 2, &r);
+        }
+    }
+
+    #[test]
+    fn slow_operations_show_progress_within_a_fraction_of_a_second_counted_in_records() {
+        rt().block_on(async {
+            let ctl = Arc::new(Control {
+                stop: AtomicBool::new(false),
+                remaining: AtomicU64::new(20),
+                done: AtomicU64::new(0),
+            });
+            let start = Instant::now();
+            let rec = Recorder::new(&["INSERT"], false);
+            let task = tokio::spawn(work(
+                SlowPairs,
+                ctl.clone(),
+                rec,
+                start,
+                start,
+                Stop::Ops(20),
+                None,
+            ));
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            // About 14 calls (28 records) are done; at most 100 ms of them
+            // may still be unflushed.
+            let mid = ctl.done.load(Ordering::Relaxed);
+            assert!((10..40).contains(&mid), "{mid} records shown after 300 ms");
+            let rec = task.await.unwrap();
+            assert_eq!(rec.total_ok(), 40);
+            assert_eq!(ctl.done.load(Ordering::Relaxed), 40);
+        });
+    }
+
     fn rt() -> tokio::runtime::Runtime {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -428,6 +497,7 @@ mod tests {
                 warmup: Duration::ZERO,
                 target: None,
                 progress: None,
+                progress_total: None,
             };
             run_phase(workers, &["A", "B"], &plan, &CancellationToken::new()).await
         });
@@ -458,6 +528,7 @@ mod tests {
                 warmup: Duration::from_millis(100),
                 target: Some(400.0),
                 progress: None,
+                progress_total: None,
             };
             run_phase(workers, &["A", "B"], &plan, &CancellationToken::new()).await
         });
@@ -486,6 +557,7 @@ mod tests {
                 warmup: Duration::ZERO,
                 target: None,
                 progress: None,
+                progress_total: None,
             };
             run_phase(workers, &["A", "B"], &plan, &cancel).await
         });

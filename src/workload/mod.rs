@@ -421,27 +421,30 @@ pub(crate) async fn measured_phase<W: driver::Worker>(
         warmup: c.warmup.map(|d| d.std()).unwrap_or_default(),
         target: c.target,
         progress: c.progress.then(|| c.name.clone()),
+        progress_total: None,
     };
     let out = driver::run_phase(workers, names, &plan, cancel).await;
     driver::phase_result(&c.name, &v.label, threads, &out, v.budget)
 }
 
-/// Runs the load phase (`ops` operations, no warm-up, no target rate,
-/// a progress bar on a terminal) and makes its result.
+/// Runs the load phase (`records` inserted `batch` at a time, no
+/// warm-up, no target rate, a progress bar on a terminal that counts
+/// records) and makes its result.
 pub(crate) async fn load_phase<W: driver::Worker>(
     v: &Validated,
     workers: Vec<W>,
     names: &[&'static str],
-    ops: u64,
+    (records, batch): (u64, u64),
     label: &str,
     cancel: &CancellationToken,
 ) -> PhaseResult {
     let threads = workers.len() as u32;
     let plan = driver::PhasePlan {
-        stop: driver::Stop::Ops(ops),
+        stop: driver::Stop::Ops(records.div_ceil(batch.max(1))),
         warmup: std::time::Duration::ZERO,
         target: None,
         progress: (v.cfg.progress || progress::stderr_is_terminal()).then(|| label.to_string()),
+        progress_total: Some(records),
     };
     let out = driver::run_phase(workers, names, &plan, cancel).await;
     driver::phase_result("load", label, threads, &out, v.budget)

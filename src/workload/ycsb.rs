@@ -330,8 +330,7 @@ pub async fn run<S: Store>(
             .into_iter()
             .map(|conn| LoadWorker::new(conn, sh.clone(), next.clone(), c.records, size))
             .collect();
-        let batches = c.records.div_ceil(size);
-        let r = super::load_phase(v, workers, &NAMES, batches, "ycsb:load", cancel).await;
+        let r = super::load_phase(v, workers, &NAMES, (c.records, size), "ycsb:load", cancel).await;
         let failed = !r.status.is_ok();
         results.push(r);
         if failed {

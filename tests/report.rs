@@ -157,6 +157,7 @@ impl Synth {
             count: (tput * secs).round() as u64,
             errors: 0,
             throughput: tput,
+            calls: None,
             latency_us: Percentiles {
                 min: mean * 0.2,
                 mean,

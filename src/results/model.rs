@@ -29,6 +29,10 @@ pub struct OpStats {
     pub errors: u64,
     /// Successful operations per second over the measured window.
     pub throughput: f64,
+    /// Calls that carried the `count` operations, when fewer (a batched
+    /// load: every record counts, and each batch is one latency sample).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls: Option<u64>,
     /// Latency measured from the actual send.
     pub latency_us: Percentiles,
     /// Latency measured from the intended start time when a target rate was

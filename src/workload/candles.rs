@@ -4,7 +4,8 @@
 //! intervals, repeated) and as all candles of a day. MongoDB documents and
 //! PostgreSQL rows.
 
-use super::driver::Worker;
+use super::driver::{Timing, Worker};
+use super::histo::Recorder;
 use super::keys::fnv64;
 use super::rng::Rng;
 use super::stores::sql::{SqlClient, values_rows};
@@ -60,7 +61,7 @@ impl CandleQuery {
 }
 
 /// Operation kind names.
-pub const NAMES: [&str; 4] = ["BY_TICKER", "INTERVAL", "DAY", "INSERT-BATCH"];
+pub const NAMES: [&str; 4] = ["BY_TICKER", "INTERVAL", "DAY", "INSERT"];
 
 /// One trade candle.
 #[derive(Debug, Clone, PartialEq)]
@@ -351,6 +352,12 @@ impl<C: CandleConn> Worker for LoadWorker<C> {
     }
     async fn exec(&mut self) -> Result<(), StoreError> {
         self.conn.insert(&self.batch).await
+    }
+    /// Every candle of the batch is an INSERT (so the load's throughput is
+    /// in candles, like the YCSB load's in records); the latency is the
+    /// batch's round trip.
+    fn record(&mut self, rec: &mut Recorder, t: &Timing, r: Result<(), StoreError>) {
+        t.record(rec, self.batch.len() as u64, &r);
     }
 }
 

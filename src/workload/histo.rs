@@ -183,6 +183,7 @@ impl Recorder {
                     count: k.ok,
                     errors: k.errors,
                     throughput: if secs > 0.0 { k.ok as f64 / secs } else { 0.0 },
+                    calls: (k.sent.len() < k.ok).then(|| k.sent.len()),
                     latency_us: percentiles(&k.sent),
                     intended_latency_us: k.intended.as_ref().map(percentiles),
                     error_samples: k.error_samples.clone(),

@@ -279,6 +279,7 @@ pub(crate) fn op(count: u64, errors: u64, throughput: f64, latency_us: Percentil
         count,
         errors,
         throughput,
+        calls: None,
         latency_us,
         intended_latency_us: None,
         error_samples: Vec::new(),

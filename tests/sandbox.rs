@@ -842,7 +842,12 @@ fn the_hog_locks_what_it_reports_and_releases_it_on_sigint() {
         .and_then(|r| r.split_whitespace().next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no locked line: {line}"));
-    assert!(locked > 300 << 20 && locked < HOG_TARGET as i64, "{line}");
+    // MemAvailable moves between `small_leave` and the hog's own reading
+    // (other tests free or take memory), so the upper bound has slack.
+    assert!(
+        locked > 300 << 20 && locked < (HOG_TARGET + (256 << 20)) as i64,
+        "{line}"
+    );
     assert_mlocked_near(base + locked, "while the hog holds");
     let vm = benchcage::sandbox::hog::vm_lck(child.id()).unwrap().0 as i64;
     assert!(vm >= locked);

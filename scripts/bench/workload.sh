@@ -83,6 +83,14 @@ compare() {
     rows+=("$line")
     echo "$line"
 }
+# ours NAME STORE_URL: benchcage's workload C point reads against the store
+ours() {
+    local o c
+    read -r o c < <(measure "bc-$1" '\[OVERALL\], Throughput\(ops/sec\), \K[\d.]+' \
+        "${DRIVE[@]}" --store "$2" --workload c --distribution uniform \
+        --threads "$CONNS" --duration "${SECS}s")
+    per_op "$o" "$c"
+}
 # per_op OPS CPU_S: prints "OPS cpu_us_per_op" for a SECS-long run
 per_op() { awk -v o="$1" -v c="$2" -v s="$SECS" 'BEGIN { printf "%s %.3f\n", o, c * 1e6 / (o * s) }'; }
 
@@ -102,13 +110,7 @@ rport=$(free_port)
 start redis redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --dir "$work"
 wait_for redis-cli -p "$rport" ping
 "${DRIVE[@]}" --store "redis://127.0.0.1:$rport" --workload c --load --operations 1 >/dev/null 2>&1
-ours_redis() {
-    local o c
-    read -r o c < <(measure bc-redis '\[OVERALL\], Throughput\(ops/sec\), \K[\d.]+' \
-        "${DRIVE[@]}" --store "redis://127.0.0.1:$rport" --workload c --distribution uniform \
-        --threads "$CONNS" --duration "${SECS}s")
-    per_op "$o" "$c"
-}
+ours_redis() { ours redis "redis://127.0.0.1:$rport"; }
 # redis-benchmark takes a request count, not a duration: about SECS seconds'
 # worth at the rate of a first short run.
 rb=(redis-benchmark -h 127.0.0.1 -p "$rport" -c "$CONNS" -r "$RECORDS" -q)
@@ -129,13 +131,7 @@ start pg runuser -u postgres -- "$PG/postgres" -D "$work/pg/data" -k "$work/pg" 
     -c fsync=off -c shared_buffers=256MB -c max_connections=200
 wait_for "$PG/pg_isready" -h 127.0.0.1 -p "$pport"
 "${DRIVE[@]}" --store "postgres://postgres@127.0.0.1:$pport/postgres" --workload c --load --operations 1 --threads 4 >/dev/null 2>&1
-ours_pg() {
-    local o c
-    read -r o c < <(measure bc-pg '\[OVERALL\], Throughput\(ops/sec\), \K[\d.]+' \
-        "${DRIVE[@]}" --store "postgres://postgres@127.0.0.1:$pport/postgres" --workload c --distribution uniform \
-        --threads "$CONNS" --duration "${SECS}s")
-    per_op "$o" "$c"
-}
+ours_pg() { ours pg "postgres://postgres@127.0.0.1:$pport/postgres"; }
 cat >"$work/point-read.sql" <<SQL
 \set id random(0, $((RECORDS - 1)))
 SELECT * FROM usertable WHERE ycsb_key = 'user' || lpad(:id::text, 12, '0');
@@ -158,13 +154,7 @@ start my mariadbd --no-defaults --user=root --bind-address=127.0.0.1 --port="$mp
     --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=0 --max-connections=200
 wait_for mariadb --no-defaults -h 127.0.0.1 -P "$mport" -uroot -e 'select 1'
 "${DRIVE[@]}" --store "mysql://root@127.0.0.1:$mport/ycsb" --workload c --load --operations 1 --threads 4 >/dev/null 2>&1
-ours_my() {
-    local o c
-    read -r o c < <(measure bc-my '\[OVERALL\], Throughput\(ops/sec\), \K[\d.]+' \
-        "${DRIVE[@]}" --store "mysql://root@127.0.0.1:$mport/ycsb" --workload c --distribution uniform \
-        --threads "$CONNS" --duration "${SECS}s")
-    per_op "$o" "$c"
-}
+ours_my() { ours my "mysql://root@127.0.0.1:$mport/ycsb"; }
 cat >"$work/point-read.lua" <<LUA
 function thread_init()
   drv = sysbench.sql.driver()

@@ -4,9 +4,7 @@
 use crate::cli::PlanArgs;
 use crate::host::HostFacts;
 use crate::sandbox::{Program, SwapPolicy};
-use crate::spec::Project;
-use crate::spec::overrides::parse_set_flags;
-use crate::spec::plan::{HOG_MARGIN, Plan, PlannedCell, approx, plan_on};
+use crate::spec::plan::{HOG_MARGIN, Plan, PlannedCell, approx, plan_command_line};
 use crate::spec::scenario::{Length, Work};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -15,17 +13,15 @@ use std::process::ExitCode;
 
 pub async fn run(home: &Path, args: &PlanArgs) -> anyhow::Result<ExitCode> {
     let host = HostFacts::probe();
-    let sets = parse_set_flags(&args.set)?;
-    let project = Project::load(home)?;
-    let scenario = project.find_scenario(&args.scenario)?;
-    let plan = plan_on(
-        &project,
-        &scenario,
-        &sets,
+    let plan = plan_command_line(
+        home,
+        &args.scenario,
+        &args.set,
         args.env.as_deref(),
         args.only.as_deref(),
         &host,
-    )?;
+    )?
+    .plan;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&plan)?);
     } else {

@@ -15,9 +15,7 @@ use crate::sandbox::cgroup::Hierarchy;
 use crate::sandbox::cgroup::sandbox::{CgroupConfig, CgroupSandbox};
 use crate::sandbox::docker::DockerSandbox;
 use crate::sandbox::{Backend, Sandbox, ledger};
-use crate::spec::Project;
-use crate::spec::overrides::parse_set_flags;
-use crate::spec::plan::plan_on;
+use crate::spec::plan::{CommandPlan, plan_command_line};
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -26,15 +24,14 @@ use std::sync::Arc;
 pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let interrupts = Interrupts::install().context("installing the Ctrl-C handler")?;
     let host = HostFacts::probe();
-    let sets = parse_set_flags(&args.set).map_err(crate::error::BadInput::from)?;
-    let project = Project::load(home).map_err(crate::error::BadInput::from)?;
-    let scenario = project
-        .find_scenario(&args.scenario)
-        .map_err(crate::error::BadInput::from)?;
-    let plan = plan_on(
-        &project,
-        &scenario,
-        &sets,
+    let CommandPlan {
+        scenario,
+        overrides,
+        plan,
+    } = plan_command_line(
+        home,
+        &args.scenario,
+        &args.set,
         args.env.as_deref(),
         args.only.as_deref(),
         &host,
@@ -96,7 +93,7 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
         scenario: plan.scenario.clone(),
         scenario_hash: provenance::file_hash(&scenario_file).unwrap_or_default(),
         spec_hashes: provenance::spec_hashes(home, spec_files.iter().map(PathBuf::as_path)),
-        overrides: sets.iter().cloned().collect(),
+        overrides: overrides.into_iter().collect(),
         host: host_info(&host),
         benchcage_version: provenance::version(),
         git_rev: provenance::git_rev(home),

@@ -205,6 +205,36 @@ pub fn plan(
     plan_on(project, &s, overrides, env_filter, only, &host)
 }
 
+/// What a `plan` or `run` command line names.
+#[derive(Debug)]
+pub struct CommandPlan {
+    pub scenario: Scenario,
+    /// The `--set` flags, parsed.
+    pub overrides: Vec<(String, String)>,
+    pub plan: Plan,
+}
+
+/// The scenario (name or path) of the project under `home` and its plan
+/// on `host`, with the `--set` flags parsed and applied.
+pub fn plan_command_line(
+    home: &Path,
+    scenario: &str,
+    set_flags: &[String],
+    env_filter: Option<&str>,
+    only: Option<&str>,
+    host: &HostFacts,
+) -> Result<CommandPlan, Diagnostics> {
+    let overrides = super::overrides::parse_set_flags(set_flags)?;
+    let project = Project::load(home)?;
+    let scenario = project.find_scenario(scenario)?;
+    let plan = plan_on(&project, &scenario, &overrides, env_filter, only, host)?;
+    Ok(CommandPlan {
+        scenario,
+        overrides,
+        plan,
+    })
+}
+
 /// Resolve a binary: a path must exist; a bare name is looked up on PATH.
 pub fn resolve_binary(b: &str) -> Option<PathBuf> {
     if b.contains('/') {

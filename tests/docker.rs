@@ -779,9 +779,11 @@ fn sigkill_then_cleanup(s: &Scratch, mut owner: std::process::Child, id: &str) {
     nix_kill(owner.id() as i32, "KILL");
     owner.wait().unwrap();
     assert_eq!(docker(&["inspect", "-f", "{{.State.Running}}", id]), "true");
+    // Data dirs are under the scratch folder: it is the work root here.
     let out = Command::new(env!("CARGO_BIN_EXE_benchcage"))
         .arg("cleanup")
         .env("BENCHCAGE_STATE_DIR", s.ledgers())
+        .env("BENCHCAGE_WORK", s.path())
         .output()
         .unwrap();
     let text = format!(

@@ -662,8 +662,11 @@ static MLOCK_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn bench(s: &Scratch, args: &[&str]) -> Command {
     let mut c = Command::new(BIN);
+    // The scratch folder is the work root: `cleanup` removes data dirs
+    // (`w/data`) only under it.
     c.args(args)
         .env(ledger::ROOT_ENV, s.ledgers())
+        .env("BENCHCAGE_WORK", s.path())
         .stdin(Stdio::null());
     c
 }

@@ -2,16 +2,23 @@
 //! ledger (see `sandbox::ledger`): cgroups in every controller, engine
 //! processes, the hog, data dirs; and by label: every container of a run
 //! whose owner process is dead. Every run start does the same.
+//!
+//! A ledger is not trusted: what lies outside benchcage's roots, and a
+//! pid that is not the process recorded, is kept and listed as KEPT; a
+//! ledger that cannot be read is kept as it is and listed. Either makes
+//! the exit code 1. A state dir that others may write is refused (exit 2).
 
 use crate::cli::CleanupArgs;
 use crate::sandbox::docker;
 use crate::sandbox::ledger::{self, Resource};
+use crate::sandbox::roots;
 use anyhow::Context;
 use std::path::Path;
 use std::process::ExitCode;
 
 pub async fn run(_home: &Path, args: &CleanupArgs) -> anyhow::Result<ExitCode> {
     let root = ledger::default_root();
+    roots::check_state_dir(&root).map_err(|e| crate::error::bad_input(e.to_string()))?;
     let verb = if args.dry_run {
         "would remove"
     } else {
@@ -24,7 +31,16 @@ pub async fn run(_home: &Path, args: &CleanupArgs) -> anyhow::Result<ExitCode> {
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut leaked = 0;
+    let mut kept = 0;
     for r in &reports {
+        if let Some(why) = &r.unreadable {
+            println!(
+                "KEPT ledger {}: {why}; nothing in it was touched. Inspect it, remove what it lists by hand if it is yours, then delete it",
+                r.ledger.display()
+            );
+            kept += 1;
+            continue;
+        }
         println!(
             "run {} (owner pid {} is gone; ledger {}):",
             r.run,
@@ -37,7 +53,11 @@ pub async fn run(_home: &Path, args: &CleanupArgs) -> anyhow::Result<ExitCode> {
         for what in &r.leaked {
             println!("  LEAKED {what}");
         }
+        for what in &r.refused {
+            println!("  KEPT {what}");
+        }
         leaked += r.leaked.len();
+        kept += r.refused.len();
         let names: Vec<String> = r
             .deferred
             .iter()
@@ -61,7 +81,7 @@ pub async fn run(_home: &Path, args: &CleanupArgs) -> anyhow::Result<ExitCode> {
         }
         leaked += out.leaked.len();
         // The ledger waited for its containers; with them gone it is done.
-        if r.leaked.is_empty() && out.leaked.is_empty() {
+        if r.leaked.is_empty() && r.refused.is_empty() && out.leaked.is_empty() {
             std::fs::remove_file(&r.ledger)
                 .or_else(|e| match e.kind() {
                     std::io::ErrorKind::NotFound => Ok(()),
@@ -86,10 +106,18 @@ pub async fn run(_home: &Path, args: &CleanupArgs) -> anyhow::Result<ExitCode> {
     if reports.is_empty() && containers.removed.is_empty() && containers.leaked.is_empty() {
         println!("nothing to clean up (ledgers in {})", root.display());
     }
+    if kept > 0 {
+        eprintln!(
+            "{kept} ledger(s) or entries were not acted on (see KEPT above): they name something outside benchcage's roots, a process that is not the one recorded, or cannot be read; a forged or damaged ledger looks like this"
+        );
+    }
     if leaked > 0 {
         anyhow::bail!(
             "{leaked} resource(s) could not be removed; see LEAKED above, fix the cause (e.g. a process in D state) and run `benchcage cleanup` again"
         );
+    }
+    if kept > 0 {
+        return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
 }

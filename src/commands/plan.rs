@@ -158,6 +158,7 @@ fn describe_cell(
             p.id, p.phase.warmup
         );
     }
+    describe_execution(o, c);
     for cfg in &c.configs {
         let key = format!("{}\n{}", cfg.name, cfg.content);
         match shown.get(&key) {
@@ -176,5 +177,128 @@ fn describe_cell(
                 shown.insert(key, c.id.clone());
             }
         }
+    }
+}
+
+/// Everything `run` executes for a cell, and as whom: the engine's user,
+/// `init` commands, argv and environment, and the client-side commands
+/// (the load generator, external tools), which run as benchcage's user.
+fn describe_execution(o: &mut String, c: &PlannedCell) {
+    let inside = match c.backend {
+        crate::sandbox::Backend::Docker => " inside the container",
+        crate::sandbox::Backend::Cgroup => "",
+    };
+    let default = if c.user == crate::spec::engine::DEFAULT_USER {
+        format!(" (the default: {} has no `user:`)", c.engine)
+    } else {
+        String::new()
+    };
+    let _ = writeln!(o, "  user      {}{inside}{default}", c.user);
+    let shown = |argv: &[String]| {
+        argv.iter()
+            .map(|a| shell_word(&c.shown_arg(a)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    for argv in &c.init {
+        let _ = writeln!(o, "  init      {}", shown(argv));
+    }
+    let _ = writeln!(o, "  command   {}", shown(&c.command));
+    if c.env.is_empty() {
+        let _ = writeln!(o, "  env       none added");
+    }
+    for (k, v) in &c.env {
+        let _ = writeln!(o, "  env       {k}={}", shell_word(v));
+    }
+    let _ = writeln!(
+        o,
+        "  where     {{port}}: a free 127.0.0.1 port; {{data_dir}}, {{config_dir}}: new folders under {}/<run-id>/<cell>, owned by {}",
+        crate::sandbox::roots::work_root().display(),
+        c.user
+    );
+    let me = nix::unistd::User::from_uid(nix::unistd::geteuid())
+        .ok()
+        .flatten()
+        .map_or_else(|| "benchcage's user".to_string(), |u| u.name);
+    if c.load.is_some()
+        || c.phases
+            .iter()
+            .any(|p| matches!(p.phase.work, Work::Builtin(_)))
+    {
+        let _ = writeln!(
+            o,
+            "  client    load generator: benchcage drive --config <phase file>, as {me}, in the client group"
+        );
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for p in &c.phases {
+        if let Work::Tool(t) = &p.phase.work
+            && seen.insert(p.phase.name.clone())
+        {
+            for line in tool_commands(t) {
+                let _ = writeln!(
+                    o,
+                    "  client    {}: {line}, as {me}, in the client group",
+                    p.phase.name
+                );
+            }
+        }
+    }
+}
+
+/// The commands a tool phase runs, placeholders as the scenario wrote them.
+fn tool_commands(t: &crate::spec::scenario::Tool) -> Vec<String> {
+    use crate::spec::scenario::{PgbenchScript, Tool};
+    let join = |argv: &[String]| {
+        argv.iter()
+            .map(|a| shell_word(a))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    match t {
+        Tool::Sysbench {
+            test,
+            tables,
+            table_size,
+        } => {
+            let base = format!(
+                "sysbench {}/{test}.lua --db-driver=<engine> <127.0.0.1:{{port}}> --tables={tables} --table-size={table_size}",
+                crate::workload::tools::sysbench::TEST_DIR
+            );
+            vec![
+                format!("{base} prepare"),
+                format!(
+                    "{base} --threads={{threads}} --time=<duration> run (through a report hook that loads the same script)"
+                ),
+                format!("{base} cleanup"),
+            ]
+        }
+        Tool::Pgbench { scale, script } => {
+            let which = match script {
+                PgbenchScript::Builtin(b) => format!("-b {}", shell_word(b)),
+                PgbenchScript::Script(f) => format!("-f {}", shell_word(f)),
+            };
+            let conn = "-h 127.0.0.1 -p {port} -U <user> <database>";
+            vec![
+                format!("pgbench -i -s {scale} {conn}"),
+                format!(
+                    "pgbench -c {{threads}} -j {{threads}} -T <duration> -P 1 -r -n {which} {conn}"
+                ),
+            ]
+        }
+        Tool::Ycsb { argv } | Tool::Command { argv, .. } => vec![join(argv)],
+    }
+}
+
+/// `arg` as one shell word: quoted when it holds anything a shell would split or expand.
+fn shell_word(arg: &str) -> String {
+    let plain = !arg.is_empty()
+        && arg
+            .chars()
+            .all(|ch| ch.is_ascii_alphanumeric() || "-_./=:,@%+{}".contains(ch));
+    if plain {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', "'\\''"))
     }
 }

@@ -54,11 +54,11 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
     .context("resolving the results folder")?;
     // Leftovers of runs that died (SIGKILL, power cut) go first, so this run
     // starts from a clean machine.
-    match ledger::reap_dead(&ledger::default_root(), false).await {
-        Ok(reports) if !reports.is_empty() => {
-            eprintln!("cleaned up what {} dead run(s) left behind", reports.len())
-        }
-        Ok(_) => {}
+    let state_dir = ledger::default_root();
+    crate::sandbox::roots::check_state_dir(&state_dir)
+        .map_err(|e| crate::error::bad_input(e.to_string()))?;
+    match ledger::reap_dead(&state_dir, false).await {
+        Ok(reports) => say_reaped(&reports),
         Err(e) => eprintln!("warning: checking for leftovers of dead runs: {e}"),
     }
 
@@ -103,7 +103,7 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let factory: SandboxFactory = Box::new(move |cell: &CellWork, id: &str| {
         let sb: Box<dyn Sandbox + Sync> = match cell.backend {
             Backend::Cgroup => {
-                std::fs::create_dir_all(&work_root)?;
+                crate::sandbox::roots::create_dirs(&work_root, crate::sandbox::roots::SEARCHABLE)?;
                 Box::new(CgroupSandbox::new(id, CgroupConfig::detect(&work_root)?)?)
             }
             Backend::Docker => Box::new(DockerSandbox::new(
@@ -158,6 +158,23 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One line for what the start of the run reaped, and a warning for every
+/// ledger or entry it did not trust (`benchcage cleanup` lists them).
+fn say_reaped(reports: &[ledger::ReapReport]) {
+    let (kept, done): (Vec<_>, Vec<_>) = reports
+        .iter()
+        .partition(|r| r.unreadable.is_some() || !r.refused.is_empty());
+    if !done.is_empty() {
+        eprintln!("cleaned up what {} dead run(s) left behind", done.len());
+    }
+    for r in kept {
+        eprintln!(
+            "warning: ledger {} was not fully acted on (`benchcage cleanup --dry-run` says why)",
+            r.ledger.display()
+        );
+    }
 }
 
 fn resolve(home: &Path, file: &str) -> PathBuf {

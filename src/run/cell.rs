@@ -348,12 +348,21 @@ async fn lifecycle(
     r.enter(ctx, "render");
     r.port = crate::sandbox::free_port()?;
     let data_dir = cell_work_dir(ctx).join("data");
-    let config_dir = ctx.cell_dir.join("config");
+    // The engine reads its configs from benchcage's work dir, which its
+    // unprivileged user can reach; the results (maybe a private folder)
+    // keep the copy the sandbox installs from.
+    let engine_config_dir = cell_work_dir(ctx).join("config");
+    let kept_config_dir = ctx.cell_dir.join("config");
     let log_path = ctx.cell_dir.join("engine.log");
-    std::fs::create_dir_all(&config_dir).map_err(anyhow::Error::from)?;
-    let (launch, files) = (work.launch)(r.port, &data_dir, &config_dir, &log_path)?;
+    std::fs::create_dir_all(&kept_config_dir).map_err(anyhow::Error::from)?;
+    let (mut launch, files) = (work.launch)(r.port, &data_dir, &engine_config_dir, &log_path)?;
     for (name, content) in &files {
-        writer.file(&config_dir.join(name), content.as_bytes())?;
+        writer.file(&kept_config_dir.join(name), content.as_bytes())?;
+    }
+    for (kept, engine_path) in &mut launch.config_files {
+        if let Some(name) = engine_path.file_name() {
+            *kept = kept_config_dir.join(name);
+        }
     }
     writer.file(
         &ctx.cell_dir.join("launch.json"),

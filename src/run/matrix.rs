@@ -98,14 +98,7 @@ impl CellWriter for AtomicWriter {
     }
 }
 
-/// Where engine data dirs go: a work folder beside the system temp dir,
-/// never on the results disk (a full results disk must not kill the engine).
-pub fn work_root() -> PathBuf {
-    let root = std::env::var_os("BENCHCAGE_WORK")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| std::env::temp_dir().join("benchcage-work"));
-    std::path::absolute(&root).unwrap_or(root)
-}
+pub use crate::sandbox::roots::work_root;
 
 /// Run (or resume) the matrix of `cells` and write the run's records.
 pub async fn run_matrix(

@@ -242,6 +242,7 @@ impl Hog {
             l.record(Resource::Hog {
                 pid: pid as i32,
                 start_time: ledger::process_start_time(pid as i32).unwrap_or(0),
+                cgroup: ledger::process_cgroup(pid as i32),
             })?;
         }
         let stdout = child.stdout.take().expect("piped");

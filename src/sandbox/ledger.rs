@@ -12,9 +12,19 @@
 //! The owner is identified by pid and start time (from /proc/<pid>/stat) so
 //! that a reused pid is not mistaken for a live owner. Teardown and reaping
 //! walk the entries in reverse; a fully reaped ledger is deleted.
+//!
+//! Trust: a run's own teardown acts on what it recorded itself. Reaping
+//! another run's ledger (`cleanup`, the start of every run) trusts nothing
+//! in it: it acts only on cgroups of that run under `<mount>/benchcage`,
+//! on folders under the work root, and on processes whose start time and
+//! cgroup are the ones recorded (see [`roots`]); anything else is kept and
+//! reported. A ledger it cannot read is kept and reported, never deleted.
+//! The state dir must be owned by root and private (`roots::check_state_dir`).
 
 use crate::sandbox::SandboxError;
+use crate::sandbox::cgroup::group::TOP;
 use crate::sandbox::cgroup::remove;
+use crate::sandbox::roots::{self, Roots};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use std::collections::BTreeMap;
@@ -42,10 +52,21 @@ pub fn default_root() -> PathBuf {
 pub enum Resource {
     /// A cgroup, one directory per controller (`unified` on v2).
     Cgroup { dirs: BTreeMap<String, PathBuf> },
-    /// An engine process, leader of its own process group.
-    Process { pid: i32, start_time: u64 },
+    /// An engine process, leader of its own process group; `cgroup` is
+    /// its /proc/<pid>/cgroup when it was recorded.
+    Process {
+        pid: i32,
+        start_time: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cgroup: Option<String>,
+    },
     /// A memory hog process (outside every sandbox cgroup).
-    Hog { pid: i32, start_time: u64 },
+    Hog {
+        pid: i32,
+        start_time: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cgroup: Option<String>,
+    },
     /// A data directory created for the run.
     DataDir { path: PathBuf },
     /// A docker container (removed by the docker backend's cleanup).
@@ -74,9 +95,12 @@ impl Resource {
     pub fn exists(&self) -> bool {
         match self {
             Resource::Cgroup { dirs } => dirs.values().any(|d| d.exists()),
-            Resource::Process { pid, start_time } | Resource::Hog { pid, start_time } => {
-                is_alive(*pid, *start_time)
+            Resource::Process {
+                pid, start_time, ..
             }
+            | Resource::Hog {
+                pid, start_time, ..
+            } => is_alive(*pid, *start_time),
             Resource::DataDir { path } => path.exists(),
             Resource::Container { .. } => true,
         }
@@ -112,6 +136,13 @@ pub fn process_start_time(pid: i32) -> Option<u64> {
     rest.split_whitespace().nth(19)?.parse().ok()
 }
 
+/// /proc/<pid>/cgroup, the cgroups a process is in; `None` when it is gone.
+pub fn process_cgroup(pid: i32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
 /// Whether `pid` is the same live process that started at `start_time`
 /// (a zombie counts as gone: it holds no memory and no cgroup).
 pub fn is_alive(pid: i32, start_time: u64) -> bool {
@@ -141,7 +172,7 @@ impl Ledger {
     /// Open (create) the ledger of `run_id` under `root`, owned by this
     /// process. Refuses a run id whose ledger belongs to a live process.
     pub fn open(root: &Path, run_id: &str) -> Result<Ledger, SandboxError> {
-        std::fs::create_dir_all(root).map_err(|e| ledger_err(root, e))?;
+        roots::ensure_state_dir(root)?;
         let path = path_for(root, run_id);
         let me = std::process::id() as i32;
         let my_start = process_start_time(me).unwrap_or(0);
@@ -223,6 +254,71 @@ pub fn read_entries(path: &Path) -> Result<Vec<Entry>, SandboxError> {
         .collect())
 }
 
+/// Largest ledger file `cleanup` reads (a run records a handful of lines).
+const MAX_LEDGER_BYTES: u64 = 1 << 20;
+
+/// Another run's ledger file as read by reaping: its entries, or why it
+/// cannot be trusted as a whole (then nothing in it is acted on).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LedgerRead {
+    pub entries: Vec<Entry>,
+    pub problem: Option<String>,
+}
+
+/// Read a ledger written by another process, strictly: every complete line
+/// must be an entry of run `run` with one owner. Only a torn last line (no
+/// newline: a crash mid-write) may fail to parse; it is skipped.
+pub fn read_ledger(path: &Path, run: &str) -> LedgerRead {
+    let problem = |p: String| LedgerRead {
+        entries: Vec::new(),
+        problem: Some(p),
+    };
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if !m.is_file() => return problem("not a regular file".into()),
+        Ok(m) if m.len() > MAX_LEDGER_BYTES => {
+            return problem(format!(
+                "{} bytes, more than a ledger holds ({MAX_LEDGER_BYTES})",
+                m.len()
+            ));
+        }
+        Ok(_) => {}
+        Err(e) => return problem(format!("cannot read it: {e}")),
+    }
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) => return problem(format!("cannot read it: {e}")),
+    };
+    let Ok(text) = String::from_utf8(bytes) else {
+        return problem("not UTF-8 text".into());
+    };
+    let mut entries: Vec<Entry> = Vec::new();
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        let complete = line.ends_with('\n');
+        match serde_json::from_str::<Entry>(line.trim_end_matches('\n')) {
+            Ok(e) => entries.push(e),
+            Err(_) if !complete => {}
+            Err(e) => return problem(format!("line {} is not a ledger entry: {e}", i + 1)),
+        }
+    }
+    if let Some(e) = entries.iter().find(|e| e.run != run) {
+        return problem(format!(
+            "it names run `{}`, but its file name says `{run}`",
+            e.run
+        ));
+    }
+    if let Some(first) = entries.first()
+        && entries
+            .iter()
+            .any(|e| (e.owner_pid, e.owner_start) != (first.owner_pid, first.owner_start))
+    {
+        return problem("its entries name more than one owner process".into());
+    }
+    LedgerRead {
+        entries,
+        problem: None,
+    }
+}
+
 /// What reaping one ledger did.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct ReapReport {
@@ -233,6 +329,79 @@ pub struct ReapReport {
     pub leaked: Vec<String>,
     /// Resources another backend must remove (docker containers).
     pub deferred: Vec<Resource>,
+    /// Entries not acted on, with the reason: outside benchcage's roots,
+    /// or a live pid that is not the process the ledger recorded.
+    pub refused: Vec<String>,
+    /// Why the ledger file was not read at all; it is kept as it is.
+    pub unreadable: Option<String>,
+}
+
+impl ReapReport {
+    /// Everything in the ledger is gone: the file may be deleted.
+    pub fn is_done(&self) -> bool {
+        self.leaked.is_empty()
+            && self.deferred.is_empty()
+            && self.refused.is_empty()
+            && self.unreadable.is_none()
+    }
+}
+
+/// How far reaping trusts the entries it is given.
+#[derive(Debug, Clone, Copy)]
+pub enum Trust<'a> {
+    /// Entries this process recorded itself (a sandbox's own teardown).
+    Own,
+    /// Another process's ledger of run `run`: act only inside `roots`, and
+    /// only on processes whose start time and cgroup match the record.
+    Verify { run: &'a str, roots: &'a Roots },
+}
+
+/// Why a dead run's entry must not be acted on; `Ok` when it may be.
+pub fn verify(r: &Resource, run: &str, roots: &Roots) -> Result<(), String> {
+    match r {
+        Resource::Cgroup { dirs } => dirs
+            .values()
+            .try_for_each(|d| roots.check_cgroup_dir(d, run)),
+        Resource::DataDir { path } if path.exists() => roots.check_work_path(path),
+        Resource::Process {
+            pid,
+            start_time,
+            cgroup,
+        } if is_alive(*pid, *start_time) => {
+            check_cgroup(*pid, cgroup.as_deref())?;
+            let ours = format!("/{TOP}/{run}/");
+            if cgroup.as_deref().is_some_and(|c| c.contains(&ours)) {
+                Ok(())
+            } else {
+                Err(format!("it is not in a cgroup of run {run}"))
+            }
+        }
+        Resource::Hog {
+            pid,
+            start_time,
+            cgroup,
+        } if is_alive(*pid, *start_time) => {
+            check_cgroup(*pid, cgroup.as_deref())?;
+            let argv = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            match argv.split(|b| *b == 0).nth(1) {
+                Some(b"hog") => Ok(()),
+                _ => Err("it is not a `benchcage hog` process".into()),
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Error unless `pid` is in exactly the cgroups the ledger recorded.
+fn check_cgroup(pid: i32, recorded: Option<&str>) -> Result<(), String> {
+    let Some(recorded) = recorded else {
+        return Err("the ledger does not record its cgroup".into());
+    };
+    if process_cgroup(pid).as_deref() == Some(recorded) {
+        Ok(())
+    } else {
+        Err("its cgroup is not the one the ledger recorded".into())
+    }
 }
 
 /// Remove one resource, within `deadline`.
@@ -242,7 +411,12 @@ pub async fn reap_resource(r: &Resource, deadline: Instant) -> Result<(), String
             .await
             .map(|_| ())
             .map_err(|e| e.to_string()),
-        Resource::Process { pid, start_time } | Resource::Hog { pid, start_time } => {
+        Resource::Process {
+            pid, start_time, ..
+        }
+        | Resource::Hog {
+            pid, start_time, ..
+        } => {
             if is_alive(*pid, *start_time) {
                 // The engine leads its own process group: take the whole group.
                 let _ = kill(Pid::from_raw(-pid), Signal::SIGKILL);
@@ -266,13 +440,26 @@ pub async fn reap_resource(r: &Resource, deadline: Instant) -> Result<(), String
     }
 }
 
-/// Remove everything in `entries`, newest first, within `budget`.
+/// Remove everything in `entries` (recorded by this process), newest
+/// first, within `budget`.
 pub async fn reap_entries(entries: &[Entry], budget: Duration) -> ReapReport {
+    reap_with(entries, Trust::Own, budget).await
+}
+
+/// Remove what `entries` name, newest first, within `budget`, as far as
+/// `trust` allows; what it does not allow is reported as refused.
+pub async fn reap_with(entries: &[Entry], trust: Trust<'_>, budget: Duration) -> ReapReport {
     let deadline = Instant::now() + budget;
     let mut report = ReapReport::default();
     for e in entries.iter().rev() {
         if let Resource::Container { .. } = e.resource {
             report.deferred.push(e.resource.clone());
+            continue;
+        }
+        if let Err(why) = allowed(&e.resource, trust) {
+            report
+                .refused
+                .push(format!("{}: {why}", e.resource.describe()));
             continue;
         }
         let exists = e.resource.exists();
@@ -287,26 +474,68 @@ pub async fn reap_entries(entries: &[Entry], budget: Duration) -> ReapReport {
     report
 }
 
-/// Reap one run's ledger whoever owns it (a panicked run's backstop);
-/// deletes the ledger when nothing leaked.
+fn allowed(r: &Resource, trust: Trust<'_>) -> Result<(), String> {
+    match trust {
+        Trust::Own => Ok(()),
+        Trust::Verify { run, roots } => verify(r, run, roots),
+    }
+}
+
+/// What reaping `entries` would do, without doing it (`cleanup --dry-run`).
+fn preview(entries: &[Entry], trust: Trust<'_>) -> ReapReport {
+    let mut report = ReapReport::default();
+    for e in entries.iter().rev() {
+        match (&e.resource, allowed(&e.resource, trust)) {
+            (Resource::Container { .. }, _) => report.deferred.push(e.resource.clone()),
+            (r, Err(why)) => report.refused.push(format!("{}: {why}", r.describe())),
+            (r, Ok(())) if r.exists() => report.removed.push(r.describe()),
+            _ => {}
+        }
+    }
+    report
+}
+
+/// Reap one run's ledger whoever owns it (a panicked run's backstop),
+/// trusting it no more than a dead run's; deletes it when all is gone.
 pub async fn reap_run(
     root: &Path,
     run_id: &str,
     budget: Duration,
 ) -> Result<ReapReport, SandboxError> {
+    roots::check_state_dir(root)?;
     let path = path_for(root, run_id);
-    reap_file(&path, budget).await
+    let read = read_ledger(&path, run_id);
+    reap_read(&path, run_id, read, &Roots::current(), Some(budget)).await
 }
 
-async fn reap_file(path: &Path, budget: Duration) -> Result<ReapReport, SandboxError> {
-    let entries = read_entries(path)?;
-    let mut report = reap_entries(&entries, budget).await;
-    if let Some(first) = entries.first() {
-        report.run = first.run.clone();
-        report.owner_pid = first.owner_pid;
+/// Reap (or with `budget` `None`, preview) one ledger as read.
+async fn reap_read(
+    path: &Path,
+    run: &str,
+    read: LedgerRead,
+    roots: &Roots,
+    budget: Option<Duration>,
+) -> Result<ReapReport, SandboxError> {
+    let base = ReapReport {
+        run: run.to_string(),
+        ledger: path.to_path_buf(),
+        owner_pid: read.entries.first().map_or(0, |e| e.owner_pid),
+        ..ReapReport::default()
+    };
+    if let Some(why) = read.problem {
+        return Ok(ReapReport {
+            unreadable: Some(why),
+            ..base
+        });
     }
-    report.ledger = path.to_path_buf();
-    if report.leaked.is_empty() && report.deferred.is_empty() {
+    let trust = Trust::Verify { run, roots };
+    let Some(budget) = budget else {
+        return Ok(preview(&read.entries, trust).with_base(base));
+    };
+    let report = reap_with(&read.entries, trust, budget)
+        .await
+        .with_base(base);
+    if report.is_done() {
         match std::fs::remove_file(path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(ledger_err(path, e)),
             _ => {}
@@ -315,8 +544,22 @@ async fn reap_file(path: &Path, budget: Duration) -> Result<ReapReport, SandboxE
     Ok(report)
 }
 
-/// Ledgers under `root` whose owner is dead (pid gone or reused).
-pub fn dead_ledgers(root: &Path) -> Result<Vec<(PathBuf, Vec<Entry>)>, SandboxError> {
+impl ReapReport {
+    fn with_base(self, base: ReapReport) -> ReapReport {
+        ReapReport {
+            run: base.run,
+            ledger: base.ledger,
+            owner_pid: base.owner_pid,
+            ..self
+        }
+    }
+}
+
+/// The ledgers under `root` to reap: those whose owner is dead (pid gone
+/// or reused), and every one that cannot be read (kept and reported).
+/// Errors when `root` is not a private folder of root's.
+pub fn dead_ledgers(root: &Path) -> Result<Vec<(PathBuf, String, LedgerRead)>, SandboxError> {
+    roots::check_state_dir(root)?;
     let dir = match std::fs::read_dir(root) {
         Ok(d) => d,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -328,12 +571,17 @@ pub fn dead_ledgers(root: &Path) -> Result<Vec<(PathBuf, Vec<Entry>)>, SandboxEr
         if path.extension().and_then(|e| e.to_str()) != Some(SUFFIX) {
             continue;
         }
-        let entries = read_entries(&path)?;
-        let alive = entries
+        let run = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let read = read_ledger(&path, &run);
+        let alive = read
+            .entries
             .first()
             .is_some_and(|e| is_alive(e.owner_pid, e.owner_start));
         if !alive {
-            out.push((path, entries));
+            out.push((path, run, read));
         }
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
@@ -343,27 +591,11 @@ pub fn dead_ledgers(root: &Path) -> Result<Vec<(PathBuf, Vec<Entry>)>, SandboxEr
 /// Reap every ledger under `root` whose owner is dead. With `dry_run`,
 /// only report what exists and would be removed. Every run start calls this.
 pub async fn reap_dead(root: &Path, dry_run: bool) -> Result<Vec<ReapReport>, SandboxError> {
+    let roots = Roots::current();
+    let budget = (!dry_run).then_some(Duration::from_secs(30));
     let mut reports = Vec::new();
-    for (path, entries) in dead_ledgers(root)? {
-        if dry_run {
-            let mut r = ReapReport {
-                ledger: path.clone(),
-                ..ReapReport::default()
-            };
-            if let Some(first) = entries.first() {
-                r.run = first.run.clone();
-                r.owner_pid = first.owner_pid;
-            }
-            r.removed = entries
-                .iter()
-                .rev()
-                .filter(|e| e.resource.exists())
-                .map(|e| e.resource.describe())
-                .collect();
-            reports.push(r);
-        } else {
-            reports.push(reap_file(&path, Duration::from_secs(30)).await?);
-        }
+    for (path, run, read) in dead_ledgers(root)? {
+        reports.push(reap_read(&path, &run, read, &roots, budget).await?);
     }
     Ok(reports)
 }
@@ -371,11 +603,38 @@ pub async fn reap_dead(root: &Path, dry_run: bool) -> Result<Vec<ReapReport>, Sa
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A private state dir inside a temp dir.
+    fn state(t: &tempfile::TempDir) -> PathBuf {
+        let root = t.path().join("state");
+        roots::ensure_state_dir(&root).unwrap();
+        root
+    }
+
+    fn write_ledger(root: &Path, run: &str, entries: &[Entry]) -> PathBuf {
+        let path = path_for(root, run);
+        let text: String = entries
+            .iter()
+            .map(|e| serde_json::to_string(e).unwrap() + "\n")
+            .collect();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn dead(run: &str, resource: Resource) -> Entry {
+        Entry {
+            run: run.into(),
+            owner_pid: i32::MAX - 1,
+            owner_start: 1,
+            resource,
+        }
+    }
 
     #[test]
     fn a_torn_last_line_is_skipped_and_earlier_lines_survive() {
         let t = tempfile::tempdir().unwrap();
-        let mut l = Ledger::open(t.path(), "r1").unwrap();
+        let mut l = Ledger::open(&state(&t), "r1").unwrap();
         l.record(Resource::DataDir {
             path: t.path().join("d"),
         })
@@ -385,11 +644,14 @@ mod tests {
         let e = read_entries(l.path()).unwrap();
         assert_eq!(e.len(), 1);
         assert_eq!(e[0].owner_pid, std::process::id() as i32);
+        let strict = read_ledger(l.path(), "r1");
+        assert_eq!((strict.entries.len(), strict.problem), (1, None));
     }
 
     #[test]
     fn a_run_id_held_by_a_live_process_is_refused() {
         let t = tempfile::tempdir().unwrap();
+        let root = state(&t);
         let init = Entry {
             run: "busy".into(),
             owner_pid: 1,
@@ -398,11 +660,10 @@ mod tests {
                 path: t.path().join("x"),
             },
         };
-        let line = serde_json::to_string(&init).unwrap() + "\n";
-        std::fs::write(path_for(t.path(), "busy"), line).unwrap();
-        let err = Ledger::open(t.path(), "busy").unwrap_err();
+        write_ledger(&root, "busy", &[init]);
+        let err = Ledger::open(&root, "busy").unwrap_err();
         assert!(err.to_string().contains("in use by live pid 1"), "{err}");
-        assert!(dead_ledgers(t.path()).unwrap().is_empty());
+        assert!(dead_ledgers(&root).unwrap().is_empty());
     }
 
     #[test]
@@ -413,24 +674,98 @@ mod tests {
         assert!(!is_alive(me, start + 1));
     }
 
+    #[test]
+    fn a_ledger_is_opened_only_in_a_private_state_dir() {
+        let t = tempfile::tempdir().unwrap();
+        let open_dir = t.path().join("open");
+        std::fs::create_dir(&open_dir).unwrap();
+        std::fs::set_permissions(&open_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let err = Ledger::open(&open_dir, "r1").unwrap_err().to_string();
+        assert!(err.contains("mode 777"), "{err}");
+        assert!(!path_for(&open_dir, "r1").exists());
+        assert!(dead_ledgers(&open_dir).is_err());
+    }
+
+    #[test]
+    fn a_ledger_with_a_bad_line_names_it_and_one_of_another_run_is_not_read() {
+        let t = tempfile::tempdir().unwrap();
+        let root = state(&t);
+        let d = dead(
+            "r1",
+            Resource::DataDir {
+                path: t.path().join("d"),
+            },
+        );
+        let path = write_ledger(&root, "r1", std::slice::from_ref(&d));
+        std::fs::write(
+            &path,
+            "garbage\n".to_string() + &std::fs::read_to_string(&path).unwrap(),
+        )
+        .unwrap();
+        let p = read_ledger(&path, "r1").problem.unwrap();
+        assert!(p.contains("line 1 is not a ledger entry"), "{p}");
+        let other = write_ledger(&root, "r2", &[d]);
+        let p = read_ledger(&other, "r2").problem.unwrap();
+        assert!(p.contains("names run `r1`"), "{p}");
+    }
+
     #[tokio::test]
     async fn reaping_a_dead_runs_ledger_removes_its_data_dir_and_the_ledger() {
         let t = tempfile::tempdir().unwrap();
-        let data = t.path().join("data");
-        let path = path_for(t.path(), "dead");
-        let entry = Entry {
-            run: "dead".into(),
-            owner_pid: i32::MAX - 1,
-            owner_start: 1,
-            resource: Resource::DataDir { path: data.clone() },
-        };
-        std::fs::write(&path, serde_json::to_string(&entry).unwrap() + "\n").unwrap();
-        std::fs::create_dir(&data).unwrap();
-        let dry = reap_dead(t.path(), true).await.unwrap();
+        let root = state(&t);
+        let work = roots::work_root();
+        let data = work.join("ledger-unit-test-dead").join("data");
+        roots::create_dirs(&data, roots::SEARCHABLE).unwrap();
+        let path = write_ledger(
+            &root,
+            "dead",
+            &[dead("dead", Resource::DataDir { path: data.clone() })],
+        );
+        let dry = reap_dead(&root, true).await.unwrap();
         assert_eq!(dry.len(), 1);
+        assert_eq!(dry[0].removed.len(), 1, "{dry:?}");
         assert!(data.exists() && path.exists());
-        let done = reap_dead(t.path(), false).await.unwrap();
-        assert_eq!(done[0].removed.len(), 1);
+        let done = reap_dead(&root, false).await.unwrap();
+        assert_eq!(done[0].removed.len(), 1, "{done:?}");
         assert!(!data.exists() && !path.exists());
+        let _ = std::fs::remove_dir(data.parent().unwrap());
+        let _ = std::fs::remove_dir(&work);
+    }
+
+    #[test]
+    fn a_process_is_trusted_only_in_its_recorded_cgroup_inside_the_runs_own() {
+        let me = std::process::id() as i32;
+        let start = process_start_time(me).unwrap();
+        let roots = Roots {
+            work: PathBuf::from("/nonexistent-work"),
+            cgroups: vec![],
+        };
+        let engine = |cgroup: Option<String>| Resource::Process {
+            pid: me,
+            start_time: start,
+            cgroup,
+        };
+        let e = verify(&engine(None), "r1", &roots).unwrap_err();
+        assert!(e.contains("does not record its cgroup"), "{e}");
+        let e = verify(&engine(Some("0::/elsewhere".into())), "r1", &roots).unwrap_err();
+        assert!(e.contains("not the one the ledger recorded"), "{e}");
+        let e = verify(&engine(process_cgroup(me)), "r1", &roots).unwrap_err();
+        assert!(e.contains("not in a cgroup of run r1"), "{e}");
+        let hog = Resource::Hog {
+            pid: me,
+            start_time: start,
+            cgroup: process_cgroup(me),
+        };
+        let e = verify(&hog, "r1", &roots).unwrap_err();
+        assert!(e.contains("not a `benchcage hog`"), "{e}");
+        let gone = Resource::Process {
+            pid: me,
+            start_time: start + 1,
+            cgroup: None,
+        };
+        assert!(
+            verify(&gone, "r1", &roots).is_ok(),
+            "a gone pid is left as gone"
+        );
     }
 }

@@ -54,7 +54,37 @@ pub fn lookup_user(name: &str) -> Result<Identity, SandboxError> {
 /// Error unless `id` can reach `path`: every ancestor directory needs the
 /// search bit for the user (the engine runs unprivileged and chdirs there).
 pub fn check_reachable(path: &Path, user: &str, id: Identity) -> Result<(), SandboxError> {
+    unreachable_dir(path, user, id).map_or(Ok(()), |why| {
+        Err(SandboxError::DataDir {
+            path: path.to_path_buf(),
+            detail: format!(
+                "{why}; point BENCHCAGE_WORK at a folder the user can reach (the default is in the system temp dir)"
+            ),
+        })
+    })
+}
+
+/// Error unless the engine's binary is reachable for `id` (a program
+/// installed in a private home, e.g. root's Python, is not).
+pub fn check_program_reachable(path: &Path, user: &str, id: Identity) -> Result<(), SandboxError> {
+    unreachable_dir(path, user, id).map_or(Ok(()), |why| {
+        Err(SandboxError::User {
+            user: user.to_string(),
+            detail: format!(
+                "the engine's binary {}: {why}; install the engine where the user can run it, or set `user: root` in the engine's spec",
+                path.display()
+            ),
+        })
+    })
+}
+
+/// Why `id` cannot reach `path`, if it cannot: the first ancestor without
+/// the search bit for it.
+fn unreachable_dir(path: &Path, user: &str, id: Identity) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
+    if id.uid == 0 {
+        return None;
+    }
     for dir in path.ancestors().skip(1) {
         let Ok(meta) = std::fs::metadata(dir) else {
             continue;
@@ -68,17 +98,14 @@ pub fn check_reachable(path: &Path, user: &str, id: Identity) -> Result<(), Sand
             0o001
         };
         if mode & bit == 0 {
-            return Err(SandboxError::DataDir {
-                path: path.to_path_buf(),
-                detail: format!(
-                    "user `{user}` cannot reach it: {} is mode {:o}; make it searchable (chmod o+x) or put the data dir elsewhere",
-                    dir.display(),
-                    mode & 0o7777
-                ),
-            });
+            return Some(format!(
+                "user `{user}` cannot reach it: {} is mode {:o}, and benchcage does not change the mode of folders it did not create",
+                dir.display(),
+                mode & 0o7777
+            ));
         }
     }
-    Ok(())
+    None
 }
 
 /// Make `cmd` join the cgroups whose `cgroup.procs` files are `procs`,
@@ -224,11 +251,18 @@ pub fn describe(s: EngineStatus) -> String {
     }
 }
 
-/// The last `n` lines of a log file (empty when it does not exist).
+/// The last `n` lines of an engine's log (its stdout and stderr), or, when
+/// there are none, a line that says so: an error never shows an empty log.
 pub fn log_tail(path: &Path, n: usize) -> String {
-    let text = std::fs::read(path).unwrap_or_default();
+    let text = match std::fs::read(path) {
+        Ok(t) => t,
+        Err(e) => return format!("(no engine log: {e})"),
+    };
     let text = String::from_utf8_lossy(&text);
-    let lines: Vec<&str> = text.lines().collect();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.is_empty() {
+        return "(the engine printed nothing on stdout or stderr; if its config sends its log to a file, look there)".into();
+    }
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 

@@ -31,6 +31,13 @@ use crate::sandbox::Probe;
 use crate::units::{Bytes, Duration};
 use std::collections::BTreeMap;
 
+/// The user an engine (and its `init` commands) runs as when its spec has
+/// no `user:`. `nobody` exists on every Debian system and in every image
+/// built from one, owns no files, and needs no account created on the host;
+/// the sandbox makes the engine's data and config dirs (in benchcage's work
+/// dir, removed at teardown) this user's. `user: root` keeps root.
+pub const DEFAULT_USER: &str = "nobody";
+
 /// Placeholders an engine's argv may use.
 pub const PLACEHOLDERS: &[&str] = &["binary", "bin_dir", "port", "data_dir", "config_dir"];
 
@@ -46,9 +53,10 @@ pub struct Engine {
     pub command: Vec<String>,
     /// argv arrays run once before the first start (initdb, mariadb-install-db).
     pub init: Vec<Vec<String>>,
-    /// Run the engine (and `init`) as this system user. postgres refuses to
-    /// run as root, so it names `postgres`; the sandbox chowns the data dir
-    /// (and config dir) to this user before `init`.
+    /// Run the engine (and `init`) as this system user; [`DEFAULT_USER`]
+    /// when omitted. postgres refuses to run as root, so it names
+    /// `postgres`; the sandbox chowns the data dir and the config files to
+    /// this user before `init`.
     pub user: Option<String>,
     /// Default port; the run picks a free loopback port instead.
     pub port: u16,

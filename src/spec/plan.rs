@@ -64,7 +64,9 @@ pub struct PlannedCell {
     /// argv and init with placeholders, filled by `launch`.
     pub command: Vec<String>,
     pub init: Vec<Vec<String>>,
-    pub user: Option<String>,
+    /// The user the engine and its `init` commands run as: the engine's
+    /// `user:`, else [`DEFAULT_USER`](super::engine::DEFAULT_USER).
+    pub user: String,
     pub env: BTreeMap<String, String>,
     pub readiness: Readiness,
     /// The binary inside the image (docker backend) for `{binary}`.
@@ -94,7 +96,8 @@ impl PlannedCell {
         config_dir: &Path,
         log_path: &Path,
     ) -> EngineLaunch {
-        let fill = |arg: &str| self.fill(arg, port, data_dir, config_dir);
+        let port_text = port.to_string();
+        let fill = |arg: &str| self.fill(arg, &port_text, data_dir, config_dir);
         EngineLaunch {
             engine: self.engine.clone(),
             version: self.version.clone(),
@@ -113,7 +116,7 @@ impl PlannedCell {
                 .iter()
                 .map(|argv| argv.iter().map(|a| fill(a)).collect())
                 .collect(),
-            user: self.user.clone(),
+            user: Some(self.user.clone()),
             readiness: self.readiness.clone(),
             log_path: log_path.to_path_buf(),
         }
@@ -127,7 +130,18 @@ impl PlannedCell {
         }
     }
 
-    fn fill(&self, arg: &str, port: u16, data_dir: &Path, config_dir: &Path) -> String {
+    /// `arg` as `plan` shows it: `{binary}` and `{bin_dir}` filled, the
+    /// per-run values left as `{port}`, `{data_dir}`, `{config_dir}`.
+    pub fn shown_arg(&self, arg: &str) -> String {
+        self.fill(
+            arg,
+            "{port}",
+            Path::new("{data_dir}"),
+            Path::new("{config_dir}"),
+        )
+    }
+
+    fn fill(&self, arg: &str, port: &str, data_dir: &Path, config_dir: &Path) -> String {
         let binary = self.binary();
         let bin_dir = Path::new(&binary)
             .parent()
@@ -136,7 +150,7 @@ impl PlannedCell {
         let mut out = arg
             .replace("{binary}", &binary)
             .replace("{bin_dir}", &bin_dir)
-            .replace("{port}", &port.to_string())
+            .replace("{port}", port)
             .replace("{data_dir}", &data_dir.display().to_string())
             .replace("{config_dir}", &config_dir.display().to_string());
         for c in &self.configs {
@@ -732,7 +746,10 @@ fn plan_inner(
                     scale: ep.env.scale,
                     command: engine.command.clone(),
                     init: engine.init.clone(),
-                    user: engine.user.clone(),
+                    user: engine
+                        .user
+                        .clone()
+                        .unwrap_or_else(|| super::engine::DEFAULT_USER.into()),
                     env: engine.env.clone(),
                     readiness: engine.readiness.clone(),
                     image_binary: image_binary.clone(),

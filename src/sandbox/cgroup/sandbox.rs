@@ -5,11 +5,13 @@ use super::hierarchy::Hierarchy;
 use super::{io, memory, remove, stats};
 use crate::sandbox::ledger::{self, Ledger, Resource};
 use crate::sandbox::process::{self, Detach, Launch};
+use crate::sandbox::roots;
 use crate::sandbox::{
     CellLimits, CgroupStats, EngineHandle, EngineId, EngineLaunch, EngineStatus, Program,
     Provisioned, Sandbox, SandboxError, StopReport, TeardownReport,
 };
 use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -166,6 +168,50 @@ impl CgroupSandbox {
         g.read_back(limits, out)
     }
 
+    /// Copy each kept config to where the engine reads it (a folder of
+    /// the work dir, recorded before it is made), readable by the engine's
+    /// user alone: the engine drops privileges and may not be able to
+    /// reach the results folder the kept copy is in.
+    fn install_configs(
+        &mut self,
+        launch: &EngineLaunch,
+        user: Option<process::Identity>,
+    ) -> Result<(), SandboxError> {
+        let err = |path: &Path, detail: String| SandboxError::DataDir {
+            path: path.to_path_buf(),
+            detail,
+        };
+        for (kept, engine_path) in &launch.config_files {
+            let Some(dir) = engine_path.parent().filter(|_| kept != engine_path) else {
+                continue;
+            };
+            if !dir.exists() {
+                self.ledger_mut()?.record(Resource::DataDir {
+                    path: dir.to_path_buf(),
+                })?;
+                roots::create_dirs(dir, 0o700).map_err(|e| err(dir, e.to_string()))?;
+                if let Some(id) = user {
+                    give_to(dir, id)?;
+                }
+            }
+            std::fs::copy(kept, engine_path)
+                .and_then(|_| {
+                    std::fs::set_permissions(engine_path, std::fs::Permissions::from_mode(0o600))
+                })
+                .map_err(|e| {
+                    err(
+                        engine_path,
+                        format!("copying config {}: {e}", kept.display()),
+                    )
+                })?;
+            if let (Some(name), Some(id)) = (&launch.user, user) {
+                give_to(engine_path, id)?;
+                process::check_reachable(engine_path, name, id)?;
+            }
+        }
+        Ok(())
+    }
+
     fn engine_mut(&mut self) -> Result<&mut Engine, SandboxError> {
         self.engine.as_mut().ok_or(SandboxError::NoEngine)
     }
@@ -232,33 +278,27 @@ impl Sandbox for CgroupSandbox {
             .transpose()?;
         if let (Some(name), Some(id)) = (&launch.user, user) {
             process::check_reachable(&launch.data_dir, name, id)?;
+            if let Program::Binary(p) = &launch.program {
+                process::check_program_reachable(p, name, id)?;
+            }
         }
         if !launch.data_dir.exists() {
             self.ledger_mut()?.record(Resource::DataDir {
                 path: launch.data_dir.clone(),
             })?;
-            std::fs::create_dir_all(&launch.data_dir).map_err(|e| SandboxError::DataDir {
-                path: launch.data_dir.clone(),
-                detail: e.to_string(),
+            // Folders on the way get a mode the engine's user can traverse.
+            roots::create_dirs(&launch.data_dir, roots::SEARCHABLE).map_err(|e| {
+                SandboxError::DataDir {
+                    path: launch.data_dir.clone(),
+                    detail: e.to_string(),
+                }
             })?;
         }
         if let Some(id) = user {
             // postgres and mariadb refuse a data dir they do not own.
-            std::os::unix::fs::chown(&launch.data_dir, Some(id.uid), Some(id.gid)).map_err(
-                |e| SandboxError::DataDir {
-                    path: launch.data_dir.clone(),
-                    detail: format!("chown to uid {}: {e}", id.uid),
-                },
-            )?;
+            give_to(&launch.data_dir, id)?;
         }
-        for (host, engine_path) in &launch.config_files {
-            if host != engine_path {
-                std::fs::copy(host, engine_path).map_err(|e| SandboxError::DataDir {
-                    path: engine_path.clone(),
-                    detail: format!("copying config {}: {e}", host.display()),
-                })?;
-            }
-        }
+        self.install_configs(launch, user)?;
         let procs = self.server.procs_files();
         for argv in &launch.init {
             let l = Launch {
@@ -301,6 +341,7 @@ impl Sandbox for CgroupSandbox {
         self.ledger_mut()?.record(Resource::Process {
             pid: pid as i32,
             start_time,
+            cgroup: ledger::process_cgroup(pid as i32),
         })?;
         let mut read_back = BTreeMap::new();
         process::read_back_cpus_allowed(pid, &limits.server_cpus, &mut read_back)?;
@@ -387,6 +428,14 @@ impl Sandbox for CgroupSandbox {
             elapsed_ms: started.elapsed().as_millis() as u64,
         })
     }
+}
+
+/// Make `path` (a folder or file benchcage created) the engine user's.
+fn give_to(path: &Path, id: process::Identity) -> Result<(), SandboxError> {
+    std::os::unix::fs::chown(path, Some(id.uid), Some(id.gid)).map_err(|e| SandboxError::DataDir {
+        path: path.to_path_buf(),
+        detail: format!("chown to uid {}: {e}", id.uid),
+    })
 }
 
 /// Every pid in the sandbox's server group (for tests and the sampler).

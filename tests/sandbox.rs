@@ -1177,3 +1177,229 @@ async fn v2_groups_are_joined_from_pre_exec_killed_and_removed_on_the_real_unifi
         assert!(!pid_alive(p as u32), "pid {p} survived");
     }
 }
+
+// ------------------------------------------------ cleanup trusts no ledger
+
+/// A `sleep` that is nothing of benchcage's, in a cgroup of its own outside
+/// benchcage's top (pids controller on v1, the unified tree on v2).
+struct Bystander {
+    child: Child,
+    cgroup: PathBuf,
+}
+
+impl Bystander {
+    fn start(name: &str) -> Bystander {
+        let child = Command::new("sleep").arg("600").spawn().unwrap();
+        let dirs = Hierarchy::detect()
+            .unwrap()
+            .dirs(Path::new(&format!("benchcage-test-bystander-{name}")));
+        let cgroup = dirs
+            .get("pids")
+            .or_else(|| dirs.get("unified"))
+            .unwrap()
+            .clone();
+        std::fs::create_dir_all(&cgroup).unwrap();
+        std::fs::write(cgroup.join("cgroup.procs"), child.id().to_string()).unwrap();
+        Bystander { child, cgroup }
+    }
+    fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+}
+
+impl Drop for Bystander {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir(&self.cgroup);
+    }
+}
+
+/// The scratch's state dir, private as benchcage requires.
+fn private_state(s: &Scratch) -> PathBuf {
+    let root = s.ledgers();
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o700)).unwrap();
+    root
+}
+
+/// A ledger of a dead owner for `run`, one line per JSON resource.
+fn forge(root: &Path, run: &str, resources: &[serde_json::Value]) -> PathBuf {
+    let mut text = String::new();
+    for r in resources {
+        let mut e = r.clone();
+        e["run"] = run.into();
+        e["owner_pid"] = (i32::MAX - 1).into();
+        e["owner_start"] = 1.into();
+        text.push_str(&e.to_string());
+        text.push('\n');
+    }
+    let path = ledger::path_for(root, run);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn output(c: &mut Command) -> (Option<i32>, String) {
+    let o = c.output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (o.status.code(), text)
+}
+
+#[test]
+fn a_forged_ledger_cannot_make_cleanup_delete_a_folder_outside_its_roots_or_kill_another_process() {
+    let s = Scratch::new("forged");
+    let root = private_state(&s);
+    let outside = tempfile::Builder::new()
+        .prefix("benchcage-test-victim-")
+        .tempdir()
+        .unwrap();
+    std::fs::write(outside.path().join("precious"), "keep me").unwrap();
+    std::fs::create_dir(outside.path().join("via-link")).unwrap();
+    // Inside the work root by name, outside it once the symlink is read.
+    std::os::unix::fs::symlink(outside.path(), s.path().join("escape")).unwrap();
+    let sleeper = Bystander::start(&s.run_id);
+    let pid = sleeper.pid();
+    let start = ledger::process_start_time(pid).unwrap();
+    let cgroup = ledger::process_cgroup(pid).unwrap();
+    let run = format!("{}-x", s.run_id);
+    let path = forge(
+        &root,
+        &run,
+        &[
+            serde_json::json!({"kind": "cgroup", "dirs": {"pids": sleeper.cgroup}}),
+            serde_json::json!({"kind": "data_dir", "path": outside.path()}),
+            serde_json::json!({"kind": "data_dir", "path": s.path().join("escape/via-link")}),
+            // The format every ledger had before cgroups were recorded.
+            serde_json::json!({"kind": "process", "pid": pid, "start_time": start}),
+            serde_json::json!({"kind": "process", "pid": pid, "start_time": start, "cgroup": cgroup}),
+            serde_json::json!({"kind": "hog", "pid": pid, "start_time": start, "cgroup": cgroup}),
+        ],
+    );
+    let (dry_code, dry) = output(&mut bench(&s, &["cleanup", "--dry-run"]));
+    let (code, text) = output(&mut bench(&s, &["cleanup"]));
+    assert!(
+        outside.path().join("precious").is_file() && outside.path().join("via-link").is_dir(),
+        "cleanup deleted a folder outside its roots:\n{text}"
+    );
+    assert!(pid_alive(pid as u32), "cleanup killed pid {pid}:\n{text}");
+    assert!(
+        sleeper.cgroup.is_dir(),
+        "cleanup removed a foreign cgroup:\n{text}"
+    );
+    assert_eq!(code, Some(1), "{text}");
+    assert_eq!(dry_code, Some(1), "{dry}");
+    assert_eq!(text.matches("  KEPT ").count(), 6, "{text}");
+    for why in [
+        "outside benchcage's work root",
+        "resolves to",
+        "does not record its cgroup",
+        "not in a cgroup of run",
+        "not a `benchcage hog` process",
+        "not a cgroup of run",
+    ] {
+        assert!(text.contains(why), "no `{why}` in:\n{text}");
+    }
+    assert_eq!(dry.matches("  KEPT ").count(), 6, "{dry}");
+    assert!(path.is_file(), "the ledger it did not act on was deleted");
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn an_unparsable_ledger_is_kept_and_reported_by_cleanup() {
+    let s = Scratch::new("junk");
+    let root = private_state(&s);
+    let data = s.path().join("w/data");
+    std::fs::create_dir_all(&data).unwrap();
+    let junk = root.join(format!("{}-junk.ledger", s.run_id));
+    std::fs::write(&junk, "this is not json\n").unwrap();
+    // A good entry after a bad line: nothing in the file is acted on.
+    let mixed = forge(
+        &root,
+        &format!("{}-mixed", s.run_id),
+        &[serde_json::json!({"kind": "data_dir", "path": data})],
+    );
+    let good = std::fs::read_to_string(&mixed).unwrap();
+    std::fs::write(&mixed, format!("{{\"truncated\n{good}")).unwrap();
+    let before = (
+        std::fs::read(&junk).unwrap(),
+        std::fs::read(&mixed).unwrap(),
+    );
+    let (code, text) = output(&mut bench(&s, &["cleanup"]));
+    assert_eq!(code, Some(1), "{text}");
+    for f in [&junk, &mixed] {
+        assert!(
+            text.contains(&format!(
+                "KEPT ledger {}: line 1 is not a ledger entry",
+                f.display()
+            )),
+            "{text}"
+        );
+    }
+    assert_eq!(
+        (
+            std::fs::read(&junk).unwrap(),
+            std::fs::read(&mixed).unwrap()
+        ),
+        before,
+        "the unreadable ledgers were changed or deleted"
+    );
+    assert!(
+        data.is_dir(),
+        "an entry of an unreadable ledger was acted on"
+    );
+    std::fs::remove_file(&junk).unwrap();
+    std::fs::remove_file(&mixed).unwrap();
+}
+
+#[test]
+fn a_state_dir_that_others_can_use_or_root_does_not_own_is_refused() {
+    let s = Scratch::new("statedir");
+    let root = private_state(&s);
+    let data = s.path().join("w/data");
+    std::fs::create_dir_all(&data).unwrap();
+    let path = forge(
+        &root,
+        &s.run_id,
+        &[serde_json::json!({"kind": "data_dir", "path": data})],
+    );
+    for (mode, owner, why) in [
+        (0o777, 0, "mode 777"),
+        (0o755, 0, "mode 755"),
+        (0o700, 65534, "owned by uid 65534"),
+    ] {
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(mode)).unwrap();
+        std::os::unix::fs::chown(&root, Some(owner), None).unwrap();
+        let (code, text) = output(&mut bench(&s, &["cleanup"]));
+        assert_eq!(code, Some(2), "{why}: {text}");
+        assert!(
+            text.contains(why) && text.contains(&root.display().to_string()),
+            "{text}"
+        );
+        assert!(
+            data.is_dir() && path.is_file(),
+            "{why}: something was acted on"
+        );
+        let results = s.path().join("results");
+        let (code, text) = output(
+            Command::new(BIN)
+                .args(["--home", env!("CARGO_MANIFEST_DIR"), "run"])
+                .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/run-small.yaml"))
+                .arg("--results")
+                .arg(&results)
+                .env(ledger::ROOT_ENV, &root)
+                .env("BENCHCAGE_WORK", s.path()),
+        );
+        assert_eq!(code, Some(2), "run with {why}: {text}");
+        assert!(text.contains(why), "{text}");
+        assert!(!results.exists(), "a refused run created its results");
+    }
+    std::os::unix::fs::chown(&root, Some(0), None).unwrap();
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let (code, text) = output(&mut bench(&s, &["cleanup"]));
+    assert_eq!(code, Some(0), "{text}");
+    assert!(!data.exists() && !path.exists(), "{text}");
+}

@@ -704,3 +704,118 @@ fn a_second_ctrl_c_still_tears_everything_down() {
     assert_eq!(rec.status, "interrupted");
     assert_clean(&place, &id);
 }
+
+/// A copy of the project (engines, environments, templates, the test
+/// scenarios) in a folder of mode 700, as a clone in /root would be.
+fn private_home(place: &Place) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let home = place.tmp.path().join("private-home");
+    for d in ["engines", "environments", "templates", "tests/scenarios"] {
+        copy_tree(&Path::new(HOME).join(d), &home.join(d));
+    }
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).unwrap();
+    home
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        if e.path().is_dir() {
+            copy_tree(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+fn mode_of(p: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+#[test]
+fn a_project_and_results_in_private_folders_run_every_engine_that_runs_here() {
+    use std::os::unix::fs::PermissionsExt;
+    let place = Place::new();
+    let home = private_home(&place);
+    let results = place.tmp.path().join("private-results");
+    std::fs::create_dir(&results).unwrap();
+    std::fs::set_permissions(&results, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_benchcage"))
+        .current_dir(&home)
+        .arg("--home")
+        .arg(&home)
+        .args(["run", "tests/scenarios/run-every-engine.yaml", "--results"])
+        .arg(&results)
+        .env("BENCHCAGE_WORK", place.work())
+        .env("BENCHCAGE_STATE_DIR", place.state())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let dirs: Vec<PathBuf> = std::fs::read_dir(&results)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{stderr}");
+    let mut users = std::collections::BTreeMap::new();
+    for cell_dir in cell_dirs(&dirs[0]) {
+        let cell: CellRecord = read(&cell_dir.join("cell.json"));
+        assert_eq!(
+            cell.status,
+            "finished",
+            "{}: {}",
+            cell.engine,
+            cell.failure.unwrap_or_default()
+        );
+        let launch: benchcage::sandbox::EngineLaunch = read(&cell_dir.join("launch.json"));
+        for (kept, engine_path) in &launch.config_files {
+            assert!(kept.starts_with(&cell_dir), "{}", kept.display());
+            assert!(kept.is_file(), "the results keep {}", kept.display());
+            assert!(
+                engine_path.starts_with(place.work()),
+                "{} reads {} from the work dir",
+                cell.engine,
+                engine_path.display()
+            );
+        }
+        users.insert(cell.engine.clone(), launch.user.unwrap_or_default());
+    }
+    assert_eq!(
+        users.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["mariadb", "myrocks", "postgres", "redis", "secantusdb"]
+    );
+    assert_eq!(users["redis"], "nobody", "an engine without `user:`");
+    assert_eq!(users["postgres"], "postgres");
+    assert_eq!(users["mariadb"], "mysql");
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(mode_of(&home), 0o700, "the home was chmodded");
+    assert_eq!(mode_of(&results), 0o700, "the results folder was chmodded");
+    let run: RunRecord = read(&dirs[0].join("run.json"));
+    assert_clean(&place, &run.run_id);
+}
+
+#[test]
+fn an_engine_that_fails_before_it_is_ready_shows_its_own_stderr_in_the_failure() {
+    let place = Place::new();
+    let (status, _, stderr) = place.run(&[
+        "tests/scenarios/run-postgres.yaml",
+        "--set",
+        "max_connections=0",
+    ]);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    let dir = &place.run_dirs()[0];
+    let cell: CellRecord = read(&cell_dirs(dir)[0].join("cell.json"));
+    let why = cell.failure.unwrap_or_default();
+    assert!(why.contains("before it was ready"), "{why}");
+    // postgres writes these on its stderr, after initdb's stdout.
+    assert!(
+        why.contains("FATAL:")
+            && why.contains("0 is outside the valid range for parameter \"max_connections\""),
+        "{why}"
+    );
+    assert!(stderr.contains("max_connections"), "{stderr}");
+    assert_clean(&place, &read::<RunRecord>(&dir.join("run.json")).run_id);
+}

@@ -356,3 +356,24 @@ pub fn read_back_cpus_allowed(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_log_tail_of_an_engine_that_printed_nothing_says_so() {
+        let t = tempfile::tempdir().unwrap();
+        let log = t.path().join("engine.log");
+        std::fs::write(&log, "\n\n").unwrap();
+        let tail = log_tail(&log, 20);
+        assert!(
+            tail.contains("printed nothing on stdout or stderr"),
+            "{tail}"
+        );
+        let missing = log_tail(&t.path().join("none.log"), 20);
+        assert!(missing.starts_with("(no engine log:"), "{missing}");
+        std::fs::write(&log, "one\n\ntwo\nthree\n").unwrap();
+        assert_eq!(log_tail(&log, 2), "two\nthree");
+    }
+}

@@ -5,6 +5,7 @@ use crate::cli::PlanArgs;
 use crate::host::HostFacts;
 use crate::sandbox::{Program, SwapPolicy};
 use crate::spec::plan::{HOG_MARGIN, Plan, PlannedCell, approx, plan_command_line};
+use crate::spec::Diagnostics;
 use crate::spec::scenario::{Length, Work};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -13,21 +14,33 @@ use std::process::ExitCode;
 
 pub async fn run(home: &Path, args: &PlanArgs) -> anyhow::Result<ExitCode> {
     let host = HostFacts::probe();
-    let plan = plan_command_line(
+    let cp = plan_command_line(
         home,
         &args.scenario,
         &args.set,
         args.env.as_deref(),
         args.only.as_deref(),
         &host,
-    )?
-    .plan;
+    )?;
+    warn_unused(&cp.warnings);
+    let plan = cp.plan;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&plan)?);
     } else {
         print!("{}", describe(&plan, &host));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Problems of specs the scenario does not use, on stderr: they stop
+/// nothing, and `benchcage validate` lists them.
+pub fn warn_unused(warnings: &Diagnostics) {
+    for d in warnings.iter() {
+        eprintln!("warning: {d}");
+    }
+    if !warnings.is_empty() {
+        eprintln!("warning: these specs are not used by this scenario; `benchcage validate` checks them all");
+    }
 }
 
 /// The plan in words.

@@ -28,6 +28,7 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
         scenario,
         overrides,
         plan,
+        warnings,
     } = plan_command_line(
         home,
         &args.scenario,
@@ -37,6 +38,7 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
         &host,
     )
     .map_err(crate::error::BadInput::from)?;
+    crate::commands::plan::warn_unused(&warnings);
     if plan.cells.is_empty() {
         return Err(crate::error::bad_input(format!(
             "scenario `{}` has no cell matching --env/--only; `benchcage plan {}` lists them",

@@ -34,7 +34,7 @@ pub async fn run(home: &Path, args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     let mut diags = Diagnostics::default();
     for f in &files {
         let canon = f.canonicalize().unwrap_or_else(|_| f.clone());
-        if !f.is_file() {
+        if f.symlink_metadata().is_err() {
             diags.push(Diagnostic::flag(
                 f.display().to_string(),
                 String::new(),
@@ -61,7 +61,10 @@ pub async fn run(home: &Path, args: &ValidateArgs) -> anyhow::Result<ExitCode> {
             continue;
         }
         let mut own = Diagnostics::default();
-        let text = std::fs::read_to_string(f).unwrap_or_default();
+        let Some(text) = crate::spec::read_spec(&f.display().to_string(), f, &mut own) else {
+            diags.extend(own);
+            continue;
+        };
         let parsed = crate::spec::parse_text(
             &f.display().to_string(),
             &crate::spec::spec_name(f),

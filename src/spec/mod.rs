@@ -9,6 +9,7 @@ pub mod de;
 pub mod diag;
 pub mod engine;
 pub mod environment;
+pub mod files;
 pub mod overrides;
 pub mod plan;
 pub mod scenario;
@@ -33,6 +34,9 @@ pub struct Project {
     /// Specs whose files exist but did not parse (already reported), so that
     /// references to them are not reported again as unknown.
     broken: std::collections::BTreeSet<String>,
+    /// The file(s) of every spec found, by `folder/name` (two when a name
+    /// is ambiguous: `x.yaml` and `x.yml`).
+    files: BTreeMap<String, Vec<PathBuf>>,
 }
 
 /// The three spec kinds, by folder.
@@ -72,34 +76,26 @@ fn display_path(home: &Path, p: &Path) -> String {
     p.strip_prefix(home).unwrap_or(p).display().to_string()
 }
 
-fn yaml_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.path())
-                .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml")))
-                .collect()
-        })
-        .unwrap_or_default();
-    out.sort();
-    out
+/// Read a spec file (a regular file, bounded); a problem goes into `diags`.
+pub fn read_spec(shown: &str, path: &Path, diags: &mut Diagnostics) -> Option<String> {
+    match files::read_bounded(path, files::MAX_SPEC_BYTES) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            diags.push(Diagnostic::flag(
+                shown,
+                String::new(),
+                format!("this file {e}"),
+                Some("remove it or replace it with a spec file".into()),
+            ));
+            None
+        }
+    }
 }
 
 /// Parse one spec file of a known kind. Problems go into `diags`.
 fn parse_file(home: &Path, path: &Path, kind: Kind, diags: &mut Diagnostics) -> Option<Parsed> {
     let shown = display_path(home, path);
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) => {
-            diags.push(Diagnostic::flag(
-                shown,
-                String::new(),
-                format!("cannot read the file: {e}"),
-                None,
-            ));
-            return None;
-        }
-    };
+    let text = read_spec(&shown, path, diags)?;
     parse_text(&shown, &spec_name(path), &text, kind, diags)
 }
 
@@ -127,8 +123,11 @@ pub fn parse_text(
                 line: e.pos.line,
                 column: e.pos.column,
                 field: String::new(),
+                hint: e
+                    .message
+                    .starts_with("malformed YAML")
+                    .then(|| "check indentation, colons and brackets around this spot".into()),
                 message: e.message,
-                hint: Some("check indentation, colons and brackets around this spot".into()),
             });
             return None;
         }
@@ -171,6 +170,13 @@ impl Project {
     /// types, templates, environments). Whether a scenario fits this host
     /// is checked by `validate_on_host` and by planning it.
     pub fn load(home: &Path) -> Result<Project, Diagnostics> {
+        let (project, diags) = Project::load_all(home);
+        diags.into_result(project)
+    }
+
+    /// Load every spec that can be loaded, and every problem found: the
+    /// project holds the specs that are fine.
+    pub fn load_all(home: &Path) -> (Project, Diagnostics) {
         let mut diags = Diagnostics::default();
         let mut project = Project {
             home: home.to_path_buf(),
@@ -178,11 +184,33 @@ impl Project {
             engines: BTreeMap::new(),
             scenarios: BTreeMap::new(),
             broken: Default::default(),
+            files: BTreeMap::new(),
         };
         let mut found_any = false;
         for kind in [Kind::Engine, Kind::Environment, Kind::Scenario] {
-            for path in yaml_files(&home.join(kind.folder())) {
+            let paths = files::yaml_files(&home.join(kind.folder()));
+            for path in &paths {
+                let key = format!("{}/{}", kind.folder(), spec_name(path));
+                project.files.entry(key).or_default().push(path.clone());
+            }
+            let ambiguous = files::ambiguous(&paths);
+            for (name, both) in &ambiguous {
+                project.broken.insert(format!("{}/{name}", kind.folder()));
+                let shown: Vec<String> = both.iter().map(|p| display_path(home, p)).collect();
+                for f in &shown {
+                    diags.push(Diagnostic::flag(
+                        f.clone(),
+                        "",
+                        format!("{} files define `{name}`: {}", shown.len(), shown.join(" and ")),
+                        Some("keep one of them, so that the name says which file runs".into()),
+                    ));
+                }
+            }
+            for path in paths {
                 found_any = true;
+                if ambiguous.iter().any(|(n, _)| *n == spec_name(&path)) {
+                    continue;
+                }
                 match parse_file(home, &path, kind, &mut diags) {
                     Some(Parsed::Environment(e)) => {
                         project.environments.insert(e.name.clone(), e);
@@ -220,7 +248,55 @@ impl Project {
         for s in project.scenarios.values() {
             diags.extend(project.check_scenario(s));
         }
-        diags.into_result(project)
+        (project, diags)
+    }
+
+    /// The spec files (as shown in messages) that `scenario` needs: its own
+    /// file and those of its engines and environments.
+    pub fn files_needed_by(&self, scenario: &Scenario) -> std::collections::BTreeSet<String> {
+        let mut keys: Vec<String> = Vec::new();
+        for e in &scenario.matrix.engines {
+            keys.push(format!("engines/{}", e.engine));
+        }
+        for e in &scenario.matrix.environments {
+            keys.push(format!("environments/{}", e.name));
+        }
+        let mut out: std::collections::BTreeSet<String> = keys
+            .iter()
+            .filter_map(|k| self.files.get(k))
+            .flatten()
+            .map(|p| display_path(&self.home, p))
+            .collect();
+        out.insert(scenario.origin.file.clone());
+        out
+    }
+
+    /// Whether `shown` (as in a diagnostic) is a spec file of this home.
+    pub fn is_spec_file(&self, shown: &str) -> bool {
+        self.files
+            .values()
+            .flatten()
+            .any(|p| display_path(&self.home, p) == shown)
+    }
+
+    /// Split the problems of a home into those a command that runs
+    /// `scenario` must stop for and those it only warns about: a broken
+    /// spec the scenario does not use stops nothing.
+    pub fn split_for(
+        &self,
+        scenario: &Scenario,
+        diags: Diagnostics,
+    ) -> (Diagnostics, Diagnostics) {
+        let needed = self.files_needed_by(scenario);
+        let (mut fatal, mut warn) = (Diagnostics::default(), Diagnostics::default());
+        for d in diags.0 {
+            if self.is_spec_file(&d.file) && !needed.contains(&d.file) {
+                warn.push(d);
+            } else {
+                fatal.push(d);
+            }
+        }
+        (fatal, warn)
     }
 
     /// Templates exist under templates/ and render with every knob at its
@@ -265,18 +341,38 @@ impl Project {
     }
 
     /// A scenario by name (`quickstart`) or path (`scenarios/quickstart.yaml`).
+    /// A name that two files claim (`x.yaml` and `x.yml`) is refused.
     pub fn find_scenario(&self, arg: &str) -> Result<Scenario, Diagnostics> {
         let p = Path::new(arg);
         let candidates = [p.to_path_buf(), self.home.join(p)];
-        if let Some(file) = candidates.iter().find(|c| c.is_file()) {
-            let name = spec_name(file);
-            let in_project = self.home.join("scenarios").join(format!("{name}.yaml"));
-            if let Some(s) = self.scenarios.get(&name)
-                && same_file(file, &in_project)
-            {
-                return Ok(s.clone());
-            }
-            return self.load_scenario_file(file);
+        // Anything by that name, whatever it is (a FIFO, a device, a loop):
+        // reading it says what is wrong. A folder counts when named as a spec.
+        let named_spec = matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml"));
+        if let Some(file) = candidates
+            .iter()
+            .find(|c| c.symlink_metadata().is_ok() && (named_spec || !c.is_dir()))
+        {
+            let own = self
+                .scenarios
+                .get(&spec_name(file))
+                .filter(|s| same_file(file, &self.home.join(&s.origin.file)));
+            return match own {
+                Some(s) => Ok(s.clone()),
+                None => self.load_scenario_file(file),
+            };
+        }
+        if let Some(paths) = self.files.get(&format!("scenarios/{arg}")) {
+            let shown: Vec<String> = paths.iter().map(|p| display_path(&self.home, p)).collect();
+            return match (self.scenarios.get(arg), &paths[..]) {
+                (Some(s), [_]) => Ok(s.clone()),
+                (_, [one]) => self.load_scenario_file(one),
+                _ => Err(Diagnostics(vec![Diagnostic::flag(
+                    arg,
+                    "",
+                    format!("the scenario name `{arg}` is ambiguous: {}", shown.join(" and ")),
+                    Some("keep one of the files, or name the file to run".into()),
+                )])),
+            };
         }
         match self.scenarios.get(arg) {
             Some(s) => Ok(s.clone()),

@@ -226,6 +226,9 @@ pub struct CommandPlan {
     /// The `--set` flags, parsed.
     pub overrides: Vec<(String, String)>,
     pub plan: Plan,
+    /// Problems of specs in the home that this scenario does not use:
+    /// worth a warning, not a stop.
+    pub warnings: Diagnostics,
 }
 
 /// The scenario (name or path) of the project under `home` and its plan
@@ -239,13 +242,30 @@ pub fn plan_command_line(
     host: &HostFacts,
 ) -> Result<CommandPlan, Diagnostics> {
     let overrides = super::overrides::parse_set_flags(set_flags)?;
-    let project = Project::load(home)?;
-    let scenario = project.find_scenario(scenario)?;
+    let (project, diags) = Project::load_all(home);
+    let scenario = match project.find_scenario(scenario) {
+        Ok(s) => s,
+        Err(own) => {
+            // Problems of the home itself (no specs at all) come first.
+            let mut all = Diagnostics(
+                diags
+                    .0
+                    .into_iter()
+                    .filter(|d| !project.is_spec_file(&d.file))
+                    .collect(),
+            );
+            all.extend(own);
+            return Err(all);
+        }
+    };
+    let (fatal, warnings) = project.split_for(&scenario, diags);
+    fatal.into_result(())?;
     let plan = plan_on(&project, &scenario, &overrides, env_filter, only, host)?;
     Ok(CommandPlan {
         scenario,
         overrides,
         plan,
+        warnings,
     })
 }
 

@@ -64,12 +64,34 @@ pub struct SyntaxError {
     pub message: String,
 }
 
+/// The deepest nesting of lists and mappings a spec may have.
+pub const MAX_DEPTH: usize = 64;
+/// The most values a spec may hold, aliases counted as what they expand to.
+pub const MAX_NODES: u64 = 100_000;
+/// The most scalar bytes a spec may hold, aliases counted as expanded.
+pub const MAX_EXPANDED_BYTES: u64 = 4 * 1024 * 1024;
+/// The longest single scalar.
+pub const MAX_SCALAR_BYTES: usize = 64 * 1024;
+
+/// What a node (with everything under it) costs: values and scalar bytes.
+#[derive(Debug, Clone, Copy, Default)]
+struct Weight {
+    nodes: u64,
+    bytes: u64,
+}
+
+/// Builds the tree from parser events, within the bounds above: an alias
+/// is charged what it expands to before it is copied, so a "billion laughs"
+/// stops at the first alias over budget instead of filling the memory.
 #[derive(Default)]
 struct Builder {
-    stack: Vec<Frame>,
-    anchors: BTreeMap<usize, Node>,
+    stack: Vec<(Frame, Weight)>,
+    anchors: BTreeMap<usize, (Node, Weight)>,
     docs: Vec<Node>,
     errors: Vec<SyntaxError>,
+    total: Weight,
+    /// Set at the first bound exceeded: the rest of the file is only scanned.
+    stopped: bool,
 }
 
 enum Frame {
@@ -85,11 +107,58 @@ fn pos_of(span: &Span) -> Pos {
 }
 
 impl Builder {
-    fn push_node(&mut self, node: Node, anchor: usize) {
-        if anchor > 0 {
-            self.anchors.insert(anchor, node.clone());
+    /// Refuse the file from here on.
+    fn stop(&mut self, pos: Pos, message: String) {
+        self.errors.push(SyntaxError { pos, message });
+        self.stopped = true;
+        self.stack.clear();
+        self.anchors.clear();
+    }
+
+    /// Charge `w` to the file; false (and the file refused) when over a bound.
+    fn charge(&mut self, pos: Pos, w: Weight) -> bool {
+        self.total.nodes += w.nodes;
+        self.total.bytes += w.bytes;
+        if self.total.nodes > MAX_NODES {
+            self.stop(
+                pos,
+                format!("the file holds more than {MAX_NODES} values (aliases counted as expanded); a spec is far smaller"),
+            );
+        } else if self.total.bytes > MAX_EXPANDED_BYTES {
+            self.stop(
+                pos,
+                format!("the file holds more than {MAX_EXPANDED_BYTES} bytes of values (aliases counted as expanded); a spec is far smaller"),
+            );
         }
-        match self.stack.last_mut() {
+        !self.stopped
+    }
+
+    fn open(&mut self, pos: Pos, frame: Frame) {
+        if self.stack.len() >= MAX_DEPTH {
+            self.stop(
+                pos,
+                format!("lists and mappings nest deeper than {MAX_DEPTH} levels"),
+            );
+            return;
+        }
+        if self.charge(pos, Weight { nodes: 1, bytes: 0 }) {
+            self.stack.push((frame, self.total));
+        }
+    }
+
+    /// What was charged since `start` (the frame's own node included).
+    fn since(&self, start: Weight) -> Weight {
+        Weight {
+            nodes: self.total.nodes - start.nodes + 1,
+            bytes: self.total.bytes - start.bytes,
+        }
+    }
+
+    fn push_node(&mut self, node: Node, anchor: usize, weight: Weight) {
+        if anchor > 0 {
+            self.anchors.insert(anchor, (node.clone(), weight));
+        }
+        match self.stack.last_mut().map(|(f, _)| f) {
             None => self.docs.push(node),
             Some(Frame::Seq(_, _, items)) => items.push(node),
             Some(Frame::Map(_, _, entries, pending)) => match pending.take() {
@@ -111,9 +180,29 @@ impl Builder {
 
 impl<'i> SpannedEventReceiver<'i> for Builder {
     fn on_event(&mut self, ev: Event<'i>, span: Span) {
+        if self.stopped {
+            return;
+        }
         let pos = pos_of(&span);
         match ev {
             Event::Scalar(text, style, anchor, _tag) => {
+                if text.len() > MAX_SCALAR_BYTES {
+                    self.stop(
+                        pos,
+                        format!(
+                            "a value of {} bytes; values in a spec are at most {MAX_SCALAR_BYTES} bytes",
+                            text.len()
+                        ),
+                    );
+                    return;
+                }
+                let weight = Weight {
+                    nodes: 1,
+                    bytes: text.len() as u64,
+                };
+                if !self.charge(pos, weight) {
+                    return;
+                }
                 let quoted = !matches!(style, ScalarStyle::Plain);
                 let kind = if !quoted && matches!(&*text, "" | "~" | "null" | "Null" | "NULL") {
                     NodeKind::Null
@@ -123,41 +212,40 @@ impl<'i> SpannedEventReceiver<'i> for Builder {
                         quoted,
                     }
                 };
-                self.push_node(Node { pos, kind }, anchor);
+                self.push_node(Node { pos, kind }, anchor, weight);
             }
-            Event::SequenceStart(anchor, _) => self.stack.push(Frame::Seq(pos, anchor, vec![])),
+            Event::SequenceStart(anchor, _) => self.open(pos, Frame::Seq(pos, anchor, vec![])),
             Event::MappingStart(anchor, _) => {
-                self.stack.push(Frame::Map(pos, anchor, vec![], None))
+                self.open(pos, Frame::Map(pos, anchor, vec![], None))
             }
             Event::SequenceEnd => {
-                if let Some(Frame::Seq(p, anchor, items)) = self.stack.pop() {
-                    self.push_node(
-                        Node {
-                            pos: p,
-                            kind: NodeKind::Seq(items),
-                        },
-                        anchor,
-                    );
+                if let Some((Frame::Seq(p, anchor, items), start)) = self.stack.pop() {
+                    let weight = self.since(start);
+                    let kind = NodeKind::Seq(items);
+                    self.push_node(Node { pos: p, kind }, anchor, weight);
                 }
             }
             Event::MappingEnd => {
-                if let Some(Frame::Map(p, anchor, entries, _)) = self.stack.pop() {
-                    self.push_node(
-                        Node {
-                            pos: p,
-                            kind: NodeKind::Map(entries),
-                        },
-                        anchor,
-                    );
+                if let Some((Frame::Map(p, anchor, entries, _), start)) = self.stack.pop() {
+                    let weight = self.since(start);
+                    let kind = NodeKind::Map(entries);
+                    self.push_node(Node { pos: p, kind }, anchor, weight);
                 }
             }
             Event::Alias(id) => {
-                let node = self.anchors.get(&id).cloned().unwrap_or(Node {
-                    pos,
-                    kind: NodeKind::Null,
-                });
-                let node = Node { pos, ..node };
-                self.push_node(node, 0);
+                let weight = self.anchors.get(&id).map(|(_, w)| *w).unwrap_or_default();
+                // Charged before the copy: an alias bomb stops here.
+                if !self.charge(pos, weight) {
+                    return;
+                }
+                let node = match self.anchors.get(&id) {
+                    Some((n, _)) => Node { pos, ..n.clone() },
+                    None => Node {
+                        pos,
+                        kind: NodeKind::Null,
+                    },
+                };
+                self.push_node(node, 0, weight);
             }
             _ => {}
         }
@@ -250,5 +338,46 @@ mod tests {
                 .message
                 .contains("empty")
         );
+    }
+
+    #[test]
+    fn an_alias_bomb_is_refused_before_it_expands() {
+        let mut text = String::from("a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+        for (name, prev) in ["b", "c", "d", "e", "f", "g", "h", "i"].iter().zip(["a", "b", "c", "d", "e", "f", "g", "h"]) {
+            let refs = vec![format!("*{prev}"); 9].join(", ");
+            text.push_str(&format!("{name}: &{name} [{refs}]\n"));
+        }
+        let start = std::time::Instant::now();
+        let e = parse(&text).unwrap_err();
+        assert!(e.message.contains("aliases counted as expanded"), "{e:?}");
+        assert!(start.elapsed() < std::time::Duration::from_secs(1));
+    }
+
+    #[test]
+    fn aliases_within_the_bounds_still_expand() {
+        let n = parse("a: &x {k: v}\nb: *x\n").unwrap();
+        let NodeKind::Map(e) = &n.kind else { panic!() };
+        assert_eq!(e[1].1.kind, e[0].1.kind);
+        assert_eq!(e[1].1.pos.line, 2);
+    }
+
+    #[test]
+    fn deep_nesting_and_huge_scalars_are_refused() {
+        let deep = format!("a: {}{}\n", "[".repeat(MAX_DEPTH + 1), "]".repeat(MAX_DEPTH + 1));
+        let e = parse(&deep).unwrap_err();
+        assert!(e.message.contains("nest deeper"), "{e:?}");
+        let ok = format!("a: {}{}\n", "[".repeat(MAX_DEPTH - 1), "]".repeat(MAX_DEPTH - 1));
+        parse(&ok).unwrap();
+        let huge = format!("a: {}\n", "x".repeat(MAX_SCALAR_BYTES + 1));
+        let e = parse(&huge).unwrap_err();
+        assert!(e.message.contains("at most 65536 bytes"), "{e:?}");
+        assert!(e.message.len() < 200);
+    }
+
+    #[test]
+    fn too_many_values_are_refused() {
+        let many = format!("a: [{}]\n", vec!["1"; MAX_NODES as usize + 1].join(","));
+        let e = parse(&many).unwrap_err();
+        assert!(e.message.contains("more than 100000 values"), "{e:?}");
     }
 }

@@ -12,6 +12,12 @@
 //! cap), `cpus`, and `knobs` (only the knobs that are set). Filters:
 //! `gib` (`12`, `1.5`), `gib_int` (whole GiB, at least 1), `mib`, `kib`,
 //! `short_size` (`12g`, `512m`), `secs` (whole seconds, at least 1), `ms`.
+//!
+//! Templates are input too: `bounds` checks each one before it renders
+//! (no `set`, macros or includes; bounded loops and output), and the
+//! output is written through a cap, so no template can fill the memory.
+
+mod bounds;
 
 use crate::spec::engine::{ConfigFormat, Engine, KnobValue};
 use crate::units::Bytes;
@@ -31,10 +37,10 @@ pub struct RenderedConfig {
 /// Why a template did not render.
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
-    #[error("cannot read template {path}: {source}")]
+    #[error("template {path}: this file {source}")]
     Read {
         path: String,
-        source: std::io::Error,
+        source: crate::spec::files::ReadError,
     },
     #[error("template {path}: {message}")]
     Template { path: String, message: String },
@@ -174,16 +180,61 @@ pub fn render_text(
     format: ConfigFormat,
     input: &RenderInput,
 ) -> Result<String, RenderError> {
+    let fail = |message: String| RenderError::Template {
+        path: name.to_string(),
+        message: crate::error::clip_lines(&message),
+    };
+    // Before Tera's parser, which recurses once per level.
+    bounds::check_nesting(text).map_err(fail)?;
     let mut t = tera::Tera::default();
     // Every output is escaped for the file's format, whatever the template says.
     t.autoescape_on(vec![""]);
     t.set_escape_fn(escape_fn(format));
     register_filters(&mut t);
     t.add_raw_template(name, text)
-        .map_err(|e| RenderError::Template {
-            path: name.to_string(),
-            message: tera_message(&e),
-        })?;
+        .map_err(|e| fail(tera_message(&e)))?;
+    let cx = context(input);
+    let tree = tera::Template::new(name, None, text).map_err(|e| fail(tera_message(&e)))?;
+    bounds::check(&tree.ast, &cx.clone().into_json()).map_err(fail)?;
+    let mut out = Capped::new(bounds::MAX_OUTPUT_BYTES);
+    t.render_to(name, &cx, &mut out)
+        .map_err(|e| fail(tera_message(&e)))?;
+    String::from_utf8(out.bytes).map_err(|_| fail("rendered text that is not UTF-8".into()))
+}
+
+/// A writer that refuses to grow past a limit (a backstop for `bounds`).
+struct Capped {
+    bytes: Vec<u8>,
+    limit: u64,
+}
+
+impl Capped {
+    fn new(limit: u64) -> Self {
+        Capped {
+            bytes: Vec::new(),
+            limit,
+        }
+    }
+}
+
+impl std::io::Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if (self.bytes.len() + buf.len()) as u64 > self.limit {
+            return Err(std::io::Error::other(format!(
+                "the output grew past {} bytes",
+                self.limit
+            )));
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The values a template sees.
+fn context(input: &RenderInput) -> tera::Context {
     let mut cx = tera::Context::new();
     cx.insert("engine", &input.engine.name);
     cx.insert("version", input.version);
@@ -198,10 +249,7 @@ pub fn render_text(
         .map(|(k, v)| (k.as_str(), knob_json(v)))
         .collect();
     cx.insert("knobs", &knobs);
-    t.render(name, &cx).map_err(|e| RenderError::Template {
-        path: name.to_string(),
-        message: tera_message(&e),
-    })
+    cx
 }
 
 fn tera_message(e: &tera::Error) -> String {
@@ -220,10 +268,11 @@ pub fn render_all(home: &Path, input: &RenderInput) -> Result<Vec<RenderedConfig
     let mut out = Vec::new();
     for cf in &input.engine.config_files {
         let path = home.join("templates").join(&cf.template);
-        let text = std::fs::read_to_string(&path).map_err(|source| RenderError::Read {
-            path: format!("templates/{}", cf.template),
-            source,
-        })?;
+        let text = crate::spec::files::read_bounded(&path, crate::spec::files::MAX_TEMPLATE_BYTES)
+            .map_err(|source| RenderError::Read {
+                path: format!("templates/{}", cf.template),
+                source,
+            })?;
         let content = render_text(
             &format!("templates/{}", cf.template),
             &text,
@@ -257,5 +306,95 @@ mod tests {
         assert_eq!(e, "a\\\"\\nb\\\\");
         assert!(!e.contains('\n'));
         assert_eq!(escape_pg("it's\nx"), "it''s\\nx");
+    }
+
+    fn render(tpl: &str, knobs: &BTreeMap<String, KnobValue>) -> Result<String, String> {
+        let project = crate::spec::Project::load(Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap();
+        let input = RenderInput {
+            engine: &project.engines["redis"],
+            version: "7.0",
+            environment: "x",
+            cache: Bytes(Bytes::MIB),
+            memory: None,
+            cpus: 1,
+            knobs,
+        };
+        render_text("t", tpl, ConfigFormat::Redis, &input).map_err(|e| e.to_string())
+    }
+
+    fn refused_fast(tpl: &str, why: &str) {
+        let start = std::time::Instant::now();
+        let e = render(tpl, &BTreeMap::new()).unwrap_err();
+        assert!(e.contains(why), "{tpl}: {e}");
+        assert!(start.elapsed() < std::time::Duration::from_secs(1), "{tpl}");
+    }
+
+    #[test]
+    fn a_template_loop_that_would_render_gigabytes_is_refused_before_it_runs() {
+        refused_fast(
+            "{% for i in range(end=100000000) %}x{% endfor %}",
+            "at most 10000",
+        );
+        refused_fast(
+            "{% for i in range(end=10000) %}{% for j in range(end=10000) %}{% endfor %}{% endfor %}",
+            "more than 1000000 steps",
+        );
+        refused_fast(
+            "{% for i in range(end=10000) %}{{ engine ~ engine ~ engine ~ engine }}........{% endfor %}",
+            "more than 1048576 bytes",
+        );
+        refused_fast(
+            "{% set_global s = \"x\" %}{% for i in range(end=60) %}{% set_global s = s ~ s %}{% endfor %}",
+            "`set` is not supported",
+        );
+        refused_fast(
+            "{{ engine | replace(from=\"\", to=\"xxxxxxxx\") | replace(from=\"\", to=\"xxxxxxxx\") }}",
+            "filter `replace` is not supported",
+        );
+        refused_fast(
+            "{% macro m(n) %}{{ self::m(n=n) }}{% endmacro m %}{{ self::m(n=1) }}",
+            "macros are not supported",
+        );
+        refused_fast(
+            "{{ get_env(name=\"HOME\") }}",
+            "function `get_env` is not supported",
+        );
+        refused_fast(
+            &format!(
+                "{}x{}",
+                "{% if true %}".repeat(20_000),
+                "{% endif %}".repeat(20_000)
+            ),
+            "nest deeper than 32",
+        );
+        refused_fast(
+            &format!("{{{{ {}1{} }}}}", "(".repeat(50_000), ")".repeat(50_000)),
+            "nest deeper than 32",
+        );
+    }
+
+    #[test]
+    fn a_loop_over_a_long_knob_counts_its_characters() {
+        let mut knobs = BTreeMap::new();
+        knobs.insert("s".to_string(), KnobValue::String("y".repeat(2000)));
+        let e = render(
+            "{% for a in knobs.s %}{% for b in knobs.s %}{{ a }}{% endfor %}{% endfor %}",
+            &knobs,
+        )
+        .unwrap_err();
+        assert!(e.contains("more than 1000000 steps"), "{e}");
+    }
+
+    #[test]
+    fn loops_conditions_and_filters_that_configs_use_still_render() {
+        let mut knobs = BTreeMap::new();
+        knobs.insert("a".to_string(), KnobValue::Int(3));
+        knobs.insert("b".to_string(), KnobValue::Size(Bytes(Bytes::GIB)));
+        let out = render(
+            "{% for k, v in knobs %}{{ k }}={{ v }}\n{% endfor %}{% for i in range(end=3) %}{{ loop.index }}{% endfor %}\n{% if knobs.b is defined %}{{ knobs.b | gib_int }}g{% endif %}\n{{ knobs.c | default(value=\"none\") | upper }}",
+            &knobs,
+        )
+        .unwrap();
+        assert_eq!(out, "a=3\nb=1073741824\n123\n1g\nNONE");
     }
 }

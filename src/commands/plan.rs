@@ -4,8 +4,8 @@
 use crate::cli::PlanArgs;
 use crate::host::HostFacts;
 use crate::sandbox::{Program, SwapPolicy};
-use crate::spec::plan::{HOG_MARGIN, Plan, PlannedCell, approx, plan_command_line};
 use crate::spec::Diagnostics;
+use crate::spec::plan::{HOG_MARGIN, Plan, PlannedCell, approx, plan_command_line};
 use crate::spec::scenario::{Length, Work};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -39,7 +39,9 @@ pub fn warn_unused(warnings: &Diagnostics) {
         eprintln!("warning: {d}");
     }
     if !warnings.is_empty() {
-        eprintln!("warning: these specs are not used by this scenario; `benchcage validate` checks them all");
+        eprintln!(
+            "warning: these specs are not used by this scenario; `benchcage validate` checks them all"
+        );
     }
 }
 

@@ -201,7 +201,11 @@ impl Project {
                     diags.push(Diagnostic::flag(
                         f.clone(),
                         "",
-                        format!("{} files define `{name}`: {}", shown.len(), shown.join(" and ")),
+                        format!(
+                            "{} files define `{name}`: {}",
+                            shown.len(),
+                            shown.join(" and ")
+                        ),
                         Some("keep one of them, so that the name says which file runs".into()),
                     ));
                 }
@@ -282,11 +286,7 @@ impl Project {
     /// Split the problems of a home into those a command that runs
     /// `scenario` must stop for and those it only warns about: a broken
     /// spec the scenario does not use stops nothing.
-    pub fn split_for(
-        &self,
-        scenario: &Scenario,
-        diags: Diagnostics,
-    ) -> (Diagnostics, Diagnostics) {
+    pub fn split_for(&self, scenario: &Scenario, diags: Diagnostics) -> (Diagnostics, Diagnostics) {
         let needed = self.files_needed_by(scenario);
         let (mut fatal, mut warn) = (Diagnostics::default(), Diagnostics::default());
         for d in diags.0 {
@@ -369,7 +369,10 @@ impl Project {
                 _ => Err(Diagnostics(vec![Diagnostic::flag(
                     arg,
                     "",
-                    format!("the scenario name `{arg}` is ambiguous: {}", shown.join(" and ")),
+                    format!(
+                        "the scenario name `{arg}` is ambiguous: {}",
+                        shown.join(" and ")
+                    ),
                     Some("keep one of the files, or name the file to run".into()),
                 )])),
             };

@@ -215,9 +215,7 @@ impl<'i> SpannedEventReceiver<'i> for Builder {
                 self.push_node(Node { pos, kind }, anchor, weight);
             }
             Event::SequenceStart(anchor, _) => self.open(pos, Frame::Seq(pos, anchor, vec![])),
-            Event::MappingStart(anchor, _) => {
-                self.open(pos, Frame::Map(pos, anchor, vec![], None))
-            }
+            Event::MappingStart(anchor, _) => self.open(pos, Frame::Map(pos, anchor, vec![], None)),
             Event::SequenceEnd => {
                 if let Some((Frame::Seq(p, anchor, items), start)) = self.stack.pop() {
                     let weight = self.since(start);
@@ -343,7 +341,10 @@ mod tests {
     #[test]
     fn an_alias_bomb_is_refused_before_it_expands() {
         let mut text = String::from("a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
-        for (name, prev) in ["b", "c", "d", "e", "f", "g", "h", "i"].iter().zip(["a", "b", "c", "d", "e", "f", "g", "h"]) {
+        for (name, prev) in ["b", "c", "d", "e", "f", "g", "h", "i"]
+            .iter()
+            .zip(["a", "b", "c", "d", "e", "f", "g", "h"])
+        {
             let refs = vec![format!("*{prev}"); 9].join(", ");
             text.push_str(&format!("{name}: &{name} [{refs}]\n"));
         }
@@ -363,10 +364,18 @@ mod tests {
 
     #[test]
     fn deep_nesting_and_huge_scalars_are_refused() {
-        let deep = format!("a: {}{}\n", "[".repeat(MAX_DEPTH + 1), "]".repeat(MAX_DEPTH + 1));
+        let deep = format!(
+            "a: {}{}\n",
+            "[".repeat(MAX_DEPTH + 1),
+            "]".repeat(MAX_DEPTH + 1)
+        );
         let e = parse(&deep).unwrap_err();
         assert!(e.message.contains("nest deeper"), "{e:?}");
-        let ok = format!("a: {}{}\n", "[".repeat(MAX_DEPTH - 1), "]".repeat(MAX_DEPTH - 1));
+        let ok = format!(
+            "a: {}{}\n",
+            "[".repeat(MAX_DEPTH - 1),
+            "]".repeat(MAX_DEPTH - 1)
+        );
         parse(&ok).unwrap();
         let huge = format!("a: {}\n", "x".repeat(MAX_SCALAR_BYTES + 1));
         let e = parse(&huge).unwrap_err();

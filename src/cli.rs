@@ -49,7 +49,9 @@ pub enum Command {
     Run(RunArgs),
     /// Drive a workload against a server that is already running.
     #[command(
-        after_help = "Example:\n  benchcage drive --store redis://127.0.0.1:6379 --workload a --records 100000 --operations 1000000 --threads 16 --load"
+        after_help = "A load never deletes data it did not create: when the target (the redis database, \
+                      SQL table usertable, mongodb collection) holds data, it is refused with exit code 2 \
+                      unless --reset is given.\n\nExample:\n  benchcage drive --store redis://127.0.0.1:6379 --workload a --records 100000 --operations 1000000 --threads 16 --load\n  benchcage drive --store redis://:PASSWORD@127.0.0.1:6379/1 --workload c --operations 100000 --load --reset"
     )]
     Drive(Box<DriveArgs>),
     /// Report one or more runs as HTML, Markdown, JSON or CSV.
@@ -183,9 +185,17 @@ pub struct DriveArgs {
     /// Candle query for `--workload candles`: by_ticker, interval, day.
     #[arg(long)]
     pub queries: Option<String>,
-    /// Load the records before the measured phase.
+    /// Load the records before the measured phase. A load deletes what is
+    /// in its target first, so without --reset it refuses a target that
+    /// holds data (exit code 2).
     #[arg(long)]
     pub load: bool,
+    /// Let --load delete what the target holds: redis FLUSHDB of the URL's
+    /// database, SQL DROP TABLE usertable (candles: candles), mongodb drop
+    /// of the collection. drive never deletes data it did not create
+    /// unless you give this.
+    #[arg(long)]
+    pub reset: bool,
     /// Records per insert in the load: 1 by default (one INSERT per record,
     /// as YCSB), 500 for candles. A batch is one round trip, counted as N
     /// INSERT operations and one latency measurement.
@@ -269,6 +279,9 @@ pub struct CleanupArgs {
     /// Print what would be removed; remove nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Results folder whose dead runs are marked interrupted (default: `results/` under --home).
+    #[arg(long, env = "BENCHCAGE_RESULTS")]
+    pub results: Option<std::path::PathBuf>,
 }
 
 /// Where `sandbox-hold` stops and waits for a signal.

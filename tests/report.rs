@@ -159,13 +159,13 @@ impl Synth {
             throughput: tput,
             calls: None,
             latency_us: Percentiles {
-                min: mean * 0.2,
-                mean,
-                p50: mean * 0.9,
-                p95: mean * 2.0,
-                p99: mean * 4.0,
-                p999: mean * 8.0,
-                max: mean * 20.0,
+                min: Some(mean * 0.2),
+                mean: Some(mean),
+                p50: Some(mean * 0.9),
+                p95: Some(mean * 2.0),
+                p99: Some(mean * 4.0),
+                p999: Some(mean * 8.0),
+                max: Some(mean * 20.0),
             },
             intended_latency_us: None,
             error_samples: vec![],
@@ -210,6 +210,7 @@ impl Synth {
             total_ops: total,
             total_errors: 0,
             throughput: if ok_or_invalid { tput } else { 0.0 },
+            tool_ops_per_sec: None,
             ops,
             series,
             status,
@@ -1175,4 +1176,143 @@ fn history_survives_a_writer_killed_mid_run() {
     }
     // And the history still serves its readers.
     bc(home.path()).arg("history").assert().success();
+}
+
+#[test]
+fn compare_on_a_damaged_run_or_history_is_bad_input_and_never_a_regression() {
+    let home = tempfile::tempdir().unwrap();
+    let root = results(home.path());
+    let base = Synth::new("20261129-020000-base", "2026-11-29T02:00:00Z");
+    let cand = Synth::new("20261130-020000-cand", "2026-11-30T02:00:00Z");
+    base.write(&root);
+    let cand_dir = cand.write(&root);
+    let (code, out) = compare(home.path(), &base.run_id, &cand.run_id, &[]);
+    assert_eq!(code, 0, "{out}");
+
+    // A torn run.json (as after a power cut): exit 2 naming the file.
+    let run_json = cand_dir.join("run.json");
+    let whole = std::fs::read(&run_json).unwrap();
+    std::fs::write(&run_json, &whole[..whole.len() / 2]).unwrap();
+    let (code, out) = compare(home.path(), &base.run_id, &cand.run_id, &[]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains(&run_json.display().to_string()), "{out}");
+    assert!(!out.contains("REGRESSION"), "{out}");
+    std::fs::write(&run_json, &whole).unwrap();
+
+    // A cell.json that is not JSON at all.
+    let cell = std::fs::read_dir(cand_dir.join("cells"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join("cell.json");
+    let whole_cell = std::fs::read(&cell).unwrap();
+    std::fs::write(&cell, b"\x00\x01garbage").unwrap();
+    let (code, out) = compare(home.path(), &base.run_id, &cand.run_id, &[]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("cell.json"), "{out}");
+    std::fs::write(&cell, &whole_cell).unwrap();
+
+    // A history file that is not a database.
+    let db = root.join("history.sqlite");
+    std::fs::write(&db, vec![0x5a; 8192]).unwrap();
+    let (code, out) = compare(home.path(), "best-of-last:3", &cand.run_id, &[]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains(&db.display().to_string()) && out.contains("damaged"),
+        "{out}"
+    );
+}
+
+#[test]
+fn latencies_a_tool_did_not_print_are_absent_and_never_charted() {
+    let home = tempfile::tempdir().unwrap();
+    let s = Synth::new("20261129-020000-tool", "2026-11-29T02:00:00Z");
+    let dir = s.write(&results(home.path()));
+    // As a YCSB that printed no median and no p99.9: remove both from
+    // every operation of every phase, and keep YCSB's own rate.
+    for e in std::fs::read_dir(dir.join("cells")).unwrap() {
+        let path = e.unwrap().path().join("cell.json");
+        let mut rec: CellRecord = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        for p in &mut rec.phases {
+            p.tool_ops_per_sec = Some(p.throughput * 1.01);
+            for op in p.ops.values_mut() {
+                op.latency_us.p50 = None;
+                op.latency_us.p999 = None;
+            }
+        }
+        let text = serde_json::to_string(&rec).unwrap();
+        assert!(!text.contains("\"p50\"") && !text.contains("\"p999\""));
+        std::fs::write(&path, text).unwrap();
+    }
+    let report = |format: &str| {
+        let out = bc(home.path())
+            .args(["report", &s.run_id, "--format", format, "-o", "-"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let html = report("html");
+    assert!(html.contains(" p99: "), "the known percentiles are charted");
+    assert!(
+        !html.contains(" p50: ") && !html.contains(" p99.9: "),
+        "a percentile nobody measured is charted"
+    );
+    let md = report("md");
+    let latency_rows: Vec<&str> = md
+        .lines()
+        .skip_while(|l| !l.contains("Latency: workload-a"))
+        .skip(1)
+        .skip_while(|l| l.trim().is_empty())
+        .take_while(|l| l.starts_with("| "))
+        .skip(2)
+        .collect();
+    assert!(!latency_rows.is_empty(), "{md}");
+    for row in latency_rows {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        // Engine, Threads, then p50 (unknown), p95, p99, p99.9 (unknown), max.
+        assert_eq!((cells[3], cells[6]), ("—", "—"), "{row}");
+        assert_ne!(cells[4], "—", "{row}");
+    }
+    let csv = report("csv");
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let row = csv
+        .lines()
+        .find(|l| l.contains(",workload-a,") && l.contains(",READ,"))
+        .unwrap();
+    let v: Vec<&str> = row.split(',').collect();
+    assert_eq!((v[col("lat_p50_us")], v[col("lat_p999_us")]), ("", ""));
+    assert!(v[col("lat_p99_us")].parse::<f64>().unwrap() > 0.0);
+    assert!(v[col("tool_phase_throughput")].parse::<f64>().unwrap() > 0.0);
+    let json: serde_json::Value = serde_json::from_str(&report("json")).unwrap();
+    let rows = json.as_array().or_else(|| json["rows"].as_array()).unwrap();
+    let read = rows.iter().find(|r| r["op"] == "READ").unwrap();
+    assert!(
+        read["lat_p50_us"].is_null() && read["lat_p99_us"].is_number(),
+        "{read}"
+    );
+
+    // The history keeps them unknown.
+    bc(home.path())
+        .args(["history", "--index", &s.run_id])
+        .assert()
+        .success();
+    let rows = history::rows_of_runs(
+        &home.path().join("results/history.sqlite"),
+        std::slice::from_ref(&s.run_id),
+    )
+    .unwrap();
+    assert!(
+        rows.iter()
+            .filter(|r| r.op == "READ")
+            .all(|r| r.lat_p50_us.is_none())
+    );
+    assert!(rows.iter().any(|r| r.tool_phase_throughput.is_some()));
 }

@@ -819,3 +819,164 @@ fn an_engine_that_fails_before_it_is_ready_shows_its_own_stderr_in_the_failure()
     assert!(stderr.contains("max_connections"), "{stderr}");
     assert_clean(&place, &read::<RunRecord>(&dir.join("run.json")).run_id);
 }
+
+#[test]
+fn the_printed_resume_command_keeps_home_only_set_and_results_and_resumes_the_run() {
+    use nix::sys::signal::Signal;
+    let place = Place::new();
+    // A results folder whose name a shell would split, and a working
+    // folder other than the project: the command must carry both.
+    let results = place.tmp.path().join("my results");
+    let cwd = place.tmp.path();
+    let bc = |args: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_benchcage"));
+        cmd.current_dir(cwd)
+            .args(args)
+            .env_remove("BENCHCAGE_RESULTS")
+            .env_remove("BENCHCAGE_HOME")
+            .env("BENCHCAGE_WORK", place.work())
+            .env("BENCHCAGE_STATE_DIR", place.state())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd
+    };
+    let mut child = bc(&[
+        "--home",
+        HOME,
+        "run",
+        "tests/scenarios/run-three.yaml",
+        "--only",
+        "r1",
+        "--set",
+        "server.memory=200MiB",
+        "--results",
+    ])
+    .arg(&results)
+    .spawn()
+    .unwrap();
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let l = lines.clone();
+    let err = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            l.lock().unwrap().push(line);
+        }
+    });
+    let mut run = Running {
+        child,
+        lines,
+        reader: Some(reader),
+    };
+    let id = run_id_of(&run.wait_line(&["run ", "1 cell(s)"], 60));
+    run.wait_line(&["[1/1", "workload-b t2"], 120);
+    run.signal(Signal::SIGINT);
+    assert_eq!(run.wait(90).code(), Some(130), "{}", run.stderr());
+    let stderr = run.stderr();
+    let printed = stderr
+        .lines()
+        .skip_while(|l| !l.contains("resume with:"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no resume command:\n{stderr}"))
+        .trim()
+        .to_string();
+    for part in [
+        format!("--home {HOME}"),
+        "--only r1".into(),
+        "--set server.memory=200MiB".into(),
+        format!("--results '{}'", results.display()),
+        format!("--resume {id}"),
+    ] {
+        assert!(printed.contains(&part), "{part} missing: {printed}");
+    }
+    let rec: RunRecord = read(&results.join(&id).join("run.json"));
+    assert_eq!(rec.status, "interrupted");
+    assert!(
+        rec.note.as_deref().unwrap_or("").contains(&printed),
+        "{:?}",
+        rec.note
+    );
+
+    // Follow it word for word through a shell.
+    let rest = printed.strip_prefix("benchcage ").unwrap();
+    let line = format!("{} {rest}", env!("CARGO_BIN_EXE_benchcage"));
+    let out = Command::new("sh")
+        .current_dir(cwd)
+        .arg("-c")
+        .arg(&line)
+        .env_remove("BENCHCAGE_RESULTS")
+        .env_remove("BENCHCAGE_HOME")
+        .env("BENCHCAGE_WORK", place.work())
+        .env("BENCHCAGE_STATE_DIR", place.state())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{line}\n{stderr}");
+    assert_eq!(stderr.matches("] finished in").count(), 1, "{stderr}");
+    let rec: RunRecord = read(&results.join(&id).join("run.json"));
+    assert_eq!(rec.status, "finished");
+    assert_eq!(rec.cells.len(), 1);
+    assert!(
+        !place.results().exists(),
+        "a second results folder appeared"
+    );
+    assert_clean(&place, &id);
+}
+
+#[test]
+fn cleanup_marks_a_killed_run_interrupted_and_removes_its_empty_work_folders() {
+    use nix::sys::signal::Signal;
+    let place = Place::new();
+    let cleanup = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_benchcage"))
+            .current_dir(HOME)
+            .args(["--home", HOME, "cleanup"])
+            .env("BENCHCAGE_RESULTS", place.results())
+            .env("BENCHCAGE_WORK", place.work())
+            .env("BENCHCAGE_STATE_DIR", place.state())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{text}");
+        text
+    };
+    let mut run = place.spawn(&["tests/scenarios/run-three.yaml"]);
+    let id = run_id_of(&run.wait_line(&["run ", "3 cell(s)"], 60));
+    run.wait_line(&["[1/3", "finished in"], 120);
+    run.wait_line(&["[2/3", "workload-b t2"], 120);
+    let run_json = place.results().join(&id).join("run.json");
+    let work = place.work().join(&id);
+
+    // While the run is alive, cleanup touches none of it.
+    let live = std::fs::read(&run_json).unwrap();
+    let said = cleanup();
+    assert!(!said.contains(&id), "{said}");
+    assert_eq!(std::fs::read(&run_json).unwrap(), live);
+    assert!(work.is_dir());
+
+    run.signal(Signal::SIGKILL);
+    run.wait(30);
+    let rec: RunRecord = read(&run_json);
+    assert_eq!(
+        rec.status, "running",
+        "the killed run could not say otherwise"
+    );
+    let said = cleanup();
+    assert!(
+        said.contains(&format!("run {id}")) && said.contains("marked interrupted"),
+        "{said}"
+    );
+    let rec: RunRecord = read(&run_json);
+    assert_eq!(rec.status, "interrupted");
+    let note = rec.note.unwrap_or_default();
+    assert!(note.contains(&format!("--resume {id}")), "{note}");
+    assert!(note.contains("tests/scenarios/run-three.yaml"), "{note}");
+    assert_eq!((rec.owner_pid, rec.owner_start), (None, None));
+    assert!(!work.exists(), "work folder left: {}", work.display());
+    assert_clean(&place, &id);
+    // Nothing is left to do, and a second cleanup says so.
+    assert!(cleanup().contains("nothing to clean up"));
+    assert_eq!(read::<RunRecord>(&run_json).status, "interrupted");
+}

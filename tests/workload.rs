@@ -105,7 +105,11 @@ fn store_end_to_end(kind: Kind) {
     for k in ["READ", "UPDATE", "INSERT", "SCAN", "READ-MODIFY-WRITE"] {
         let op = &run.ops[k];
         assert!(op.count > 0 && op.errors == 0, "{k}: {op:?}");
-        assert!(op.latency_us.p50 > 0.0 && op.latency_us.max >= op.latency_us.p99);
+        let l = &op.latency_us;
+        assert!(
+            l.p50.unwrap() > 0.0 && l.max.unwrap() >= l.p99.unwrap(),
+            "{l:?}"
+        );
     }
     assert!(!run.series.is_empty());
 
@@ -183,7 +187,7 @@ fn mariadb_store_creates_the_table_in_the_requested_engine() {
 fn load_only(url: &str, batch: u64) -> PhaseResult {
     let cfg: WorkloadConfig = serde_json::from_value(serde_json::json!({
         "store": url, "records": 300, "field_count": 4, "field_length": 20,
-        "threads": 2, "load": true, "seed": 7, "batch": batch
+        "threads": 2, "load": true, "reset": true, "seed": 7, "batch": batch
     }))
     .unwrap();
     let mut r = run_config(&cfg);
@@ -261,7 +265,7 @@ fn batched_load_writes_what_the_unbatched_load_writes(kind: Kind) {
     for r in [&one, &batched] {
         assert!(r.status.is_ok(), "{:?}", r.ops);
         assert_eq!((r.total_ops, r.ops["INSERT"].count), (300, 300));
-        assert!(r.ops["INSERT"].latency_us.mean > 0.0);
+        assert!(r.ops["INSERT"].latency_us.mean.unwrap() > 0.0);
     }
     // 300 records (redis: 300 hashes and the index).
     assert!(
@@ -314,6 +318,7 @@ fn candles_end_to_end(kind: Kind) {
     // The load takes the scenario's batch size.
     let mut batched = candles(&s.url(), "by_ticker", true);
     batched.batch = Some(300);
+    batched.reset = true;
     let r = run_config(&batched);
     assert_eq!(r[0].ops["INSERT"].count, 3000, "{r:?}");
     // 10 batches of 300: one latency measurement each.
@@ -554,7 +559,13 @@ fn sysbench_runs_live_against_mariadb_with_a_thread_list() {
         assert!(r.status.is_ok(), "{:?}", r.status);
         let t = &r.ops["TRANSACTION"];
         assert!(t.count > 100, "{t:?}");
-        assert!(t.latency_us.mean > 0.0 && t.latency_us.p95 >= t.latency_us.min);
+        let l = &t.latency_us;
+        assert!(
+            l.mean.unwrap() > 0.0 && l.p95.unwrap() >= l.min.unwrap(),
+            "{l:?}"
+        );
+        // sysbench reports no median and no p99.9: unknown, not 0.
+        assert_eq!((l.p50, l.p999), (None, None), "{l:?}");
         assert!(!r.series.is_empty(), "series from the JSON hook");
         for f in &r.raw_outputs {
             assert!(out.path().join(f).is_file(), "raw output {f} saved");
@@ -646,6 +657,273 @@ fn ycsb_and_command_tools_parse_live_output() {
     .unwrap();
     let c = &r.ops["COMMAND"];
     assert!(c.throughput > 100.0, "{c:?}");
-    assert!(c.latency_us.mean > 0.0);
+    assert!(c.latency_us.mean.unwrap() > 0.0);
+    assert_eq!(c.latency_us.p99, None, "the command printed no p99");
     assert!(out.path().join("command-run-2.txt").is_file());
+}
+
+/// `benchcage drive ARGS...`: exit code, stdout and stderr.
+fn drive(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = assert_cmd::Command::cargo_bin("benchcage")
+        .unwrap()
+        .arg("drive")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A row, document or key of the user's own in the place a load would
+/// clear; and whether it is still there.
+async fn plant(s: &Server, url: &str) {
+    use benchcage::workload::stores::StoreTarget;
+    let ep = StoreTarget::parse(url).unwrap().endpoint;
+    match s.kind {
+        Kind::Redis => {
+            let mut c = clients::redis::RedisConn::connect(&ep).await.unwrap();
+            c.cmd(&["SET", "precious", "mine"]).await.unwrap();
+        }
+        Kind::Postgres => {
+            let c = clients::postgres::PgConn::connect(&ep).await.unwrap();
+            c.batch("CREATE TABLE usertable (k text); INSERT INTO usertable VALUES ('mine')")
+                .await
+                .unwrap();
+        }
+        Kind::Mariadb => {
+            let mut bare = ep.clone();
+            bare.database = None;
+            let mut c = clients::mysql::MyConn::connect(&bare).await.unwrap();
+            for sql in [
+                "CREATE DATABASE ycsb",
+                "CREATE TABLE ycsb.usertable (k VARCHAR(10))",
+                "INSERT INTO ycsb.usertable VALUES ('mine')",
+            ] {
+                c.exec_text(sql).await.unwrap();
+            }
+        }
+        Kind::Secantus => {
+            let mut ep = ep.clone();
+            ep.database = Some("ycsb".into());
+            let c = clients::mongodb::MongoConn::connect(&ep).await.unwrap();
+            c.insert_fields("usertable", "mine", [("k", "mine")].into_iter())
+                .await
+                .unwrap();
+        }
+    }
+}
+
+async fn planted_is_there(s: &Server, url: &str) -> bool {
+    use benchcage::workload::stores::StoreTarget;
+    let ep = StoreTarget::parse(url).unwrap().endpoint;
+    match s.kind {
+        Kind::Redis => {
+            let mut c = clients::redis::RedisConn::connect(&ep).await.unwrap();
+            c.cmd(&["GET", "precious"]).await.unwrap() == "mine"
+        }
+        Kind::Postgres => clients::postgres::query_text(&ep, "SELECT k FROM usertable LIMIT 1")
+            .await
+            .is_ok_and(|k| k == "mine"),
+        Kind::Mariadb => {
+            let mut bare = ep.clone();
+            bare.database = None;
+            clients::mysql::query_text(&bare, "SELECT k FROM ycsb.usertable")
+                .await
+                .is_ok_and(|k| k == "mine")
+        }
+        Kind::Secantus => {
+            let mut ep = ep.clone();
+            ep.database = Some("ycsb".into());
+            let c = clients::mongodb::MongoConn::connect(&ep).await.unwrap();
+            c.find_id("usertable", "mine").await.unwrap() > 0
+        }
+    }
+}
+
+/// A load into a place that holds someone's data is refused (exit 2,
+/// with the way out) and deletes nothing; with --reset it goes ahead.
+fn drive_load_keeps_data_it_did_not_create(kind: Kind) {
+    let s = Server::start(kind);
+    let url = match kind {
+        Kind::Mariadb => format!("mysql://root@127.0.0.1:{}/ycsb", s.port),
+        _ => s.url(),
+    };
+    block_on(plant(&s, &url));
+    let load = ["--store", &url, "--records", "50", "--load"];
+    let (code, _, err) = drive(&load);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--reset") && err.contains("refusing to load"),
+        "{err}"
+    );
+    assert!(
+        block_on(planted_is_there(&s, &url)),
+        "{kind:?}: data deleted"
+    );
+    let (code, out, err) = drive(&[&load[..], &["--reset"]].concat());
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("[INSERT], Operations, 50"), "{out}");
+    assert!(
+        !block_on(planted_is_there(&s, &url)),
+        "{kind:?}: --reset kept it"
+    );
+}
+
+#[test]
+fn drive_load_on_redis_never_flushes_keys_it_did_not_create_without_reset() {
+    drive_load_keeps_data_it_did_not_create(Kind::Redis);
+}
+
+#[test]
+fn drive_load_on_postgres_never_drops_a_table_holding_rows_without_reset() {
+    drive_load_keeps_data_it_did_not_create(Kind::Postgres);
+}
+
+#[test]
+fn drive_load_on_mariadb_never_drops_a_table_holding_rows_without_reset() {
+    drive_load_keeps_data_it_did_not_create(Kind::Mariadb);
+}
+
+#[test]
+fn drive_load_on_secantus_never_drops_a_collection_holding_documents_without_reset() {
+    drive_load_keeps_data_it_did_not_create(Kind::Secantus);
+}
+
+#[test]
+fn drive_help_says_a_load_deletes_nothing_without_reset() {
+    let (code, out, _) = drive(&["--help"]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains("--reset"), "{out}");
+    assert!(
+        out.contains("never deletes data it did not create"),
+        "{out}"
+    );
+}
+
+#[test]
+fn drive_authenticates_to_a_redis_with_requirepass_and_never_prints_the_password() {
+    let s = Server::start(Kind::Redis);
+    let secret = "s3cr/et@x";
+    block_on(async {
+        let ep = clients::Endpoint::loopback(s.port);
+        let mut c = clients::redis::RedisConn::connect(&ep).await.unwrap();
+        c.cmd(&[
+            "ACL",
+            "SETUSER",
+            "bench",
+            "on",
+            ">pw-of-bench",
+            "~*",
+            "+@all",
+        ])
+        .await
+        .unwrap();
+        c.cmd(&["CONFIG", "SET", "requirepass", secret])
+            .await
+            .unwrap();
+    });
+    let base = format!("127.0.0.1:{}", s.port);
+    let ops = ["--records", "100", "--operations", "200", "--workload", "c"];
+
+    // No password: the server's NOAUTH, and how to give one.
+    let plain = format!("redis://{base}");
+    let (code, _, err) = drive(&[&["--store", plain.as_str(), "--load"][..], &ops].concat());
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("NOAUTH") && err.contains("redis://:PASSWORD@"),
+        "{err}"
+    );
+
+    // A wrong password: refused, and not echoed.
+    let wrong = format!("redis://:wrong-pw-7788@{base}");
+    let (code, out, err) = drive(&[&["--store", wrong.as_str()][..], &ops].concat());
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("AUTH"), "{err}");
+    assert!(!format!("{out}{err}").contains("wrong-pw-7788"), "{err}");
+
+    // The right one (percent-encoded in the URL): loads, runs, and no
+    // output or result file holds it.
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let good = format!("redis://:s3cr%2Fet%40x@{base}/3");
+    let (code, out, err) = drive(
+        &[
+            &["--store", good.as_str(), "--load", "--progress", "--json"][..],
+            &[json.to_str().unwrap()],
+            &ops,
+        ]
+        .concat(),
+    );
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("[READ], Operations, 200"), "{out}");
+    let written = std::fs::read_to_string(&json).unwrap();
+    for text in [&out, &err, &written] {
+        assert!(
+            !text.contains(secret) && !text.contains("s3cr%2Fet"),
+            "{text}"
+        );
+    }
+    // It used the URL's database 3, not 0.
+    block_on(async {
+        let mut ep = clients::Endpoint::loopback(s.port);
+        ep.password = Some(secret.into());
+        let mut c = clients::redis::RedisConn::connect(&ep).await.unwrap();
+        assert_eq!(c.cmd(&["DBSIZE"]).await.unwrap(), "0");
+        ep.database = Some("3".into());
+        let mut c = clients::redis::RedisConn::connect(&ep).await.unwrap();
+        assert_eq!(c.cmd(&["DBSIZE"]).await.unwrap(), "101");
+    });
+
+    // An ACL user with its own password.
+    let acl = format!("redis://bench:pw-of-bench@{base}/3");
+    let (code, out, err) = drive(&[&["--store", acl.as_str()][..], &ops].concat());
+    assert_eq!(code, Some(0), "{out}\n{err}");
+
+    // Bad input that names the URL shows it without the password.
+    let far = format!("redis://:{secret}@10.1.2.3:6379");
+    let (code, out, err) = drive(&[&["--store", far.as_str()][..], &ops].concat());
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("redis://:***@10.1.2.3:6379"), "{err}");
+    assert!(!format!("{out}{err}").contains(secret), "{err}");
+}
+
+#[test]
+fn drive_authenticates_to_a_mongodb_server_with_scram_from_the_url() {
+    let mut s = Server::start(Kind::Secantus);
+    let made = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(format!(
+            "import pymongo\n\
+             c = pymongo.MongoClient('127.0.0.1', {}, directConnection=True)\n\
+             c.admin.command('createUser', 'bench', pwd='m0ngo:pw', roles=['root'])\n",
+            s.port
+        ))
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    s.restart_secantus_with(&["--auth"]);
+    let base = format!("127.0.0.1:{}", s.port);
+    let ops = ["--records", "100", "--operations", "200", "--workload", "c"];
+
+    let plain = format!("mongodb://{base}");
+    let (code, _, err) = drive(&[&["--store", plain.as_str(), "--load"][..], &ops].concat());
+    assert_eq!(code, Some(1), "an unauthenticated load must fail: {err}");
+
+    let wrong = format!("mongodb://bench:wrong-pw-5566@{base}");
+    let (code, out, err) = drive(&[&["--store", wrong.as_str(), "--load"][..], &ops].concat());
+    assert_eq!(code, Some(1), "{err}");
+    assert!(!format!("{out}{err}").contains("wrong-pw-5566"), "{err}");
+
+    let good = format!("mongodb://bench:m0ngo%3Apw@{base}/ycsb?authSource=admin");
+    let (code, out, err) = drive(&[&["--store", good.as_str(), "--load"][..], &ops].concat());
+    assert_eq!(code, Some(0), "{out}\n{err}\n{}", s.log());
+    assert!(out.contains("[READ], Operations, 200"), "{out}");
+    assert!(!format!("{out}{err}").contains("m0ngo"), "{err}");
 }

@@ -47,13 +47,30 @@ pub enum Param<'a> {
 }
 
 /// Where a client connects: always loopback.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Endpoint {
     pub host: String,
     pub port: u16,
     pub user: Option<String>,
     pub password: Option<String>,
     pub database: Option<String>,
+    /// Database that holds the user's credentials (MongoDB's
+    /// `authSource`); `None` for the protocol's default.
+    pub auth_source: Option<String>,
+}
+
+/// Never shows the password.
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("user", &self.user)
+            .field("password", &self.password.as_ref().map(|_| "***"))
+            .field("database", &self.database)
+            .field("auth_source", &self.auth_source)
+            .finish()
+    }
 }
 
 impl Endpoint {
@@ -65,6 +82,7 @@ impl Endpoint {
             user: None,
             password: None,
             database: None,
+            auth_source: None,
         }
     }
 

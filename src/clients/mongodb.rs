@@ -38,15 +38,26 @@ pub struct MongoConn {
 
 impl MongoConn {
     /// Connects directly (no replica-set discovery) to a loopback endpoint.
+    /// With a user, the driver authenticates (SCRAM) against the
+    /// endpoint's auth source (`admin` by default, as mongod's URLs).
+    /// The URI never holds the password, so no driver message can echo it.
     pub async fn connect(ep: &Endpoint) -> Result<Self, ClientError> {
         ep.check_loopback()?;
         let uri = format!(
             "mongodb://{}/?directConnection=true&serverSelectionTimeoutMS=3000&connectTimeoutMS=3000&maxPoolSize=1",
             ep.addr()
         );
-        let client = ::mongodb::Client::with_uri_str(&uri)
+        let mut opts = ::mongodb::options::ClientOptions::parse(&uri)
             .await
             .map_err(|e| err(ep, e))?;
+        if let Some(user) = &ep.user {
+            let mut cred = ::mongodb::options::Credential::default();
+            cred.username = Some(user.clone());
+            cred.password = ep.password.clone();
+            cred.source = Some(ep.auth_source.clone().unwrap_or_else(|| "admin".into()));
+            opts.credential = Some(cred);
+        }
+        let client = ::mongodb::Client::with_options(opts).map_err(|e| err(ep, e))?;
         let db = client.database(ep.database.as_deref().unwrap_or("benchcage"));
         Ok(MongoConn {
             ep: ep.clone(),
@@ -63,6 +74,17 @@ impl MongoConn {
 
     fn fail(&self, e: impl std::fmt::Display) -> ClientError {
         err(&self.ep, e)
+    }
+
+    /// Whether collection `name` holds at least one document (a missing
+    /// collection holds none).
+    pub async fn has_documents(&self, name: &str) -> Result<bool, ClientError> {
+        let d = self
+            .coll(name)
+            .find_one(doc! {})
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(d.is_some())
     }
 
     /// Drops collection `name` (missing is fine).

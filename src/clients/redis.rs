@@ -8,9 +8,17 @@ use tokio::net::TcpStream;
 use tokio_util::bytes::{Buf, BytesMut};
 
 fn err(ep: &Endpoint, e: impl std::fmt::Display) -> ClientError {
+    let mut msg = e.to_string();
+    if msg.contains("NOAUTH") {
+        msg.push_str(&format!(
+            "; the server wants a password: put it in the store URL, \
+             redis://:PASSWORD@{0} (or redis://USER:PASSWORD@{0} for an ACL user)",
+            ep.addr()
+        ));
+    }
     ClientError::Redis {
         addr: ep.addr(),
-        msg: e.to_string(),
+        msg,
     }
 }
 
@@ -55,19 +63,40 @@ enum Top {
 }
 
 impl RedisConn {
-    /// Connects to a loopback endpoint.
+    /// Connects to a loopback endpoint; authenticates with the endpoint's
+    /// password (`AUTH [user] password`) and selects its database.
     pub async fn connect(ep: &Endpoint) -> Result<Self, ClientError> {
         ep.check_loopback()?;
         let stream = TcpStream::connect(ep.addr())
             .await
             .map_err(|e| err(ep, e))?;
         stream.set_nodelay(true).map_err(|e| err(ep, e))?;
-        Ok(RedisConn {
+        let mut conn = RedisConn {
             ep: ep.clone(),
             stream,
             out: Vec::with_capacity(256),
             inbuf: BytesMut::with_capacity(16 * 1024),
-        })
+        };
+        if let Some(password) = &ep.password {
+            let user = ep.user.as_deref().filter(|u| !u.is_empty());
+            let auth = match user {
+                Some(u) => conn.cmd(&["AUTH", u, password]).await,
+                None => conn.cmd(&["AUTH", password]).await,
+            };
+            auth.map_err(|e| {
+                err(
+                    ep,
+                    format!(
+                        "AUTH as {} failed ({e}); check the user and password in the store URL",
+                        user.unwrap_or("default")
+                    ),
+                )
+            })?;
+        }
+        if let Some(db) = ep.database.as_deref().filter(|d| !d.is_empty()) {
+            conn.cmd(&["SELECT", db]).await?;
+        }
+        Ok(conn)
     }
 
     /// Writes `cmds` in one write (a pipeline when there are several).

@@ -1,7 +1,9 @@
 //! `benchcage cleanup [--dry-run]`: reap what dead runs left behind, by
 //! ledger (see `sandbox::ledger`): cgroups in every controller, engine
 //! processes, the hog, data dirs; and by label: every container of a run
-//! whose owner process is dead. Every run start does the same.
+//! whose owner process is dead. Every run start does the same. Then runs
+//! whose record says `running` although their benchcage is gone are marked
+//! `interrupted`, and empty work folders of finished runs are removed.
 //!
 //! A ledger is not trusted: what lies outside benchcage's roots, and a
 //! pid that is not the process recorded, is kept and listed as KEPT; a
@@ -9,6 +11,7 @@
 //! the exit code 1. A state dir that others may write is refused (exit 2).
 
 use crate::cli::CleanupArgs;
+use crate::run::orphans;
 use crate::sandbox::docker;
 use crate::sandbox::ledger::{self, Resource};
 use crate::sandbox::roots;
@@ -16,7 +19,7 @@ use anyhow::Context;
 use std::path::Path;
 use std::process::ExitCode;
 
-pub async fn run(_home: &Path, args: &CleanupArgs) -> anyhow::Result<ExitCode> {
+pub async fn run(home: &Path, args: &CleanupArgs) -> anyhow::Result<ExitCode> {
     let root = ledger::default_root();
     roots::check_state_dir(&root).map_err(|e| crate::error::bad_input(e.to_string()))?;
     let verb = if args.dry_run {
@@ -103,7 +106,18 @@ pub async fn run(_home: &Path, args: &CleanupArgs) -> anyhow::Result<ExitCode> {
     if let Some(why) = &containers.unreachable {
         println!("docker: containers not checked ({why})");
     }
-    if reports.is_empty() && containers.removed.is_empty() && containers.leaked.is_empty() {
+    let results_root = args
+        .results
+        .clone()
+        .unwrap_or_else(|| crate::results::layout::results_root(home));
+    let (runs, folders) = dead_runs_and_work_folders(&results_root, &root, args.dry_run);
+    leaked += runs.iter().filter(|r| r.is_err()).count();
+    if reports.is_empty()
+        && containers.removed.is_empty()
+        && containers.leaked.is_empty()
+        && runs.is_empty()
+        && folders.is_empty()
+    {
         println!("nothing to clean up (ledgers in {})", root.display());
     }
     if kept > 0 {
@@ -120,4 +134,38 @@ pub async fn run(_home: &Path, args: &CleanupArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Runs under `results_root` whose benchcage died while they said
+/// `running` are marked `interrupted`; then the empty work folders of runs
+/// that are over go. Prints what it did (or would do).
+fn dead_runs_and_work_folders(
+    results_root: &Path,
+    ledger_root: &Path,
+    dry_run: bool,
+) -> (
+    Vec<Result<orphans::DeadRun, String>>,
+    Vec<std::path::PathBuf>,
+) {
+    let runs = orphans::mark_dead_runs(results_root, dry_run);
+    let verb = if dry_run { "would mark" } else { "marked" };
+    for r in &runs {
+        match r {
+            Ok(d) => println!(
+                "run {} (owner pid {} is gone): {verb} interrupted in {}",
+                d.run_id,
+                d.owner_pid,
+                d.run_json.display()
+            ),
+            Err(e) => println!("  LEAKED run record: {e}"),
+        }
+    }
+    let live = orphans::live_runs(results_root);
+    let work_root = crate::run::matrix::work_root();
+    let folders = orphans::remove_empty_work_dirs(&work_root, ledger_root, &live, dry_run);
+    let verb = if dry_run { "would remove" } else { "removed" };
+    for f in &folders {
+        println!("  {verb} empty work folder {}", f.display());
+    }
+    (runs, folders)
 }

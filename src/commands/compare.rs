@@ -14,6 +14,14 @@ use std::process::ExitCode;
 
 const BEST_OF: &str = "best-of-last:";
 
+/// A damaged history is bad input (exit 2), never a regression (exit 1).
+fn history_input(e: history::HistoryError) -> anyhow::Error {
+    match e {
+        history::HistoryError::Corrupt { .. } => bad_input(e.to_string()),
+        other => anyhow::Error::new(other),
+    }
+}
+
 pub async fn run(home: &Path, args: &CompareArgs) -> anyhow::Result<ExitCode> {
     let threshold: Threshold = args.threshold.parse().map_err(bad_input)?;
     let mut metrics: Vec<Metric> = args
@@ -47,7 +55,8 @@ pub async fn run(home: &Path, args: &CompareArgs) -> anyhow::Result<ExitCode> {
                 n,
                 Some(&cand.run.started_at),
                 Some(&cand.run.run_id),
-            )?;
+            )
+            .map_err(history_input)?;
             if ids.is_empty() {
                 return Err(bad_input(format!(
                     "`{}`: the history {} holds no finished run of scenario `{}` before {}; \
@@ -58,7 +67,7 @@ pub async fn run(home: &Path, args: &CompareArgs) -> anyhow::Result<ExitCode> {
                     cand.run.run_id
                 )));
             }
-            let rows = history::rows_of_runs(&db, &ids)?;
+            let rows = history::rows_of_runs(&db, &ids).map_err(history_input)?;
             let mut per: BTreeMap<String, Vec<FlatRow>> = BTreeMap::new();
             for r in rows {
                 per.entry(r.run_id.clone()).or_default().push(r);

@@ -25,9 +25,13 @@ pub async fn run(_home: &Path, args: &DriveArgs) -> anyhow::Result<ExitCode> {
             on_int.cancel();
         }
     });
-    let results = workload::run(&v, &cancel)
-        .await
-        .with_context(|| format!("driving {}", cfg.store.as_deref().unwrap_or("")))?;
+    let results = workload::run(&v, &cancel).await.map_err(|e| match e {
+        WorkloadError::Occupied(_) | WorkloadError::Config(_) => bad_input(e.to_string()),
+        other => anyhow::Error::new(other).context(format!(
+            "driving {}",
+            crate::workload::stores::redact_url(cfg.store.as_deref().unwrap_or(""))
+        )),
+    })?;
     print_summary(&results);
     if let Some(path) = &args.json {
         write_json(path, &results)?;
@@ -70,6 +74,9 @@ fn config(args: &DriveArgs) -> anyhow::Result<WorkloadConfig> {
         if args.progress {
             cfg.progress = true;
         }
+        if args.reset {
+            cfg.reset = true;
+        }
         return Ok(cfg);
     }
     let bad = |flag: &str, e: String| bad_input(format!("--{flag}: {e}"));
@@ -84,6 +91,7 @@ fn config(args: &DriveArgs) -> anyhow::Result<WorkloadConfig> {
         target: args.target,
         seed: args.seed,
         load: args.load,
+        reset: args.reset,
         batch: args.batch,
         progress: args.progress,
         ..Default::default()

@@ -48,9 +48,16 @@ pub fn load_runs(home: &Path, args: &[String]) -> anyhow::Result<Vec<RunData>> {
         .iter()
         .map(|a| layout::resolve_run(&root, a).map_err(|e| bad_input(e.to_string())))
         .collect::<anyhow::Result<_>>()?;
+    // A damaged run.json or cell.json is bad input (exit 2), like an
+    // unknown run: the user named a run that cannot be read.
     dirs.iter()
         .map(|d| {
-            layout::load_run(d).with_context(|| format!("cannot load the run in {}", d.display()))
+            layout::load_run(d).map_err(|e| {
+                bad_input(format!(
+                    "cannot load the run in {}: {e}; restore the file from a copy, or give another run",
+                    d.display()
+                ))
+            })
         })
         .collect()
 }

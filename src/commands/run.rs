@@ -99,7 +99,9 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
         host: host_info(&host),
         benchcage_version: provenance::version(),
         git_rev: provenance::git_rev(home),
+        command_line: command_line(home, args, &results_root),
     };
+    let resume_hint = |id: &str| crate::run::resume::resume_command(&info.command_line, id);
 
     let work_root = matrix::work_root();
     let factory: SandboxFactory = Box::new(move |cell: &CellWork, id: &str| {
@@ -119,7 +121,7 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
     });
 
     let out = matrix::run_matrix(
-        info,
+        info.clone(),
         cells,
         &results_root,
         args.resume.as_deref(),
@@ -144,18 +146,18 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
     }
     if out.interrupted {
         eprintln!(
-            "interrupted: {} of {} cell(s) finished; resume with:\n  benchcage run {} --resume {}",
+            "interrupted: {} of {} cell(s) finished; resume with:\n  {}",
             out.finished,
             out.finished + out.failed + (plan.cells.len() - out.finished - out.failed),
-            args.scenario,
-            out.run_id
+            resume_hint(&out.run_id)
         );
         return Ok(ExitCode::from(130));
     }
     if out.failed > 0 {
         eprintln!(
-            "{} cell(s) failed (see cell.json of each); run them again with:\n  benchcage run {} --resume {}",
-            out.failed, args.scenario, out.run_id
+            "{} cell(s) failed (see cell.json of each); run them again with:\n  {}",
+            out.failed,
+            resume_hint(&out.run_id)
         );
         return Ok(ExitCode::from(1));
     }
@@ -177,6 +179,42 @@ fn say_reaped(reports: &[ledger::ReapReport]) {
             r.ledger.display()
         );
     }
+}
+
+/// This run's command line without `--resume`, for the resume hint: the
+/// home (when it is not the current folder), the scenario (absolute when
+/// it is a file under the current folder), `--env`, `--only`, every
+/// `--set` in order, and the results folder when one was given.
+fn command_line(home: &Path, args: &RunArgs, results_root: &Path) -> Vec<String> {
+    let text = |p: &Path| p.to_string_lossy().into_owned();
+    let mut argv = vec!["benchcage".to_string()];
+    let abs_home = std::path::absolute(home).unwrap_or_else(|_| home.to_path_buf());
+    let cwd = std::env::current_dir().ok();
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    };
+    if !cwd.as_deref().is_some_and(|c| same(c, &abs_home)) {
+        argv.extend(["--home".into(), text(&abs_home)]);
+    }
+    argv.push("run".into());
+    let scenario = Path::new(&args.scenario);
+    argv.push(match std::path::absolute(scenario) {
+        Ok(abs) if scenario.is_file() => text(&abs),
+        _ => args.scenario.clone(),
+    });
+    for (flag, value) in [("--env", &args.env), ("--only", &args.only)] {
+        if let Some(v) = value {
+            argv.extend([flag.to_string(), v.clone()]);
+        }
+    }
+    for kv in &args.set {
+        argv.extend(["--set".to_string(), kv.clone()]);
+    }
+    if args.results.is_some() {
+        argv.extend(["--results".into(), text(results_root)]);
+    }
+    argv
 }
 
 fn resolve(home: &Path, file: &str) -> PathBuf {

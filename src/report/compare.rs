@@ -62,9 +62,10 @@ impl Metric {
     pub fn higher_is_better(self) -> bool {
         self == Metric::Throughput
     }
-    fn of(self, r: &FlatRow) -> f64 {
+    /// The row's value; `None` for a latency the tool did not report.
+    fn of(self, r: &FlatRow) -> Option<f64> {
         match self {
-            Metric::Throughput => r.throughput,
+            Metric::Throughput => Some(r.throughput),
             Metric::Mean => r.lat_mean_us,
             Metric::P50 => r.lat_p50_us,
             Metric::P95 => r.lat_p95_us,
@@ -153,7 +154,9 @@ fn ok_values(rows: &[FlatRow], metric: Metric) -> BTreeMap<MatchKey, Vec<f64>> {
         .iter()
         .filter(|r| r.status == Verdict::Ok && r.op != NO_OP)
     {
-        m.entry(key(r)).or_default().push(metric.of(r));
+        if let Some(v) = metric.of(r) {
+            m.entry(key(r)).or_default().push(v);
+        }
     }
     m
 }
@@ -459,7 +462,7 @@ mod tests {
             phase: "run".into(),
             op: "READ".into(),
             throughput: tput,
-            lat_p99_us: 1000.0 / tput * 1000.0,
+            lat_p99_us: Some(1000.0 / tput * 1000.0),
             ..Default::default()
         }
     }

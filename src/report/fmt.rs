@@ -65,6 +65,11 @@ pub fn trim_float(x: f64) -> String {
     }
 }
 
+/// [`ms`] of a value a tool may not have reported; `—` when it did not.
+pub fn ms_or_dash(us: Option<f64>) -> String {
+    us.map_or_else(|| "—".into(), ms)
+}
+
 /// Latency given in microseconds, shown in milliseconds for a table column:
 /// `0.045`, `1.23`, `12.3`, `123`.
 pub fn ms(us: f64) -> String {

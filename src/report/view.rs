@@ -181,9 +181,10 @@ impl Config {
     fn mean(&self) -> f64 {
         mean(&self.throughputs())
     }
-    /// Mean over repetitions of each latency field, per operation kind.
-    fn latency(&self) -> BTreeMap<String, [f64; 5]> {
-        let mut acc: BTreeMap<String, Vec<[f64; 5]>> = BTreeMap::new();
+    /// Mean over repetitions of each latency field, per operation kind;
+    /// `None` for a field no repetition reported (never charted).
+    fn latency(&self) -> BTreeMap<String, [Option<f64>; 5]> {
+        let mut acc: BTreeMap<String, Vec<[Option<f64>; 5]>> = BTreeMap::new();
         for o in &self.reps {
             for r in &o.ops {
                 if r.op != NO_OP {
@@ -199,9 +200,10 @@ impl Config {
         }
         acc.into_iter()
             .map(|(op, v)| {
-                let mut m = [0.0; 5];
+                let mut m = [None; 5];
                 for (i, slot) in m.iter_mut().enumerate() {
-                    *slot = mean(&v.iter().map(|x| x[i]).collect::<Vec<_>>());
+                    let known: Vec<f64> = v.iter().filter_map(|x| x[i]).collect();
+                    *slot = (!known.is_empty()).then(|| mean(&known));
                 }
                 (op, m)
             })
@@ -713,28 +715,34 @@ fn latency_section(cfgs: &[Config], phases: &[String]) -> Section {
                 let Some(lat) = c.latency().get(&op).copied() else {
                     continue;
                 };
-                lines.push(Line {
-                    style: c.style.clone(),
-                    points: lat
-                        .iter()
-                        .enumerate()
-                        .map(|(i, v)| Point {
+                let points: Vec<Point> = lat
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, v)| {
+                        v.map(|v| Point {
                             x: i as f64,
-                            y: *v,
+                            y: v,
                             tip: format!(
                                 "{} · {op} {}: {}",
                                 c.style.name,
                                 PCT_NAMES[i],
-                                fmt::micros(*v)
+                                fmt::micros(v)
                             ),
                         })
-                        .collect(),
+                    })
+                    .collect();
+                let mut row = vec![c.style.name.clone(), c.head.threads.to_string()];
+                row.extend(lat.iter().map(|v| fmt::ms_or_dash(*v)));
+                table.rows.push(row);
+                if points.is_empty() {
+                    continue;
+                }
+                lines.push(Line {
+                    style: c.style.clone(),
+                    points,
                     markers: true,
                     step: false,
                 });
-                let mut row = vec![c.style.name.clone(), c.head.threads.to_string()];
-                row.extend(lat.iter().map(|v| fmt::ms(*v)));
-                table.rows.push(row);
             }
             if lines.is_empty() {
                 continue;
@@ -1620,11 +1628,11 @@ fn all_rows_table(rows: &[FlatRow], with_run: bool) -> Table {
             r.status.as_str().to_uppercase(),
             r.threads.to_string(),
             num(fmt::ops(r.throughput)),
-            num(fmt::ms(r.lat_p50_us)),
-            num(fmt::ms(r.lat_p95_us)),
-            num(fmt::ms(r.lat_p99_us)),
-            num(fmt::ms(r.lat_p999_us)),
-            num(fmt::ms(r.lat_max_us)),
+            num(fmt::ms_or_dash(r.lat_p50_us)),
+            num(fmt::ms_or_dash(r.lat_p95_us)),
+            num(fmt::ms_or_dash(r.lat_p99_us)),
+            num(fmt::ms_or_dash(r.lat_p999_us)),
+            num(fmt::ms_or_dash(r.lat_max_us)),
             fmt::thousands(r.errors as i64),
         ]);
         t.rows.push(row);

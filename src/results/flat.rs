@@ -123,14 +123,14 @@ pub struct FlatRow {
     pub errors: u64,
     /// This operation kind's operations per second.
     pub throughput: f64,
-    /// Latency in microseconds.
-    pub lat_min_us: f64,
-    pub lat_mean_us: f64,
-    pub lat_p50_us: f64,
-    pub lat_p95_us: f64,
-    pub lat_p99_us: f64,
-    pub lat_p999_us: f64,
-    pub lat_max_us: f64,
+    /// Latency in microseconds; `None` where the tool did not report it.
+    pub lat_min_us: Option<f64>,
+    pub lat_mean_us: Option<f64>,
+    pub lat_p50_us: Option<f64>,
+    pub lat_p95_us: Option<f64>,
+    pub lat_p99_us: Option<f64>,
+    pub lat_p999_us: Option<f64>,
+    pub lat_max_us: Option<f64>,
     /// The whole phase's operations per second (every kind).
     pub phase_throughput: f64,
     pub duration_s: f64,
@@ -138,10 +138,13 @@ pub struct FlatRow {
     /// The memory cap in force during the measured phases, when known.
     pub memory_limit_bytes: Option<u64>,
     pub fidelity_valid: bool,
+    /// The whole phase's rate as the external tool printed it (YCSB
+    /// counts failed operations in it); `None` for the built-in generator.
+    pub tool_phase_throughput: Option<f64>,
 }
 
 /// Column names of `FlatRow`, in field order (CSV header, history columns).
-pub const COLUMNS: [&str; 33] = [
+pub const COLUMNS: [&str; 34] = [
     "run_id",
     "run_started_at",
     "scenario",
@@ -175,12 +178,14 @@ pub const COLUMNS: [&str; 33] = [
     "data_size_bytes",
     "memory_limit_bytes",
     "fidelity_valid",
+    "tool_phase_throughput",
 ];
 
 impl FlatRow {
     /// The row's values as text, in `COLUMNS` order; `None` is empty.
-    pub fn values(&self) -> [String; 33] {
+    pub fn values(&self) -> [String; 34] {
         let opt = |v: Option<u64>| v.map(|b| b.to_string()).unwrap_or_default();
+        let optf = |v: Option<f64>| v.map(|b| b.to_string()).unwrap_or_default();
         [
             self.run_id.clone(),
             self.run_started_at.clone(),
@@ -203,18 +208,19 @@ impl FlatRow {
             self.count.to_string(),
             self.errors.to_string(),
             self.throughput.to_string(),
-            self.lat_min_us.to_string(),
-            self.lat_mean_us.to_string(),
-            self.lat_p50_us.to_string(),
-            self.lat_p95_us.to_string(),
-            self.lat_p99_us.to_string(),
-            self.lat_p999_us.to_string(),
-            self.lat_max_us.to_string(),
+            optf(self.lat_min_us),
+            optf(self.lat_mean_us),
+            optf(self.lat_p50_us),
+            optf(self.lat_p95_us),
+            optf(self.lat_p99_us),
+            optf(self.lat_p999_us),
+            optf(self.lat_max_us),
             self.phase_throughput.to_string(),
             self.duration_s.to_string(),
             opt(self.data_size_bytes),
             opt(self.memory_limit_bytes),
             self.fidelity_valid.to_string(),
+            optf(self.tool_phase_throughput),
         ]
     }
 }
@@ -269,6 +275,7 @@ pub fn flatten(run: &RunData) -> Vec<FlatRow> {
                 reason,
                 errors: phase.total_errors,
                 phase_throughput: phase.throughput,
+                tool_phase_throughput: phase.tool_ops_per_sec,
                 duration_s: phase.duration_s,
                 ..cell_row.clone()
             };
@@ -456,6 +463,7 @@ mod tests {
             total_ops: 1,
             total_errors: 0,
             throughput: 1.0,
+            tool_ops_per_sec: None,
             ops: Default::default(),
             series: vec![],
             status: PhaseStatus::Ok,

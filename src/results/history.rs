@@ -12,7 +12,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-const SCHEMA_VERSION: i64 = 1;
+/// 2: latencies may be NULL (a tool did not report them), and the tool's
+/// own phase rate `tool_phase_throughput`.
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS runs (
@@ -50,18 +52,19 @@ CREATE TABLE IF NOT EXISTS results (
     count             INTEGER NOT NULL,
     errors            INTEGER NOT NULL,
     throughput        REAL NOT NULL,
-    lat_min_us        REAL NOT NULL,
-    lat_mean_us       REAL NOT NULL,
-    lat_p50_us        REAL NOT NULL,
-    lat_p95_us        REAL NOT NULL,
-    lat_p99_us        REAL NOT NULL,
-    lat_p999_us       REAL NOT NULL,
-    lat_max_us        REAL NOT NULL,
+    lat_min_us        REAL,
+    lat_mean_us       REAL,
+    lat_p50_us        REAL,
+    lat_p95_us        REAL,
+    lat_p99_us        REAL,
+    lat_p999_us       REAL,
+    lat_max_us        REAL,
     phase_throughput  REAL NOT NULL,
     duration_s        REAL NOT NULL,
     data_size_bytes   INTEGER,
     memory_limit_bytes INTEGER,
-    fidelity_valid    INTEGER NOT NULL
+    fidelity_valid    INTEGER NOT NULL,
+    tool_phase_throughput REAL
 );
 CREATE INDEX IF NOT EXISTS results_by_run ON results(run_id);
 CREATE INDEX IF NOT EXISTS results_by_group ON results(cell_group, phase, op);
@@ -77,6 +80,12 @@ pub enum HistoryError {
         what: &'static str,
         message: String,
     },
+    /// The file is not an SQLite database, or a damaged one.
+    #[error(
+        "history database {path} is damaged or not a history ({message}); move it aside \
+         and index the runs again with `benchcage history --index RUN`"
+    )]
+    Corrupt { path: PathBuf, message: String },
     #[error("cannot create the folder of {path}: {source}")]
     Folder {
         path: PathBuf,
@@ -89,10 +98,18 @@ fn sql_err<'a>(
     path: &'a Path,
     what: &'static str,
 ) -> impl Fn(rusqlite::Error) -> HistoryError + 'a {
-    move |e| HistoryError::Sqlite {
-        path: path.to_path_buf(),
-        what,
-        message: e.to_string(),
+    move |e| match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt) => {
+            HistoryError::Corrupt {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            }
+        }
+        _ => HistoryError::Sqlite {
+            path: path.to_path_buf(),
+            what,
+            message: e.to_string(),
+        },
     }
 }
 
@@ -121,13 +138,33 @@ fn open(path: &Path, create: bool) -> Result<Connection, HistoryError> {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .map_err(sql_err(path, "read the schema version"))?;
-    if version < SCHEMA_VERSION {
+    if version == 1 {
+        conn.execute_batch(&migrate_from_v1())
+            .map_err(sql_err(path, "upgrade the schema from version 1"))?;
+    } else if version < SCHEMA_VERSION {
         conn.execute_batch(SCHEMA)
             .map_err(sql_err(path, "create the schema"))?;
         conn.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(sql_err(path, "write the schema version"))?;
     }
     Ok(conn)
+}
+
+/// Version 1 to 2 in one transaction: the results table is rebuilt (SQLite
+/// cannot drop a NOT NULL) and every row copied; v1 rows have no tool rate.
+fn migrate_from_v1() -> String {
+    let v1 = COLUMNS[..COLUMNS.len() - 1].join(", ");
+    format!(
+        "BEGIN;
+         ALTER TABLE results RENAME TO results_v1;
+         DROP INDEX IF EXISTS results_by_run;
+         DROP INDEX IF EXISTS results_by_group;
+         {SCHEMA}
+         INSERT INTO results ({v1}) SELECT {v1} FROM results_v1;
+         DROP TABLE results_v1;
+         PRAGMA user_version = {SCHEMA_VERSION};
+         COMMIT;"
+    )
 }
 
 /// Open an existing history for reading; `None` when there is none yet
@@ -241,6 +278,7 @@ fn write_run(conn: &mut Connection, db_path: &Path, run: &RunData) -> Result<usi
                 row.data_size_bytes.map(|b| b as i64),
                 row.memory_limit_bytes.map(|b| b as i64),
                 row.fidelity_valid,
+                row.tool_phase_throughput,
             ])
             .map_err(sql_err(db_path, "insert a row"))?;
         }
@@ -285,6 +323,7 @@ fn read_row(r: &Row<'_>) -> rusqlite::Result<FlatRow> {
         data_size_bytes: r.get::<_, Option<i64>>(30)?.map(|b| b as u64),
         memory_limit_bytes: r.get::<_, Option<i64>>(31)?.map(|b| b as u64),
         fidelity_valid: r.get(32)?,
+        tool_phase_throughput: r.get(33)?,
     })
 }
 
@@ -504,4 +543,87 @@ pub fn check(db_path: &Path) -> Result<HistoryCheck, HistoryError> {
         runs,
         orphans,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The schema as version 1 wrote it: latencies NOT NULL, no tool rate.
+    fn schema_v1() -> String {
+        let mut v1 = SCHEMA.replace(",\n    tool_phase_throughput REAL\n", "\n");
+        for c in [
+            "lat_min_us",
+            "lat_mean_us",
+            "lat_p50_us",
+            "lat_p95_us",
+            "lat_p99_us",
+            "lat_p999_us",
+            "lat_max_us",
+        ] {
+            let at = v1.find(c).unwrap();
+            let end = at + v1[at..].find(',').unwrap();
+            v1.replace_range(end..end, " NOT NULL");
+        }
+        v1
+    }
+
+    #[test]
+    fn a_version_1_history_is_upgraded_with_its_rows_and_takes_missing_latencies() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("history.sqlite");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(&schema_v1()).unwrap();
+            c.pragma_update(None, "user_version", 1).unwrap();
+            c.execute_batch(
+                "INSERT INTO runs VALUES ('r1','s','h','finished','2026','2026','host','0.1','g',1,1);
+                 INSERT INTO results VALUES ('r1','2026','s','k','g','l','redis','7.0','e',
+                   'cgroup',1,0,0,'p','ycsb:a','ok','','READ',10,0,5.0,1,2,3,4,5,6,7,5.0,2.0,
+                   NULL,NULL,1);",
+            )
+            .unwrap();
+            let e = c.execute_batch(
+                "INSERT INTO results (run_id, run_started_at, scenario, cell_key, cell_group,
+                   group_label, engine, version, environment, backend, threads, repetition,
+                   phase_index, phase, workload, status, reason, op, count, errors, throughput,
+                   phase_throughput, duration_s, fidelity_valid)
+                 VALUES ('r1','2026','s','k','g','l','redis','7.0','e','cgroup',1,0,0,'p',
+                   'ycsb:a','ok','','UPDATE',1,0,1.0,1.0,1.0,1)",
+            );
+            assert!(e.is_err(), "version 1 refuses a missing latency");
+        }
+        let rows = rows_of_runs(&path, &["r1".into()]).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(
+            (rows[0].lat_p50_us, rows[0].lat_max_us),
+            (Some(3.0), Some(7.0))
+        );
+        assert_eq!(rows[0].tool_phase_throughput, None);
+        let c = open(&path, false).unwrap();
+        let v: i64 = c
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, SCHEMA_VERSION);
+        c.execute_batch(
+            "INSERT INTO results (run_id, run_started_at, scenario, cell_key, cell_group,
+               group_label, engine, version, environment, backend, threads, repetition,
+               phase_index, phase, workload, status, reason, op, count, errors, throughput,
+               phase_throughput, duration_s, fidelity_valid, tool_phase_throughput)
+             VALUES ('r1','2026','s','k','g','l','redis','7.0','e','cgroup',1,0,0,'p',
+               'ycsb:a','ok','','UPDATE',1,0,1.0,1.0,1.0,1,1.5)",
+        )
+        .unwrap();
+        let rows = rows_of_runs(&path, &["r1".into()]).unwrap();
+        assert_eq!(rows[1].lat_p50_us, None);
+        assert_eq!(rows[1].tool_phase_throughput, Some(1.5));
+        let indexes: i64 = c
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'results'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(indexes, 2);
+    }
 }

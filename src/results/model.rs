@@ -7,16 +7,25 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Latency percentiles in microseconds.
+/// Latency percentiles in microseconds. A value the tool did not report
+/// (sysbench prints no p50, pgbench only a mean, YCSB no p99.9 unless
+/// asked) is `None` and absent from the JSON, never 0.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Percentiles {
-    pub min: f64,
-    pub mean: f64,
-    pub p50: f64,
-    pub p95: f64,
-    pub p99: f64,
-    pub p999: f64,
-    pub max: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p95: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p999: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<f64>,
 }
 
 /// One operation kind (`READ`, `UPDATE`, `INSERT`, `SCAN`,
@@ -90,7 +99,13 @@ pub struct PhaseResult {
     /// Totals over every kind.
     pub total_ops: u64,
     pub total_errors: u64,
+    /// Successful operations per second (failed ones never count).
     pub throughput: f64,
+    /// The rate the external tool printed itself, when it did (YCSB's
+    /// `[OVERALL], Throughput(ops/sec)`, which counts failed operations
+    /// too; sysbench's transactions per second; pgbench's tps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_ops_per_sec: Option<f64>,
     /// Per operation kind, upper-case YCSB names.
     pub ops: BTreeMap<String, OpStats>,
     /// Per-second time series of the measured window.
@@ -224,6 +239,16 @@ pub struct RunRecord {
     /// Why the run failed or was interrupted, and how to resume it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The command line that started the run (without `--resume`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command_line: Vec<String>,
+    /// The benchcage process writing the run, and its start time in clock
+    /// ticks since boot, while the run says `running`: `cleanup` marks a
+    /// running run whose owner is gone `interrupted`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner_pid: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner_start: Option<u64>,
 }
 
 /// `results/<run-id>/cells/<cell-key>/cell.json`: one cell of the matrix.

@@ -206,6 +206,8 @@ fn load_config(cell: &Arc<PlannedCell>) -> ConfigFn {
             m.insert("batch".into(), json!(l.batch));
         }
         m.insert("load".into(), json!(true));
+        // The run owns its engine: whatever is in it, the run put there.
+        m.insert("reset".into(), json!(true));
         m.insert("load_threads".into(), json!(threads));
         m.insert("threads".into(), json!(threads));
         Ok(Value::Object(m))

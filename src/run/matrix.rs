@@ -32,6 +32,9 @@ pub struct RunInfo {
     pub host: HostInfo,
     pub benchcage_version: String,
     pub git_rev: String,
+    /// The command line that started the run, without `--resume`: the
+    /// resume hint repeats it (see `resume::resume_command`).
+    pub command_line: Vec<String>,
 }
 
 /// Creates the sandbox of a cell (cgroup or docker backend).
@@ -136,6 +139,14 @@ pub async fn run_matrix(
     record.status = "running".into();
     record.finished_at = None;
     record.note = None;
+    // A resume keeps the command line of the run's first start.
+    if record.command_line.is_empty() {
+        record.command_line = info.command_line.clone();
+    }
+    (record.owner_pid, record.owner_start) = match crate::run::orphans::this_process() {
+        (pid, Some(start)) => (Some(pid), Some(start)),
+        _ => (None, None),
+    };
     write_json_atomic(&paths.run_json(), &record)
         .with_context(|| format!("writing the run record of {run_id}"))?;
 
@@ -234,7 +245,7 @@ pub async fn run_matrix(
     let _ = std::fs::remove_dir(work_root());
 
     out.interrupted = interrupts.stop.is_cancelled();
-    let resume_hint = format!("benchcage run <same scenario and flags> --resume {run_id}");
+    let resume_hint = resume::resume_command(&info.command_line, run_id.as_str());
     if out.interrupted {
         record.status = "interrupted".into();
         record.note = Some(format!(
@@ -250,6 +261,7 @@ pub async fn run_matrix(
         }
     }
     record.finished_at = Some(chrono::Utc::now().to_rfc3339());
+    (record.owner_pid, record.owner_start) = (None, None);
     let peak = procfs::self_peak_rss(Path::new(procfs::PROC));
     record.benchcage_peak_rss_bytes = peak.max(record.benchcage_peak_rss_bytes);
     out.status = record.status.clone();

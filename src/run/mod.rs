@@ -6,6 +6,8 @@
 //!   the client group, external tools).
 //! - `settle`: shrink the memory cap to a share of the data, drop caches.
 //! - `id`, `key`, `resume`: run ids, cell keys, what finished.
+//! - `orphans`: runs whose benchcage was killed outright, and their
+//!   empty work folders (for `cleanup`).
 //! - `signals`: Ctrl-C and SIGTERM as cancellation tokens.
 //! - `live`: the live status line.
 //! - `disk`, `provenance`: free space, data size, version, git rev, spec hashes.
@@ -24,6 +26,7 @@ pub mod id;
 pub mod key;
 pub mod live;
 pub mod matrix;
+pub mod orphans;
 pub mod phase;
 pub mod provenance;
 pub mod resume;

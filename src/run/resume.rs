@@ -6,6 +6,31 @@ use crate::results::model::CellRecord;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+/// The command that resumes `run_id`: the run's own command line `argv`
+/// (program, global flags, `run`, scenario and every flag but `--resume`)
+/// followed by `--resume RUN`, quoted so that a POSIX shell reads back the
+/// same words. Without a command line, a template the user fills in.
+pub fn resume_command(argv: &[String], run_id: &str) -> String {
+    if argv.is_empty() {
+        return format!("benchcage run <same scenario and flags> --resume {run_id}");
+    }
+    let mut words: Vec<String> = argv.iter().map(|w| shell_quote(w)).collect();
+    words.push("--resume".into());
+    words.push(shell_quote(run_id));
+    words.join(" ")
+}
+
+/// `s` as one shell word: bare when it holds only characters no shell
+/// treats specially, else in single quotes (a `'` becomes `'\''`).
+pub fn shell_quote(s: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
+    if !s.is_empty() && s.chars().all(plain) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
 /// What the results folder says about one planned cell.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CellState {
@@ -69,6 +94,30 @@ pub fn unknown_keys(planned: &[String], recorded: &[String]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_resume_command_quotes_every_word_a_shell_would_split_or_expand() {
+        let argv: Vec<String> = [
+            "benchcage",
+            "run",
+            "scenarios/quickstart.yaml",
+            "--only",
+            "redis@7.0/quick start",
+            "--set",
+            "server.memory=1GiB",
+            "--results",
+            "/tmp/it's $HOME",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            resume_command(&argv, "20261130-101500-ab12"),
+            "benchcage run scenarios/quickstart.yaml --only 'redis@7.0/quick start' \
+             --set server.memory=1GiB --results '/tmp/it'\\''s $HOME' --resume 20261130-101500-ab12"
+        );
+        assert_eq!(shell_quote(""), "''");
+        assert!(resume_command(&[], "x").contains("<same scenario and flags> --resume x"));
+    }
 
     fn write_cell(cells: &Path, key: &str, status: &str) {
         let dir = cells.join(key);

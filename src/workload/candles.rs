@@ -159,6 +159,8 @@ pub trait CandleStore: Send + Sync + 'static {
     fn connect(&self) -> impl Future<Output = Result<Self::Conn, StoreError>> + Send;
     /// Drops and recreates the collection or table with its three indexes.
     fn recreate(&self) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// What `recreate` would delete, in words; `None` when nothing.
+    fn holds_data(&self) -> impl Future<Output = Result<Option<String>, StoreError>> + Send;
 }
 
 /// Candle operations of one connection; queries return the records read.
@@ -182,6 +184,16 @@ impl CandleStore for MongoCandles {
     type Conn = MongoConn;
     async fn connect(&self) -> Result<MongoConn, StoreError> {
         Ok(MongoConn::connect(&self.ep).await?)
+    }
+    async fn holds_data(&self) -> Result<Option<String>, StoreError> {
+        let c = MongoConn::connect(&self.ep).await?;
+        Ok(c.has_documents(COLLECTION).await?.then(|| {
+            format!(
+                "mongodb at {} holds documents in collection {}.{COLLECTION} (a load drops it)",
+                self.ep.addr(),
+                self.ep.database.as_deref().unwrap_or("candles")
+            )
+        }))
     }
     async fn recreate(&self) -> Result<(), StoreError> {
         let c = MongoConn::connect(&self.ep).await?;
@@ -258,6 +270,9 @@ impl CandleStore for PgCandles {
             day,
             inserts: BTreeMap::new(),
         })
+    }
+    async fn holds_data(&self) -> Result<Option<String>, StoreError> {
+        super::stores::postgres::pg_table_rows(&self.ep, COLLECTION).await
     }
     async fn recreate(&self) -> Result<(), StoreError> {
         let c = PgConn::connect(&self.ep).await?;
@@ -465,6 +480,11 @@ async fn run_on<S: CandleStore>(
     };
     let mut results = Vec::new();
     if c.load {
+        let found = store
+            .holds_data()
+            .await
+            .map_err(setup("checking for existing candles"))?;
+        super::refuse_to_delete(found, c.reset)?;
         store.recreate().await.map_err(setup("creating candles"))?;
         let threads = c.load_threads.unwrap_or(v.threads[0]).max(1);
         let next = Arc::new(AtomicU64::new(0));

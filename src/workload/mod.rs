@@ -203,6 +203,13 @@ pub struct WorkloadConfig {
     /// Load the records (recreating the table) before measuring.
     #[serde(default)]
     pub load: bool,
+    /// Let the load delete what the target holds (redis: FLUSHDB of its
+    /// database; SQL: drop `usertable`; mongodb: drop the collection).
+    /// Without it, a load into a target that holds data is refused:
+    /// `drive` runs against servers with other people's data. `benchcage
+    /// run` sets it, since it owns its engines.
+    #[serde(default)]
+    pub reset: bool,
     /// Connections for the load phase; the first thread count when omitted.
     #[serde(default)]
     pub load_threads: Option<u32>,
@@ -238,8 +245,15 @@ pub enum WorkloadError {
     Config(String),
     #[error(transparent)]
     Url(#[from] stores::UrlError),
-    /// Setting up (connect, create, prepare) failed.
-    #[error("{what}: {source}")]
+    /// A load would delete data benchcage did not create (exit code 2).
+    #[error(
+        "refusing to load: {0}. benchcage deletes nothing it did not create: point --store at \
+         an empty database, or add --reset to delete it first"
+    )]
+    Occupied(String),
+    /// Setting up (connect, create, prepare) failed. The cause is the
+    /// error's source, so `{:#}` shows it once.
+    #[error("{what}")]
     Setup {
         what: String,
         #[source]
@@ -405,6 +419,14 @@ impl WorkloadConfig {
 }
 
 use mix::Mix;
+
+/// Refuses a load that would delete `found` unless `reset` allows it.
+pub(crate) fn refuse_to_delete(found: Option<String>, reset: bool) -> Result<(), WorkloadError> {
+    match found {
+        Some(what) if !reset => Err(WorkloadError::Occupied(what)),
+        _ => Ok(()),
+    }
+}
 
 /// Runs one measured phase of `v` with `workers` and makes its result.
 pub(crate) async fn measured_phase<W: driver::Worker>(

@@ -16,7 +16,10 @@ pub fn ycsb_text(r: &PhaseResult) -> String {
         let l = &op.latency_us;
         if op.count > 0 {
             let _ = writeln!(s, "[{name}], Operations, {}", op.count);
-            let _ = writeln!(s, "[{name}], AverageLatency(us), {:.1}", l.mean);
+            if let Some(mean) = l.mean {
+                let _ = writeln!(s, "[{name}], AverageLatency(us), {mean:.1}");
+            }
+            // A value the phase does not have is left out, as YCSB does.
             for (label, v) in [
                 ("MinLatency(us)", l.min),
                 ("MaxLatency(us)", l.max),
@@ -25,15 +28,21 @@ pub fn ycsb_text(r: &PhaseResult) -> String {
                 ("99thPercentileLatency(us)", l.p99),
                 ("99.9PercentileLatency(us)", l.p999),
             ] {
-                let _ = writeln!(s, "[{name}], {label}, {}", v.round() as u64);
+                if let Some(v) = v {
+                    let _ = writeln!(s, "[{name}], {label}, {}", v.round() as u64);
+                }
             }
             if let Some(i) = &op.intended_latency_us {
-                let _ = writeln!(s, "[Intended-{name}], AverageLatency(us), {:.1}", i.mean);
-                let _ = writeln!(
-                    s,
-                    "[Intended-{name}], 99thPercentileLatency(us), {}",
-                    i.p99.round() as u64
-                );
+                if let Some(mean) = i.mean {
+                    let _ = writeln!(s, "[Intended-{name}], AverageLatency(us), {mean:.1}");
+                }
+                if let Some(p99) = i.p99 {
+                    let _ = writeln!(
+                        s,
+                        "[Intended-{name}], 99thPercentileLatency(us), {}",
+                        p99.round() as u64
+                    );
+                }
             }
             let _ = writeln!(s, "[{name}], Return=OK, {}", op.count);
         }

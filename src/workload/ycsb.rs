@@ -317,6 +317,11 @@ pub async fn run<S: Store>(
     let c = &v.cfg;
     let mut results = Vec::new();
     if c.load {
+        let found = store.holds_data().await.map_err(|e| WorkloadError::Setup {
+            what: "checking for existing records".into(),
+            source: e,
+        })?;
+        super::refuse_to_delete(found, c.reset)?;
         store.recreate().await.map_err(|e| WorkloadError::Setup {
             what: "recreating the table".into(),
             source: e,
@@ -407,6 +412,10 @@ mod tests {
         async fn recreate(&self) -> Result<(), StoreError> {
             self.rows.lock().unwrap().clear();
             Ok(())
+        }
+        async fn holds_data(&self) -> Result<Option<String>, StoreError> {
+            let n = self.rows.lock().unwrap().len();
+            Ok((n > 0).then(|| format!("{n} record(s)")))
         }
     }
 

@@ -180,6 +180,34 @@ impl Server {
         }
     }
 
+    /// SecantusDB only: stops the server and starts it again on the same
+    /// port and data with `extra` arguments (`--auth`); waits until the
+    /// port accepts connections (an auth-only server refuses the probe).
+    pub fn restart_secantus_with(&mut self, extra: &[&str]) {
+        assert_eq!(self.kind, Kind::Secantus);
+        self.stop();
+        let log = std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.dir.join("server.log"))
+            .expect("log file");
+        let mut c = Command::new("secantusd-py");
+        c.args(["--host", "127.0.0.1", "--port", &self.port.to_string()])
+            .arg("--storage-path")
+            .arg(self.dir.join("data"))
+            .args(["--log-level", "WARNING"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .process_group(0);
+        self.child = Some(c.spawn().expect("spawn secantusd-py"));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(Instant::now() < deadline, "not listening:\n{}", self.log());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     fn stop(&mut self) {
         let Some(mut child) = self.child.take() else {
             return;

@@ -113,8 +113,12 @@ pub trait Store: Send + Sync + 'static {
     type Conn: StoreConn;
     /// A new connection (one per worker).
     fn connect(&self) -> impl Future<Output = Result<Self::Conn, StoreError>> + Send;
-    /// Drops and recreates the records' table, collection or keys.
+    /// Drops and recreates the records' table, collection or keys. Only
+    /// after [`Store::holds_data`] found nothing, or with `--reset`.
     fn recreate(&self) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// What `recreate` would delete, in words (`None` when there is
+    /// nothing): the records' table or collection, or the redis keyspace.
+    fn holds_data(&self) -> impl Future<Output = Result<Option<String>, StoreError>> + Send;
 }
 
 /// One connection's YCSB operations. Each fails with `NotFound` when the
@@ -186,19 +190,62 @@ pub enum UrlError {
     NotLoopback { url: String, host: String },
 }
 
+/// `url` with its password replaced by `***`: what every message, log
+/// and record shows of a store URL. Everything between `://` and the last
+/// `@` is the user info; after its first `:` is the password.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    match rest.rsplit_once('@') {
+        Some((userinfo, after)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***@{after}"),
+            None => url.to_string(),
+        },
+        None => url.to_string(),
+    }
+}
+
+/// `%XX` escapes decoded (user and password in a URL); a bad escape is
+/// kept as written.
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = b
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (b[i], hex) {
+            (b'%', Some(v)) => {
+                out.push(v);
+                i += 3;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 impl StoreTarget {
-    /// Parses and checks a store URL (loopback only).
+    /// Parses and checks a store URL (loopback only). User and password
+    /// may be percent-encoded; no error shows the password.
     pub fn parse(url: &str) -> Result<StoreTarget, UrlError> {
+        let shown = redact_url(url);
         let (scheme, rest) = url
             .split_once("://")
-            .ok_or_else(|| UrlError::Scheme(url.to_string()))?;
+            .ok_or_else(|| UrlError::Scheme(shown.clone()))?;
         let (kind, default_port) = match scheme {
             "null" => (StoreKind::Null, 0),
             "redis" => (StoreKind::Redis, 6379),
             "postgres" | "postgresql" => (StoreKind::Postgres, 5432),
             "mysql" | "mariadb" => (StoreKind::Mysql, 3306),
             "mongodb" => (StoreKind::Mongodb, 27017),
-            _ => return Err(UrlError::Scheme(url.to_string())),
+            _ => return Err(UrlError::Scheme(shown)),
         };
         let mut endpoint = Endpoint::loopback(default_port);
         if kind == StoreKind::Null {
@@ -208,20 +255,22 @@ impl StoreTarget {
                 engine: None,
             });
         }
-        let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
-        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-        let (userinfo, hostport) = match authority.rsplit_once('@') {
-            Some((u, h)) => (Some(u), h),
-            None => (None, authority),
+        // The user info ends at the last `@`, so a password may hold `/`,
+        // `?` or `@` unescaped.
+        let (userinfo, rest) = match rest.rsplit_once('@') {
+            Some((u, r)) => (Some(u), r),
+            None => (None, rest),
         };
+        let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let (hostport, path) = rest.split_once('/').unwrap_or((rest, ""));
         if let Some(u) = userinfo {
             let (user, pass) = u.split_once(':').map_or((u, None), |(a, b)| (a, Some(b)));
-            endpoint.user = Some(user.to_string());
-            endpoint.password = pass.map(str::to_string);
+            endpoint.user = Some(percent_decode(user));
+            endpoint.password = pass.map(percent_decode);
         }
         let (host, port) = if let Some(h) = hostport.strip_prefix('[') {
             let (h, p) = h.split_once(']').ok_or_else(|| UrlError::Malformed {
-                url: url.into(),
+                url: shown.clone(),
                 msg: "unclosed `[` in host".into(),
             })?;
             (h.to_string(), p.strip_prefix(':'))
@@ -233,7 +282,7 @@ impl StoreTarget {
         };
         if let Some(p) = port {
             endpoint.port = p.parse().map_err(|_| UrlError::Malformed {
-                url: url.into(),
+                url: shown.clone(),
                 msg: format!("port `{p}` is not a number from 1 to 65535"),
             })?;
         }
@@ -243,20 +292,33 @@ impl StoreTarget {
             host
         };
         if !crate::clients::is_loopback_host(&host) {
-            return Err(UrlError::NotLoopback {
-                url: url.into(),
-                host,
-            });
+            return Err(UrlError::NotLoopback { url: shown, host });
         }
         endpoint.host = host;
         if !path.is_empty() {
             endpoint.database = Some(path.to_string());
         }
-        let engine = query
-            .split('&')
-            .filter_map(|kv| kv.split_once('='))
-            .find(|(k, _)| *k == "engine")
-            .map(|(_, v)| v.to_string());
+        let param = |name: &str| {
+            query
+                .split('&')
+                .filter_map(|kv| kv.split_once('='))
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| percent_decode(v))
+        };
+        let engine = param("engine");
+        if kind == StoreKind::Mongodb {
+            // As in mongod's URLs: authSource, else the URL's database.
+            endpoint.auth_source = param("authSource").or_else(|| endpoint.database.clone());
+        }
+        if kind == StoreKind::Redis
+            && let Some(db) = &endpoint.database
+            && db.parse::<u32>().is_err()
+        {
+            return Err(UrlError::Malformed {
+                url: shown,
+                msg: format!("redis database `{db}` is not a number (redis://127.0.0.1:6379/0)"),
+            });
+        }
         Ok(StoreTarget {
             kind,
             endpoint,
@@ -322,6 +384,38 @@ mod tests {
         let r = StoreTarget::parse("redis://localhost").unwrap();
         assert_eq!(r.endpoint.port, 6379);
         assert_eq!(StoreTarget::parse("null://").unwrap().kind, StoreKind::Null);
+    }
+
+    #[test]
+    fn passwords_are_decoded_for_use_and_never_shown() {
+        let t = StoreTarget::parse("redis://bench:p%40ss/w?rd@127.0.0.1:6380/2").unwrap();
+        assert_eq!(t.endpoint.user.as_deref(), Some("bench"));
+        assert_eq!(t.endpoint.password.as_deref(), Some("p@ss/w?rd"));
+        assert_eq!(
+            (t.endpoint.port, t.endpoint.database.as_deref()),
+            (6380, Some("2"))
+        );
+        assert!(!format!("{:?}", t).contains("p@ss"));
+        let m = StoreTarget::parse("mongodb://u:pw@127.0.0.1/ycsb").unwrap();
+        assert_eq!(m.endpoint.auth_source.as_deref(), Some("ycsb"));
+        let m = StoreTarget::parse("mongodb://u:pw@127.0.0.1/ycsb?authSource=admin").unwrap();
+        assert_eq!(m.endpoint.auth_source.as_deref(), Some("admin"));
+        assert_eq!(
+            redact_url("redis://:s3cret@127.0.0.1:6379"),
+            "redis://:***@127.0.0.1:6379"
+        );
+        assert_eq!(
+            redact_url("redis://127.0.0.1:6379"),
+            "redis://127.0.0.1:6379"
+        );
+        for bad in [
+            "redis://:s3cret@10.0.0.5:6379",
+            "redis://:s3cret@127.0.0.1:port",
+            "redis://:s3cret@127.0.0.1:6379/db",
+        ] {
+            let e = StoreTarget::parse(bad).unwrap_err().to_string();
+            assert!(!e.contains("s3cret") && e.contains("***"), "{e}");
+        }
     }
 
     #[test]

@@ -44,6 +44,17 @@ impl Store for MongoStore {
         c.drop_collection(TABLE).await?;
         Ok(())
     }
+    async fn holds_data(&self) -> Result<Option<String>, StoreError> {
+        let ep = self.endpoint();
+        let c = MongoConn::connect(&ep).await?;
+        Ok(c.has_documents(TABLE).await?.then(|| {
+            format!(
+                "mongodb at {} holds documents in collection {}.{TABLE} (a load drops it)",
+                ep.addr(),
+                ep.database.as_deref().unwrap_or(DEFAULT_DB)
+            )
+        }))
+    }
 }
 
 impl StoreConn for MongoStoreConn {

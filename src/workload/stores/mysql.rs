@@ -24,6 +24,36 @@ impl Store for MyStore {
         SqlStoreConn::prepare(conn, &self.schema).await
     }
 
+    async fn holds_data(&self) -> Result<Option<String>, StoreError> {
+        use crate::clients::mysql::query_text;
+        let mut bare = self.ep.clone();
+        let db = bare.database.take().unwrap_or_else(|| DEFAULT_DB.into());
+        let literal = db.replace('\\', "\\\\").replace('\'', "''");
+        let tables = query_text(
+            &bare,
+            &format!(
+                "SELECT COUNT(*) FROM information_schema.tables \
+                 WHERE table_schema = '{literal}' AND table_name = '{TABLE}'"
+            ),
+        )
+        .await?;
+        if tables.trim() == "0" {
+            return Ok(None);
+        }
+        let ident = db.replace('`', "``");
+        let any = query_text(
+            &bare,
+            &format!("SELECT EXISTS (SELECT 1 FROM `{ident}`.{TABLE} LIMIT 1)"),
+        )
+        .await?;
+        Ok((any.trim() != "0").then(|| {
+            format!(
+                "mysql at {} holds rows in table {db}.{TABLE} (a load drops it)",
+                self.ep.addr()
+            )
+        }))
+    }
+
     async fn recreate(&self) -> Result<(), StoreError> {
         let mut bare = self.ep.clone();
         let db = bare.database.take().unwrap_or_else(|| DEFAULT_DB.into());

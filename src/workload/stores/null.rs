@@ -20,6 +20,9 @@ impl Store for NullStore {
     async fn recreate(&self) -> Result<(), StoreError> {
         Ok(())
     }
+    async fn holds_data(&self) -> Result<Option<String>, StoreError> {
+        Ok(None)
+    }
 }
 
 impl StoreConn for NullConn {

@@ -18,6 +18,10 @@ impl Store for PgStore {
         SqlStoreConn::prepare(conn, &self.schema).await
     }
 
+    async fn holds_data(&self) -> Result<Option<String>, StoreError> {
+        pg_table_rows(&self.ep, TABLE).await
+    }
+
     async fn recreate(&self) -> Result<(), StoreError> {
         let conn = PgConn::connect(&self.ep).await?;
         let create = create_table(&self.schema, "");
@@ -25,4 +29,30 @@ impl Store for PgStore {
             .await?;
         Ok(())
     }
+}
+
+/// `Some(what)` when `table` exists in `ep`'s database and has a row.
+pub(crate) async fn pg_table_rows(
+    ep: &Endpoint,
+    table: &str,
+) -> Result<Option<String>, StoreError> {
+    use crate::clients::postgres::query_text;
+    if query_text(ep, &format!("SELECT to_regclass('{table}')::text"))
+        .await?
+        .is_empty()
+    {
+        return Ok(None);
+    }
+    let any = query_text(
+        ep,
+        &format!("SELECT count(*)::text FROM (SELECT 1 FROM {table} LIMIT 1) AS one"),
+    )
+    .await?;
+    Ok((any.trim() != "0").then(|| {
+        format!(
+            "postgres at {} holds rows in table {table} of database {} (a load drops it)",
+            ep.addr(),
+            ep.database.as_deref().unwrap_or("postgres")
+        )
+    }))
 }

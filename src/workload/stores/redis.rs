@@ -43,6 +43,17 @@ impl Store for RedisStore {
         c.cmd(&["FLUSHDB"]).await?;
         Ok(())
     }
+    async fn holds_data(&self) -> Result<Option<String>, StoreError> {
+        let mut c = RedisConn::connect(&self.ep).await?;
+        let keys: u64 = c.cmd(&["DBSIZE"]).await?.trim().parse().unwrap_or(1);
+        Ok((keys > 0).then(|| {
+            format!(
+                "redis at {} holds {keys} key(s) in database {} (a load empties it with FLUSHDB)",
+                self.ep.addr(),
+                self.ep.database.as_deref().unwrap_or("0")
+            )
+        }))
+    }
 }
 
 impl StoreConn for RedisStoreConn {

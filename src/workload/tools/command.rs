@@ -54,10 +54,11 @@ pub fn parse(c: &CommandConfig, text: &str, wall_s: f64) -> Result<Parsed, Strin
     let mean_us = match &c.latency {
         Some(re) => {
             let r = compile("latency", re)?;
-            last(&r, text).ok_or_else(|| format!("`latency` pattern `{re}` matched nothing"))?
-                * scale
+            let v = last(&r, text)
+                .ok_or_else(|| format!("`latency` pattern `{re}` matched nothing"))?;
+            Some(v * scale)
         }
-        None => 0.0,
+        None => None,
     };
     let count = match &c.operations {
         Some(re) => last(&compile("operations", re)?, text)
@@ -78,6 +79,7 @@ pub fn parse(c: &CommandConfig, text: &str, wall_s: f64) -> Result<Parsed, Strin
         },
         ops: [(kind, op)].into(),
         series: Vec::new(),
+        tool_ops_per_sec: Some(throughput),
     })
 }
 
@@ -115,7 +117,7 @@ mod tests {
         let text = include_str!("../../../tests/fixtures/tools/pgbench-15-select-only.txt");
         let p = parse(&c, text, 3.1).unwrap();
         assert_eq!(p.ops["TX"].count, 46_635);
-        assert!((p.ops["TX"].latency_us.mean - 128.0).abs() < 1e-9);
+        assert!((p.ops["TX"].latency_us.mean.unwrap() - 128.0).abs() < 1e-9);
         assert!((p.ops["TX"].throughput - 15_597.141243).abs() < 1e-6);
         let mut bad = c.clone();
         bad.throughput = "nothing here (\\d+)".into();

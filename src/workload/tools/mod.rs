@@ -239,6 +239,8 @@ pub struct Parsed {
     pub duration_s: f64,
     pub ops: BTreeMap<String, OpStats>,
     pub series: Vec<SecondSample>,
+    /// The overall rate the tool printed, kept beside benchcage's own.
+    pub tool_ops_per_sec: Option<f64>,
 }
 
 impl Parsed {
@@ -265,6 +267,7 @@ impl Parsed {
             total_ops,
             total_errors,
             throughput,
+            tool_ops_per_sec: self.tool_ops_per_sec,
             ops: self.ops,
             series: self.series,
             status: PhaseStatus::Ok,
@@ -287,7 +290,7 @@ pub(crate) fn op(count: u64, errors: u64, throughput: f64, latency_us: Percentil
 }
 
 /// Latency percentiles with only the mean known.
-pub(crate) fn mean_only(mean_us: f64) -> Percentiles {
+pub(crate) fn mean_only(mean_us: Option<f64>) -> Percentiles {
     Percentiles {
         mean: mean_us,
         ..Default::default()
@@ -297,6 +300,7 @@ pub(crate) fn mean_only(mean_us: f64) -> Percentiles {
 /// Sets the percentile a tool calls `name` (avg, min, max, 50th, 95th,
 /// 99th, 99.9th); unknown names are ignored.
 pub(crate) fn set_latency(p: &mut Percentiles, name: &str, v: f64) {
+    let v = Some(v);
     match name {
         "avg" => p.mean = v,
         "min" => p.min = v,
@@ -351,7 +355,13 @@ pub(crate) async fn run_each(
     Ok(results)
 }
 
-/// A number in a tool's output (`1,234.5` and `1234.5` alike).
+/// A number in a tool's output (`1,234.5` and `1234.5` alike); `NaN`
+/// and infinities (YCSB prints `NaN` for a kind without operations) are
+/// no number.
 pub(crate) fn num(s: &str) -> Option<f64> {
-    s.trim().replace(',', "").parse().ok()
+    s.trim()
+        .replace(',', "")
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite())
 }

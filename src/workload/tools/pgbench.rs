@@ -59,7 +59,7 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
     )
     .ok_or("no `number of transactions actually processed` line")?;
     let failed = capture(r"(?m)^number of failed transactions: (\d+)", text).unwrap_or(0.0);
-    let avg_ms = capture(r"(?m)^latency average = ([\d.]+) ms", text).unwrap_or(0.0);
+    let avg_ms = capture(r"(?m)^latency average = ([\d.]+) ms", text);
     let secs = if tps > 0.0 { done / tps } else { 0.0 };
     let progress = Regex::new(
         r"(?m)^progress: ([\d.]+) s, ([\d.]+) tps, lat ([\d.]+) ms stddev [\d.NaN]+(?:, (\d+) failed)?",
@@ -83,7 +83,12 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
     let mut ops = std::collections::BTreeMap::new();
     ops.insert(
         "TRANSACTION".to_string(),
-        op(done as u64, failed as u64, tps, mean_only(avg_ms * 1000.0)),
+        op(
+            done as u64,
+            failed as u64,
+            tps,
+            mean_only(avg_ms.map(|ms| ms * 1000.0)),
+        ),
     );
     // `-r`: "   0.127   0  SELECT ..." (PostgreSQL 15 adds a failures column).
     if let Some(at) = text.find("statement latencies in milliseconds") {
@@ -101,7 +106,7 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
                     done as u64,
                     c.get(2).and_then(|m| num(m.as_str())).unwrap_or(0.0) as u64,
                     tps,
-                    mean_only(num(&c[1]).unwrap_or(0.0) * 1000.0),
+                    mean_only(num(&c[1]).map(|ms| ms * 1000.0)),
                 ),
             );
         }
@@ -110,6 +115,7 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
         duration_s: secs,
         ops,
         series,
+        tool_ops_per_sec: Some(tps),
     })
 }
 
@@ -227,12 +233,12 @@ mod tests {
         assert_eq!(t.count, 46_635);
         assert_eq!(t.errors, 0);
         assert!((t.throughput - 15_597.141243).abs() < 1e-6);
-        assert!((t.latency_us.mean - 128.0).abs() < 1e-9);
+        assert!((t.latency_us.mean.unwrap() - 128.0).abs() < 1e-9);
         assert_eq!(p.series.len(), 3);
         assert_eq!(p.series[1].t, 1);
         assert_eq!(p.series[1].ops, 16_047);
         let stmt = &p.ops["SQL SELECT abalance FROM pgbench_accounts WHERE aid = :aid;"];
-        assert!((stmt.latency_us.mean - 127.0).abs() < 1e-9);
+        assert!((stmt.latency_us.mean.unwrap() - 127.0).abs() < 1e-9);
         assert!(!p.ops.keys().any(|k| k.contains("\\set")));
         assert!((p.duration_s - 46_635.0 / 15_597.141243).abs() < 1e-9);
     }

@@ -139,11 +139,12 @@ pub fn parse_hook(text: &str) -> Result<Option<Parsed>, String> {
         };
     };
     let secs = c.time_total.max(c.time_interval);
+    // The hook reports sysbench's `--percentile` (95 unless changed).
     let latency = Percentiles {
-        min: ms_to_us(c.latency_min_ms),
-        mean: ms_to_us(c.latency_avg_ms),
-        p95: ms_to_us(c.latency_pct_ms),
-        max: ms_to_us(c.latency_max_ms),
+        min: Some(ms_to_us(c.latency_min_ms)),
+        mean: Some(ms_to_us(c.latency_avg_ms)),
+        p95: Some(ms_to_us(c.latency_pct_ms)),
+        max: Some(ms_to_us(c.latency_max_ms)),
         ..Default::default()
     };
     let op = op(
@@ -160,6 +161,7 @@ pub fn parse_hook(text: &str) -> Result<Option<Parsed>, String> {
         duration_s: secs,
         ops: [("TRANSACTION".to_string(), op)].into(),
         series,
+        tool_ops_per_sec: None,
     }))
 }
 
@@ -178,7 +180,8 @@ pub fn parse_text(text: &str) -> Result<Parsed, String> {
         .ok_or("no `transactions:` or `total number of events:` line")?;
     let secs = capture(r"(?m)^\s*total time:\s+([\d.]+)s", text).ok_or("no `total time:` line")?;
     let errors = capture(r"(?m)^\s*ignored errors:\s+(\d+)", text).unwrap_or(0.0);
-    let lat = |name: &str| capture(&format!(r"(?m)^\s*{name}:\s+([\d.,]+)"), text).unwrap_or(0.0);
+    // A line sysbench did not print stays `None`.
+    let lat = |name: &str| capture(&format!(r"(?m)^\s*{name}:\s+([\d.,]+)"), text).map(ms_to_us);
     let interval = Regex::new(r"(?m)^\[ (\d+)s \] thds: \d+ tps: ([\d.]+) .*?err/s:? ([\d.]+)")
         .map_err(|e| e.to_string())?;
     let series = interval
@@ -194,10 +197,12 @@ pub fn parse_text(text: &str) -> Result<Parsed, String> {
         })
         .collect();
     let latency = Percentiles {
-        min: ms_to_us(lat("min")),
-        mean: ms_to_us(lat("avg")),
-        p95: ms_to_us(lat(r"95th percentile")),
-        max: ms_to_us(lat("max")),
+        min: lat("min"),
+        mean: lat("avg"),
+        p50: lat(r"50th percentile"),
+        p95: lat(r"95th percentile"),
+        p99: lat(r"99th percentile"),
+        max: lat("max"),
         ..Default::default()
     };
     let op = op(
@@ -210,6 +215,11 @@ pub fn parse_text(text: &str) -> Result<Parsed, String> {
         duration_s: secs,
         ops: [("TRANSACTION".to_string(), op)].into(),
         series,
+        tool_ops_per_sec: capture(
+            r"(?m)^\s*transactions:\s+\d+\s+\(([\d.]+) per sec\.\)",
+            text,
+        )
+        .or_else(|| capture(r"(?m)^\s*events/s \(eps\):\s+([\d.]+)", text)),
     })
 }
 
@@ -354,9 +364,9 @@ mod tests {
         let t = &p.ops["TRANSACTION"];
         assert_eq!(t.count, 203_279);
         assert_eq!(t.errors, 0);
-        assert!((t.latency_us.mean - 29.156).abs() < 1e-6);
-        assert!((t.latency_us.p95 - 49.77).abs() < 1e-6);
-        assert!((t.latency_us.max - 6357.07).abs() < 1e-6);
+        assert!((t.latency_us.mean.unwrap() - 29.156).abs() < 1e-6);
+        assert!((t.latency_us.p95.unwrap() - 49.77).abs() < 1e-6);
+        assert!((t.latency_us.max.unwrap() - 6357.07).abs() < 1e-6);
         assert_eq!(
             p.series.iter().map(|s| s.ops).collect::<Vec<_>>(),
             vec![65_284, 71_266, 66_728]
@@ -373,8 +383,8 @@ mod tests {
         let t = &p.ops["TRANSACTION"];
         assert_eq!(t.count, 1619);
         assert_eq!(t.errors, 12);
-        assert!((t.latency_us.p95 - 8740.0).abs() < 1e-6);
-        assert!((t.latency_us.mean - 3710.0).abs() < 1e-6);
+        assert!((t.latency_us.p95.unwrap() - 8740.0).abs() < 1e-6);
+        assert!((t.latency_us.mean.unwrap() - 3710.0).abs() < 1e-6);
         assert_eq!(p.duration_s, 3.0072);
         assert_eq!(p.series.len(), 3);
         assert_eq!(p.series[1].errors, 7);

@@ -20,6 +20,7 @@ pub struct YcsbConfig {
 fn parse_java(text: &str) -> Option<Parsed> {
     let line = Regex::new(r"(?m)^\s*\[([A-Z0-9_\-%]+)\], ([^,]+), (.+?)\s*$").ok()?;
     let mut runtime_ms = None;
+    let mut tool_rate = None;
     let mut ops: BTreeMap<String, OpStats> = BTreeMap::new();
     let mut failed: BTreeMap<String, u64> = BTreeMap::new();
     let mut returned_errors: BTreeMap<String, u64> = BTreeMap::new();
@@ -29,6 +30,7 @@ fn parse_java(text: &str) -> Option<Parsed> {
             match metric {
                 "RunTime(ms)" => runtime_ms = num(value),
                 "RunTime(sec)" => runtime_ms = num(value).map(|s| s * 1000.0),
+                "Throughput(ops/sec)" => tool_rate = num(value),
                 _ => {}
             }
             continue;
@@ -46,7 +48,10 @@ fn parse_java(text: &str) -> Option<Parsed> {
             continue;
         }
         let op = ops.entry(section.to_string()).or_default();
-        let v = num(value).unwrap_or(0.0);
+        // A value YCSB printed as `NaN`, or not at all, stays unset.
+        let Some(v) = num(value) else {
+            continue;
+        };
         match metric {
             "Operations" => op.count = v as u64,
             m if m.starts_with("Return=") => {
@@ -88,6 +93,7 @@ fn parse_java(text: &str) -> Option<Parsed> {
         duration_s: secs,
         ops,
         series: Vec::new(),
+        tool_ops_per_sec: tool_rate,
     })
 }
 
@@ -97,13 +103,16 @@ fn parse_go(text: &str) -> Option<Parsed> {
     let body = &text[start..];
     let line = Regex::new(r"(?m)^([A-Z_\-]+)\s+- Takes\(s\): ([\d.]+), Count: (\d+)(.*)$").ok()?;
     let field = Regex::new(r"([\w.]+)\(us\): ([\d.]+)").ok()?;
+    let rate = Regex::new(r"OPS: ([\d.]+)").ok()?;
     let mut ops: BTreeMap<String, OpStats> = BTreeMap::new();
     let mut secs: f64 = 0.0;
+    let mut tool_rate = None;
     for c in line.captures_iter(body) {
         let kind = &c[1];
         let takes = num(&c[2]).unwrap_or(0.0);
         let count = num(&c[3]).unwrap_or(0.0) as u64;
         if kind == "TOTAL" {
+            tool_rate = rate.captures(&c[4]).and_then(|m| num(&m[1]));
             continue;
         }
         if let Some(base) = kind.strip_suffix("_ERROR") {
@@ -114,8 +123,9 @@ fn parse_go(text: &str) -> Option<Parsed> {
         let op = ops.entry(kind.to_string()).or_default();
         op.count = count;
         for f in field.captures_iter(&c[4]) {
-            let v = num(&f[2]).unwrap_or(0.0);
-            set_latency(&mut op.latency_us, &f[1].to_ascii_lowercase(), v);
+            if let Some(v) = num(&f[2]) {
+                set_latency(&mut op.latency_us, &f[1].to_ascii_lowercase(), v);
+            }
         }
         op.throughput = if takes > 0.0 {
             count as f64 / takes
@@ -130,6 +140,7 @@ fn parse_go(text: &str) -> Option<Parsed> {
         duration_s: secs,
         ops,
         series: Vec::new(),
+        tool_ops_per_sec: tool_rate,
     })
 }
 
@@ -162,9 +173,12 @@ mod tests {
         let read = &p.ops["READ"];
         assert_eq!(read.count, 199_996_147);
         assert_eq!(read.errors, 3853);
-        assert_eq!(read.latency_us.p99, 127_167.0);
+        assert_eq!(read.latency_us.p99, Some(127_167.0));
+        // This YCSB printed no median and no p99.9: they are unknown, not 0.
+        assert_eq!((read.latency_us.p50, read.latency_us.p999), (None, None));
+        assert_eq!(read.latency_us.min, Some(161.0));
         assert_eq!(p.ops["UPDATE"].count, 99_999_552);
-        assert_eq!(p.ops["READ-MODIFY-WRITE"].latency_us.p95, 28_063.0);
+        assert_eq!(p.ops["READ-MODIFY-WRITE"].latency_us.p95, Some(28_063.0));
         assert!(!p.ops.contains_key("CLEANUP") && !p.ops.contains_key("READ-FAILED"));
         let r = p.into_result("ycsb-external", 840, vec![]);
         assert_eq!(r.total_errors, 3853);
@@ -172,6 +186,13 @@ mod tests {
         // updates are not counted twice.
         assert_eq!(r.total_ops + r.total_errors, 200_000_000);
         assert!((r.throughput - 109_403.0).abs() < 10.0, "{}", r.throughput);
+        // YCSB's own rate counts the failed reads too; both are kept.
+        assert_eq!(r.tool_ops_per_sec, Some(109_405.359_987_396_5));
+        let json = serde_json::to_value(&r).unwrap();
+        assert!(
+            json["ops"]["READ"]["latency_us"].get("p50").is_none(),
+            "{json}"
+        );
     }
 
     #[test]
@@ -181,7 +202,7 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(p.ops["READ"].count, 5_000_934);
-        assert_eq!(p.ops["READ"].latency_us.p99, 19_000.0);
+        assert_eq!(p.ops["READ"].latency_us.p99, Some(19_000.0));
         assert_eq!(p.ops["UPDATE"].count, 4_998_915);
         assert_eq!(p.ops["UPDATE"].errors, 23);
         assert_eq!(p.duration_s, 549.3);

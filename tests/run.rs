@@ -818,6 +818,76 @@ fn an_engine_that_fails_before_it_is_ready_shows_its_own_stderr_in_the_failure()
     );
     assert!(stderr.contains("max_connections"), "{stderr}");
     assert_clean(&place, &read::<RunRecord>(&dir.join("run.json")).run_id);
+/// Pids in the server cgroup of sandbox `<run>-<nn>`.
+fn server_pids(sandbox: &str) -> Vec<i32> {
+    let procs = format!("/sys/fs/cgroup/cpuset/benchcage/{sandbox}/server/cgroup.procs");
+    std::fs::read_to_string(&procs)
+        .unwrap_or_else(|e| panic!("{procs}: {e}"))
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn resuming_a_run_that_is_still_live_is_refused_and_touches_nothing_of_it() {
+    let place = Place::new();
+    let mut run = place.spawn(&["tests/scenarios/run-long-phase.yaml"]);
+    let id = run_id_of(&run.wait_line(&["run ", "2 cell(s)"], 60));
+    run.wait_line(&["[1/2", "workload-c t2"], 120);
+    let ledger = place.state().join(format!("{id}-01.ledger"));
+    let ledger_before = std::fs::read(&ledger).unwrap();
+    let pids = server_pids(&format!("{id}-01"));
+    assert!(!pids.is_empty());
+    let dir = place.results().join(&id);
+
+    let (status, _, stderr) = place.run(&["tests/scenarios/run-long-phase.yaml", "--resume", &id]);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&id) && stderr.contains("still live"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(&ledger).unwrap(),
+        ledger_before,
+        "ledger touched"
+    );
+    for pid in &pids {
+        assert!(
+            Path::new(&format!("/proc/{pid}")).exists(),
+            "engine pid {pid} was killed"
+        );
+    }
+    assert!(
+        !dir.join("attempts").exists(),
+        "a live cell folder was moved"
+    );
+
+    let status = run.wait(120);
+    assert!(status.success(), "{}", run.stderr());
+    let rec: RunRecord = read(&dir.join("run.json"));
+    assert_eq!(rec.status, "finished");
+    for key in &rec.cells {
+        let c: CellRecord = read(&dir.join("cells").join(key).join("cell.json"));
+        assert_eq!(c.status, "finished", "{key}: {:?}", c.failure);
+    }
+    assert_clean(&place, &id);
+}
+
+#[test]
+fn sighup_sigquit_and_sigusr1_tear_the_run_down_like_sigterm() {
+    use nix::sys::signal::Signal;
+    for sig in [Signal::SIGHUP, Signal::SIGQUIT, Signal::SIGUSR1] {
+        let place = Place::new();
+        let mut run = place.spawn(&["tests/scenarios/run-long-phase.yaml"]);
+        let id = run_id_of(&run.wait_line(&["run ", "2 cell(s)"], 60));
+        run.wait_line(&["[1/2", "workload-c t2"], 120);
+        run.signal(sig);
+        let status = run.wait(90);
+        assert_eq!(status.code(), Some(130), "{sig}: {}", run.stderr());
+        let rec: RunRecord = read(&place.results().join(&id).join("run.json"));
+        assert_eq!(rec.status, "interrupted", "{sig}");
+        assert_clean(&place, &id);
+    }
 }
 
 #[test]

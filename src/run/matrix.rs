@@ -14,6 +14,7 @@ use crate::run::cell::{CellCtx, CellWork, CellWriter, run_cell};
 use crate::run::disk;
 use crate::run::id::RunId;
 use crate::run::live::Live;
+use crate::run::lock::{LockError, RunLock};
 use crate::run::resume::{self, CellState};
 use crate::run::signals::Interrupts;
 use crate::sandbox::Sandbox;
@@ -136,6 +137,12 @@ pub async fn run_matrix(
     };
     disk::check_free(results_root, disk::MIN_FREE).map_err(anyhow::Error::msg)?;
     let paths = RunPaths::new(results_root, run_id.as_str());
+    // Held to the end of the run: a `--resume` of this run while it is
+    // live is refused here, before it touches anything of this run.
+    let _lock = RunLock::acquire(&paths.dir, run_id.as_str()).map_err(|e| match e {
+        LockError::Held { .. } => bad_input(format!("--resume {run_id}: {e}")),
+        other => anyhow::Error::new(other),
+    })?;
     record.status = "running".into();
     record.finished_at = None;
     record.note = None;

@@ -10,6 +10,7 @@
 //!   empty work folders (for `cleanup`).
 //! - `signals`: Ctrl-C and SIGTERM as cancellation tokens.
 //! - `live`: the live status line.
+//! - `lock`: one live process per run (a `--resume` of a live run is refused).
 //! - `disk`, `provenance`: free space, data size, version, git rev, spec hashes.
 //!
 //! Thread sweeps are sub-results of one cell: a cell loads its data once
@@ -25,6 +26,7 @@ pub mod facts;
 pub mod id;
 pub mod key;
 pub mod live;
+pub mod lock;
 pub mod matrix;
 pub mod orphans;
 pub mod phase;

@@ -639,7 +639,10 @@ impl Sandbox for DockerSandbox {
         }
         let entries = match &self.ledger {
             Some(l) => l.entries()?,
-            None => ledger::read_entries(&self.ledger_path())?,
+            // Never opened: this sandbox created nothing. A ledger at that
+            // path belongs to someone else (a live run with the same id)
+            // and is not ours to read or reap (issue 15, D1).
+            None => Vec::new(),
         };
         let left = deadline.saturating_duration_since(Instant::now());
         let reaped = ledger::reap_entries(&entries, left).await;
@@ -650,11 +653,8 @@ impl Sandbox for DockerSandbox {
             let _ = std::fs::remove_dir(d);
         }
         if report.is_clean() {
-            match self.ledger.take() {
-                Some(l) => l.finish()?,
-                None => {
-                    let _ = std::fs::remove_file(self.ledger_path());
-                }
+            if let Some(l) = self.ledger.take() {
+                l.finish()?;
             }
         }
         self.limits = None;

@@ -1028,3 +1028,44 @@ async fn after_sigkill_of_benchcage_run_on_docker_cleanup_removes_its_container(
     let (child, id) = cli_run_at_load(&mut s);
     sigkill_then_cleanup(&s, child, &id);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_sigkill_of_benchcage_run_on_docker_the_next_run_removes_its_container() {
+    let Some(_daemon) = shared().await else {
+        return;
+    };
+    let mut s = Scratch::new("cli-next");
+    let (mut child, id) = cli_run_at_load(&mut s);
+    nix_kill(child.id() as i32, "KILL");
+    child.wait().unwrap();
+    assert_eq!(
+        docker(&["inspect", "-f", "{{.State.Running}}", &id]),
+        "true"
+    );
+    // The next run reaps before anything else; resuming a run that does not
+    // exist then ends it with bad input, which keeps this test short.
+    let home = env!("CARGO_MANIFEST_DIR");
+    let out = Command::new(env!("CARGO_BIN_EXE_benchcage"))
+        .current_dir(home)
+        .arg("--home")
+        .arg(home)
+        .args([
+            "run",
+            "scenarios/quickstart.yaml",
+            "--set",
+            "backend=docker",
+        ])
+        .args(["--resume", "20000101-000000-0000"])
+        .env("BENCHCAGE_RESULTS", s.path().join("results"))
+        .env("BENCHCAGE_WORK", s.path().join("work"))
+        .env("BENCHCAGE_STATE_DIR", s.ledgers())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("cleaned up what 1 dead run(s) left behind"),
+        "{stderr}"
+    );
+    s.assert_nothing_left();
+}

@@ -14,7 +14,7 @@ use crate::run::signals::Interrupts;
 use crate::sandbox::cgroup::Hierarchy;
 use crate::sandbox::cgroup::sandbox::{CgroupConfig, CgroupSandbox};
 use crate::sandbox::docker::DockerSandbox;
-use crate::sandbox::{Backend, Sandbox, ledger};
+use crate::sandbox::{Backend, Sandbox, ledger, reap};
 use crate::spec::plan::{CommandPlan, plan_command_line};
 use anyhow::Context;
 use std::path::{Path, PathBuf};
@@ -59,8 +59,9 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let state_dir = ledger::default_root();
     crate::sandbox::roots::check_state_dir(&state_dir)
         .map_err(|e| crate::error::bad_input(e.to_string()))?;
-    match ledger::reap_dead(&state_dir, false).await {
-        Ok(reports) => say_reaped(&reports),
+    // The same reaper as `cleanup`: containers too (issue 15, D6).
+    match reap::reap_dead_runs(&state_dir, false).await {
+        Ok(dead) => say_reaped(&dead),
         Err(e) => eprintln!("warning: checking for leftovers of dead runs: {e}"),
     }
 
@@ -166,17 +167,30 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
 
 /// One line for what the start of the run reaped, and a warning for every
 /// ledger or entry it did not trust (`benchcage cleanup` lists them).
-fn say_reaped(reports: &[ledger::ReapReport]) {
-    let (kept, done): (Vec<_>, Vec<_>) = reports
+fn say_reaped(dead: &reap::DeadRuns) {
+    let (kept, done): (Vec<_>, Vec<_>) = dead
+        .runs
         .iter()
         .partition(|r| r.unreadable.is_some() || !r.refused.is_empty());
     if !done.is_empty() {
         eprintln!("cleaned up what {} dead run(s) left behind", done.len());
     }
+    if !dead.containers.removed.is_empty() {
+        eprintln!(
+            "removed {} container(s) of dead runs",
+            dead.containers.removed.len()
+        );
+    }
     for r in kept {
         eprintln!(
             "warning: ledger {} was not fully acted on (`benchcage cleanup --dry-run` says why)",
             r.ledger.display()
+        );
+    }
+    if dead.leaked() > 0 {
+        eprintln!(
+            "warning: {} leftover(s) of dead runs could not be removed; `benchcage cleanup` lists them",
+            dead.leaked()
         );
     }
 }

@@ -124,6 +124,7 @@ pub mod hog;
 pub mod ledger;
 pub mod process;
 pub mod ready;
+pub mod reap;
 pub mod roots;
 
 pub use cgroup::stats::read_cgroup_stats;

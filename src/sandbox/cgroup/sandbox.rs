@@ -415,10 +415,10 @@ impl Sandbox for CgroupSandbox {
                 }
             }
         }
-        if leaked.is_empty() {
-            if let Some(l) = self.ledger.take() {
-                l.finish()?;
-            }
+        if leaked.is_empty()
+            && let Some(l) = self.ledger.take()
+        {
+            l.finish()?;
         }
         self.engine = None;
         self.limits = None;

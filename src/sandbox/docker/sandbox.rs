@@ -652,10 +652,10 @@ impl Sandbox for DockerSandbox {
         for d in self.top.dirs.values() {
             let _ = std::fs::remove_dir(d);
         }
-        if report.is_clean() {
-            if let Some(l) = self.ledger.take() {
-                l.finish()?;
-            }
+        if report.is_clean()
+            && let Some(l) = self.ledger.take()
+        {
+            l.finish()?;
         }
         self.limits = None;
         report.elapsed_ms = started.elapsed().as_millis() as u64;

@@ -818,6 +818,8 @@ fn an_engine_that_fails_before_it_is_ready_shows_its_own_stderr_in_the_failure()
     );
     assert!(stderr.contains("max_connections"), "{stderr}");
     assert_clean(&place, &read::<RunRecord>(&dir.join("run.json")).run_id);
+}
+
 /// Pids in the server cgroup of sandbox `<run>-<nn>`.
 fn server_pids(sandbox: &str) -> Vec<i32> {
     let procs = format!("/sys/fs/cgroup/cpuset/benchcage/{sandbox}/server/cgroup.procs");

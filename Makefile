@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 BIN := $(or $(CARGO_TARGET_DIR),target)/debug/benchcage
 
-.PHONY: build test demo lint bench images deps
+.PHONY: build test test-v2 demo lint bench images deps
 
 build:
 	$(CARGO) build
@@ -12,6 +12,12 @@ build:
 ## against real cgroups, dockerd and engines (needs root and `make deps`).
 test: build
 	$(CARGO) test --no-fail-fast -- --test-threads=2
+
+## The cgroup sandbox on a cgroup-v2-only kernel: Debian's kernel under
+## qemu (TCG), once with the tests as PID 1 and once under systemd; the
+## sandbox and run suites and `doctor` inside (needs root; installs qemu).
+test-v2: build
+	bash scripts/v2/test.sh
 
 ## Installs what it needs, runs the quick-start scenario (about a minute),
 ## prints the results folder and the HTML report path.

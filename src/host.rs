@@ -108,7 +108,9 @@ impl HostFacts {
                 .unwrap_or_default();
             (Bytes(0), Bytes(0), String::new(), model, String::new())
         };
-        let (cgroup, controllers, swap_accounting) = cgroup_facts(&root.join("sys/fs/cgroup"));
+        let cmdline = std::fs::read_to_string(root.join("proc/cmdline")).unwrap_or_default();
+        let (cgroup, controllers, swap_accounting) =
+            cgroup_facts(&root.join("sys/fs/cgroup"), &cmdline);
         HostFacts {
             online_cpus: online,
             mem_total: kb("MemTotal").unwrap_or(sys_total),
@@ -137,17 +139,29 @@ impl HostFacts {
 }
 
 /// Layout, controllers and swap accounting from a cgroup mount root.
-pub fn cgroup_facts(cg: &Path) -> (CgroupLayout, Vec<String>, bool) {
+pub fn cgroup_facts(cg: &Path, cmdline: &str) -> (CgroupLayout, Vec<String>, bool) {
     let v2_root = cg.join("cgroup.controllers");
     if v2_root.exists() {
         let ctrls = read_words(&v2_root);
-        let swap = cg.join("memory.swap.max").exists()
-            || std::fs::read_dir(cg)
-                .map(|d| {
-                    d.flatten()
-                        .any(|e| e.path().join("memory.swap.max").exists())
-                })
-                .unwrap_or(false);
+        // memory.swap.max sits next to memory.current in every group with
+        // the memory controller, unless the kernel was built or booted
+        // without swap accounting (swapaccount=0). With no such group yet
+        // (a bare v2 root), the boot line is all there is to go by.
+        let with_memory: Vec<PathBuf> = std::fs::read_dir(cg)
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.join("memory.current").exists())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let swap = match with_memory.first() {
+            Some(g) => g.join("memory.swap.max").exists(),
+            None => {
+                ctrls.iter().any(|c| c == "memory")
+                    && !cmdline.split_whitespace().any(|w| w == "swapaccount=0")
+            }
+        };
         return (CgroupLayout::V2, ctrls, swap);
     }
     let v1: Vec<String> = V1_CONTROLLERS
@@ -217,7 +231,7 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let cg = t.path().join("sys/fs/cgroup");
         touch(&cg.join("memory/tasks"));
-        let (layout, _, swap) = cgroup_facts(&cg);
+        let (layout, _, swap) = cgroup_facts(&cg, "");
         assert_eq!(layout, CgroupLayout::V1);
         assert!(!swap);
     }
@@ -227,11 +241,16 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let cg = t.path();
         std::fs::write(cg.join("cgroup.controllers"), "cpuset cpu io memory pids\n").unwrap();
+        // A bare root: the boot line decides.
+        assert!(cgroup_facts(cg, "console=ttyS0").2);
+        assert!(!cgroup_facts(cg, "swapaccount=0 quiet").2);
+        touch(&cg.join("user.slice/memory.current"));
+        assert!(!cgroup_facts(cg, "").2, "a memory group without swap files");
         touch(&cg.join("user.slice/memory.swap.max"));
-        let (layout, ctrls, swap) = cgroup_facts(cg);
+        let (layout, ctrls, swap) = cgroup_facts(cg, "swapaccount=0");
         assert_eq!(layout, CgroupLayout::V2);
         assert_eq!(ctrls.len(), 5);
-        assert!(swap);
+        assert!(swap, "the files win over the boot line");
     }
 
     #[test]

@@ -184,8 +184,9 @@ fn run_id_of(line: &str) -> String {
 /// Nothing of `run_id` is left: no cgroup in any controller, no ledger, no
 /// engine process, no data dir, no temp file in the results.
 fn assert_clean(place: &Place, run_id: &str) {
-    for ctrl in std::fs::read_dir("/sys/fs/cgroup").unwrap().flatten() {
-        let top = ctrl.path().join("benchcage");
+    let hier = benchcage::sandbox::cgroup::Hierarchy::detect().unwrap();
+    let tops = hier.dirs(Path::new(benchcage::sandbox::cgroup::group::TOP));
+    for top in tops.into_values() {
         if let Ok(rd) = std::fs::read_dir(&top) {
             for e in rd.flatten() {
                 let name = e.file_name().to_string_lossy().to_string();

@@ -2,6 +2,7 @@
 //! cgroup v1 or v2). Every test uses its own run id and ledger folder and
 //! ends by checking that nothing of it is left.
 
+use benchcage::sandbox::cgroup::group::TOP;
 use benchcage::sandbox::cgroup::{CgroupConfig, CgroupSandbox, Hierarchy};
 use benchcage::sandbox::{
     CellLimits, EngineId, EngineLaunch, EngineStatus, IoLimits, Probe, Program, Readiness, Sandbox,
@@ -115,11 +116,12 @@ fn redis(s: &Scratch, port: u16) -> EngineLaunch {
     benchcage::commands::sandbox_hold::redis_launch(s.path(), port)
 }
 
-/// Every cgroup directory of any controller whose path mentions `run_id`.
+/// Every cgroup directory of any controller whose path mentions `run_id`
+/// (under each v1 mount, or the v2 subtree benchcage uses).
 fn cgroups_of(run_id: &str) -> Vec<PathBuf> {
     let mut found = Vec::new();
-    for c in std::fs::read_dir("/sys/fs/cgroup").unwrap().flatten() {
-        let top = c.path().join("benchcage");
+    let hier = Hierarchy::detect().unwrap();
+    for top in hier.dirs(Path::new(TOP)).into_values() {
         let Ok(runs) = std::fs::read_dir(&top) else {
             continue;
         };
@@ -1128,20 +1130,22 @@ async fn mariadb_runs_as_mysql_after_install_db_pinned_and_capped() {
     assert_clean(&s, &[pid]);
 }
 
-/// The v2 removal path on the real kernel: this host's hybrid mount has a
-/// unified tree without controllers, enough for join, freeze, kill, rmdir.
+/// The v2 removal path on the real kernel: a v2 host's own tree (benchcage's
+/// subtree of it), or a hybrid host's unified mount without controllers,
+/// enough for join, freeze, kill, rmdir.
 #[tokio::test]
 async fn v2_groups_are_joined_from_pre_exec_killed_and_removed_on_the_real_unified_tree() {
     use benchcage::sandbox::cgroup::group::{self, Group};
     use benchcage::sandbox::cgroup::remove;
-    let root = Path::new("/sys/fs/cgroup/unified");
+    let hier = match Hierarchy::detect().unwrap() {
+        v2 @ Hierarchy::V2 { .. } => v2,
+        Hierarchy::V1 { .. } => Hierarchy::v2_at(Path::new("/sys/fs/cgroup/unified")),
+    };
+    let root = hier.dirs(Path::new(""))["unified"].clone();
     if !root.join("cgroup.procs").exists() {
         eprintln!("no unified hierarchy mounted; skipped");
         return;
     }
-    let hier = Hierarchy::V2 {
-        root: root.to_path_buf(),
-    };
     let run = format!("benchcage-v2-{}", std::process::id());
     let parent = Group::at(&hier, Path::new(&run), "run");
     let leaf = Group::at(&hier, &Path::new(&run).join("server"), "server");
@@ -1402,4 +1406,109 @@ fn a_state_dir_that_others_can_use_or_root_does_not_own_is_refused() {
     let (code, text) = output(&mut bench(&s, &["cleanup"]));
     assert_eq!(code, Some(0), "{text}");
     assert!(!data.exists() && !path.exists(), "{text}");
+}
+
+/// Every group directory of the v2 tree outside `skip`, with its
+/// `cgroup.subtree_control`.
+fn v2_tree_outside(skip: &Path) -> BTreeMap<PathBuf, String> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![PathBuf::from("/sys/fs/cgroup")];
+    while let Some(d) = stack.pop() {
+        if d.starts_with(skip) {
+            continue;
+        }
+        let ctl = std::fs::read_to_string(d.join("cgroup.subtree_control")).unwrap_or_default();
+        out.insert(d.clone(), ctl);
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(e.path());
+            }
+        }
+    }
+    out
+}
+
+/// On a systemd host with cgroup v2 (the second v2 guest): outside a
+/// delegated subtree benchcage refuses, says what to run and writes into no
+/// group; `sandbox-hold` (like `run`) restarts itself in a delegated scope
+/// of its own and works there. Elsewhere there is nothing to check.
+#[test]
+fn under_systemd_benchcage_writes_only_into_a_delegated_scope_and_gets_one_itself() {
+    use benchcage::sandbox::cgroup::delegation::{self, SCOPED_ENV};
+    let mount = Path::new("/sys/fs/cgroup");
+    if !mount.join("cgroup.controllers").exists() || !Path::new("/run/systemd/system").is_dir() {
+        eprintln!("not a systemd host on cgroup v2; skipped");
+        return;
+    }
+    let s = Scratch::new("scope");
+    let base = Hierarchy::detect().unwrap().dirs(Path::new(""))["unified"].clone();
+    let before = v2_tree_outside(&base);
+    let work = s.path().join("w");
+    let hold = |scoped: bool| {
+        let mut c = Command::new("systemd-run");
+        c.args(["--scope", "--quiet", "--collect", "--", BIN, "sandbox-hold"])
+            .args(["--run-id", &s.run_id, "--until", "ready", "--dir"])
+            .arg(&work)
+            .env(ledger::ROOT_ENV, s.ledgers())
+            .env_remove(SCOPED_ENV)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if scoped {
+            c.env(SCOPED_ENV, "1");
+        }
+        c
+    };
+    // In a scope without Delegate=yes, told to stay there: refused.
+    let out = hold(true).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("not delegated") && err.contains("systemd-run --scope -p Delegate=yes"),
+        "{err}"
+    );
+    let after = v2_tree_outside(&base);
+    for (dir, ctl) in &after {
+        let name = dir.file_name().unwrap().to_string_lossy();
+        assert!(
+            name != TOP && name != delegation::LAUNCHER,
+            "created {}",
+            dir.display()
+        );
+        if let Some(was) = before.get(dir) {
+            assert_eq!(was, ctl, "{} changed", dir.display());
+        }
+    }
+    assert_clean(&s, &[]);
+    // Left to itself, it moves into a delegated scope of its own.
+    let mut child = hold(false).spawn().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut engine = None;
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        if let Some(p) = line.strip_prefix("engine Pid(") {
+            engine = p.trim_end_matches(')').parse::<u32>().ok();
+        }
+        if line == "reached ready" {
+            break;
+        }
+    }
+    let engine = engine.expect("the engine started");
+    let own = std::fs::read_to_string(format!("/proc/{engine}/cgroup")).unwrap();
+    let own = delegation::own_group(&own).unwrap();
+    let scope = delegation::nearest_delegated(&own, |p| delegation::is_delegated(&mount.join(p)))
+        .expect("the engine is in a delegated scope");
+    assert_eq!(
+        own,
+        scope.join(TOP).join(&s.run_id).join("server"),
+        "engine group"
+    );
+    assert!(!mount.join(&scope).starts_with(&base), "a scope of its own");
+    signal(&child, nix::sys::signal::Signal::SIGINT);
+    assert!(child.wait().unwrap().success());
+    assert!(
+        !mount.join(&scope).join(TOP).exists(),
+        "its groups are gone"
+    );
+    assert_cli_clean(&s, &[Some(engine)]);
 }

@@ -3,6 +3,9 @@
 //! cannot, why not and what to do.
 
 use crate::host::{CgroupLayout, HostFacts};
+use crate::sandbox::cgroup::delegation::V2Place;
+use crate::sandbox::cgroup::group::{TOP, V2_CONTROLLERS_WANTED};
+use crate::sandbox::cgroup::hierarchy::V2_MOUNT;
 use crate::spec::plan::approx;
 use std::path::Path;
 use std::process::ExitCode;
@@ -85,9 +88,12 @@ pub fn checks(host: &HostFacts) -> Vec<Check> {
         ),
         Check::new("kernel", Status::Ok, host.kernel.clone(), ""),
         cgroup_check(host),
-        swap_check(host),
-        mlock_check(),
     ];
+    if host.cgroup == CgroupLayout::V2 {
+        let place = V2Place::probe(Path::new(V2_MOUNT));
+        out.extend(delegation_checks(&place));
+    }
+    out.extend([swap_check(host), mlock_check()]);
     if host.online_cpus.len() < 2 {
         out[0].status = Status::Warn;
         out[0].fix =
@@ -138,6 +144,81 @@ impl Check {
         }
         self
     }
+}
+
+/// On v2: whose tree it is, where benchcage's groups go (a subtree systemd
+/// delegated, or the mount itself), and the controllers available there.
+pub fn delegation_checks(place: &V2Place) -> Vec<Check> {
+    let base = match place.base() {
+        Ok(b) => b,
+        Err(_) => {
+            return vec![Check::new(
+                "delegation",
+                Status::No,
+                format!(
+                    "systemd manages the cgroup tree; benchcage runs in /{}, which is not delegated to it, and writes nowhere else",
+                    place.own.display()
+                ),
+                "run it in its own delegated scope: systemd-run --scope -p Delegate=yes --quiet -- benchcage run ... \
+                 (`benchcage run` does this itself when systemd-run is installed)",
+            )];
+        }
+    };
+    let detail = match &place.delegated {
+        Some(d) => format!(
+            "systemd delegated /{} (Delegate=yes); benchcage's groups go in {}",
+            d.display(),
+            base.join(TOP).display()
+        ),
+        None => format!(
+            "no init system manages the tree; benchcage's groups go in {}",
+            base.join(TOP).display()
+        ),
+    };
+    let available: Vec<String> = std::fs::read_to_string(base.join("cgroup.controllers"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    vec![
+        Check::new("delegation", Status::Ok, detail, ""),
+        subtree_check(&available, place.delegated.is_some()),
+    ]
+}
+
+/// The controllers benchcage's subtree has, and what is missing.
+pub fn subtree_check(available: &[String], delegated: bool) -> Check {
+    let missing: Vec<&str> = V2_CONTROLLERS_WANTED
+        .iter()
+        .copied()
+        .filter(|c| !available.iter().any(|a| a == c))
+        .collect();
+    let detail = format!("controllers available there: {}", available.join(" "));
+    if missing.is_empty() {
+        return Check::new("subtree", Status::Ok, detail, "");
+    }
+    // cpuset, memory and pids carry the limits; cpu and io only stats and IO throttles.
+    let hard = missing
+        .iter()
+        .any(|m| matches!(*m, "cpuset" | "memory" | "pids"));
+    let fix = if delegated {
+        format!(
+            "missing {}: systemd delegates only the controllers it enables; add them with Delegate={} on the unit",
+            missing.join(" "),
+            V2_CONTROLLERS_WANTED.join(" ")
+        )
+    } else {
+        format!(
+            "missing {}: the kernel does not offer them here (a parent's cgroup.subtree_control lacks them, or the kernel was built without them)",
+            missing.join(" ")
+        )
+    };
+    Check::new(
+        "subtree",
+        if hard { Status::No } else { Status::Warn },
+        detail,
+        fix,
+    )
 }
 
 fn swap_check(host: &HostFacts) -> Check {
@@ -255,5 +336,49 @@ pub fn docker_socket_check() -> Check {
             "no /var/run/docker.sock and DOCKER_HOST is unset: the docker backend cannot run",
             "start the daemon: dockerd --bridge=none --iptables=false (see make deps)",
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn words(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn a_subtree_without_cpuset_is_refused_and_names_the_delegate_setting() {
+        let c = subtree_check(&words("cpu io memory pids"), true);
+        assert_eq!(c.status, Status::No);
+        assert!(c.fix.contains("missing cpuset"), "{}", c.fix);
+        assert!(
+            c.fix.contains("Delegate=cpuset cpu io memory pids"),
+            "{}",
+            c.fix
+        );
+        let io = subtree_check(&words("cpuset cpu memory pids"), false);
+        assert_eq!(io.status, Status::Warn);
+        let all = subtree_check(&words("cpuset cpu io memory pids hugetlb"), true);
+        assert_eq!((all.status, all.fix.as_str()), (Status::Ok, ""));
+    }
+
+    #[test]
+    fn an_undelegated_systemd_host_is_told_to_run_in_its_own_scope() {
+        let place = V2Place {
+            mount: PathBuf::from("/sys/fs/cgroup"),
+            own: PathBuf::from("user.slice/user-0.slice/session-1.scope"),
+            systemd: true,
+            delegated: None,
+        };
+        let c = delegation_checks(&place);
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].status, Status::No);
+        assert!(
+            c[0].detail
+                .contains("/user.slice/user-0.slice/session-1.scope")
+        );
+        assert!(c[0].fix.contains("systemd-run --scope -p Delegate=yes"));
     }
 }

@@ -19,6 +19,9 @@ pub mod validate;
 
 /// Route a parsed command line to its command.
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    if matches!(cli.command, Command::Run(_) | Command::SandboxHold(_)) {
+        enter_own_scope();
+    }
     let home = cli.home.clone();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -40,4 +43,15 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             Command::SandboxHold(a) => sandbox_hold::run(&home, &a).await,
         }
     })
+}
+
+/// Commands that create cgroups need a subtree of their own: on a systemd
+/// host that did not delegate one, restart in a delegated scope. When that
+/// cannot be done, the sandbox says what to do instead.
+fn enter_own_scope() {
+    use std::os::unix::process::CommandExt;
+    if let Some(mut cmd) = crate::sandbox::cgroup::delegation::scope_command() {
+        let err = cmd.exec();
+        eprintln!("warning: could not restart in a delegated scope with systemd-run: {err}");
+    }
 }

@@ -4,7 +4,7 @@
 
 use super::files::{self, *};
 use super::hierarchy::Hierarchy;
-use super::{cpuset, io, memory, pids};
+use super::{cpuset, delegation, io, memory, pids};
 use crate::sandbox::{IoLimits, SandboxError, SwapPolicy};
 use crate::units::{Bytes, CpuSet};
 use std::collections::BTreeMap;
@@ -32,7 +32,7 @@ pub struct Group {
 }
 
 /// Controllers enabled for children on v2.
-const V2_CONTROLLERS_WANTED: [&str; 5] = ["cpuset", "cpu", "io", "memory", "pids"];
+pub const V2_CONTROLLERS_WANTED: [&str; 5] = ["cpuset", "cpu", "io", "memory", "pids"];
 
 impl Group {
     /// The group at `relative` in `hier`, not created yet.
@@ -171,6 +171,9 @@ pub fn ensure_parent(group: &Group) -> Result<(), SandboxError> {
     group.create()?;
     if let Some(d) = group.dirs.get("unified") {
         let parent = d.parent().unwrap_or(d);
+        // No internal processes: a delegated parent still holding
+        // benchcage itself could not enable controllers for children.
+        delegation::evacuate(parent)?;
         enable_v2_controllers(parent)?;
         enable_v2_controllers(d)?;
     }
@@ -207,9 +210,7 @@ mod tests {
     fn v2_group_gets_its_limits_written_and_read_back_on_a_fixture() {
         let t = tempfile::tempdir().unwrap();
         v2_fixture(t.path());
-        let hier = Hierarchy::V2 {
-            root: t.path().to_path_buf(),
-        };
+        let hier = Hierarchy::v2_at(t.path());
         let top = Group::at(&hier, Path::new(TOP), "top");
         let dir = t.path().join(TOP);
         // The kernel fills a new group with these files.

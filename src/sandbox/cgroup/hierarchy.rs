@@ -3,11 +3,15 @@
 //! (mountinfo parsing, unified-mode check); every file access goes through
 //! our own root-path code so that it is testable on a temp dir.
 
+use super::delegation::V2Place;
 use crate::sandbox::SandboxError;
 use cgroups_rs::fs::Controllers;
 use cgroups_rs::fs::hierarchies::{V1, is_cgroup2_unified_mode};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+/// Where the unified hierarchy is mounted.
+pub const V2_MOUNT: &str = "/sys/fs/cgroup";
 
 /// The v1 controllers a sandbox uses, each in its own directory tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -67,18 +71,21 @@ pub enum Hierarchy {
     V1 {
         mounts: BTreeMap<Controller, PathBuf>,
     },
-    /// The unified hierarchy.
-    V2 { root: PathBuf },
+    /// The unified hierarchy mounted at `mount`; benchcage's own groups go
+    /// under `base` (the mount itself, or the subtree systemd delegated to
+    /// benchcage, see [`super::delegation`]).
+    V2 { mount: PathBuf, base: PathBuf },
 }
 
 impl Hierarchy {
-    /// Detect this host's hierarchy: v2 when /sys/fs/cgroup is cgroup2,
-    /// else v1 with every controller benchcage needs mounted.
+    /// Detect this host's hierarchy: v2 when /sys/fs/cgroup is cgroup2
+    /// (with the subtree benchcage may use; an error under systemd when it
+    /// has none), else v1 with every controller benchcage needs mounted.
     pub fn detect() -> Result<Hierarchy, SandboxError> {
         if is_cgroup2_unified_mode() {
-            return Ok(Hierarchy::V2 {
-                root: PathBuf::from("/sys/fs/cgroup"),
-            });
+            let mount = PathBuf::from(V2_MOUNT);
+            let base = V2Place::probe(&mount).base()?;
+            return Ok(Hierarchy::V2 { mount, base });
         }
         let v1 = V1::new();
         let mut mounts = BTreeMap::new();
@@ -110,6 +117,14 @@ impl Hierarchy {
         }
     }
 
+    /// A v2 hierarchy whose groups go right under `root` (tests).
+    pub fn v2_at(root: &Path) -> Hierarchy {
+        Hierarchy::V2 {
+            mount: root.to_path_buf(),
+            base: root.to_path_buf(),
+        }
+    }
+
     /// `v1` or `v2`, for records and `doctor`.
     pub fn version(&self) -> &'static str {
         match self {
@@ -118,16 +133,27 @@ impl Hierarchy {
         }
     }
 
-    /// Directories of the group at `relative` (e.g. `benchcage/<id>/server`
-    /// or `docker/<container-id>`), keyed by controller name (`unified` on v2).
+    /// Directories of benchcage's own group at `relative` (e.g.
+    /// `benchcage/<id>/server`), keyed by controller name (`unified` on v2).
     pub fn dirs(&self, relative: &Path) -> BTreeMap<String, PathBuf> {
+        match self {
+            Hierarchy::V2 { base, .. } => {
+                BTreeMap::from([("unified".to_string(), base.join(relative))])
+            }
+            v1 => v1.mount_dirs(relative),
+        }
+    }
+
+    /// Directories of any group by its path from the mount (e.g. a
+    /// container's `system.slice/docker-<id>.scope` from /proc/<pid>/cgroup).
+    pub fn mount_dirs(&self, relative: &Path) -> BTreeMap<String, PathBuf> {
         match self {
             Hierarchy::V1 { mounts } => mounts
                 .iter()
                 .map(|(c, m)| (c.name().to_string(), m.join(relative)))
                 .collect(),
-            Hierarchy::V2 { root } => {
-                BTreeMap::from([("unified".to_string(), root.join(relative))])
+            Hierarchy::V2 { mount, .. } => {
+                BTreeMap::from([("unified".to_string(), mount.join(relative))])
             }
         }
     }

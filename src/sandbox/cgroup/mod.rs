@@ -5,6 +5,7 @@
 //! path so the v2 code runs on a temp-dir fixture in unit tests.
 
 pub mod cpuset;
+pub mod delegation;
 pub mod files;
 pub mod freezer;
 pub mod group;

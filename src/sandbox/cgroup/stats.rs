@@ -1,7 +1,7 @@
 //! Kernel counters of one cgroup, from its files. Takes the group's
 //! directories (controller name -> dir, `unified` for v2) so the docker
 //! backend reads a container's cgroup with the same code:
-//! `read_cgroup_stats(&Hierarchy::detect()?.dirs(Path::new("docker").join(id)))`.
+//! `read_cgroup_stats(&Hierarchy::detect()?.mount_dirs(Path::new("docker").join(id)))`.
 
 use super::files::{self, *};
 use crate::sandbox::{CgroupStats, SandboxError};

@@ -251,7 +251,7 @@ impl DockerSandbox {
                 cgroups::relative_from_driver(&info.cgroup_driver, &info.cgroup_version, id)
             }
         };
-        let dirs = hier.dirs(&rel);
+        let dirs = hier.mount_dirs(&rel);
         let mem = dirs
             .get("memory")
             .or_else(|| dirs.get("unified"))

@@ -29,13 +29,12 @@ if [ "$mode" = systemd ]; then
 fi
 while read -r name exe args; do
   [ -n "$name" ] || continue
-  echo "guest: suite $name starts at $(cut -d' ' -f1 /proc/uptime)s"
   start=$EPOCHREALTIME
   # shellcheck disable=SC2086
-  timeout 700 "${wrap[@]}" "$exe" --test-threads=2 $args >"$out/$name.log" 2>&1
+  timeout 300 "${wrap[@]}" "$exe" $args >"$out/$name.log" 2>&1
   echo $? >"$out/$name.rc"
   awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f\n", b - a }' >"$out/$name.secs"
-  grep -E '^test result:|FAILED|panicked' "$out/$name.log" | head -20
+  echo "guest: $name exit $(cat "$out/$name.rc") after $(cat "$out/$name.secs")s"
 done <"$out/plan"
 # doctor from where a user would run it (not delegated on the systemd guest)
 bin=$(sed -n 's/.*\bbc\.bin=\([^ ]*\).*/\1/p' /proc/cmdline)

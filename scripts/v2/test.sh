@@ -125,6 +125,8 @@ for mode in $modes; do
     "$repo/$exe" --list 2>/dev/null | sed -n 's/: test$//p' | grep -v -E "$skip" | grep -E "${BENCHCAGE_V2_ONLY:-.}" |
       while read -r t; do echo "$suite.$t $repo/$exe --exact $t"; done
   done <<<"$exes" >"$out/plan"
+  # The guest runs its own copy of the scripts: edits here cannot reach it.
+  cp scripts/v2/inside.sh scripts/v2/benchcage-v2.service scripts/v2/benchcage-v2.target "$out/"
   disk=$work/scratch-$mode.img
   rm -f "$disk" && truncate -s 8G "$disk" && mkfs.ext4 -q -F "$disk"
   echo "test-v2: booting the $mode guest (kernel $kver, ${mem} MiB, 2 vCPUs, TCG)"
@@ -133,7 +135,7 @@ for mode in $modes; do
   timeout 840 qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m "$mem" \
     -display none -monitor none -serial stdio -no-reboot \
     -kernel "$kdir/vmlinux" -initrd "$initrd" \
-    -append "console=ttyS0 quiet loglevel=4 panic=-1 cgroup_no_v1=all systemd.unified_cgroup_hierarchy=1 systemd.unit=benchcage-v2.target bc.mode=$mode bc.init=$repo/scripts/v2/inside.sh bc.out=/v2out bc.repo=$repo bc.bin=$bin" \
+    -append "console=ttyS0 quiet loglevel=4 panic=-1 cgroup_no_v1=all systemd.unified_cgroup_hierarchy=1 systemd.unit=benchcage-v2.target bc.mode=$mode bc.init=/v2out/inside.sh bc.out=/v2out bc.repo=$repo bc.bin=$bin" \
     -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
     -virtfs "local,path=$out,mount_tag=out,security_model=none,multidevs=remap" \
     -drive "file=$disk,format=raw,if=virtio,cache=unsafe" </dev/null | tee "$work/console-$mode.log"

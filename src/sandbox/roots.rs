@@ -14,7 +14,7 @@
 //! umask; folders it did not create are never chmodded.
 
 use crate::sandbox::SandboxError;
-use crate::sandbox::cgroup::Hierarchy;
+use crate::sandbox::cgroup::{Hierarchy, delegation};
 use crate::sandbox::cgroup::group::TOP;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
@@ -42,7 +42,9 @@ pub fn work_root() -> PathBuf {
 pub struct Roots {
     /// The work root (data and config dirs live below it).
     pub work: PathBuf,
-    /// `<mount>/benchcage` in every cgroup controller.
+    /// `<mount>/benchcage` in every cgroup controller (v2: in this
+    /// process's subtree; a run's groups in another delegated subtree are
+    /// accepted too, see [`delegation::in_delegated_top`]).
     pub cgroups: Vec<PathBuf>,
 }
 
@@ -91,7 +93,7 @@ impl Roots {
                 .cgroups
                 .iter()
                 .any(|top| dir.starts_with(top.join(run)));
-        if ok {
+        if ok || (is_plain_absolute(dir) && delegation::in_delegated_top(dir, run)) {
             Ok(())
         } else {
             Err(format!(

@@ -127,6 +127,26 @@ pub fn nearest_delegated(own: &Path, delegated: impl Fn(&Path) -> bool) -> Optio
         .map(Path::to_path_buf)
 }
 
+/// Whether `dir` is a group of run `run` in a subtree systemd delegated
+/// (`<mount>/<delegated>/benchcage/<run>/...`): where a run that restarted
+/// itself in its own scope left its groups, for `cleanup` started elsewhere.
+pub fn in_delegated_top(dir: &Path, run: &str) -> bool {
+    let mount = Path::new(super::hierarchy::V2_MOUNT);
+    let Ok(rel) = dir.strip_prefix(mount) else {
+        return false;
+    };
+    if !mount.join("cgroup.controllers").exists() {
+        return false;
+    }
+    let top = Path::new(super::group::TOP).join(run);
+    rel.ancestors().any(|a| {
+        a.ends_with(&top)
+            && a.parent()
+                .and_then(Path::parent)
+                .is_some_and(|d| !d.as_os_str().is_empty() && is_delegated(&mount.join(d)))
+    })
+}
+
 /// Whether systemd delegated the group at `dir`: its `trusted.delegate`
 /// attribute, or for systemd before v251, the unit's `Delegate` property.
 pub fn is_delegated(dir: &Path) -> bool {

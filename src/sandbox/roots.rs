@@ -14,8 +14,8 @@
 //! umask; folders it did not create are never chmodded.
 
 use crate::sandbox::SandboxError;
-use crate::sandbox::cgroup::{Hierarchy, delegation};
 use crate::sandbox::cgroup::group::TOP;
+use crate::sandbox::cgroup::{Hierarchy, delegation};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 

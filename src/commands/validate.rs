@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 pub async fn run(home: &Path, args: &ValidateArgs) -> anyhow::Result<ExitCode> {
-    let host = HostFacts::probe();
     if args.paths.is_empty() {
+        // Specs first: a refusal needs no host probe and comes at once.
         let p = Project::load(home)?;
+        let host = HostFacts::probe();
         p.validate_on_host(&host)?;
         for note in host_notes(&p, &host) {
             println!("note: {note}");
@@ -26,6 +27,7 @@ pub async fn run(home: &Path, args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     }
     let files = expand(&args.paths);
     let loaded = Project::load(home);
+    let host = HostFacts::probe();
     let project_diags = match &loaded {
         Ok(p) => p.validate_on_host(&host).err().unwrap_or_default(),
         Err(d) => d.clone(),

@@ -264,6 +264,23 @@ pub fn parse(text: &str) -> Result<Node, SyntaxError> {
                 .into(),
         });
     }
+    // A long line is refused before the parser walks it character by character.
+    if let Some((i, line)) = text
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.len() > MAX_SCALAR_BYTES)
+    {
+        return Err(SyntaxError {
+            pos: Pos {
+                line: i + 1,
+                column: 1,
+            },
+            message: format!(
+                "a line of {} bytes; lines and values in a spec are at most {MAX_SCALAR_BYTES} bytes",
+                line.len()
+            ),
+        });
+    }
     let mut b = Builder::default();
     let mut parser = Parser::new_from_str(text);
     if let Err(e) = parser.load(&mut b, true) {
@@ -380,12 +397,18 @@ mod tests {
         let huge = format!("a: {}\n", "x".repeat(MAX_SCALAR_BYTES + 1));
         let e = parse(&huge).unwrap_err();
         assert!(e.message.contains("at most 65536 bytes"), "{e:?}");
+        let folded = format!(
+            "a: >\n{}",
+            "  xxxxxxxxxxxxxxx\n".repeat(MAX_SCALAR_BYTES / 15)
+        );
+        let e = parse(&folded).unwrap_err();
+        assert!(e.message.contains("at most 65536 bytes"), "{e:?}");
         assert!(e.message.len() < 200);
     }
 
     #[test]
     fn too_many_values_are_refused() {
-        let many = format!("a: [{}]\n", vec!["1"; MAX_NODES as usize + 1].join(","));
+        let many = format!("a:\n{}", "  - 1\n".repeat(MAX_NODES as usize + 1));
         let e = parse(&many).unwrap_err();
         assert!(e.message.contains("more than 100000 values"), "{e:?}");
     }

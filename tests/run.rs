@@ -7,7 +7,7 @@
 //! ledger folders, and checks that nothing of its runs is left behind.
 
 use benchcage::results::model::{
-    CellRecord, FidelityRecord, PhaseResult, ResourceSample, RunRecord,
+    CellRecord, FidelityRecord, PhaseResult, PhaseStatus, ResourceSample, RunRecord,
 };
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -1052,4 +1052,156 @@ fn cleanup_marks_a_killed_run_interrupted_and_removes_its_empty_work_folders() {
     // Nothing is left to do, and a second cleanup says so.
     assert!(cleanup().contains("nothing to clean up"));
     assert_eq!(read::<RunRecord>(&run_json).status, "interrupted");
+}
+
+#[test]
+fn an_engine_oom_killed_mid_phase_is_counted_and_its_phase_is_recorded_as_oom() {
+    let place = Place::new();
+    let (status, _, stderr) = place.run(&["tests/scenarios/run-oom.yaml"]);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    let dir = &place.run_dirs()[0];
+    let cell_dir = &cell_dirs(dir)[0];
+    let cell: CellRecord = read(&cell_dir.join("cell.json"));
+    assert_eq!(cell.status, "failed");
+    let why = cell.failure.clone().unwrap();
+    assert!(
+        why.contains("OOM-killed the engine during phase grow"),
+        "{why}"
+    );
+    assert!(why.contains("killed by signal 9 (SIGKILL)"), "{why}");
+    assert!(!why.contains("Some(") && !why.contains("None"), "{why}");
+    let fid: FidelityRecord = read(&cell_dir.join("fidelity.json"));
+    assert!(fid.oom_kills >= 1, "{fid:?}");
+    assert!(
+        fid.violations.iter().any(|v| v.contains("OOM-killed")),
+        "{fid:?}"
+    );
+    let grow = cell.phases.iter().find(|p| p.name == "grow");
+    if let Some(grow) = grow {
+        assert!(
+            matches!(grow.status, PhaseStatus::Oom { .. }),
+            "{:?}",
+            grow.status
+        );
+    }
+    assert_clean(&place, &read::<RunRecord>(&dir.join("run.json")).run_id);
+}
+
+#[test]
+fn a_frozen_engine_fails_its_phase_at_the_deadline_and_is_still_torn_down() {
+    use nix::sys::signal::{Signal, kill};
+    let place = Place::new();
+    let mut run = place.spawn(&["tests/scenarios/run-short-phase.yaml"]);
+    let id = run_id_of(&run.wait_line(&["run ", "1 cell(s)"], 60));
+    run.wait_line(&["[1/1", "workload-c t2"], 120);
+    for pid in server_pids(&format!("{id}-01")) {
+        kill(nix::unistd::Pid::from_raw(pid), Signal::SIGSTOP).unwrap();
+    }
+    let frozen = Instant::now();
+    let status = run.wait(120);
+    let took = frozen.elapsed();
+    assert_eq!(status.code(), Some(1), "{}", run.stderr());
+    // 4 s phase + 15 s grace + 8 s to hand back + teardown: never minutes.
+    assert!(took < Duration::from_secs(45), "took {took:?}");
+    let dir = place.results().join(&id);
+    let rec: RunRecord = read(&dir.join("run.json"));
+    let cell: CellRecord = read(&dir.join("cells").join(&rec.cells[0]).join("cell.json"));
+    assert_eq!(cell.status, "failed");
+    let why = cell.failure.unwrap();
+    assert!(
+        why.contains("did not end within its 4s plus 15s of grace"),
+        "{why}"
+    );
+    assert_clean(&place, &id);
+}
+
+/// A process spinning on `cpu`, killed when dropped.
+struct Hog(Child);
+
+impl Hog {
+    fn on(cpu: u32) -> Hog {
+        Hog(Command::new("taskset")
+            .args(["-c", &cpu.to_string(), "sh", "-c", "while :; do :; done"])
+            .spawn()
+            .unwrap())
+    }
+}
+
+impl Drop for Hog {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Run the short phase, with a CPU hog on the server's CPU (1 in
+/// quickstart) from the start of the phase when `hog`; returns the phase's
+/// record and the cell's fidelity.
+fn short_phase(hog: bool) -> (benchcage::results::model::PhaseIo, CellRecord) {
+    let place = Place::new();
+    let mut run = place.spawn(&["tests/scenarios/run-short-phase.yaml"]);
+    let id = run_id_of(&run.wait_line(&["run ", "1 cell(s)"], 60));
+    run.wait_line(&["[1/1", "workload-c t2"], 120);
+    let hog = hog.then(|| Hog::on(1));
+    let status = run.wait(60);
+    drop(hog);
+    assert!(status.success(), "{}", run.stderr());
+    let dir = place.results().join(&id);
+    let rec: RunRecord = read(&dir.join("run.json"));
+    let cell: CellRecord = read(&dir.join("cells").join(&rec.cells[0]).join("cell.json"));
+    let io = cell.fidelity.phase_io["02-workload-c-t2"].clone();
+    assert_clean(&place, &id);
+    (io, cell)
+}
+
+#[test]
+fn a_cpu_hog_on_the_servers_cpu_invalidates_the_phase() {
+    let (io, cell) = short_phase(true);
+    let share = io.cpu_foreign_share.unwrap();
+    assert!(share > 0.3, "a hog on the server's CPU took only {share}");
+    let why = io.contention_violation.clone().unwrap();
+    assert!(why.contains("of the server's CPUs (1)"), "{why}");
+    let phase = cell.phases.iter().find(|p| p.name == "workload-c").unwrap();
+    assert!(
+        matches!(phase.status, PhaseStatus::Invalid { .. }),
+        "{:?}",
+        phase.status
+    );
+    assert!(!cell.fidelity.is_valid());
+}
+
+#[test]
+fn a_quiet_run_records_little_foreign_cpu_time_and_stays_valid() {
+    let (io, cell) = short_phase(false);
+    let share = io.cpu_foreign_share.unwrap();
+    assert!(
+        share < 0.10,
+        "a quiet run had {share} of its CPU taken by others (is the host busy?)"
+    );
+    assert!(io.engine_run_delay_share.is_some());
+    assert!(cell.fidelity.is_valid(), "{:?}", cell.fidelity.violations);
+}
+
+#[test]
+fn a_run_whose_cpus_a_live_run_holds_waits_for_them_and_names_that_run() {
+    let place = Place::new();
+    let mut first = place.spawn(&["tests/scenarios/run-short-phase.yaml"]);
+    let first_id = run_id_of(&first.wait_line(&["run ", "1 cell(s)"], 60));
+    first.wait_line(&["[1/1", "workload-c t2"], 120);
+    let mut second = place.spawn(&["tests/scenarios/run-short-phase.yaml"]);
+    let waiting = second.wait_line(&["waiting: run"], 60);
+    assert!(waiting.contains(&first_id), "{waiting}");
+    assert!(waiting.contains("CPU(s) 0-1"), "{waiting}");
+    assert!(
+        !second.stderr().contains("] provision"),
+        "the second run started while the first held its CPUs:\n{}",
+        second.stderr()
+    );
+    assert!(first.wait(60).success(), "{}", first.stderr());
+    assert!(second.wait(90).success(), "{}", second.stderr());
+    for dir in place.run_dirs() {
+        let rec: RunRecord = read(&dir.join("run.json"));
+        assert_eq!(rec.status, "finished");
+        assert_clean(&place, &rec.run_id);
+    }
 }

@@ -48,6 +48,7 @@ pub fn phase_io(
         memory_limit_bytes: after.memory_limit,
         expect_io_bound,
         io_bound_violation: None,
+        ..PhaseIo::default()
     };
     if expect_io_bound {
         let mut missing = Vec::new();
@@ -122,18 +123,57 @@ pub fn hog_violation(expected: u64, locked_now: Option<u64>) -> Option<String> {
     }
 }
 
+/// How every OOM-kill violation starts (to replace it with a larger count).
+pub const OOM_VIOLATION_PREFIX: &str = "the kernel OOM-killed";
+
 /// OOM kills and restarts of the engine during the cell.
 pub fn supervision_violations(oom_kills: u64, restarts: u64) -> Vec<String> {
     let mut out = Vec::new();
     if oom_kills > 0 {
         out.push(format!(
-            "the kernel OOM-killed {oom_kills} process(es) in the server's cgroup"
+            "{OOM_VIOLATION_PREFIX} {oom_kills} process(es) in the server's cgroup"
         ));
     }
     if restarts > 0 {
         out.push(format!("the engine restarted {restarts} time(s)"));
     }
     out
+}
+
+/// The share of the server CPUs' time that something outside the server's
+/// cgroup may use during a phase before the phase is invalid.
+///
+/// Why 10%: on a quiet host the only others on the server's CPUs are
+/// kernel threads and benchcage's own sampler and watcher, a few percent
+/// at most. One CPU hog or a second engine pinned to the same CPU takes
+/// 30-50% or more (two runs sharing CPUs each lost 48% of their
+/// throughput, issue 15, D2). 10% sits clear of both, and a neighbour that
+/// takes a tenth of the server's CPU time is already a deviation from the
+/// environment. Interrupt time is not counted (see `procfs::cpu_busy_s`).
+pub const CONTENTION_LIMIT: f64 = 0.10;
+
+/// A share rounded to three decimals, for stable records.
+pub fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// The share of the server CPUs' capacity (`wall_s` x `cpus`) that went to
+/// anything but the server's cgroup: the CPUs' busy time minus the
+/// server's own CPU time. `None` when nothing was measured.
+pub fn foreign_share(busy_s: f64, server_s: f64, wall_s: f64, cpus: usize) -> Option<f64> {
+    let capacity = wall_s * cpus as f64;
+    (capacity > 0.0).then(|| round3(((busy_s - server_s) / capacity).clamp(0.0, 1.0)))
+}
+
+/// Contention beyond [`CONTENTION_LIMIT`] on the server's `cpus`.
+pub fn contention_violation(share: f64, cpus: &CpuSet) -> Option<String> {
+    (share > CONTENTION_LIMIT).then(|| {
+        format!(
+            "something outside the server's cgroup used {:.0}% of the server's CPUs ({cpus}) during the phase (limit {:.0}%): another run, a build or a CPU hog shared them, so the result is not the environment's",
+            share * 100.0,
+            CONTENTION_LIMIT * 100.0
+        )
+    })
 }
 
 #[cfg(test)]
@@ -220,6 +260,23 @@ mod tests {
         assert_eq!(hog_violation(100 << 20, Some(100 << 20)), None);
         assert!(hog_violation(100 << 20, Some(10 << 20)).is_some());
         assert!(hog_violation(100 << 20, None).is_some());
+    }
+
+    #[test]
+    fn only_foreign_cpu_time_beyond_the_limit_is_contention() {
+        let cpus: CpuSet = "1".parse().unwrap();
+        // The engine used 3 of 10 s and the CPU was busy 3.1 s: quiet.
+        let quiet = foreign_share(3.1, 3.0, 10.0, 1).unwrap();
+        assert_eq!(quiet, 0.01);
+        assert_eq!(contention_violation(quiet, &cpus), None);
+        // A burner took the other 6 s.
+        let busy = foreign_share(9.0, 3.0, 10.0, 1).unwrap();
+        assert_eq!(busy, 0.6);
+        let why = contention_violation(busy, &cpus).unwrap();
+        assert!(why.contains("60% of the server's CPUs (1)"), "{why}");
+        // Tick rounding can put busy below the engine's time: never negative.
+        assert_eq!(foreign_share(2.9, 3.0, 10.0, 2), Some(0.0));
+        assert_eq!(foreign_share(1.0, 0.0, 0.0, 1), None);
     }
 
     #[test]

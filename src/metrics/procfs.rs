@@ -43,6 +43,64 @@ pub fn thread_cpus(proc_root: &Path, pids: &[u32]) -> BTreeMap<String, String> {
     out
 }
 
+/// Clock ticks per second of `/proc/stat` (USER_HZ).
+fn user_hz() -> f64 {
+    // SAFETY: sysconf only reads a constant of the C library.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if hz > 0 { hz as f64 } else { 100.0 }
+}
+
+/// Seconds `cpus` spent running anything (user, nice, system, and steal:
+/// time a hypervisor gave to another guest), from `/proc/stat`. Interrupt
+/// and softirq time are left out: on the server's CPUs much of it is the
+/// engine's own network traffic, not someone else's work.
+pub fn cpu_busy_s(proc_root: &Path, cpus: &crate::units::CpuSet) -> Option<f64> {
+    let text = std::fs::read_to_string(proc_root.join("stat")).ok()?;
+    Some(busy_ticks(&text, cpus)? as f64 / user_hz())
+}
+
+/// Busy ticks of `cpus` in the text of `/proc/stat`; `None` when a CPU is
+/// missing from it.
+fn busy_ticks(stat: &str, cpus: &crate::units::CpuSet) -> Option<u64> {
+    let mut total = 0;
+    for cpu in cpus.iter() {
+        let name = format!("cpu{cpu}");
+        let line = stat
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name.as_str()))?;
+        let f: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .map(|v| v.parse().unwrap_or(0))
+            .collect();
+        // user nice system idle iowait irq softirq steal ...
+        total += f.first()? + f.get(1)? + f.get(2)? + f.get(7).copied().unwrap_or(0);
+    }
+    Some(total)
+}
+
+/// Nanoseconds each thread of `pids` waited on a run queue, runnable but
+/// not running (`/proc/<pid>/task/<tid>/schedstat`, second field), keyed
+/// by tid. Threads that exit while being read are skipped.
+pub fn run_delay_ns(proc_root: &Path, pids: &[u32]) -> BTreeMap<u32, u64> {
+    let mut out = BTreeMap::new();
+    for pid in pids {
+        let Ok(tasks) = std::fs::read_dir(proc_root.join(pid.to_string()).join("task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let Some(tid) = task.file_name().to_str().and_then(|t| t.parse().ok()) else {
+                continue;
+            };
+            let text = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
+            if let Some(Ok(wait)) = text.split_whitespace().nth(1).map(str::parse) {
+                out.insert(tid, wait);
+            }
+        }
+    }
+    out
+}
+
 /// Bytes a process holds locked (`VmLck`), `None` when it is gone.
 pub fn locked_bytes(proc_root: &Path, pid: u32) -> Option<u64> {
     let text = std::fs::read_to_string(proc_root.join(pid.to_string()).join("status")).ok()?;
@@ -105,5 +163,18 @@ mod tests {
         let peak = self_peak_rss(Path::new(PROC)).unwrap();
         assert!(peak > 1024 * 1024, "{peak}");
         assert!(rss <= peak, "{rss} > {peak}");
+    }
+
+    #[test]
+    fn busy_time_of_the_listed_cpus_leaves_idle_iowait_and_interrupts_out() {
+        let stat = "cpu  9 9 9 9 9 9 9 9 0 0\n\
+                    cpu0 100 1 10 5000 7 3 4 0 0 0\n\
+                    cpu1 200 2 20 6000 8 5 6 9 0 0\n";
+        let one: crate::units::CpuSet = "1".parse().unwrap();
+        assert_eq!(busy_ticks(stat, &one), Some(231));
+        let both: crate::units::CpuSet = "0-1".parse().unwrap();
+        assert_eq!(busy_ticks(stat, &both), Some(342));
+        let gone: crate::units::CpuSet = "2".parse().unwrap();
+        assert_eq!(busy_ticks(stat, &gone), None);
     }
 }

@@ -189,6 +189,19 @@ pub struct PhaseIo {
     /// Why the io-bound claim did not hold; `None` when it held or was not made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub io_bound_violation: Option<String>,
+    /// Share (0..1) of the server CPUs' time that went to anything outside
+    /// the server's cgroup during the phase (other runs, builds, hogs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_foreign_share: Option<f64>,
+    /// Time the engine's threads waited on a run queue, runnable but not
+    /// running, per second of the phase and per server CPU (schedstat).
+    /// Recorded as evidence; an engine with more busy threads than CPUs
+    /// waits on itself, so this alone is not a violation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_run_delay_share: Option<f64>,
+    /// Why the server's CPUs count as shared; `None` when they were not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contention_violation: Option<String>,
 }
 
 impl FidelityRecord {

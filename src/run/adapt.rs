@@ -136,6 +136,7 @@ pub fn cell_work(
         }),
         threads: vec![l.threads],
         expect_io_bound: false,
+        length: None,
     });
     let phases = cell
         .phases
@@ -148,6 +149,10 @@ pub fn cell_work(
                 pp.phase.expect,
                 Some(crate::spec::scenario::Expect::IoBound)
             ),
+            length: match pp.phase.length {
+                Length::Duration(d) => Some(pp.phase.warmup.std() + d.std()),
+                Length::Operations(_) => None,
+            },
         })
         .collect();
     CellWork {

@@ -71,6 +71,10 @@ pub struct PhaseStep {
     pub exec: Arc<dyn PhaseExec>,
     pub threads: Vec<u32>,
     pub expect_io_bound: bool,
+    /// Warm-up plus duration of a timed phase; `None` for a phase that
+    /// runs a number of operations (the load). A timed phase that runs
+    /// past it by [`PHASE_GRACE`] is stopped and fails.
+    pub length: Option<Duration>,
 }
 
 /// Everything needed to run one cell, built from the plan.
@@ -123,6 +127,16 @@ const HOG_TIMEOUT: Duration = Duration::from_secs(120);
 pub const TEARDOWN_BUDGET: Duration = Duration::from_secs(60);
 /// SIGTERM grace before SIGKILL (none when the user pressed Ctrl-C twice).
 pub const STOP_GRACE: Duration = Duration::from_secs(10);
+/// How long a timed phase may run past its length before it is stopped
+/// (issue 15, D4: a frozen engine hung a 12 s phase for over 100 s). A
+/// healthy engine's last operations take milliseconds, and the load
+/// generator then writes its result; 15 s covers a slow disk. It is below
+/// the operation timeout ([`crate::workload::driver::OP_TIMEOUT`]), so a
+/// frozen engine fails a timed phase with this clear reason.
+pub const PHASE_GRACE: Duration = Duration::from_secs(15);
+/// How long a stopped phase gets to hand back its result before it is
+/// abandoned (its load generator is killed with it).
+const CANCEL_GRACE: Duration = Duration::from_secs(8);
 
 /// Why a cell did not finish.
 #[derive(Debug)]
@@ -157,6 +171,9 @@ struct Running {
     phase_time: Duration,
     oom_at_start: u64,
     epoch: Instant,
+    /// Set by a phase whose result is recorded but that ends the cell (the
+    /// engine was OOM-killed, the phase overran its deadline).
+    abort: Option<String>,
 }
 
 impl Running {
@@ -229,9 +246,18 @@ pub async fn run_cell(
         phase_time: Duration::ZERO,
         oom_at_start: 0,
         epoch,
+        abort: None,
     };
     std::fs::create_dir_all(&ctx.cell_dir)?;
     let outcome = lifecycle(work, ctx, &mut r, writer).await;
+    // Read before teardown removes the cgroup, however the cell ended: an
+    // engine OOM-killed mid-phase never reaches `collect` (issue 15, D3).
+    if let Ok(last) = r.sandbox.lock().await.stats().await {
+        count_oom_kills(
+            &mut r.record.fidelity,
+            last.oom_kills.saturating_sub(r.oom_at_start),
+        );
+    }
 
     r.enter(ctx, "teardown");
     let samples = match r.sampler.take() {
@@ -271,6 +297,18 @@ pub async fn run_cell(
     writer.fidelity(&ctx.cell_dir, &rec.fidelity)?;
     writer.cell(&ctx.cell_dir, rec)?;
     Ok(r.record)
+}
+
+/// Record `kills` OOM kills in the fidelity record, with their violation,
+/// unless `collect` already counted as many.
+fn count_oom_kills(f: &mut FidelityRecord, kills: u64) {
+    if kills > f.oom_kills {
+        f.violations
+            .retain(|v| !v.starts_with(fidelity::OOM_VIOLATION_PREFIX));
+        f.oom_kills = kills;
+        f.violations
+            .extend(fidelity::supervision_violations(kills, 0));
+    }
 }
 
 /// Where a cell's files go; the run writes them atomically.
@@ -415,6 +453,9 @@ async fn lifecycle(
         index += 1;
         let ok = res.status.is_ok();
         r.record.phases.push(res);
+        if let Some(why) = r.abort.take() {
+            return Err(Stop::Failed(why));
+        }
         if !ok {
             return Err(Stop::Failed(
                 "the load phase failed; see its phase file".into(),
@@ -467,6 +508,9 @@ async fn lifecycle(
             )?;
             index += 1;
             r.record.phases.push(res);
+            if let Some(why) = r.abort.take() {
+                return Err(Stop::Failed(why));
+            }
         }
     }
 
@@ -523,6 +567,7 @@ async fn run_one(
 ) -> Result<PhaseResult, Stop> {
     let stem = stem(index, &step.name, threads);
     let before = r.sandbox.lock().await.stats().await?;
+    let cpu_before = CpuSnapshot::take(&work.limits.server_cpus, &r.cgroup_paths);
     let cancel = ctx.stop.child_token();
     let (progress, mut progress_rx) = watch::channel(None);
     let sb = r.sandbox.clone();
@@ -552,20 +597,35 @@ async fn run_one(
     let latest = r.sampler.as_ref().map(|s| s.latest());
     let fut = step.exec.run(env);
     tokio::pin!(fut);
-    let mut died: Option<String> = None;
+    let mut died: Option<EngineStatus> = None;
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     let label = format!("{} t{threads}", step.name);
+    // Past its length plus a grace the phase is stopped; if it then does
+    // not hand back its result either, it is abandoned.
+    let mut deadline = step.length.map(|l| started + l + PHASE_GRACE);
+    let mut overran: Option<String> = None;
     let result = loop {
         tokio::select! {
             res = &mut fut => break res,
+            _ = until(deadline) => {
+                if overran.is_some() {
+                    break Err(anyhow::anyhow!("abandoned after it did not stop"));
+                }
+                let length = step.length.unwrap_or_default();
+                overran = Some(format!(
+                    "phase {} did not end within its {} plus {}s of grace: the engine stopped answering (frozen?) or the tool hung; it was stopped",
+                    step.name,
+                    crate::units::Duration(length),
+                    PHASE_GRACE.as_secs()
+                ));
+                cancel.cancel();
+                deadline = Some(Instant::now() + CANCEL_GRACE);
+            }
             _ = tick.tick() => {
                 if died.is_none() {
                     let status = r.sandbox.lock().await.engine_status().await;
-                    if let Ok(EngineStatus::Exited { code, signal }) = status {
-                        died = Some(format!(
-                            "the engine exited during phase {} (code {code:?}, signal {signal:?}); see engine.log",
-                            step.name
-                        ));
+                    if let Ok(s @ EngineStatus::Exited { .. }) = status {
+                        died = Some(s);
                         cancel.cancel();
                     }
                 }
@@ -580,15 +640,33 @@ async fn run_one(
     if measured {
         r.phase_time += started.elapsed();
     }
-    if let Some(why) = died {
-        return Err(Stop::Failed(why));
+    if let Some(status) = died {
+        return engine_died(r, step, &before, status, result).await;
     }
     if ctx.stop.is_cancelled() {
         return Err(Stop::Interrupted);
     }
+    if let Some(why) = overran {
+        return match result {
+            Ok(mut res) => {
+                res.status = PhaseStatus::Failed {
+                    reason: why.clone(),
+                };
+                r.abort = Some(why);
+                Ok(res)
+            }
+            Err(_) => Err(Stop::Failed(why)),
+        };
+    }
     let mut res = result.map_err(|e| Stop::Failed(format!("phase {}: {e:#}", step.name)))?;
     let after = r.sandbox.lock().await.stats().await?;
-    let io = fidelity::phase_io(&before, &after, step.expect_io_bound, work.io_bound);
+    let mut io = fidelity::phase_io(&before, &after, step.expect_io_bound, work.io_bound);
+    cpu_before.finish(&mut io, &work.limits.server_cpus, &r.cgroup_paths);
+    if !measured {
+        // Recorded for the load too, but only a measured phase's result
+        // is invalidated by a shared CPU.
+        io.contention_violation = None;
+    }
     let ooms = after.oom_kills.saturating_sub(before.oom_kills);
     if ooms > 0 {
         res.status = PhaseStatus::Oom {
@@ -596,13 +674,110 @@ async fn run_one(
                 "the kernel OOM-killed {ooms} process(es) in the server's cgroup during the phase"
             ),
         };
-    } else if let (Some(why), true) = (&io.io_bound_violation, res.status.is_ok()) {
+    } else if let Some(why) = io
+        .io_bound_violation
+        .as_ref()
+        .or(io.contention_violation.as_ref())
+        && res.status.is_ok()
+    {
         res.status = PhaseStatus::Invalid {
             reason: why.clone(),
         };
     }
     r.record.fidelity.phase_io.insert(stem, io);
     Ok(res)
+}
+
+/// Sleep until `deadline`, or forever without one.
+async fn until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The engine exited during a phase: an OOM kill (from the kernel's
+/// counter, read while the cgroup still exists) records the phase as OOM
+/// and ends the cell; any other exit fails the cell without a result.
+async fn engine_died(
+    r: &mut Running,
+    step: &PhaseStep,
+    before: &CgroupStats,
+    status: EngineStatus,
+    result: anyhow::Result<PhaseResult>,
+) -> Result<PhaseResult, Stop> {
+    let how = crate::sandbox::process::describe(status);
+    let ooms = match r.sandbox.lock().await.stats().await {
+        Ok(after) => after.oom_kills.saturating_sub(before.oom_kills),
+        Err(_) => 0,
+    };
+    if ooms == 0 {
+        return Err(Stop::Failed(format!(
+            "the engine exited during phase {} ({how}); see engine.log",
+            step.name
+        )));
+    }
+    let why = format!(
+        "the kernel OOM-killed the engine during phase {} ({ooms} OOM kill(s) in the server's cgroup; engine {how}): raise server.memory or lower the cache; see engine.log",
+        step.name
+    );
+    match result {
+        Ok(mut res) => {
+            res.status = PhaseStatus::Oom {
+                reason: why.clone(),
+            };
+            r.abort = Some(why);
+            Ok(res)
+        }
+        Err(_) => Err(Stop::Failed(why)),
+    }
+}
+
+/// What the server's CPUs did at the start of a phase: their busy time
+/// (everyone's) and the run-queue wait of the engine's threads.
+struct CpuSnapshot {
+    at: Instant,
+    busy_s: Option<f64>,
+    delay_ns: BTreeMap<u32, u64>,
+}
+
+impl CpuSnapshot {
+    fn take(cpus: &crate::units::CpuSet, paths: &BTreeMap<String, PathBuf>) -> CpuSnapshot {
+        let proc_root = Path::new(procfs::PROC);
+        CpuSnapshot {
+            at: Instant::now(),
+            busy_s: procfs::cpu_busy_s(proc_root, cpus),
+            delay_ns: procfs::run_delay_ns(proc_root, &settle::server_pids(paths)),
+        }
+    }
+
+    /// Fill the phase's contention figures from a snapshot taken now
+    /// (`io.cpu_usec` is the server cgroup's CPU time over the phase).
+    fn finish(
+        self,
+        io: &mut crate::results::model::PhaseIo,
+        cpus: &crate::units::CpuSet,
+        paths: &BTreeMap<String, PathBuf>,
+    ) {
+        let now = CpuSnapshot::take(cpus, paths);
+        let wall_s = now.at.duration_since(self.at).as_secs_f64();
+        let n = cpus.len().max(1) as f64;
+        if let (Some(a), Some(b)) = (self.busy_s, now.busy_s) {
+            io.cpu_foreign_share =
+                fidelity::foreign_share(b - a, io.cpu_usec as f64 / 1e6, wall_s, cpus.len());
+        }
+        let waited: u64 = now
+            .delay_ns
+            .iter()
+            .map(|(tid, ns)| ns.saturating_sub(self.delay_ns.get(tid).copied().unwrap_or(0)))
+            .sum();
+        if wall_s > 0.0 {
+            io.engine_run_delay_share = Some(fidelity::round3(waited as f64 / 1e9 / wall_s / n));
+        }
+        io.contention_violation = io
+            .cpu_foreign_share
+            .and_then(|s| fidelity::contention_violation(s, cpus));
+    }
 }
 
 async fn collect(work: &CellWork, ctx: &CellCtx, r: &mut Running) -> Result<(), Stop> {
@@ -640,7 +815,10 @@ async fn collect(work: &CellWork, ctx: &CellCtx, r: &mut Running) -> Result<(), 
     let sup = fidelity::supervision_violations(f.oom_kills, f.engine_restarts);
     f.violations.extend(sup);
     for (stem, io) in &f.phase_io {
-        if let Some(v) = &io.io_bound_violation {
+        for v in [&io.io_bound_violation, &io.contention_violation]
+            .into_iter()
+            .flatten()
+        {
             f.violations.push(format!("{stem}: {v}"));
         }
     }

@@ -11,6 +11,7 @@ use crate::results::model::{
     CellRecord, FidelityRecord, HostInfo, PhaseResult, ResourceSample, RunRecord,
 };
 use crate::run::cell::{CellCtx, CellWork, CellWriter, run_cell};
+use crate::run::claim;
 use crate::run::disk;
 use crate::run::id::RunId;
 use crate::run::live::Live;
@@ -18,6 +19,7 @@ use crate::run::lock::{LockError, RunLock};
 use crate::run::resume::{self, CellState};
 use crate::run::signals::Interrupts;
 use crate::sandbox::Sandbox;
+use crate::units::CpuSet;
 use anyhow::Context;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -197,6 +199,37 @@ pub async fn run_matrix(
             hurry: interrupts.hurry.clone(),
             live: live.clone(),
             position: position.clone(),
+        };
+        // Wait while a live run holds any of this cell's CPUs (issue 15, D2).
+        let cpus = CpuSet::new(
+            cell.limits
+                .server_cpus
+                .iter()
+                .chain(cell.limits.client_cpus.iter()),
+        );
+        let claimed = claim::acquire(
+            &claim::default_dir(),
+            &sandbox_id,
+            run_id.as_str(),
+            &cpus,
+            &interrupts.stop,
+            |busy| {
+                say(&format!(
+                    "[{position} {}] waiting: {busy}; the cell starts when they are free",
+                    cell.label
+                ))
+            },
+        )
+        .await;
+        let _claim = match claimed {
+            Ok(held) => Some(held),
+            Err(claim::ClaimError::Interrupted) => break,
+            Err(e) => {
+                say(&format!(
+                    "warning: {e}; running without a CPU claim (a run at the same time may share these CPUs)"
+                ));
+                None
+            }
         };
         out.ran.push(cell.key.clone());
         let rec = match make_sandbox(cell, &sandbox_id) {

@@ -9,6 +9,7 @@
 //! - `orphans`: runs whose benchcage was killed outright, and their
 //!   empty work folders (for `cleanup`).
 //! - `signals`: Ctrl-C and SIGTERM as cancellation tokens.
+//! - `claim`: CPUs a live run holds; a cell whose CPUs are held waits.
 //! - `live`: the live status line.
 //! - `lock`: one live process per run (a `--resume` of a live run is refused).
 //! - `disk`, `provenance`: free space, data size, version, git rev, spec hashes.
@@ -20,6 +21,7 @@
 
 pub mod adapt;
 pub mod cell;
+pub mod claim;
 pub mod disk;
 pub mod exec;
 pub mod facts;

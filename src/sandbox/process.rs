@@ -244,7 +244,10 @@ pub fn describe(s: EngineStatus) -> String {
         EngineStatus::Exited { code: Some(c), .. } => format!("exit code {c}"),
         EngineStatus::Exited {
             signal: Some(sig), ..
-        } => format!("killed by signal {sig}"),
+        } => match nix::sys::signal::Signal::try_from(sig) {
+            Ok(name) => format!("killed by signal {sig} ({name})"),
+            Err(_) => format!("killed by signal {sig}"),
+        },
         EngineStatus::Exited { .. } => "exited".into(),
         EngineStatus::Running => "running".into(),
         EngineStatus::NotStarted => "not started".into(),
@@ -284,6 +287,8 @@ pub async fn stop(
     if status.is_none() {
         if let Some(pg) = pgid {
             let _ = kill(Pid::from_raw(-pg), Signal::SIGTERM);
+            // A stopped (SIGSTOP) engine only sees SIGTERM once it runs again.
+            let _ = kill(Pid::from_raw(-pg), Signal::SIGCONT);
         }
         match tokio::time::timeout(grace, child.wait()).await {
             Ok(Ok(s)) => {

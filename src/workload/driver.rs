@@ -153,6 +153,14 @@ fn claim(remaining: &AtomicU64) -> u64 {
     }
 }
 
+/// How long one operation may take before it counts as failed and its
+/// worker stops: a frozen server (SIGSTOP) must not hang a phase (issue 15,
+/// D4). Thirty seconds is far beyond any healthy operation's latency, even
+/// under tight IO limits; it bounds the load and phases that run a number
+/// of operations. A timed phase hits its own, clearer deadline first
+/// (`run::cell::PHASE_GRACE`).
+pub const OP_TIMEOUT: Duration = Duration::from_secs(30);
+
 #[allow(clippy::too_many_arguments)]
 async fn work<W: Worker>(
     mut w: W,
@@ -219,7 +227,10 @@ async fn work<W: Worker>(
         }
         let Some(kind) = w.plan() else { break };
         let t0 = Instant::now();
-        let r = w.exec().await;
+        let (r, timed_out) = match tokio::time::timeout(OP_TIMEOUT, w.exec()).await {
+            Ok(r) => (r, false),
+            Err(_) => (Err(StoreError::TimedOut(OP_TIMEOUT.as_secs())), true),
+        };
         now = Instant::now();
         if measuring {
             let second = (now.saturating_duration_since(warm_end)).as_secs() as usize;
@@ -231,6 +242,11 @@ async fn work<W: Worker>(
                 second,
             };
             w.record(&mut rec, &t, r);
+        }
+        if timed_out {
+            // The connection is mid-request: a late reply would answer the
+            // next operation. This worker ends; the phase sees the error.
+            break;
         }
     }
     flush_progress(&ctl, &rec, flushed);

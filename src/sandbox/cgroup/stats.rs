@@ -50,7 +50,13 @@ fn read_v1(dirs: &BTreeMap<String, PathBuf>) -> Result<CgroupStats, SandboxError
         // cap without swap is hit there and only memsw.failcnt moves.
         failcnt: files::read_u64(&mem.join(V1_MEMORY_FAILCNT))?
             .max(files::read_u64(&mem.join(V1_MEMSW_FAILCNT)).unwrap_or(0)),
-        oom_kills: oom.get("oom_kill").copied().unwrap_or(0),
+        // `oom_kill` exists from Linux 4.13; before, `under_oom` at least
+        // tells that the group is in an OOM state right now.
+        oom_kills: oom
+            .get("oom_kill")
+            .or_else(|| oom.get("under_oom"))
+            .copied()
+            .unwrap_or(0),
         cpu_usec: cpu_ns / 1000,
         io_read_bytes,
         io_write_bytes,

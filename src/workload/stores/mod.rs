@@ -24,6 +24,9 @@ pub enum StoreError {
     NotFound(String),
     #[error(transparent)]
     Client(#[from] ClientError),
+    /// No answer within the operation timeout (a frozen or hung server).
+    #[error("no answer within {0}s (operation timeout)")]
+    TimedOut(u64),
 }
 
 /// What the records look like.

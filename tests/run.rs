@@ -312,9 +312,15 @@ fn a_small_scenario_finishes_with_results_and_a_valid_fidelity_record() {
     let fid: FidelityRecord = read(&cells[0].join("fidelity.json"));
     assert!(fid.is_valid(), "{:?}", fid.violations);
     assert_eq!(fid, cell.fidelity);
+    let mem_key = match benchcage::sandbox::cgroup::Hierarchy::detect().unwrap() {
+        benchcage::sandbox::cgroup::Hierarchy::V1 { .. } => "server/memory.limit_in_bytes",
+        benchcage::sandbox::cgroup::Hierarchy::V2 { .. } => "server/memory.max",
+    };
     assert_eq!(
-        fid.limits_read_back["server/memory.limit_in_bytes"],
-        (256u64 << 20).to_string()
+        fid.limits_read_back.get(mem_key),
+        Some(&(256u64 << 20).to_string()),
+        "{:?}",
+        fid.limits_read_back
     );
     assert!(!fid.engine_thread_cpus.is_empty());
     assert!(

@@ -238,7 +238,7 @@ fn contents(s: &Server) -> String {
             }
             Kind::Secantus => {
                 ep.database = Some("ycsb".into());
-                let c = clients::mongodb::MongoConn::connect(&ep).await.unwrap();
+                let mut c = clients::mongodb::MongoConn::connect(&ep).await.unwrap();
                 let docs = c
                     .find_json("usertable", &serde_json::json!({}))
                     .await

@@ -1,5 +1,5 @@
 //! Database clients: the only files that import a database client crate
-//! (`redis`, `tokio-postgres`, `mysql_async`, `mongodb`). Each file wraps its
+//! (`redis`, `tokio-postgres`, `mysql_async`, `bson` for MongoDB). Each file wraps its
 //! crate behind small connection types used by the workload stores and by
 //! readiness probes; no client crate type leaves its file.
 

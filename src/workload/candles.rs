@@ -13,7 +13,7 @@ use super::stores::{StoreError, StoreKind};
 use super::{Validated, WorkloadError};
 use crate::clients::Endpoint;
 use crate::clients::Param;
-use crate::clients::mongodb::MongoConn;
+use crate::clients::mongodb::{MongoConn, MongoOptions};
 use crate::clients::postgres::PgConn;
 use crate::results::model::PhaseResult;
 use std::collections::BTreeMap;
@@ -178,15 +178,16 @@ pub trait CandleConn: Send + 'static {
 /// Candles as MongoDB documents.
 pub struct MongoCandles {
     pub ep: Endpoint,
+    pub opts: MongoOptions,
 }
 
 impl CandleStore for MongoCandles {
     type Conn = MongoConn;
     async fn connect(&self) -> Result<MongoConn, StoreError> {
-        Ok(MongoConn::connect(&self.ep).await?)
+        Ok(MongoConn::connect_with(&self.ep, &self.opts).await?)
     }
     async fn holds_data(&self) -> Result<Option<String>, StoreError> {
-        let c = MongoConn::connect(&self.ep).await?;
+        let mut c = MongoConn::connect_with(&self.ep, &self.opts).await?;
         Ok(c.has_documents(COLLECTION).await?.then(|| {
             format!(
                 "mongodb at {} holds documents in collection {}.{COLLECTION} (a load drops it)",
@@ -196,7 +197,7 @@ impl CandleStore for MongoCandles {
         }))
     }
     async fn recreate(&self) -> Result<(), StoreError> {
-        let c = MongoConn::connect(&self.ep).await?;
+        let mut c = MongoConn::connect_with(&self.ep, &self.opts).await?;
         c.drop_collection(COLLECTION).await?;
         c.create_index(COLLECTION, &[("ts", 1)]).await?;
         c.create_index(COLLECTION, &[("ticker", 1), ("ts", 1)])
@@ -458,7 +459,8 @@ pub async fn run(
     match v.target.kind {
         StoreKind::Mongodb => {
             ep.database.get_or_insert_with(|| "candles".into());
-            run_on(&MongoCandles { ep }, v, cancel).await
+            let opts = v.target.mongo.clone();
+            run_on(&MongoCandles { ep, opts }, v, cancel).await
         }
         StoreKind::Postgres => run_on(&PgCandles { ep }, v, cancel).await,
         other => Err(WorkloadError::Config(format!(

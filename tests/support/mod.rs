@@ -6,6 +6,8 @@
 
 #![allow(dead_code)]
 
+pub mod legacy;
+
 use benchcage::sandbox::Probe;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};

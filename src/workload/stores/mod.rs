@@ -2,6 +2,7 @@
 //! on `crate::clients`. The driver is generic over [`Store`], so calls are
 //! static (no boxing per operation).
 
+use crate::clients::mongodb::MongoOptions;
 use crate::clients::{ClientError, Endpoint};
 use std::future::Future;
 use std::sync::Arc;
@@ -169,13 +170,16 @@ pub enum StoreKind {
 
 /// A parsed store URL: `redis://127.0.0.1:6379`,
 /// `postgres://user@127.0.0.1:5432/db`, `mysql://root@127.0.0.1:3306/db?engine=rocksdb`,
-/// `mongodb://127.0.0.1:27017/db`, `null://`.
+/// `mongodb://127.0.0.1:27017/db?w=1&journal=true&readPreference=primary`, `null://`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoreTarget {
     pub kind: StoreKind,
     pub endpoint: Endpoint,
     /// `engine=` from the query string (MySQL storage engine).
     pub engine: Option<String>,
+    /// MongoDB: `w`, `journal`, `readPreference`, `socketTimeoutMS` (and,
+    /// for tests, `maxWireVersion`) from the query string.
+    pub mongo: MongoOptions,
 }
 
 /// Why a store URL was refused.
@@ -256,6 +260,7 @@ impl StoreTarget {
                 kind,
                 endpoint,
                 engine: None,
+                mongo: MongoOptions::default(),
             });
         }
         // The user info ends at the last `@`, so a password may hold `/`,
@@ -322,10 +327,19 @@ impl StoreTarget {
                 msg: format!("redis database `{db}` is not a number (redis://127.0.0.1:6379/0)"),
             });
         }
+        let mongo = if kind == StoreKind::Mongodb {
+            MongoOptions::from_query(query).map_err(|msg| UrlError::Malformed {
+                url: shown.clone(),
+                msg,
+            })?
+        } else {
+            MongoOptions::default()
+        };
         Ok(StoreTarget {
             kind,
             endpoint,
             engine,
+            mongo,
         })
     }
 }
@@ -352,7 +366,11 @@ impl AnyStore {
             StoreKind::Redis => AnyStore::Redis(redis::RedisStore { ep, schema }),
             StoreKind::Postgres => AnyStore::Postgres(postgres::PgStore { ep, schema }),
             StoreKind::Mysql => AnyStore::Mysql(mysql::MyStore { ep, schema }),
-            StoreKind::Mongodb => AnyStore::Mongodb(mongodb::MongoStore { ep, schema }),
+            StoreKind::Mongodb => AnyStore::Mongodb(mongodb::MongoStore {
+                ep,
+                schema,
+                opts: target.mongo.clone(),
+            }),
         }
     }
 }

@@ -6,7 +6,7 @@
 
 use super::{Batch, Schema, Store, StoreConn, StoreError, TABLE, Values};
 use crate::clients::Endpoint;
-use crate::clients::mongodb::MongoConn;
+use crate::clients::mongodb::{MongoConn, MongoOptions};
 
 /// Database used when the URL names none.
 pub const DEFAULT_DB: &str = "ycsb";
@@ -15,6 +15,8 @@ pub const DEFAULT_DB: &str = "ycsb";
 pub struct MongoStore {
     pub ep: Endpoint,
     pub schema: Schema,
+    /// Write concern, read preference and timeout from the store URL.
+    pub opts: MongoOptions,
 }
 
 /// One client (one connection).
@@ -35,18 +37,18 @@ impl Store for MongoStore {
     type Conn = MongoStoreConn;
     async fn connect(&self) -> Result<MongoStoreConn, StoreError> {
         Ok(MongoStoreConn {
-            conn: MongoConn::connect(&self.endpoint()).await?,
+            conn: MongoConn::connect_with(&self.endpoint(), &self.opts).await?,
             schema: self.schema.clone(),
         })
     }
     async fn recreate(&self) -> Result<(), StoreError> {
-        let c = MongoConn::connect(&self.endpoint()).await?;
+        let mut c = MongoConn::connect_with(&self.endpoint(), &self.opts).await?;
         c.drop_collection(TABLE).await?;
         Ok(())
     }
     async fn holds_data(&self) -> Result<Option<String>, StoreError> {
         let ep = self.endpoint();
-        let c = MongoConn::connect(&ep).await?;
+        let mut c = MongoConn::connect_with(&ep, &self.opts).await?;
         Ok(c.has_documents(TABLE).await?.then(|| {
             format!(
                 "mongodb at {} holds documents in collection {}.{TABLE} (a load drops it)",

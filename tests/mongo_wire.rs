@@ -1,0 +1,358 @@
+//! The MongoDB wire client against servers of every protocol generation:
+//! SecantusDB (newest, OP_MSG; forced down to OP_QUERY commands), and the
+//! tests' own legacy server at wire 4 (MongoDB 3.2) and wire 0 (TokuMX).
+
+mod support;
+
+use benchcage::clients::Endpoint;
+use benchcage::clients::mongodb::{MongoConn, MongoOptions, Protocol};
+use serde_json::json;
+use support::legacy::LegacyMongo;
+use support::{Kind, Server};
+
+/// One runtime for the whole file: a connection lives in the runtime
+/// that made it, across several `block_on` calls.
+static RT: std::sync::LazyLock<tokio::runtime::Runtime> = std::sync::LazyLock::new(|| {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+});
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    RT.block_on(f)
+}
+
+fn endpoint(port: u16) -> Endpoint {
+    let mut ep = Endpoint::loopback(port);
+    ep.database = Some("t".into());
+    ep
+}
+
+fn conn(port: u16, max_wire: Option<i32>) -> MongoConn {
+    let opts = MongoOptions {
+        max_wire,
+        ..MongoOptions::default()
+    };
+    block_on(MongoConn::connect_with(&endpoint(port), &opts)).expect("connects")
+}
+
+/// How many messages of each opcode and command the legacy server got.
+fn legacy_stats(port: u16) -> serde_json::Value {
+    let mut c = conn(port, None);
+    let docs = block_on(c.run_json("admin", &json!({"legacyStats": 1}))).unwrap();
+    docs["stats"].clone()
+}
+
+/// `benchcage drive` on `url`: runs YCSB A to F, each after a fresh load
+/// (D and E insert new keys), then the candles load and its three
+/// queries; every operation must succeed.
+fn drive_everything(url: &str) {
+    let run = |args: &[&str]| {
+        let out = assert_cmd::Command::cargo_bin("benchcage")
+            .unwrap()
+            .args(["drive", "--store", url, "--threads", "2"])
+            .args(args)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            out.status.success(),
+            "{args:?} on {url}: {text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!text.contains("FAILED"), "{args:?} on {url}: {text}");
+        text
+    };
+    for (w, kinds) in [
+        ("a", &["READ", "UPDATE"][..]),
+        ("b", &["READ"]),
+        ("c", &["READ"]),
+        ("d", &["READ"]),
+        ("e", &["SCAN"]),
+        ("f", &["READ-MODIFY-WRITE"]),
+    ] {
+        let t = run(&[
+            "--workload",
+            w,
+            "--records",
+            "300",
+            "--load",
+            "--operations",
+            "60",
+        ]);
+        assert!(t.contains("[INSERT], Operations, 300"), "{w}: {t}");
+        for k in kinds {
+            assert!(t.contains(&format!("[{k}], Return=OK")), "{w}: {t}");
+        }
+    }
+    run(&[
+        "--workload",
+        "candles",
+        "--records",
+        "3000",
+        "--load",
+        "--queries",
+        "by_ticker",
+        "--operations",
+        "20",
+    ]);
+    for q in ["interval", "day"] {
+        let t = run(&[
+            "--workload",
+            "candles",
+            "--records",
+            "3000",
+            "--queries",
+            q,
+            "--operations",
+            "20",
+        ]);
+        assert!(
+            t.contains(&format!("[{}], Return=OK, 20", q.to_uppercase())),
+            "{t}"
+        );
+    }
+}
+
+#[test]
+fn drive_runs_ycsb_and_candles_on_a_wire_0_server_with_the_legacy_opcodes() {
+    let s = LegacyMongo::start(0);
+    assert_eq!(conn(s.port, None).wire_version(), 0);
+    drive_everything(&s.url());
+    let st = legacy_stats(s.port);
+    // Writes as OP_INSERT / OP_UPDATE, each acknowledged by getLastError;
+    // reads and scans as OP_QUERY, cursors followed and closed.
+    for op in [
+        "op:2002",
+        "op:2001",
+        "op:2005",
+        "op:2007",
+        "cmd:getLastError",
+    ] {
+        assert!(st[op].as_u64().unwrap_or(0) > 0, "{op} never sent: {st}");
+    }
+    for cmd in [
+        "cmd:insert",
+        "cmd:update",
+        "cmd:find",
+        "cmd:createIndexes",
+        "op:2013",
+    ] {
+        assert!(st.get(cmd).is_none(), "{cmd} sent to a wire 0 server: {st}");
+    }
+    // The candles' three indexes went through system.indexes.
+    let mut c = conn(s.port, None);
+    let ix = block_on(c.run_json("admin", &json!({"legacyStats": 1}))).unwrap();
+    assert_eq!(ix["indexes"]["candles.candles"], json!(3), "{ix}");
+}
+
+#[test]
+fn drive_runs_ycsb_and_candles_on_a_wire_4_server_with_query_commands() {
+    let s = LegacyMongo::start(4);
+    let c = conn(s.port, None);
+    assert_eq!(
+        (c.wire_version(), c.protocol()),
+        (4, Protocol::QueryCommands)
+    );
+    drive_everything(&s.url());
+    let st = legacy_stats(s.port);
+    for cmd in [
+        "cmd:insert",
+        "cmd:update",
+        "cmd:find",
+        "cmd:getMore",
+        "cmd:createIndexes",
+    ] {
+        assert!(st[cmd].as_u64().unwrap_or(0) > 0, "{cmd} never sent: {st}");
+    }
+    for op in [
+        "op:2002",
+        "op:2001",
+        "op:2005",
+        "op:2013",
+        "cmd:getLastError",
+    ] {
+        assert!(st.get(op).is_none(), "{op} sent to a wire 4 server: {st}");
+    }
+}
+
+#[test]
+fn drive_runs_ycsb_and_candles_on_secantus_over_op_msg() {
+    let s = Server::start(Kind::Secantus);
+    assert_eq!(conn(s.port, None).protocol(), Protocol::OpMsg);
+    drive_everything(&s.url());
+}
+
+#[test]
+fn drive_runs_ycsb_and_candles_on_secantus_over_op_query_commands() {
+    let s = Server::start(Kind::Secantus);
+    let c = conn(s.port, Some(4));
+    assert_eq!(
+        (c.wire_version(), c.protocol()),
+        (4, Protocol::QueryCommands)
+    );
+    drive_everything(&format!("{}/ycsb?maxWireVersion=4", s.url()));
+}
+
+/// Writes and reads of one connection, with their results.
+fn writes_and_reads(c: &mut MongoConn) {
+    block_on(async {
+        c.drop_collection("w").await.unwrap();
+        c.insert_fields("w", "k1", [("f", "a")].into_iter())
+            .await
+            .unwrap();
+        let recs = [("k2", "b"), ("k3", "c")];
+        c.insert_fields_many("w", recs.iter().map(|(k, v)| (*k, [("f", *v)].into_iter())))
+            .await
+            .unwrap();
+        assert_eq!(c.find_id("w", "k2").await.unwrap(), 2);
+        assert_eq!(c.find_id("w", "nope").await.unwrap(), 0);
+        assert_eq!(c.set_field("w", "k1", "f", "z").await.unwrap(), 1);
+        assert_eq!(c.set_field("w", "nope", "f", "z").await.unwrap(), 0);
+        assert_eq!(c.scan_from("w", "k2", 5).await.unwrap(), 2);
+        assert_eq!(c.delete_id("w", "k3").await.unwrap(), 1);
+        let all = c.find_json("w", &json!({})).await.unwrap();
+        assert_eq!(
+            json!(all),
+            json!([{"_id": "k1", "f": "z"}, {"_id": "k2", "f": "b"}])
+        );
+        // A write error inside a batch fails the call and names the cause;
+        // the connection stays in step.
+        let dup = [("k1", "x"), ("k9", "y")];
+        let e = c
+            .insert_fields_many("w", dup.iter().map(|(k, v)| (*k, [("f", *v)].into_iter())))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("E11000") || e.contains("duplicate"), "{e}");
+        assert_eq!(
+            c.find_id("w", "k9").await.unwrap(),
+            2,
+            "unordered: k9 went in"
+        );
+    });
+}
+
+#[test]
+fn every_protocol_writes_reads_and_reports_write_errors_alike() {
+    let sec = Server::start(Kind::Secantus);
+    let w0 = LegacyMongo::start(0);
+    let w4 = LegacyMongo::start(4);
+    // SecantusDB answers every OP_QUERY as a command, so wire 2 (write
+    // commands, reads as OP_QUERY on the collection) is the legacy server's.
+    let w2 = LegacyMongo::start(2);
+    for (port, cap, proto) in [
+        (sec.port, None, Protocol::OpMsg),
+        (sec.port, Some(4), Protocol::QueryCommands),
+        (w4.port, None, Protocol::QueryCommands),
+        (w2.port, None, Protocol::QueryCommands),
+        (w0.port, None, Protocol::QueryCommands),
+    ] {
+        let mut c = conn(port, cap);
+        assert_eq!(c.protocol(), proto);
+        writes_and_reads(&mut c);
+    }
+}
+
+#[test]
+fn an_ok_0_reply_fails_that_call_and_the_connection_goes_on() {
+    let s = Server::start(Kind::Secantus);
+    for cap in [None, Some(4)] {
+        let mut c = conn(s.port, cap);
+        let e = block_on(c.count_find("w", &json!({"$bogus": 1}))).unwrap_err();
+        assert!(e.to_string().contains("find failed"), "{e}");
+        assert_eq!(block_on(c.count_find("w", &json!({}))).unwrap(), 0);
+    }
+}
+
+#[test]
+fn a_refused_opcode_fails_every_operation_and_counts_against_the_budget() {
+    // SecantusDB, like MongoDB 5.1+, closes the socket on OP_INSERT.
+    let s = Server::start(Kind::Secantus);
+    let out = assert_cmd::Command::cargo_bin("benchcage")
+        .unwrap()
+        .args([
+            "drive",
+            "--store",
+            &format!("{}/ycsb?maxWireVersion=0", s.url()),
+        ])
+        .args([
+            "--records",
+            "20",
+            "--load",
+            "--operations",
+            "1",
+            "--error-budget",
+            "5",
+        ])
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{text}\n{err}");
+    assert!(text.contains("[INSERT-FAILED], Operations, 20"), "{text}");
+    assert!(err.contains("20 of 20 operations failed"), "{err}");
+}
+
+#[test]
+fn a_dropped_connection_fails_the_call_and_the_next_call_reconnects() {
+    let s = LegacyMongo::start(4);
+    let mut c = conn(s.port, None);
+    // The server goes away: the call fails at once with the reason.
+    let port = s.port;
+    drop(s);
+    let e = block_on(c.find_id("w", "k")).unwrap_err().to_string();
+    assert!(
+        e.contains("closed the connection") || e.contains("reset") || e.contains("refused"),
+        "{e}"
+    );
+    // The next call tries a new connection (nothing listens now).
+    let _ = port;
+    let e2 = block_on(c.find_id("w", "k")).unwrap_err().to_string();
+    assert!(e2.contains("refused"), "{e2}");
+}
+
+#[test]
+fn a_server_that_never_answers_fails_within_the_timeout() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    // Accepts and reads, never replies.
+    let t = std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        let mut buf = [0u8; 1024];
+        while std::io::Read::read(&mut s, &mut buf).unwrap_or(0) > 0 {}
+    });
+    let opts = MongoOptions::from_query("socketTimeoutMS=300").unwrap();
+    let start = std::time::Instant::now();
+    let e = block_on(MongoConn::connect_with(&endpoint(port), &opts))
+        .err()
+        .expect("no handshake")
+        .to_string();
+    assert!(e.contains("no reply within 300 ms"), "{e}");
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    drop(t);
+}
+
+#[test]
+fn engine_facts_come_from_wired_tiger_and_tokumx_sections() {
+    let w0 = LegacyMongo::start(0);
+    let w4 = LegacyMongo::start(4);
+    for (s, cache) in [(&w0, 1u64 << 30), (&w4, 1 << 29)] {
+        let mut c = conn(s.port, None);
+        block_on(c.insert_fields("w", "k", [("f", "v")].into_iter())).unwrap();
+        let ep = Endpoint::loopback(s.port);
+        assert_eq!(
+            block_on(benchcage::clients::mongodb::cache_size(&ep)).unwrap(),
+            Some(cache)
+        );
+        let data = block_on(benchcage::clients::mongodb::data_size(&ep)).unwrap();
+        // One small document plus the 4096 bytes of index the server reports.
+        assert!(
+            matches!(data, Some(n) if n > 4096 && n < 4096 + 100),
+            "{data:?}"
+        );
+    }
+}

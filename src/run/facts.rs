@@ -49,7 +49,8 @@ impl ProbeFacts {
     }
 
     /// One number from the engine: a field of redis `INFO memory`, else the
-    /// first number in the reply to the engine's SQL; mongodb tells nothing.
+    /// first number in the reply to the engine's SQL; mongodb answers in
+    /// `data_size` / `cache_size` directly.
     async fn number(&self, port: u16, info_key: &str, pg: &str, mysql: &str) -> Option<u64> {
         let ep = self.endpoint(port);
         match &self.probe {
@@ -71,6 +72,12 @@ impl ProbeFacts {
 #[async_trait::async_trait]
 impl EngineFacts for ProbeFacts {
     async fn data_size(&self, port: u16) -> Option<u64> {
+        if self.probe == Probe::Mongodb {
+            return clients::mongodb::data_size(&self.endpoint(port))
+                .await
+                .ok()
+                .flatten();
+        }
         let pg = "SELECT pg_database_size(current_database())::text";
         let mysql = "SELECT CAST(SUM(data_length + index_length) AS CHAR) \
                      FROM information_schema.tables WHERE table_schema = 'benchcage'";
@@ -78,6 +85,12 @@ impl EngineFacts for ProbeFacts {
     }
 
     async fn cache_size(&self, port: u16) -> Option<u64> {
+        if self.probe == Probe::Mongodb {
+            return clients::mongodb::cache_size(&self.endpoint(port))
+                .await
+                .ok()
+                .flatten();
+        }
         let pg =
             "SELECT (setting::bigint * 8192)::text FROM pg_settings WHERE name = 'shared_buffers'";
         let var = if self.engine == "myrocks" {

@@ -708,7 +708,7 @@ async fn plant(s: &Server, url: &str) {
         Kind::Secantus => {
             let mut ep = ep.clone();
             ep.database = Some("ycsb".into());
-            let c = clients::mongodb::MongoConn::connect(&ep).await.unwrap();
+            let mut c = clients::mongodb::MongoConn::connect(&ep).await.unwrap();
             c.insert_fields("usertable", "mine", [("k", "mine")].into_iter())
                 .await
                 .unwrap();
@@ -737,7 +737,7 @@ async fn planted_is_there(s: &Server, url: &str) -> bool {
         Kind::Secantus => {
             let mut ep = ep.clone();
             ep.database = Some("ycsb".into());
-            let c = clients::mongodb::MongoConn::connect(&ep).await.unwrap();
+            let mut c = clients::mongodb::MongoConn::connect(&ep).await.unwrap();
             c.find_id("usertable", "mine").await.unwrap() > 0
         }
     }

@@ -71,12 +71,13 @@ impl FromStr for Bytes {
     type Err = UnitError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let t = s.trim();
+        let shown = crate::error::excerpt(t);
         if t.is_empty() {
             return Err(unit_err("empty size; write e.g. `512MiB`, `1GiB` or `12g`"));
         }
         if t.starts_with('-') {
             return Err(unit_err(format!(
-                "size `{t}` is negative; sizes must be positive"
+                "size `{shown}` is negative; sizes must be positive"
             )));
         }
         let split = t
@@ -85,7 +86,7 @@ impl FromStr for Bytes {
         let (num, suffix) = t.split_at(split);
         let value: f64 = num.parse().map_err(|_| {
             unit_err(format!(
-                "`{t}` is not a size; write e.g. `512MiB`, `1GiB`, `12g` or a number of bytes"
+                "`{shown}` is not a size; write e.g. `512MiB`, `1GiB`, `12g` or a number of bytes"
             ))
         })?;
         let mult: u64 = match suffix.trim() {
@@ -100,14 +101,15 @@ impl FromStr for Bytes {
             "TB" => 1_000_000_000_000,
             other => {
                 return Err(unit_err(format!(
-                    "unknown size unit `{other}` in `{t}`; use B, KiB, MiB, GiB, TiB (or k, m, g, t; or KB, MB, GB)"
+                    "unknown size unit `{}` in `{shown}`; use B, KiB, MiB, GiB, TiB (or k, m, g, t; or KB, MB, GB)",
+                    crate::error::excerpt(other)
                 )));
             }
         };
         let bytes = value * mult as f64;
         if !bytes.is_finite() || bytes > MAX_BYTES as f64 {
             return Err(unit_err(format!(
-                "size `{t}` is absurd (over 1 PiB); check the unit"
+                "size `{shown}` is absurd (over 1 PiB); check the unit"
             )));
         }
         Ok(Bytes(bytes.round() as u64))
@@ -182,16 +184,19 @@ impl FromStr for Share {
     type Err = UnitError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let t = s.trim();
+        let shown = crate::error::excerpt(t);
         let Some(num) = t.strip_suffix('%') else {
-            return Err(unit_err(format!("`{t}` is not a share; write e.g. `50%`")));
+            return Err(unit_err(format!(
+                "`{shown}` is not a share; write e.g. `50%`"
+            )));
         };
         let v: f64 = num
             .trim()
             .parse()
-            .map_err(|_| unit_err(format!("`{t}` is not a share; write e.g. `50%`")))?;
+            .map_err(|_| unit_err(format!("`{shown}` is not a share; write e.g. `50%`")))?;
         if !(v > 0.0 && v <= 1000.0) {
             return Err(unit_err(format!(
-                "share `{t}` must be above 0% and at most 1000%"
+                "share `{shown}` must be above 0% and at most 1000%"
             )));
         }
         Ok(Share(v / 100.0))
@@ -303,9 +308,10 @@ impl FromStr for Duration {
     type Err = UnitError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let t = s.trim();
+        let shown = crate::error::excerpt(t);
         if t.starts_with('-') {
             return Err(unit_err(format!(
-                "duration `{t}` is negative; durations must be positive"
+                "duration `{shown}` is negative; durations must be positive"
             )));
         }
         let split = t
@@ -314,7 +320,7 @@ impl FromStr for Duration {
         let (num, unit) = t.split_at(split);
         let v: f64 = num.parse().map_err(|_| {
             unit_err(format!(
-                "`{t}` is not a duration; write e.g. `500ms`, `1s`, `5m` or `2h`"
+                "`{shown}` is not a duration; write e.g. `500ms`, `1s`, `5m` or `2h`"
             ))
         })?;
         let secs = match unit.trim() {
@@ -324,18 +330,19 @@ impl FromStr for Duration {
             "h" => v * 3600.0,
             "" => {
                 return Err(unit_err(format!(
-                    "duration `{t}` has no unit; write `{t}s` for seconds (or ms, m, h)"
+                    "duration `{shown}` has no unit; write `{shown}s` for seconds (or ms, m, h)"
                 )));
             }
             other => {
                 return Err(unit_err(format!(
-                    "unknown duration unit `{other}` in `{t}`; use ms, s, m or h"
+                    "unknown duration unit `{}` in `{shown}`; use ms, s, m or h",
+                    crate::error::excerpt(other)
                 )));
             }
         };
         if !secs.is_finite() || secs > 30.0 * 24.0 * 3600.0 {
             return Err(unit_err(format!(
-                "duration `{t}` is absurd (over 30 days); check the unit"
+                "duration `{shown}` is absurd (over 30 days); check the unit"
             )));
         }
         Ok(Duration(std::time::Duration::from_secs_f64(secs)))
@@ -425,6 +432,7 @@ impl FromStr for CpuSet {
     type Err = UnitError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let t = s.trim();
+        let shown = crate::error::excerpt(t);
         if t.is_empty() {
             return Err(unit_err("empty CPU set; write e.g. `0`, `0-3` or `0-3,6`"));
         }
@@ -433,7 +441,7 @@ impl FromStr for CpuSet {
             let part = part.trim();
             let bad = || {
                 unit_err(format!(
-                    "`{t}` is not a CPU set; write CPU numbers and ranges like `0-3,6`"
+                    "`{shown}` is not a CPU set; write CPU numbers and ranges like `0-3,6`"
                 ))
             };
             let (lo, hi) = match part.split_once('-') {
@@ -448,12 +456,12 @@ impl FromStr for CpuSet {
             };
             if lo > hi {
                 return Err(unit_err(format!(
-                    "CPU range `{part}` in `{t}` runs backwards; write `{hi}-{lo}`"
+                    "CPU range `{part}` in `{shown}` runs backwards; write `{hi}-{lo}`"
                 )));
             }
             if hi > MAX_CPU {
                 return Err(unit_err(format!(
-                    "CPU {hi} in `{t}` is beyond any host (max {MAX_CPU})"
+                    "CPU {hi} in `{shown}` is beyond any host (max {MAX_CPU})"
                 )));
             }
             set.extend(lo..=hi);

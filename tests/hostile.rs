@@ -251,3 +251,36 @@ fn a_scenario_name_two_files_claim_is_refused_and_a_yml_file_is_recorded_as_itse
         );
     }
 }
+
+#[test]
+fn an_error_never_echoes_a_huge_argument_or_value() {
+    let h = home();
+    let huge = "9".repeat(120_000);
+    for args in [
+        vec!["plan", "quickstart", "--set"],
+        vec!["drive", "--store", "redis://127.0.0.1:1", "--threads"],
+        vec!["hog", "--leave"],
+    ] {
+        let mut args: Vec<String> = args.into_iter().map(String::from).collect();
+        if args[0] == "plan" {
+            args.push(format!("cache_size={huge}x"));
+        } else {
+            args.push(format!("{huge}x"));
+        }
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = limited(h.path(), &refs);
+        assert_eq!(
+            o.code,
+            2,
+            "{}: {}",
+            refs[0],
+            &o.stderr[..o.stderr.len().min(500)]
+        );
+        assert!(
+            o.stderr.len() < 4000,
+            "{}: {} bytes of error output",
+            refs[0],
+            o.stderr.len()
+        );
+    }
+}

@@ -50,7 +50,7 @@ impl Node {
     pub fn describe(&self) -> String {
         match &self.kind {
             NodeKind::Null => "nothing (null)".into(),
-            NodeKind::Scalar { text, .. } => format!("`{text}`"),
+            NodeKind::Scalar { text, .. } => format!("`{}`", crate::error::excerpt(text)),
             NodeKind::Seq(_) => "a list".into(),
             NodeKind::Map(_) => "a mapping".into(),
         }

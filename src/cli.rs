@@ -39,7 +39,7 @@ pub enum Command {
     Render(RenderArgs),
     /// Show the cells, pinned CPUs, memory and configs of a scenario; creates nothing.
     #[command(
-        after_help = "Example:\n  benchcage plan scenarios/quickstart.yaml --set cache_size=64MiB"
+        after_help = "Examples:\n  benchcage plan scenarios/quickstart.yaml --set cache_size=64MiB\n  benchcage plan scenarios/003-mongodb-3.2-here.yaml --set records=20000 --set duration=5s --set phases.read-only.threads=4"
     )]
     Plan(PlanArgs),
     /// Run a scenario: provision, load, measure, verify, tear down, write results.
@@ -117,7 +117,15 @@ pub struct PlanArgs {
     /// Only cells whose id contains this text.
     #[arg(long)]
     pub only: Option<String>,
-    /// Knob or environment override, `k=v`; repeatable.
+    /// Override, `k=v`; repeatable. Knobs (`cache_size=64MiB`),
+    /// environment fields (`server.memory=1GiB`, `server.cpus=1`,
+    /// `backend=docker`, `scale=0.125`) and scenario fields:
+    /// `dataset.records` (alias `records`; not scaled), `dataset.field_count`,
+    /// `dataset.field_length`, `load.threads`, `load.batch`, `repetitions`,
+    /// `phases.threads` (alias `threads`; `4` or `1,4,16`), `phases.duration`
+    /// (`duration`), `phases.operations` (`operations`), `phases.warmup`
+    /// (`warmup`), and for one phase `phases.NAME.threads` (`.duration`,
+    /// `.operations`, `.warmup`). An unknown key exits 2 listing the valid ones.
     #[arg(long = "set", value_name = "K=V")]
     pub set: Vec<String>,
     /// Print the plan as JSON.
@@ -135,7 +143,15 @@ pub struct RunArgs {
     /// Only cells whose id contains this text.
     #[arg(long)]
     pub only: Option<String>,
-    /// Knob or environment override (`cache_size=2GiB`, `server.memory=1GiB`, `backend=docker`); repeatable.
+    /// Override, `k=v`; repeatable. Knobs (`cache_size=64MiB`),
+    /// environment fields (`server.memory=1GiB`, `server.cpus=1`,
+    /// `backend=docker`, `scale=0.125`) and scenario fields:
+    /// `dataset.records` (alias `records`; not scaled), `dataset.field_count`,
+    /// `dataset.field_length`, `load.threads`, `load.batch`, `repetitions`,
+    /// `phases.threads` (alias `threads`; `4` or `1,4,16`), `phases.duration`
+    /// (`duration`), `phases.operations` (`operations`), `phases.warmup`
+    /// (`warmup`), and for one phase `phases.NAME.threads` (`.duration`,
+    /// `.operations`, `.warmup`). An unknown key exits 2 listing the valid ones.
     #[arg(long = "set", value_name = "K=V")]
     pub set: Vec<String>,
     /// Resume this run id: only cells that did not finish run again.

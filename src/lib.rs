@@ -16,6 +16,7 @@
 pub mod cli;
 pub mod clients;
 pub mod commands;
+pub mod display;
 pub mod error;
 pub mod host;
 pub mod metrics;

@@ -231,6 +231,336 @@ fn scaled_write_up_environments_show_their_deviations_in_the_plan() {
     );
 }
 
+/// Rust `Debug` shapes that must never reach a user: `Some(..)`,
+/// `Count(0)`, `Sysbench { test: .. }`.
+fn debug_shapes(text: &str) -> Vec<String> {
+    let call = regex::Regex::new(
+        r"\b(Some|None|Ok|Err|Count|Fraction|Limit|Absolute|OfData|Builtin|Tool|Custom|Image|Binary|Duration|Operations)\(",
+    )
+    .unwrap();
+    let structure = regex::Regex::new(r"\b[A-Z][A-Za-z]+ \{ [a-z_]+: ").unwrap();
+    call.find_iter(text)
+        .chain(structure.find_iter(text))
+        .map(|m| m.as_str().to_string())
+        .collect()
+}
+
+#[test]
+fn no_plan_of_a_shipped_scenario_shows_rust_debug_formatting() {
+    let mut scenarios: Vec<String> = std::fs::read_dir(repo().join("scenarios"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().file_stem().unwrap().to_string_lossy().to_string())
+        .collect();
+    scenarios.sort();
+    assert!(scenarios.len() >= 10, "{scenarios:?}");
+    // The shapes are caught when they appear.
+    assert_eq!(debug_shapes("Some(9) Sysbench { test: x }").len(), 2);
+    for s in &scenarios {
+        for json in [false, true] {
+            let mut args = vec!["plan".to_string(), format!("scenarios/{s}.yaml")];
+            if json {
+                args.push("--json".into());
+            }
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let o = run(&repo(), &args);
+            assert_eq!(o.code, 0, "{s}: {}", o.stderr);
+            let found = debug_shapes(&o.stdout);
+            assert!(found.is_empty(), "{s} (json {json}): {found:?}");
+        }
+    }
+}
+
+fn writeup_deviations(scenario: &str, extra: &[&str]) -> (String, Vec<(String, String)>) {
+    let mut args = vec!["plan", scenario];
+    args.extend(extra);
+    let text = run(&repo(), &args);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    args.push("--json");
+    let o = run(&repo(), &args);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    let devs = v["reproduces"]["deviations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["kind"].as_str().unwrap().to_string(),
+                d["text"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    (text.stdout, devs)
+}
+
+fn has(devs: &[(String, String)], kind: &str, text: &str) -> bool {
+    devs.iter().any(|(k, t)| k == kind && t.contains(text))
+}
+
+#[test]
+fn plan_names_engine_and_tool_stand_ins_chosen_scaled_and_missing_values_of_the_write_up() {
+    let (text, devs) = writeup_deviations("scenarios/003-mongodb-3.2-here.yaml", &[]);
+    let all = format!("{devs:#?}");
+    assert!(
+        text.contains("deviations from write-up 003 (MongoDB 3.2 performance test), as published:"),
+        "{text}"
+    );
+    for (kind, want) in [
+        (
+            "engine",
+            "secantusdb@0.7 instead of MongoDB 3.2.6 WiredTiger (mongodb@3.2.6)",
+        ),
+        (
+            "engine",
+            "myrocks@10.11 instead of TokuMX 2.0.2 (fractal tree) (tokumx@2.0.2)",
+        ),
+        ("missing", "TokuMX 1.5 (tokumx@1.5) is not in the matrix"),
+        ("added", "mariadb@10.11 is not in the write-up"),
+        (
+            "tool",
+            "load, read-update-50-50, read-90-update-5-insert-5, read-only: benchcage's built-in YCSB workloads instead of YCSB",
+        ),
+        (
+            "knob",
+            "secantusdb@0.7: has no knob sync_period; the write-up's sync_period = 1s is not reproduced",
+        ),
+        ("knob", "myrocks@10.11: has no knob cleaner_iterations"),
+        (
+            "differs",
+            "c4-16g: 1 server CPUs instead of the write-up's 4",
+        ),
+        (
+            "scaled",
+            "c4-16g: memory cap 512MiB instead of the write-up's 16GiB (shrunk with scale 0.03125)",
+        ),
+        (
+            "scaled",
+            "c4-16g: records 312500 instead of the write-up's 10000000 (shrunk with scale 0.03125)",
+        ),
+        (
+            "differs",
+            "c4-16g secantusdb@0.7, c4-16g mariadb@10.11, c4-16g myrocks@10.11: cache 128MiB instead of the write-up's 12GiB",
+        ),
+        ("chosen", "read-only: threads 16 chosen by the scenario"),
+        ("chosen", "read-only: runs for 20s, chosen by the scenario"),
+        ("chosen", "read-only: warmup 5s chosen by the scenario"),
+        ("chosen", "load: threads 4 chosen by the scenario"),
+        (
+            "chosen",
+            "myrocks@10.11: memtable_size = 16MiB chosen by the scenario",
+        ),
+        (
+            "omitted",
+            "not run here: the sharded cluster loading 50M records",
+        ),
+    ] {
+        assert!(has(&devs, kind, want), "no {kind} `{want}` in {all}");
+        assert!(text.contains(want), "text plan lacks `{want}`:\n{text}");
+    }
+}
+
+#[test]
+fn a_cache_mongodb_3_2_rounds_to_whole_gib_is_named_or_refused() {
+    let (text, devs) = writeup_deviations("scenarios/003-mongodb-3.2.yaml", &["--env", "c4-16g"]);
+    let all = format!("{devs:#?}");
+    assert!(
+        has(
+            &devs,
+            "rounded",
+            "c4-16g mongodb@3.2, c4-16g mongodb@3.2-sync60: cache 1GiB instead of the write-up's 12GiB: 1536MiB at scale 0.125, which mongodb@3.2 takes in whole 1GiB"
+        ),
+        "{all}"
+    );
+    assert!(
+        has(
+            &devs,
+            "scaled",
+            "c4-16g tokumx@1.5, c4-16g tokumx@2.0.2: cache 1536MiB instead of the write-up's 12GiB"
+        ),
+        "{all}"
+    );
+    assert!(
+        has(
+            &devs,
+            "version",
+            "mongodb@3.2 instead of MongoDB 3.2.6 WiredTiger (mongodb@3.2.6)"
+        ),
+        "{all}"
+    );
+    assert!(text.contains("c4-16g: mongodb@3.2: cache 1536MiB becomes 1GiB (mongodb@3.2 takes cache_size in whole 1GiB)"), "{text}");
+    // The cell gets what the engine takes, and its config says the same.
+    assert!(
+        text.contains("cache 1GiB\n") && text.contains("cacheSizeGB: 1\n"),
+        "{text}"
+    );
+    // Below one step the engine would get more than planned: refused.
+    let o = run(
+        &repo(),
+        &[
+            "plan",
+            "scenarios/003-mongodb-3.2.yaml",
+            "--only",
+            "mongodb@3.2/",
+            "--set",
+            "cache_size=512MiB",
+        ],
+    );
+    assert_eq!(o.code, 2, "{}{}", o.stdout, o.stderr);
+    assert!(
+        o.stderr
+            .contains("mongodb@3.2 takes cache_size in whole 1GiB: 512MiB would become 1GiB"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn every_shipped_write_up_scenario_declares_what_the_write_up_published() {
+    let project = Project::load(&repo()).unwrap();
+    for (name, id) in [
+        ("000-tokumx-reality", "000"),
+        ("001-mongodb-to-tokumx", "001"),
+        ("002-sysbench-fractal-tree", "002"),
+        ("003-mongodb-3.2", "003"),
+        ("003-mongodb-3.2-here", "003"),
+        ("004-tpcc-mongodb", "004"),
+    ] {
+        let r = project.scenarios[name]
+            .reproduces
+            .as_ref()
+            .unwrap_or_else(|| panic!("{name}"));
+        assert_eq!(r.writeup, id, "{name}");
+        assert!(!r.engines.is_empty(), "{name}");
+    }
+    let (_, devs) = writeup_deviations("scenarios/002-sysbench-fractal-tree.yaml", &[]);
+    let all = format!("{devs:#?}");
+    assert!(
+        has(
+            &devs,
+            "tool",
+            "sysbench-oltp: sysbench oltp_read_write instead of sysbench-mongodb"
+        ),
+        "{all}"
+    );
+    assert!(
+        has(
+            &devs,
+            "differs",
+            "load: sysbench's own prepare instead of the write-up's 8 loaders inserting batches of 1000"
+        ),
+        "{all}"
+    );
+    assert!(
+        has(
+            &devs,
+            "chosen",
+            "hog-16g sysbench-oltp: table_size 8000000 chosen by the scenario (the write-up does not give it; 16000000 before scale 0.5)"
+        ),
+        "{all}"
+    );
+    assert!(
+        has(
+            &devs,
+            "scaled",
+            "hog-16g: the hog leaves 8GiB instead of the write-up's 16GiB"
+        ),
+        "{all}"
+    );
+    let (text, devs) = writeup_deviations("scenarios/004-tpcc-mongodb.yaml", &[]);
+    let all = format!("{devs:#?}");
+    assert!(
+        has(
+            &devs,
+            "scaled",
+            "wt-25g-in-50g new-order: warehouses 125 instead of the write-up's 1000"
+        ),
+        "{all}"
+    );
+    assert!(
+        !devs.iter().any(|(k, _)| k == "tool"),
+        "py-tpcc is the write-up's own tool: {all}"
+    );
+    assert!(text.contains("--warehouses 125"), "{text}");
+}
+
+#[test]
+fn set_reaches_dataset_phase_and_repetition_fields_and_refuses_unknown_keys() {
+    let o = run(
+        &repo(),
+        &[
+            "plan",
+            "version-matrix",
+            "--json",
+            "--set",
+            "records=1000",
+            "--set",
+            "phases.workload-b.threads=2",
+            "--set",
+            "duration=3s",
+            "--set",
+            "repetitions=2",
+            "--set",
+            "load.batch=10",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    let cells = v["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 4, "2 configurations x 2 repetitions");
+    assert_eq!(cells[0]["dataset"]["records"], 1000);
+    assert_eq!(cells[0]["load"]["batch"], 10);
+    let phases = cells[0]["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 1);
+    assert_eq!(phases[0]["id"], "workload-b/t2");
+    assert_eq!(phases[0]["phase"]["length"]["duration"], "3s");
+    assert!(
+        v["deviations"]
+            .to_string()
+            .contains("records = 1000 (--set)")
+    );
+    // Records set on the command line are final: scale does not shrink them.
+    let o = run(
+        &repo(),
+        &[
+            "plan",
+            "003-mongodb-3.2-here",
+            "--json",
+            "--set",
+            "records=5000",
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["cells"][0]["dataset"]["records"], 5000);
+    let o = run(
+        &repo(),
+        &["plan", "quickstart", "--set", "phases.workload-a.treads=4"],
+    );
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr
+            .contains("unknown scenario field `phases.workload-a.treads`"),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        o.stderr.contains("`phases.workload-a.threads`"),
+        "{}",
+        o.stderr
+    );
+    let o = run(&repo(), &["plan", "quickstart", "--set", "record=4"]);
+    assert_eq!(o.code, 2);
+    for key in [
+        "`dataset.records`",
+        "`repetitions`",
+        "`phases.workload-a.duration`",
+        "`server.memory`",
+        "`appendfsync`",
+    ] {
+        assert!(o.stderr.contains(key), "{key} not listed: {}", o.stderr);
+    }
+}
+
 // ------------------------------------------------------------------ bad specs
 
 #[test]

@@ -62,6 +62,18 @@ enum Top {
     Text,
 }
 
+impl Top {
+    /// The reply in words, for error messages.
+    fn words(&self) -> String {
+        match self {
+            Top::Int(n) => format!("the integer {n}"),
+            Top::Array(n) => format!("an array of {n} elements"),
+            Top::Nil => "nil".into(),
+            Top::Text => "a string".into(),
+        }
+    }
+}
+
 impl RedisConn {
     /// Connects to a loopback endpoint; authenticates with the endpoint's
     /// password (`AUTH [user] password`) and selects its database.
@@ -226,7 +238,7 @@ impl RedisConn {
         hset.arg(key).arg(field).arg(value);
         match self.round_trip(&[&exists, &hset]).await?[0] {
             Top::Int(n) => Ok(n == 1),
-            other => Err(err(&self.ep, format!("EXISTS replied {other:?}"))),
+            other => Err(err(&self.ep, format!("EXISTS replied {}", other.words()))),
         }
     }
 
@@ -289,6 +301,12 @@ fn value_text(v: &::redis::Value) -> String {
         Value::Okay => "OK".into(),
         Value::Int(i) => i.to_string(),
         Value::Nil => String::new(),
-        other => format!("{other:?}"),
+        Value::Array(items) | Value::Set(items) => {
+            items.iter().map(value_text).collect::<Vec<_>>().join(" ")
+        }
+        Value::Double(d) => d.to_string(),
+        Value::Boolean(b) => b.to_string(),
+        Value::ServerError(e) => format!("error: {}", e.details().unwrap_or("")),
+        _ => "a reply of another type".into(),
     }
 }

@@ -30,7 +30,7 @@ pub async fn run(home: &Path, args: &ListArgs) -> anyhow::Result<ExitCode> {
                 Hog::None => String::new(),
             };
             println!(
-                "  {:<16} {:?}, server cpus {}, memory {mem}{hog} - {}",
+                "  {:<16} {}, server cpus {}, memory {mem}{hog} - {}",
                 e.name, e.backend, e.server.cpus, e.description
             );
         }

@@ -3,10 +3,10 @@
 
 use crate::cli::PlanArgs;
 use crate::host::HostFacts;
-use crate::sandbox::{Program, SwapPolicy};
+use crate::sandbox::Program;
 use crate::spec::Diagnostics;
 use crate::spec::plan::{HOG_MARGIN, Plan, PlannedCell, approx, plan_command_line};
-use crate::spec::scenario::{Length, Work};
+use crate::spec::scenario::Length;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -45,6 +45,36 @@ pub fn warn_unused(warnings: &Diagnostics) {
     }
 }
 
+/// How the plan departs from the write-up it reproduces, and from the
+/// specs as written (scale, `set`, `--set`).
+fn describe_deviations(o: &mut String, plan: &Plan) {
+    if let Some(r) = &plan.reproduces {
+        let title = if r.title.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", r.title)
+        };
+        if r.deviations.is_empty() {
+            let _ = writeln!(o, "reproduces write-up {}{title} as published", r.writeup);
+        } else {
+            let _ = writeln!(
+                o,
+                "deviations from write-up {}{title}, as published:",
+                r.writeup
+            );
+            for d in &r.deviations {
+                let _ = writeln!(o, "  {:<8} {d}", d.kind.to_string());
+            }
+        }
+    }
+    if !plan.deviations.is_empty() {
+        let _ = writeln!(o, "deviations from the specs as written:");
+        for d in &plan.deviations {
+            let _ = writeln!(o, "  - {d}");
+        }
+    }
+}
+
 /// The plan in words.
 pub fn describe(plan: &Plan, host: &HostFacts) -> String {
     let mut o = String::new();
@@ -59,19 +89,20 @@ pub fn describe(plan: &Plan, host: &HostFacts) -> String {
         host.online_cpus,
         approx(host.mem_total),
         approx(host.mem_available),
-        format!("{:?}", host.cgroup).to_lowercase()
+        host.cgroup
     );
-    if !plan.deviations.is_empty() {
-        let _ = writeln!(o, "deviations from the specs as written:");
-        for d in &plan.deviations {
-            let _ = writeln!(o, "  - {d}");
-        }
-    }
+    describe_deviations(&mut o, plan);
+    let e = &plan.estimate;
     let _ = writeln!(
         o,
-        "cells: {}, estimated duration {}",
+        "cells: {}, estimated duration {} (start and teardown {}, loads {}, tool prepares {}, settle {}, phases {})",
         plan.cells.len(),
-        plan.estimated_duration
+        plan.estimated_duration,
+        e.start_and_teardown,
+        e.load,
+        e.tool_prepare,
+        e.settle,
+        e.phases
     );
     let mut shown: BTreeMap<String, String> = BTreeMap::new();
     for c in &plan.cells {
@@ -92,16 +123,9 @@ fn describe_cell(
         Program::Binary(p) => p.display().to_string(),
         Program::Image(i) => format!("image {i}"),
     };
-    let _ = writeln!(
-        o,
-        "  backend   {}: {program}",
-        format!("{:?}", c.backend).to_lowercase()
-    );
+    let _ = writeln!(o, "  backend   {}: {program}", c.backend);
     let l = &c.limits;
-    let swap = match l.swap {
-        SwapPolicy::Off => "off".to_string(),
-        SwapPolicy::Limit(b) => b.to_string(),
-    };
+    let swap = l.swap;
     let _ = writeln!(
         o,
         "  cpus      server {} (pinned), client {} (pinned, outside the server's cgroup)",
@@ -127,7 +151,7 @@ fn describe_cell(
         || io.read_iops.is_some()
         || io.write_iops.is_some()
     {
-        let _ = writeln!(o, "  io        {io:?}");
+        let _ = writeln!(o, "  io        {io}");
     }
     let knobs: Vec<String> = c.knobs.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let _ = writeln!(o, "  knobs     {}", knobs.join(", "));
@@ -135,16 +159,13 @@ fn describe_cell(
         let _ = writeln!(
             o,
             "  dataset   {} records x {} fields x {} B ({} keys)",
-            d.records,
-            d.field_count,
-            d.field_length,
-            format!("{:?}", d.insert_order).to_lowercase()
+            d.records, d.field_count, d.field_length, d.insert_order
         );
     }
     if let Some(load) = &c.load {
         let _ = writeln!(
             o,
-            "  load      {:?}, {} threads, batch {}",
+            "  load      {}, {} threads, batch {}",
             load.workload, load.threads, load.batch
         );
     }
@@ -163,10 +184,7 @@ fn describe_cell(
             Length::Duration(d) => d.to_string(),
             Length::Operations(n) => format!("{n} operations"),
         };
-        let what = match &p.phase.work {
-            Work::Builtin(b) => format!("{b:?}"),
-            Work::Tool(t) => format!("{t:?}"),
-        };
+        let what = &p.phase.work;
         let _ = writeln!(
             o,
             "  phase     {}: {len}, warmup {}, {what}",

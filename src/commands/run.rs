@@ -239,6 +239,6 @@ fn resolve(home: &Path, file: &str) -> PathBuf {
 /// The host record with the cgroup layout filled in.
 fn host_info(host: &HostFacts) -> crate::results::model::HostInfo {
     let mut info = host.info();
-    info.cgroup_version = format!("{:?}", host.cgroup).to_lowercase();
+    info.cgroup_version = host.cgroup.to_string();
     info
 }

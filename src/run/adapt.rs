@@ -109,7 +109,7 @@ pub fn cell_work(
     limits_record.insert("client_cpus".into(), cell.limits.client_cpus.to_string());
     limits_record.insert("memory".into(), cell.limits.memory.to_string());
     limits_record.insert("cache".into(), cell.cache.to_string());
-    limits_record.insert("swap".into(), format!("{:?}", cell.limits.swap));
+    limits_record.insert("swap".into(), cell.limits.swap.to_string());
     if let Some(h) = cell.hog_leave {
         limits_record.insert("hog_leave".into(), h.to_string());
     }

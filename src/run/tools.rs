@@ -55,6 +55,7 @@ impl ToolExec {
                 argv,
                 throughput,
                 latency,
+                ..
             } => json!({"command": {"argv": argv, "throughput": throughput, "latency": latency}}),
         };
         let mut v = tool;

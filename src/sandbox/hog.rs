@@ -263,7 +263,8 @@ impl Hog {
                 let _ = e.read_to_string(&mut err).await;
             }
             return Err(hog_err(format!(
-                "the hog did not lock its memory within {timeout:?} ({}): {}",
+                "the hog did not lock its memory within {:.0}s ({}): {}",
+                timeout.as_secs_f64(),
                 status.map(|s| s.to_string()).unwrap_or_default(),
                 err.trim()
             )));

@@ -45,7 +45,9 @@ pub async fn wait_ready(
         {
             Ok(Ok(version)) => return Ok(version),
             Ok(Err(e)) => last_error = e.to_string(),
-            Err(_) => last_error = format!("probe got no answer within {attempt:?}"),
+            Err(_) => {
+                last_error = format!("probe got no answer within {:.1}s", attempt.as_secs_f64())
+            }
         }
         let left = deadline.saturating_duration_since(Instant::now());
         tokio::time::sleep(pause.min(left)).await;

@@ -140,6 +140,34 @@ pub struct Knob {
     /// (myrocks: `mmap_reads` and `direct_io`).
     pub conflicts_with: Vec<String>,
     pub description: String,
+    /// A size the engine only takes in whole steps (mongod before 3.4
+    /// takes `cacheSizeGB` in whole GiB): the plan rounds it and says so.
+    pub step: Option<KnobStep>,
+}
+
+/// `step: {size: 1GiB, before: "3.4"}`: versions before 3.4 take this
+/// size knob in whole GiB, rounded down, at least one step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KnobStep {
+    pub size: Bytes,
+    /// Only versions before this one; `None` = every version.
+    pub before: Option<String>,
+}
+
+impl KnobStep {
+    /// The size a `version` of the engine really gets for `want`, when it
+    /// is not `want`.
+    pub fn round(&self, version: &str, want: Bytes) -> Option<Bytes> {
+        let applies = self
+            .before
+            .as_deref()
+            .is_none_or(|b| crate::render::version_num(version) < crate::render::version_num(b));
+        if !applies || self.size.0 == 0 {
+            return None;
+        }
+        let got = Bytes((want.0 / self.size.0).max(1) * self.size.0);
+        (got != want).then_some(got)
+    }
 }
 
 /// A knob value after its type was checked.
@@ -229,7 +257,14 @@ fn knob_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Knob> {
         node,
         cx,
         path,
-        &["type", "default", "values", "conflicts_with", "description"],
+        &[
+            "type",
+            "default",
+            "values",
+            "conflicts_with",
+            "description",
+            "step",
+        ],
     )?;
     let kind = f.get("type").and_then(|n| {
         choice(
@@ -277,12 +312,28 @@ fn knob_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Knob> {
             None,
         );
     }
+    let step = f.get("step").and_then(|n| {
+        let sf = Fields::open(n, cx, &join(path, "step"), &["size", "before"])?;
+        Some(KnobStep {
+            size: sf.req(cx, "size")?,
+            before: sf.opt::<Text>(cx, "before").map(|t| t.0),
+        })
+    });
+    if step.is_some() && kind != KnobType::Size {
+        cx.error(
+            f.pos_of("step"),
+            &join(path, "step"),
+            "only a size knob can have a step",
+            None,
+        );
+    }
     let mut knob = Knob {
         kind,
         default: None,
         values,
         conflicts_with,
         description: f.or(cx, "description", String::new()),
+        step,
     };
     if let Some(Text(d)) = f.opt::<Text>(cx, "default") {
         match knob.parse(&d) {
@@ -649,7 +700,24 @@ mod tests {
             values: values.iter().map(|s| s.to_string()).collect(),
             conflicts_with: Vec::new(),
             description: String::new(),
+            step: None,
         }
+    }
+
+    #[test]
+    fn a_stepped_size_rounds_down_to_whole_steps_only_before_its_version() {
+        let step = KnobStep {
+            size: Bytes::from_gib(1),
+            before: Some("3.4".into()),
+        };
+        let want = Bytes::from_mib(1536);
+        assert_eq!(step.round("3.2", want), Some(Bytes::from_gib(1)));
+        assert_eq!(step.round("3.4", want), None);
+        assert_eq!(step.round("3.2", Bytes::from_gib(12)), None);
+        assert_eq!(
+            step.round("3.2", Bytes::from_mib(512)),
+            Some(Bytes::from_gib(1))
+        );
     }
 
     #[test]

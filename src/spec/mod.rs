@@ -6,13 +6,17 @@
 //! turns a scenario into cells with resolved limits and rendered configs.
 
 pub mod de;
+pub mod deviations;
 pub mod diag;
 pub mod engine;
 pub mod environment;
+pub mod estimate;
 pub mod files;
 pub mod overrides;
 pub mod plan;
 pub mod scenario;
+pub mod scenario_set;
+pub mod writeup;
 pub mod yaml;
 
 pub use diag::{Diagnostic, Diagnostics};

@@ -7,7 +7,7 @@ use super::diag::{Diagnostic, Diagnostics, unknown_hint};
 use super::engine::{Engine, KnobValue};
 use super::environment::{DEFAULT_CACHE_SHARE, Hog};
 use super::overrides::{CellEnv, ENV_KEYS, is_env_key, parse_scale};
-use super::scenario::{Dataset, Length, Load, Phase, Scenario, Settle, Tool, Work};
+use super::scenario::{Dataset, Load, Phase, Scenario, Settle, Tool, Work};
 use super::{Environment, Project};
 use crate::host::{CgroupLayout, HostFacts};
 use crate::render::{RenderInput, RenderedConfig};
@@ -25,10 +25,17 @@ pub struct Plan {
     pub scenario: String,
     pub description: String,
     pub cells: Vec<PlannedCell>,
-    /// Rough wall time of the whole matrix (start, load, phases, teardown).
+    /// Rough wall time of the whole matrix (start, load, tool prepares,
+    /// settle, phases, teardown).
     pub estimated_duration: Duration,
-    /// How the plan departs from the specs as written (scale, `set`, `--set`).
+    /// `estimated_duration` step by step.
+    pub estimate: super::estimate::Estimate,
+    /// How the plan departs from the specs as written (scale, `set`,
+    /// `--set`, sizes an engine rounds).
     pub deviations: Vec<String>,
+    /// The write-up the scenario reproduces, and every way the plan
+    /// differs from what it published.
+    pub reproduces: Option<super::deviations::WriteupComparison>,
 }
 
 /// One cell: an engine version in an environment, one repetition.
@@ -367,6 +374,7 @@ pub fn render_engine(
         load: None,
         settle: None,
         phases: Vec::new(),
+        reproduces: None,
         origin: Default::default(),
     };
     let plan = plan_inner(
@@ -398,6 +406,16 @@ fn plan_inner(
     let flag = |k: &str, v: &str, msg: String, hint: Option<String>| {
         Diagnostic::flag("--set", format!("{k}={v}"), msg, hint)
     };
+    // Scenario fields first (`records`, `phases.NAME.threads`), then
+    // environment fields and knobs.
+    let applied = super::scenario_set::apply(s, overrides, &mut diags);
+    let s = &applied.scenario;
+    let overrides: Vec<(String, String)> = overrides
+        .iter()
+        .filter(|(k, _)| !super::scenario_set::is_scenario_key(k))
+        .cloned()
+        .collect();
+    let mut deviations = applied.deviations.clone();
 
     // Split --set into environment fields and knobs; a knob must be known
     // to at least one engine of the matrix.
@@ -409,13 +427,15 @@ fn plan_inner(
         .collect();
     let mut env_sets = Vec::new();
     let mut knob_sets = Vec::new();
-    for (k, v) in overrides {
+    for (k, v) in &overrides {
         if is_env_key(k) {
             env_sets.push((k.clone(), v.clone()));
         } else if engines.iter().any(|e| e.knobs.contains_key(k)) {
             knob_sets.push((k.clone(), v.clone()));
         } else {
+            let scenario_keys = super::scenario_set::keys_of(s);
             let mut known: Vec<&str> = ENV_KEYS.to_vec();
+            known.extend(scenario_keys.iter().map(String::as_str));
             for e in &engines {
                 known.extend(e.knob_names());
             }
@@ -425,7 +445,7 @@ fn plan_inner(
                 k,
                 v,
                 format!(
-                    "unknown key `{k}`: not an environment field nor a knob of {}",
+                    "unknown key `{k}`: not a scenario field, an environment field nor a knob of {}",
                     s.matrix
                         .engines
                         .iter()
@@ -455,8 +475,10 @@ fn plan_inner(
         ));
     }
 
+    for (k, v) in &knob_sets {
+        deviations.push(format!("{k} = {} (--set)", v.trim()));
+    }
     let mut cells = Vec::new();
-    let mut deviations = Vec::new();
     for eref in &s.matrix.environments {
         if env_filter.is_some_and(|f| f != eref.name) {
             continue;
@@ -469,7 +491,7 @@ fn plan_inner(
             ));
             continue;
         };
-        let Some(ep) = plan_env(envspec, s, eref, &env_sets, &mut diags) else {
+        let Some(ep) = plan_env(envspec, &applied, eref, &env_sets, &mut diags) else {
             continue;
         };
         let before = diags.len();
@@ -634,10 +656,30 @@ fn plan_inner(
             if knob_err {
                 continue;
             }
-            let cache = match typed.get("cache_size") {
+            let mut cache = match typed.get("cache_size") {
                 Some(KnobValue::Size(b)) => *b,
                 _ => env_cache,
             };
+            if let Some(step) = engine.knobs.get("cache_size").and_then(|k| k.step.as_ref())
+                && let Some(got) = step.round(version, cache)
+            {
+                if got > cache {
+                    diags.push(ep.diag(
+                        envspec,
+                        s,
+                        "cache",
+                        format!("{label} takes cache_size in whole {}: {cache} would become {got}, more than planned", step.size),
+                        Some(format!("give a cache of at least {}, or a version from {} on", step.size, step.before.as_deref().unwrap_or("?"))),
+                    ));
+                    continue;
+                }
+                deviations.push(format!(
+                    "{}: {cell_label}: cache {cache} becomes {got} ({label} takes cache_size in whole {})",
+                    ep.name, step.size
+                ));
+                cache = got;
+                typed.insert("cache_size".into(), KnobValue::Size(got));
+            }
             let cache_from_flag = knob_sets.iter().any(|(k, _)| k == "cache_size");
             if let Some(cap) = cap.or(hog_leave)
                 && has_cache_knob
@@ -688,7 +730,9 @@ fn plan_inner(
                 }
             };
             let dataset = s.dataset.clone().map(|mut d| {
-                d.records = ((d.records as f64 * ep.env.scale).round() as u64).max(1);
+                d.records = applied
+                    .records
+                    .unwrap_or(((d.records as f64 * ep.env.scale).round() as u64).max(1));
                 d
             });
             let scale = ep.env.scale;
@@ -786,13 +830,30 @@ fn plan_inner(
             Some("`benchcage plan SCENARIO` without --only lists the cell ids".into()),
         ));
     }
-    let estimated = cells.iter().map(estimate).sum::<f64>();
+    let per_cell: Vec<super::estimate::Estimate> =
+        cells.iter().map(super::estimate::cell).collect();
+    let estimate = super::estimate::Estimate::sum(&per_cell);
+    for p in &s.phases {
+        if matches!(p.work, Work::Tool(_)) && !p.warmup.std().is_zero() {
+            deviations.push(format!(
+                "phase {}: warmup {} is not run, tools start measuring at once",
+                p.name, p.warmup
+            ));
+        }
+    }
+    deviations.dedup();
+    let reproduces = s
+        .reproduces
+        .as_ref()
+        .map(|r| super::deviations::compare(project, r, s, &cells));
     diags.into_result(Plan {
         scenario: s.name.clone(),
         description: s.description.clone(),
         cells,
-        estimated_duration: Duration(std::time::Duration::from_secs_f64(estimated.round())),
+        estimated_duration: estimate.total(),
+        estimate,
         deviations,
+        reproduces,
     })
 }
 
@@ -803,48 +864,29 @@ fn scale_phase(p: &Phase, scale: f64) -> Phase {
     match &mut p.work {
         Work::Tool(Tool::Sysbench { table_size, .. }) => *table_size = by(*table_size),
         Work::Tool(Tool::Pgbench { scale: s, .. }) => *s = by(*s as u64) as u32,
+        Work::Tool(Tool::Command { argv, scaled, .. }) => {
+            for (k, v) in scaled.iter_mut() {
+                *v = by(*v);
+                let mark = format!("{{{k}}}");
+                for a in argv.iter_mut() {
+                    *a = a.replace(&mark, &v.to_string());
+                }
+            }
+        }
         _ => {}
     }
     p
 }
 
-/// Seconds one cell is expected to take.
-fn estimate(c: &PlannedCell) -> f64 {
-    const START_AND_TEARDOWN: f64 = 10.0;
-    const ASSUMED_OPS_PER_THREAD: f64 = 2_000.0;
-    let mut t = START_AND_TEARDOWN;
-    if let (Some(l), Some(d)) = (&c.load, &c.dataset) {
-        t += d.records as f64
-            / (ASSUMED_OPS_PER_THREAD * l.threads as f64 * l.batch.max(1) as f64).max(1.0);
-    }
-    if c.settle.is_some() {
-        t += 5.0;
-    }
-    for p in &c.phases {
-        t += p.phase.warmup.as_secs_f64();
-        t += match p.phase.length {
-            Length::Duration(d) => d.as_secs_f64(),
-            Length::Operations(n) => {
-                let rate = p
-                    .phase
-                    .target
-                    .map(|r| r as f64)
-                    .unwrap_or(ASSUMED_OPS_PER_THREAD * p.threads as f64);
-                n as f64 / rate.max(1.0)
-            }
-        };
-    }
-    t
-}
-
 /// Resolve an environment entry of the matrix: scale, then `set:`, then `--set`.
 fn plan_env(
     envspec: &Environment,
-    s: &Scenario,
+    applied: &super::scenario_set::Applied,
     eref: &super::scenario::EnvRef,
     env_sets: &[(String, String)],
     diags: &mut Diagnostics,
 ) -> Option<EnvPlan> {
+    let s = &applied.scenario;
     let mut deviations = Vec::new();
     let mut sources = BTreeMap::new();
     let mut scale = envspec.scale;
@@ -897,13 +939,16 @@ fn plan_env(
         if let (Hog::Leave(a), Hog::Leave(b)) = (r.hog, env.hog) {
             parts.push(format!("hog leaves {a} -> {b}"));
         }
-        if let Some(d) = &s.dataset {
+        if let Some(d) = &s.dataset
+            && applied.records.is_none()
+        {
             parts.push(format!(
                 "records {} -> {}",
                 d.records,
                 ((d.records as f64 * scale).round() as u64).max(1)
             ));
         }
+        parts.extend(scaled_tool_sizes(s, scale));
         deviations.push(parts.join(", "));
     }
     let mut ok = true;
@@ -944,6 +989,41 @@ fn plan_env(
         sources,
         deviations,
     })
+}
+
+/// Tool sizes that shrink with scale: `table_size 16000000 -> 8000000`.
+fn scaled_tool_sizes(s: &Scenario, scale: f64) -> Vec<String> {
+    let mut out = Vec::new();
+    for p in &s.phases {
+        let q = scale_phase(p, scale);
+        let pairs: Vec<(String, u64, u64)> = match (&p.work, &q.work) {
+            (
+                Work::Tool(Tool::Sysbench { table_size: a, .. }),
+                Work::Tool(Tool::Sysbench { table_size: b, .. }),
+            ) => vec![("table_size".into(), *a, *b)],
+            (
+                Work::Tool(Tool::Pgbench { scale: a, .. }),
+                Work::Tool(Tool::Pgbench { scale: b, .. }),
+            ) => {
+                vec![("pgbench scale".into(), *a as u64, *b as u64)]
+            }
+            (
+                Work::Tool(Tool::Command { scaled: a, .. }),
+                Work::Tool(Tool::Command { scaled: b, .. }),
+            ) => a
+                .iter()
+                .filter_map(|(k, v)| b.get(k).map(|w| (k.clone(), *v, *w)))
+                .collect(),
+            _ => Vec::new(),
+        };
+        for (what, a, b) in pairs {
+            let line = format!("{} {what} {a} -> {b}", p.name);
+            if a != b && !out.contains(&line) {
+                out.push(line);
+            }
+        }
+    }
+    out
 }
 
 /// Refuse what this host cannot give: CPUs, RAM, hog room, swap accounting.

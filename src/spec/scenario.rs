@@ -23,6 +23,8 @@ pub struct Scenario {
     /// Settle as written: a list of memory caps sweeps them, one cell each.
     pub settle: Option<SettleSweep>,
     pub phases: Vec<Phase>,
+    /// The write-up this scenario reproduces and what it published.
+    pub reproduces: Option<super::writeup::Reproduces>,
     pub origin: Origin,
 }
 
@@ -299,6 +301,10 @@ pub enum Tool {
         argv: Vec<String>,
         throughput: String,
         latency: Option<String>,
+        /// Numbers that shrink with the environment's scale, filled into
+        /// argv as `{name}` at plan time (`warehouses: 1000`).
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        scaled: BTreeMap<String, u64>,
     },
 }
 
@@ -785,8 +791,22 @@ fn tool_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Tool> {
             Some(Tool::Ycsb { argv })
         }
         _ => {
-            let t = Fields::open(n, cx, &p, &["argv", "throughput", "latency"])?;
+            let t = Fields::open(n, cx, &p, &["argv", "throughput", "latency", "scaled"])?;
             let argv: Option<Vec<String>> = t.req(cx, "argv");
+            let scaled: BTreeMap<String, u64> = t.or(cx, "scaled", BTreeMap::new());
+            for (k, v) in &scaled {
+                if k.is_empty()
+                    || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                    || *v == 0
+                {
+                    cx.error(
+                        t.pos_of("scaled"),
+                        &t.field("scaled"),
+                        format!("`{k}: {v}` must be a name of letters, digits and _ with a number of at least 1"),
+                        Some("scaled: {warehouses: 1000}, used in argv as {warehouses}".into()),
+                    );
+                }
+            }
             let throughput: Option<String> = t.req(cx, "throughput");
             let latency: Option<String> = t.opt(cx, "latency");
             for (k, re) in [("throughput", &throughput), ("latency", &latency)] {
@@ -813,6 +833,7 @@ fn tool_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Tool> {
                 argv,
                 throughput: throughput?,
                 latency,
+                scaled,
             })
         }
     }
@@ -938,6 +959,7 @@ impl Scenario {
                 "load",
                 "settle",
                 "phases",
+                "reproduces",
             ],
         )?;
         check_spec_name(&f, cx, name);
@@ -1053,7 +1075,10 @@ impl Scenario {
                 }
             }
         }
-        Some(Scenario {
+        let reproduces = f
+            .get("reproduces")
+            .and_then(|n| super::writeup::Reproduces::from_node(n, cx));
+        let s = Scenario {
             name: name.to_string(),
             description: f.or(cx, "description", String::new()),
             matrix: matrix?,
@@ -1063,8 +1088,13 @@ impl Scenario {
             load,
             settle: f.opt(cx, "settle"),
             phases: phases?,
+            reproduces,
             origin: Origin::default(),
-        })
+        };
+        if let Some(r) = &s.reproduces {
+            r.check(&s, cx);
+        }
+        Some(s)
     }
 }
 

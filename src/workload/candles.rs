@@ -464,7 +464,7 @@ pub async fn run(
         }
         StoreKind::Postgres => run_on(&PgCandles { ep }, v, cancel).await,
         other => Err(WorkloadError::Config(format!(
-            "the candles workload runs on mongodb and postgres, not {other:?}"
+            "the candles workload runs on mongodb and postgres, not {other}"
         ))),
     }
 }

@@ -399,7 +399,7 @@ pub fn phase_result(
     } else if !budget.allows(errors, ok + errors) {
         PhaseStatus::Failed {
             reason: format!(
-                "{errors} of {} operations failed, over the error budget ({budget:?})",
+                "{errors} of {} operations failed, over the error budget ({budget})",
                 ok + errors
             ),
         }

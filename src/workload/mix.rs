@@ -59,7 +59,8 @@ impl Mix {
     pub fn new(proportions: [f64; 5]) -> Result<Mix, String> {
         if proportions.iter().any(|p| !p.is_finite() || *p < 0.0) {
             return Err(format!(
-                "mix proportions must be finite and >= 0, got {proportions:?}"
+                "mix proportions must be finite and >= 0, got {}",
+                crate::display::list(&proportions)
             ));
         }
         let total: f64 = proportions.iter().sum();

@@ -349,7 +349,8 @@ impl WorkloadConfig {
         let threads = self.threads.list();
         if threads.is_empty() || threads.contains(&0) {
             errs.push(format!(
-                "threads {threads:?}: give a count of at least 1 or a list of them"
+                "threads {}: give a count of at least 1 or a list of them",
+                crate::display::list(&threads)
             ));
         }
         if self.records == 0 {

@@ -79,7 +79,7 @@ pub async fn rmdir(dir: &Path, deadline: Instant) -> Result<(), SandboxError> {
                 let left = files::pids(&dir.join(CGROUP_PROCS));
                 return Err(SandboxError::CgroupRemove {
                     path: dir.to_path_buf(),
-                    detail: format!("{e}; pids still inside: {left:?}"),
+                    detail: format!("{e}; pids still inside: {}", crate::display::list(&left)),
                 });
             }
         }
@@ -96,7 +96,10 @@ pub async fn remove_group(
         let any = dirs.values().next().cloned().unwrap_or_default();
         return Err(SandboxError::CgroupRemove {
             path: any,
-            detail: format!("pids {left:?} still inside after SIGKILL; is one stuck in D state?"),
+            detail: format!(
+                "pids {} still inside after SIGKILL; is one stuck in D state?",
+                crate::display::list(&left)
+            ),
         });
     }
     let mut removed = Vec::new();

@@ -47,7 +47,7 @@ pub struct ToolTarget {
 /// Why a tool phase could not produce a result.
 #[derive(Debug, thiserror::Error)]
 pub enum ToolError {
-    #[error("{tool} cannot drive {kind:?}; {hint}")]
+    #[error("{tool} cannot drive {kind}; {hint}")]
     Unsupported {
         tool: &'static str,
         kind: StoreKind,
@@ -117,7 +117,8 @@ pub async fn run_tool_sweep(
 ) -> Result<Vec<PhaseResult>, ToolError> {
     if threads.is_empty() || threads.contains(&0) {
         return Err(ToolError::Config(format!(
-            "threads {threads:?}: give counts of at least 1"
+            "threads {}: give counts of at least 1",
+            crate::display::list(threads)
         )));
     }
     let budget = tool.error_budget.budget().map_err(ToolError::Config)?;
@@ -142,7 +143,7 @@ pub async fn run_tool_sweep(
         if r.status.is_ok() && !budget.allows(r.total_errors, r.total_ops + r.total_errors) {
             r.status = PhaseStatus::Failed {
                 reason: format!(
-                    "the tool reported {} failed operations, over the error budget ({budget:?})",
+                    "the tool reported {} failed operations, over the error budget ({budget})",
                     r.total_errors
                 ),
             };

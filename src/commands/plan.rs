@@ -6,7 +6,7 @@ use crate::host::HostFacts;
 use crate::sandbox::Program;
 use crate::spec::Diagnostics;
 use crate::spec::plan::{HOG_MARGIN, Plan, PlannedCell, approx, plan_command_line};
-use crate::spec::scenario::Length;
+use crate::spec::scenario::{Length, Work};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;

@@ -930,7 +930,7 @@ fn the_cells_of_a_settle_sweep_are_one_line_in_the_doesnt_fit_in_ram_charts() {
         .unwrap();
     let md = String::from_utf8(out.stdout).unwrap();
     let table = md
-        .split("### Throughput vs memory: workload-a")
+        .split("### Throughput as the data stops fitting in RAM: workload-a")
         .nth(1)
         .unwrap_or_else(|| panic!("no memory sweep table in\n{md}"));
     let rows: Vec<&str> = table

@@ -418,7 +418,47 @@ fn a_settle_sweep_runs_one_cell_per_cap_each_capped_at_its_share_of_the_measured
     seen.sort();
     assert_ne!(seen[0].1, seen[1].1, "the two caps share a cell key");
     assert_eq!(run.cells.len(), 2);
+    // The report gives each phase the cap the kernel reported during it:
+    // the load the environment's 256 MiB, the reads their settled cap.
+    let rows = report_rows(&dirs[0]);
+    let mut reads_caps = Vec::new();
+    for r in &rows {
+        let dir = dirs[0].join("cells").join(r["cell_key"].as_str().unwrap());
+        let cell: CellRecord = read(&dir.join("cell.json"));
+        match r["phase"].as_str().unwrap() {
+            "load" => assert_eq!(r["memory_limit_bytes"], 256u64 << 20, "{r}"),
+            "reads" => {
+                assert_eq!(
+                    r["memory_limit_bytes"],
+                    cell.memory_limit_bytes.unwrap(),
+                    "{r}"
+                );
+                reads_caps.push(r["memory_limit_bytes"].as_u64().unwrap());
+            }
+            other => panic!("unexpected phase {other}"),
+        }
+    }
+    // By cap, smallest first.
+    assert_eq!(reads_caps.len(), 2);
+    assert!(reads_caps[0] < reads_caps[1], "{reads_caps:?}");
     assert_clean(&place, &run.run_id);
+}
+
+/// The JSON rows of `benchcage report RUN_DIR`.
+fn report_rows(run_dir: &Path) -> Vec<serde_json::Value> {
+    let out = Command::new(env!("CARGO_BIN_EXE_benchcage"))
+        .current_dir(HOME)
+        .args(["--home", HOME, "report"])
+        .arg(run_dir)
+        .args(["--format", "json", "-o", "-"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 #[test]
@@ -455,6 +495,18 @@ fn a_myrocks_sweep_with_mmap_reads_takes_more_major_faults_and_runs_slower_at_th
     assert!(
         small_ops < big_ops / 2.0,
         "ops/s: {small_ops} at 50% of data, {big_ops} at 200%"
+    );
+    // The report's cost per operation rises as the cap falls (rows come by
+    // cap, smallest first).
+    let per_op: Vec<f64> = report_rows(&dirs[0])
+        .iter()
+        .filter(|r| r["phase"] == "reads")
+        .map(|r| r["major_faults_per_op"].as_f64().unwrap())
+        .collect();
+    assert_eq!(per_op.len(), 2);
+    assert!(
+        per_op[0] > per_op[1],
+        "major faults per op, 50% then 200%: {per_op:?}"
     );
     assert_clean(&place, &run.run_id);
 }

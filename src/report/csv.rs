@@ -1,18 +1,24 @@
-//! CSV export: a header, then one row per cell x phase x operation kind.
+//! CSV export: a header, then one row per cell x phase x operation kind
+//! (`COLUMNS`, then the phase's costs, `COST_COLUMNS`).
 
 use crate::report::{Exporter, ReportError, ReportInput};
-use crate::results::flat::{COLUMNS, flatten};
+use crate::results::flat::{COLUMNS, COST_COLUMNS, flatten};
 
 /// RFC 4180 CSV of `FlatRow`s.
 pub struct Csv;
 
 impl Exporter for Csv {
     fn export(&self, input: &ReportInput) -> Result<String, ReportError> {
-        let mut out = COLUMNS.join(",");
+        let mut out = [COLUMNS.join(","), COST_COLUMNS.join(",")].join(",");
         out.push('\n');
         for run in &input.runs {
             for row in flatten(run) {
-                let fields: Vec<String> = row.values().iter().map(|v| field(v)).collect();
+                let fields: Vec<String> = row
+                    .values()
+                    .iter()
+                    .chain(row.cost_values().iter())
+                    .map(|v| field(v))
+                    .collect();
                 out.push_str(&fields.join(","));
                 out.push('\n');
             }

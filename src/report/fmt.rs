@@ -15,6 +15,22 @@ pub fn ops(v: f64) -> String {
     }
 }
 
+/// A small count per unit (faults per operation): three significant
+/// digits below 100, `0` for zero: `0.0123`, `1.25`, `42.5`, `1,234`.
+pub fn small(v: f64) -> String {
+    if !v.is_finite() {
+        return "—".into();
+    }
+    if v == 0.0 {
+        return "0".into();
+    }
+    if v.abs() >= 100.0 {
+        return thousands(v.round() as i64);
+    }
+    let decimals = (2 - v.abs().log10().floor() as i32).clamp(0, 9) as usize;
+    format!("{v:.decimals$}")
+}
+
 /// An integer with thousands separators: `1,234,567`.
 pub fn thousands(v: i64) -> String {
     let digits = v.unsigned_abs().to_string();
@@ -149,6 +165,11 @@ mod tests {
         assert_eq!(ops(12345.4), "12,345");
         assert_eq!(ops(98.54), "98.5");
         assert_eq!(thousands(-1234567), "-1,234,567");
+        assert_eq!(small(0.012345), "0.0123");
+        assert_eq!(small(1.254), "1.25");
+        assert_eq!(small(42.46), "42.5");
+        assert_eq!(small(1234.4), "1,234");
+        assert_eq!(small(0.0), "0");
         assert_eq!(compact(1500.0), "1.5k");
         assert_eq!(compact(2_000_000.0), "2M");
         assert_eq!(ms(45.0), "0.045");

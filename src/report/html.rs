@@ -86,7 +86,8 @@ caption{caption-side:top;text-align:left;font-weight:600;font-size:13px;padding:
 .cell .swatch{width:12px;height:12px;border-radius:3px;display:inline-block}
 .cell .key{font:12px ui-monospace,SFMono-Regular,"DejaVu Sans Mono",monospace;color:var(--muted)}
 .cell .charts{display:grid;gap:6px}
-.figs table,.cell table{font-size:12px}
+.figs table,.cell table,.solo table{font-size:12px}
+.solo{margin-top:20px}
 .figs th,.figs td{padding:3px 6px}
 .cell th,.cell td{padding:3px 6px}
 details.more{margin-top:10px;font-size:13px}
@@ -266,13 +267,19 @@ fn render(v: &View) -> String {
             esc(&s.title),
             esc(&s.note)
         );
-        if s.figures.is_empty() {
+        if s.figures.is_empty() && s.tables.is_empty() {
             let _ = write!(out, "<p class=\"empty\">{}</p>", esc(&s.empty));
-        } else {
+        }
+        if !s.figures.is_empty() {
             out.push_str("<div class=\"figs\">");
             for f in &s.figures {
                 figure_html(&mut out, f);
             }
+            out.push_str("</div>");
+        }
+        for t in &s.tables {
+            out.push_str("<div class=\"card solo\">");
+            table_html(&mut out, t, true);
             out.push_str("</div>");
         }
         out.push_str("</section>");

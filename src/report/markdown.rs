@@ -63,12 +63,12 @@ fn render(v: &View) -> String {
     }
     for s in &v.sections {
         let _ = writeln!(out, "## {}\n\n{}\n", s.title, s.note);
-        if s.figures.is_empty() {
+        if s.figures.is_empty() && s.tables.is_empty() {
             let _ = writeln!(out, "_{}_\n", s.empty);
         }
-        for f in &s.figures {
-            let _ = writeln!(out, "### {}\n", cell(&f.table.title));
-            table(&mut out, &f.table);
+        for t in s.figures.iter().map(|f| &f.table).chain(&s.tables) {
+            let _ = writeln!(out, "### {}\n", cell(&t.title));
+            table(&mut out, t);
         }
     }
     if !v.cells.is_empty() {

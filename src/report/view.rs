@@ -12,11 +12,15 @@ use crate::report::charts::{
     Unit, WIDTH, XyChart,
 };
 use crate::report::fmt;
-use crate::results::flat::{FlatRow, NO_OP, UNLIMITED_CAP, Verdict, flatten, phase_verdict};
-use crate::results::layout::{CellData, phase_stem, sample_in_phase};
+use crate::results::flat::{
+    FlatRow, NO_OP, UNLIMITED_CAP, Verdict, cells_in_order, flatten, phase_cost, phase_verdict,
+};
+use crate::results::layout::{CellData, sample_in_phase};
 use crate::results::model::{ResourceSample, RunRecord};
-use crate::spec::scenario::without_settle_tag;
+use crate::results::order::{Natural, natural_cmp};
 use std::collections::{BTreeMap, BTreeSet};
+
+mod fit;
 
 /// A table: headers, which columns are numeric (right-aligned), rows.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -54,7 +58,9 @@ pub struct Section {
     /// One paragraph: what the charts show and how values were chosen.
     pub note: String,
     pub figures: Vec<Figure>,
-    /// Said instead when there are no figures.
+    /// Tables without a chart, after the figures.
+    pub tables: Vec<Table>,
+    /// Said instead when there are no figures and no tables.
     pub empty: String,
 }
 
@@ -97,7 +103,7 @@ struct SeriesMap {
     multi_env: bool,
     multi_run: bool,
     colors: BTreeMap<String, usize>,
-    variants: BTreeMap<String, BTreeSet<String>>,
+    variants: BTreeMap<String, BTreeSet<Natural>>,
 }
 
 impl SeriesMap {
@@ -110,9 +116,9 @@ impl SeriesMap {
             colors: BTreeMap::new(),
             variants: BTreeMap::new(),
         };
-        let evs: BTreeSet<String> = rows.iter().map(ev).collect();
+        let evs: BTreeSet<Natural> = rows.iter().map(|r| Natural(ev(r))).collect();
         for (i, e) in evs.iter().enumerate() {
-            m.colors.insert(e.clone(), i);
+            m.colors.insert(e.0.clone(), i);
         }
         for r in past {
             let next = m.colors.len();
@@ -120,7 +126,7 @@ impl SeriesMap {
         }
         for r in rows.iter().chain(past) {
             let v = m.variant(r);
-            m.variants.entry(ev(r)).or_default().insert(v);
+            m.variants.entry(ev(r)).or_default().insert(Natural(v));
         }
         m
     }
@@ -141,7 +147,7 @@ impl SeriesMap {
         let dash = self
             .variants
             .get(&e)
-            .and_then(|vs| vs.iter().position(|x| *x == v))
+            .and_then(|vs| vs.iter().position(|x| x.0 == v))
             .unwrap_or(0);
         SeriesStyle {
             name: if v.is_empty() {
@@ -208,19 +214,6 @@ impl Config {
                 (op, m)
             })
             .collect()
-    }
-    fn ratio(&self) -> Option<f64> {
-        let rs: Vec<f64> = self
-            .reps
-            .iter()
-            .filter_map(
-                |o| match (o.head.memory_limit_bytes, o.head.data_size_bytes) {
-                    (Some(m), Some(d)) if d > 0 => Some(m as f64 / d as f64),
-                    _ => None,
-                },
-            )
-            .collect();
-        (!rs.is_empty()).then(|| mean(&rs))
     }
 }
 
@@ -306,7 +299,7 @@ fn phase_order(rows: &[FlatRow]) -> Vec<String> {
     v.into_iter().map(|(_, p)| p).collect()
 }
 
-/// Series in legend order (by name).
+/// Series in legend order (by name, numbers by value).
 fn series_list(cfgs: &[Config]) -> Vec<SeriesStyle> {
     let mut v: Vec<SeriesStyle> = Vec::new();
     for c in cfgs {
@@ -314,15 +307,15 @@ fn series_list(cfgs: &[Config]) -> Vec<SeriesStyle> {
             v.push(c.style.clone());
         }
     }
-    v.sort_by(|a, b| a.name.cmp(&b.name));
+    v.sort_by(|a, b| natural_cmp(&a.name, &b.name));
     v
 }
 
 /// The best configuration (highest mean throughput) of each series in a phase.
 fn best_per_series<'a>(cfgs: &'a [Config], phase: &str) -> Vec<&'a Config> {
-    let mut best: BTreeMap<String, &Config> = BTreeMap::new();
+    let mut best: BTreeMap<Natural, &Config> = BTreeMap::new();
     for c in cfgs.iter().filter(|c| family(&c.head.phase) == phase) {
-        let e = best.entry(c.style.name.clone()).or_insert(c);
+        let e = best.entry(Natural(c.style.name.clone())).or_insert(c);
         if c.mean() > e.mean() {
             *e = c;
         }
@@ -355,7 +348,7 @@ pub fn build(input: &ReportInput) -> View {
         throughput_section(&cfgs, &phases),
         threads_section(&cfgs, &phases),
         latency_section(&cfgs, &phases),
-        memory_section(&cfgs, &phases, &resources),
+        fit::memory_section(&obs, &series, &phases),
         size_section(&obs, &series),
     ];
     if input.runs.len() == 1 && !input.past.is_empty() {
@@ -371,8 +364,8 @@ pub fn build(input: &ReportInput) -> View {
         .runs
         .iter()
         .flat_map(|run| {
-            run.cells
-                .iter()
+            cells_in_order(run)
+                .into_iter()
                 .map(|c| cell_view(&run.run, c, &series, &resources))
                 .collect::<Vec<_>>()
         })
@@ -427,7 +420,7 @@ pub fn build(input: &ReportInput) -> View {
         .iter()
         .map(|r| (r.run_id.clone(), r.cell_key.clone(), r.phase_index))
         .collect();
-    let engines: BTreeSet<String> = rows.iter().map(ev).collect();
+    let engines: BTreeSet<Natural> = rows.iter().map(|r| Natural(ev(r))).collect();
     let summary = vec![
         (
             "Scenario".to_string(),
@@ -442,7 +435,11 @@ pub fn build(input: &ReportInput) -> View {
         ),
         (
             "Engines".to_string(),
-            engines.into_iter().collect::<Vec<_>>().join(", "),
+            engines
+                .into_iter()
+                .map(|e| e.0)
+                .collect::<Vec<_>>()
+                .join(", "),
         ),
         (
             "Cells".to_string(),
@@ -603,6 +600,7 @@ fn throughput_section(cfgs: &[Config], phases: &[String]) -> Section {
                repetitions); whiskers span the repetitions' min to max."
             .into(),
         figures,
+        tables: vec![],
         empty: "No phase produced a result.".into(),
     }
 }
@@ -686,6 +684,7 @@ fn threads_section(cfgs: &[Config], phases: &[String]) -> Section {
         title: "Throughput vs client threads".into(),
         note: "Mean over repetitions at each thread count, on a log₂ axis.".into(),
         figures,
+        tables: vec![],
         empty: "No phase ran at more than one thread count.".into(),
     }
 }
@@ -772,18 +771,18 @@ fn latency_section(cfgs: &[Config], phases: &[String]) -> Section {
                phase; percentiles are the mean over repetitions."
             .into(),
         figures,
+        tables: vec![],
         empty: "No phase recorded latencies.".into(),
     }
 }
 
-/// Per cell phase: major faults and bytes read per second, peak memory.
+/// Per cell phase: major faults and bytes read, peak memory, the cap.
 #[derive(Debug, Clone, Copy, Default)]
 struct PhaseRes {
-    faults_per_s: f64,
-    read_bps: f64,
     major_faults: u64,
     read_bytes: u64,
     peak_memory: u64,
+    memory_limit: Option<u64>,
 }
 
 type ResKey = (String, String, u32);
@@ -829,23 +828,11 @@ fn window_stats(samples: &[&ResourceSample], from: f64, to: f64) -> PhaseRes {
     let (Some(first), Some(last)) = (inside.first(), inside.last()) else {
         return PhaseRes::default();
     };
-    let secs = ((last.t_ms.saturating_sub(first.t_ms)) as f64 / 1000.0).max(1e-9);
-    let faults = last.major_faults.saturating_sub(first.major_faults);
-    let read = last.io_read_bytes.saturating_sub(first.io_read_bytes);
     PhaseRes {
-        faults_per_s: if inside.len() > 1 {
-            faults as f64 / secs
-        } else {
-            0.0
-        },
-        read_bps: if inside.len() > 1 {
-            read as f64 / secs
-        } else {
-            0.0
-        },
-        major_faults: faults,
-        read_bytes: read,
+        major_faults: last.major_faults.saturating_sub(first.major_faults),
+        read_bytes: last.io_read_bytes.saturating_sub(first.io_read_bytes),
         peak_memory: inside.iter().map(|s| s.memory_bytes).max().unwrap_or(0),
+        memory_limit: None,
     }
 }
 
@@ -854,21 +841,14 @@ fn phase_resources(input: &ReportInput) -> BTreeMap<ResKey, PhaseRes> {
     for run in &input.runs {
         for cell in &run.cells {
             let samples = server_samples(cell);
-            let phases = &cell.record.phases;
             for (i, (from, to)) in phase_windows(cell).into_iter().enumerate() {
                 let mut r = window_stats(&samples, from, to);
-                // The run's own per-phase counters beat the 1 s samples.
-                if let Some(io) = cell.record.fidelity.phase_io.get(&phase_stem(
-                    i,
-                    &phases[i].name,
-                    phases[i].threads,
-                )) {
-                    let secs = phases[i].duration_s.max(1e-9);
-                    r.major_faults = io.major_faults;
-                    r.read_bytes = io.io_read_bytes;
-                    r.faults_per_s = io.major_faults as f64 / secs;
-                    r.read_bps = io.io_read_bytes as f64 / secs;
-                }
+                // The run's own per-phase counters (the same the flat rows
+                // carry) beat the 1 s samples.
+                let cost = phase_cost(cell, i);
+                r.major_faults = cost.major_faults.unwrap_or(r.major_faults);
+                r.read_bytes = cost.read_bytes.unwrap_or(r.read_bytes);
+                r.memory_limit = cost.memory_limit_bytes;
                 out.insert(
                     (run.run.run_id.clone(), cell.record.key.clone(), i as u32),
                     r,
@@ -879,209 +859,12 @@ fn phase_resources(input: &ReportInput) -> BTreeMap<ResKey, PhaseRes> {
     out
 }
 
-/// One point of a memory sweep: the best configuration at one ratio.
-struct SweepPoint<'a> {
-    ratio: f64,
-    cfg: &'a Config,
-    faults_per_s: f64,
-    read_bps: f64,
-}
-
-fn memory_section(cfgs: &[Config], phases: &[String], res: &BTreeMap<ResKey, PhaseRes>) -> Section {
-    let mut figures = Vec::new();
-    // The cells of a settle sweep differ in environment name only by their
-    // cap tag: they are one line, not one line per cap.
-    let base = |c: &Config| without_settle_tag(&c.head.environment).to_string();
-    let multi_env = cfgs.iter().map(base).collect::<BTreeSet<_>>().len() > 1;
-    let multi_run = cfgs
-        .iter()
-        .map(|c| c.head.run_id.as_str())
-        .collect::<BTreeSet<_>>()
-        .len()
-        > 1;
-    let sweep_style = |c: &Config| {
-        let mut parts = vec![format!("{}@{}", c.head.engine, c.head.version)];
-        if multi_env {
-            parts.push(base(c));
-        }
-        if multi_run {
-            parts.push(c.head.run_id.clone());
-        }
-        SeriesStyle {
-            name: parts.join(" · "),
-            ..c.style.clone()
-        }
-    };
-    for phase in phases {
-        // A sweep: one engine@version at one thread count, several ratios.
-        let mut sweeps: BTreeMap<(String, u32), BTreeMap<u64, SweepPoint>> = BTreeMap::new();
-        let mut styles: BTreeMap<String, SeriesStyle> = BTreeMap::new();
-        for c in cfgs.iter().filter(|c| family(&c.head.phase) == *phase) {
-            let Some(ratio) = c.ratio() else { continue };
-            let rs: Vec<PhaseRes> = c
-                .reps
-                .iter()
-                .filter_map(|o| {
-                    res.get(&(
-                        o.head.run_id.clone(),
-                        o.head.cell_key.clone(),
-                        o.head.phase_index,
-                    ))
-                    .copied()
-                })
-                .collect();
-            let point = SweepPoint {
-                ratio,
-                cfg: c,
-                faults_per_s: mean(&rs.iter().map(|x| x.faults_per_s).collect::<Vec<_>>()),
-                read_bps: mean(&rs.iter().map(|x| x.read_bps).collect::<Vec<_>>()),
-            };
-            let style = sweep_style(c);
-            let at = sweeps
-                .entry((style.name.clone(), c.head.threads))
-                .or_default()
-                .entry((ratio * 1e6).round() as u64)
-                .or_insert(point);
-            if c.mean() > at.cfg.mean() {
-                at.cfg = c;
-            }
-            styles.entry(style.name.clone()).or_insert(style);
-        }
-        sweeps.retain(|_, pts| pts.len() >= 2);
-        if sweeps.is_empty() {
-            continue;
-        }
-        let per_series: BTreeMap<&str, usize> =
-            sweeps.keys().fold(BTreeMap::new(), |mut m, (name, _)| {
-                *m.entry(name.as_str()).or_default() += 1;
-                m
-            });
-        let cols = |last: &[(&'static str, bool)]| {
-            let mut c = vec![
-                ("Engine", false),
-                ("Threads", true),
-                ("Memory / data", true),
-            ];
-            c.extend_from_slice(last);
-            c
-        };
-        let mut tput_table = Table::new(
-            format!("Throughput vs memory: {phase}"),
-            &cols(&[("Memory cap", true), ("ops/s", true)]),
-        );
-        let mut fault_table = Table::new(
-            format!("Major faults vs memory: {phase}"),
-            &cols(&[("Major faults/s", true), ("Disk reads", true)]),
-        );
-        let mut tput_lines = Vec::new();
-        let mut fault_lines = Vec::new();
-        for ((name, threads), pts) in &sweeps {
-            let mut style = styles[name].clone();
-            if per_series[name.as_str()] > 1 {
-                style.name = format!("{name} · {threads} threads");
-                style.dash = DASHES[(threads.trailing_zeros() as usize) % DASHES.len()].into();
-            }
-            let mut tp = Vec::new();
-            let mut fp = Vec::new();
-            for p in pts.values() {
-                let (r, m) = (p.ratio, p.cfg.mean());
-                tp.push(Point {
-                    x: r,
-                    y: m,
-                    tip: format!(
-                        "{} · memory/data {}: {} ops/s",
-                        style.name,
-                        fmt::ratio(r),
-                        fmt::ops(m)
-                    ),
-                });
-                fp.push(Point {
-                    x: r,
-                    y: p.faults_per_s,
-                    tip: format!(
-                        "{} · memory/data {}: {} major faults/s",
-                        style.name,
-                        fmt::ratio(r),
-                        fmt::ops(p.faults_per_s)
-                    ),
-                });
-                let head = vec![name.clone(), threads.to_string(), fmt::ratio(r)];
-                let cap = p
-                    .cfg
-                    .head
-                    .memory_limit_bytes
-                    .map(|b| fmt::bytes(b as f64))
-                    .unwrap_or_else(|| "—".into());
-                tput_table
-                    .rows
-                    .push([head.clone(), vec![cap, fmt::ops(m)]].concat());
-                fault_table.rows.push(
-                    [
-                        head,
-                        vec![
-                            fmt::ops(p.faults_per_s),
-                            format!("{}/s", fmt::bytes(p.read_bps)),
-                        ],
-                    ]
-                    .concat(),
-                );
-            }
-            let line = |points| Line {
-                style: style.clone(),
-                points,
-                markers: true,
-                step: false,
-            };
-            tput_lines.push(line(tp));
-            fault_lines.push(line(fp));
-        }
-        let x = || Axis::log("memory cap / data size (log₂)", Scale::Log2, Unit::Ratio);
-        figures.push(Figure {
-            chart: Chart::Xy(XyChart {
-                id: format!("fit-throughput-{}", slug(phase)),
-                title: format!("Throughput as the data stops fitting in RAM: {phase}"),
-                x: x(),
-                y: Axis::zero("throughput (ops/s)", Unit::Ops),
-                lines: tput_lines,
-                bands: vec![],
-                width: WIDTH,
-                height: 300.0,
-            }),
-            table: tput_table,
-        });
-        figures.push(Figure {
-            chart: Chart::Xy(XyChart {
-                id: format!("fit-faults-{}", slug(phase)),
-                title: format!("Major page faults as the data stops fitting in RAM: {phase}"),
-                x: x(),
-                y: Axis::zero("major faults per second", Unit::PerSec),
-                lines: fault_lines,
-                bands: vec![],
-                width: WIDTH,
-                height: 300.0,
-            }),
-            table: fault_table,
-        });
-    }
-    Section {
-        id: "memory".into(),
-        title: "Doesn't fit in RAM".into(),
-        note: "Memory cap (as the kernel reported it during the phase) over the data size on \
-               disk, log₂ axis: to the left less of the data fits. One line per engine and \
-               thread count that ran at several caps; throughput should fall and major faults \
-               rise as the cap bites."
-            .into(),
-        figures,
-        empty: "No phase ran at more than one memory-to-data ratio.".into(),
-    }
-}
-
 fn size_section(obs: &[PhaseObs], series: &SeriesMap) -> Section {
-    let mut per: BTreeMap<String, (SeriesStyle, BTreeMap<String, u64>)> = BTreeMap::new();
+    let mut per: BTreeMap<Natural, (SeriesStyle, BTreeMap<String, u64>)> = BTreeMap::new();
     for o in obs {
         if let Some(b) = o.head.data_size_bytes {
             let s = series.style(&o.head);
-            per.entry(s.name.clone())
+            per.entry(Natural(s.name.clone()))
                 .or_insert_with(|| (s, BTreeMap::new()))
                 .1
                 .insert(o.head.cell_key.clone(), b);
@@ -1099,7 +882,7 @@ fn size_section(obs: &[PhaseObs], series: &SeriesMap) -> Section {
     );
     let styles: Vec<SeriesStyle> = per.values().map(|(s, _)| s.clone()).collect();
     let mut groups = Vec::new();
-    for (i, (name, (_, sizes))) in per.iter().enumerate() {
+    for (i, (Natural(name), (_, sizes))) in per.iter().enumerate() {
         let v: Vec<f64> = sizes.values().map(|b| *b as f64).collect();
         let (lo, hi) = min_max(&v);
         let m = mean(&v);
@@ -1143,6 +926,7 @@ fn size_section(obs: &[PhaseObs], series: &SeriesMap) -> Section {
                produced a result."
             .into(),
         figures,
+        tables: vec![],
         empty: "No cell reported its data size.".into(),
     }
 }
@@ -1244,6 +1028,7 @@ fn trend_section(
                results/history.sqlite; each engine@version at its best configuration."
             .into(),
         figures,
+        tables: vec![],
         empty: "No past runs of this scenario in the history.".into(),
     }
 }
@@ -1414,9 +1199,12 @@ fn cell_view(
             ("Threads", true),
             ("ops/s", true),
             ("Errors", true),
+            ("Memory cap", true),
             ("Peak mem", true),
             ("Maj. faults", true),
+            ("Faults per op", true),
             ("Read", true),
+            ("Read per op", true),
         ],
     );
     for (i, p) in rec.phases.iter().enumerate() {
@@ -1436,9 +1224,14 @@ fn cell_view(
                 "—".into()
             },
             fmt::thousands(p.total_errors as i64),
+            r.memory_limit
+                .map(|b| fmt::bytes(b as f64))
+                .unwrap_or_else(|| "—".into()),
             fmt::bytes(r.peak_memory as f64),
             fmt::thousands(r.major_faults as i64),
+            per_op(r.major_faults as f64, p.total_ops, fmt::small),
             fmt::bytes(r.read_bytes as f64),
+            per_op(r.read_bytes as f64, p.total_ops, fmt::bytes),
         ]);
     }
 
@@ -1452,6 +1245,15 @@ fn cell_view(
         charts,
         table,
         details: cell_details(run, cell),
+    }
+}
+
+/// `amount` per operation of `ops`, formatted; `—` without operations.
+fn per_op(amount: f64, ops: u64, format: fn(f64) -> String) -> String {
+    if ops == 0 {
+        "—".into()
+    } else {
+        format(amount / ops as f64)
     }
 }
 
@@ -1605,6 +1407,7 @@ fn all_rows_table(rows: &[FlatRow], with_run: bool) -> Table {
         ("Op", false),
         ("Status", false),
         ("Threads", true),
+        ("Memory cap", true),
         ("ops/s", true),
         ("p50 (ms)", true),
         ("p95 (ms)", true),
@@ -1627,6 +1430,9 @@ fn all_rows_table(rows: &[FlatRow], with_run: bool) -> Table {
             r.op.clone(),
             r.status.as_str().to_uppercase(),
             r.threads.to_string(),
+            r.memory_limit_bytes
+                .map(|b| fmt::bytes(b as f64))
+                .unwrap_or_else(|| "—".into()),
             num(fmt::ops(r.throughput)),
             num(fmt::ms_or_dash(r.lat_p50_us)),
             num(fmt::ms_or_dash(r.lat_p95_us)),

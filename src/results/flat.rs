@@ -2,8 +2,10 @@
 //! of the CSV and JSON exports, of the history table, and what `compare`
 //! matches on.
 
-use crate::results::layout::{CellData, RunData, phase_stem};
+use crate::results::layout::{CellData, RunData, phase_stem, sample_in_phase};
 use crate::results::model::{CellRecord, Percentiles, PhaseStatus};
+use crate::results::order::natural_cmp;
+use crate::spec::scenario::without_settle_tag;
 use serde::{Deserialize, Serialize};
 
 /// Operation kind of the row of a phase that recorded no operation kinds
@@ -135,15 +137,39 @@ pub struct FlatRow {
     pub phase_throughput: f64,
     pub duration_s: f64,
     pub data_size_bytes: Option<u64>,
-    /// The memory cap in force during the measured phases, when known.
+    /// The memory cap the kernel reported during this phase (the load's
+    /// own cap for the load, the settled cap for the phases after settle).
     pub memory_limit_bytes: Option<u64>,
     pub fidelity_valid: bool,
     /// The whole phase's rate as the external tool printed it (YCSB
     /// counts failed operations in it); `None` for the built-in generator.
     pub tool_phase_throughput: Option<f64>,
+    /// Operations of the whole phase (every kind): the basis of the
+    /// per-operation costs.
+    #[serde(default)]
+    pub phase_ops: u64,
+    /// Major page faults of the server over the phase.
+    #[serde(default)]
+    pub major_faults: Option<u64>,
+    /// Bytes the server read from the device over the phase.
+    #[serde(default)]
+    pub read_bytes: Option<u64>,
+    /// `major_faults / phase_ops`.
+    #[serde(default)]
+    pub major_faults_per_op: Option<f64>,
+    /// `read_bytes / phase_ops`.
+    #[serde(default)]
+    pub read_bytes_per_op: Option<f64>,
+    /// `major_faults / duration_s`.
+    #[serde(default)]
+    pub major_faults_per_s: Option<f64>,
+    /// `read_bytes / duration_s`.
+    #[serde(default)]
+    pub read_bytes_per_s: Option<f64>,
 }
 
-/// Column names of `FlatRow`, in field order (CSV header, history columns).
+/// Column names of `FlatRow`'s first fields, in field order: the history's
+/// columns, and the start of the CSV header.
 pub const COLUMNS: [&str; 34] = [
     "run_id",
     "run_started_at",
@@ -181,7 +207,34 @@ pub const COLUMNS: [&str; 34] = [
     "tool_phase_throughput",
 ];
 
+/// Column names of `FlatRow`'s cost fields, in field order: the CSV
+/// header after `COLUMNS`.
+pub const COST_COLUMNS: [&str; 7] = [
+    "phase_ops",
+    "major_faults",
+    "read_bytes",
+    "major_faults_per_op",
+    "read_bytes_per_op",
+    "major_faults_per_s",
+    "read_bytes_per_s",
+];
+
 impl FlatRow {
+    /// The cost fields as text, in `COST_COLUMNS` order; `None` is empty.
+    pub fn cost_values(&self) -> [String; 7] {
+        let int = |v: Option<u64>| v.map(|b| b.to_string()).unwrap_or_default();
+        let float = |v: Option<f64>| v.map(|b| b.to_string()).unwrap_or_default();
+        [
+            self.phase_ops.to_string(),
+            int(self.major_faults),
+            int(self.read_bytes),
+            float(self.major_faults_per_op),
+            float(self.read_bytes_per_op),
+            float(self.major_faults_per_s),
+            float(self.read_bytes_per_s),
+        ]
+    }
+
     /// The row's values as text, in `COLUMNS` order; `None` is empty.
     pub fn values(&self) -> [String; 34] {
         let opt = |v: Option<u64>| v.map(|b| b.to_string()).unwrap_or_default();
@@ -230,7 +283,7 @@ impl FlatRow {
 /// its phases, or failed after them) gets one row of its own, phase `-`.
 pub fn flatten(run: &RunData) -> Vec<FlatRow> {
     let mut rows = Vec::new();
-    for cell in &run.cells {
+    for cell in cells_in_order(run) {
         let rec = &cell.record;
         let cell_row = FlatRow {
             run_id: run.run.run_id.clone(),
@@ -266,7 +319,16 @@ pub fn flatten(run: &RunData) -> Vec<FlatRow> {
             });
         }
         for ((i, phase), (status, reason)) in rec.phases.iter().enumerate().zip(verdicts) {
+            let cost = phase_cost(cell, i);
             let base = FlatRow {
+                memory_limit_bytes: cost.memory_limit_bytes.or(cell_row.memory_limit_bytes),
+                phase_ops: phase.total_ops,
+                major_faults: cost.major_faults,
+                read_bytes: cost.read_bytes,
+                major_faults_per_op: per(cost.major_faults, phase.total_ops as f64),
+                read_bytes_per_op: per(cost.read_bytes, phase.total_ops as f64),
+                major_faults_per_s: per(cost.major_faults, phase.duration_s),
+                read_bytes_per_s: per(cost.read_bytes, phase.duration_s),
                 threads: phase.threads,
                 phase_index: i as u32,
                 phase: phase.name.clone(),
@@ -311,6 +373,78 @@ pub fn flatten(run: &RunData) -> Vec<FlatRow> {
         }
     }
     rows
+}
+
+/// `amount / basis`, when both are known and the basis is not zero.
+fn per(amount: Option<u64>, basis: f64) -> Option<f64> {
+    amount.filter(|_| basis > 0.0).map(|a| a as f64 / basis)
+}
+
+/// The cells of a run in the order people read them: engine, version by
+/// version, environment by its numbers, settle cap by size, threads,
+/// repetition (not plan order, not text order).
+pub fn cells_in_order(run: &RunData) -> Vec<&CellData> {
+    let mut cells: Vec<&CellData> = run.cells.iter().collect();
+    cells.sort_by(|a, b| {
+        let (a, b) = (&a.record, &b.record);
+        natural_cmp(&a.engine, &b.engine)
+            .then_with(|| natural_cmp(&a.version, &b.version))
+            .then_with(|| {
+                natural_cmp(
+                    without_settle_tag(&a.environment),
+                    without_settle_tag(&b.environment),
+                )
+            })
+            .then_with(|| a.memory_limit_bytes.cmp(&b.memory_limit_bytes))
+            .then_with(|| natural_cmp(&a.environment, &b.environment))
+            .then_with(|| natural_cmp(&a.backend, &b.backend))
+            .then_with(|| a.threads.cmp(&b.threads))
+            .then_with(|| a.repetition.cmp(&b.repetition))
+    });
+    cells
+}
+
+/// What one phase cost the server, as the kernel counted it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PhaseCost {
+    /// The memory cap during the phase.
+    pub memory_limit_bytes: Option<u64>,
+    pub major_faults: Option<u64>,
+    pub read_bytes: Option<u64>,
+}
+
+/// The cost of the cell's phase at `index`: the run's own counters around
+/// the phase (`fidelity.phase_io`), else the server's samples labelled
+/// with the phase (older runs), else nothing.
+pub fn phase_cost(cell: &CellData, index: usize) -> PhaseCost {
+    let usable = |b: &u64| *b > 0 && *b < UNLIMITED_CAP;
+    let phase = &cell.record.phases[index];
+    let stem = phase_stem(index, &phase.name, phase.threads);
+    if let Some(io) = cell.record.fidelity.phase_io.get(&stem) {
+        return PhaseCost {
+            memory_limit_bytes: Some(io.memory_limit_bytes).filter(usable),
+            major_faults: Some(io.major_faults),
+            read_bytes: Some(io.io_read_bytes),
+        };
+    }
+    let inside: Vec<_> = cell
+        .samples
+        .iter()
+        .filter(|s| s.cgroup.is_empty() || s.cgroup == "server")
+        .filter(|s| sample_in_phase(&s.phase, &phase.name, phase.threads))
+        .collect();
+    let (Some(first), Some(last)) = (inside.first(), inside.last()) else {
+        return PhaseCost::default();
+    };
+    PhaseCost {
+        memory_limit_bytes: inside
+            .iter()
+            .map(|s| s.memory_limit_bytes)
+            .filter(usable)
+            .min(),
+        major_faults: Some(last.major_faults.saturating_sub(first.major_faults)),
+        read_bytes: Some(last.io_read_bytes.saturating_sub(first.io_read_bytes)),
+    }
 }
 
 /// The cell's group: `CellRecord::group` when the run recorded one, else
@@ -361,7 +495,8 @@ pub fn group_label(rec: &CellRecord) -> String {
 /// i64::MAX).
 pub const UNLIMITED_CAP: u64 = 1 << 60;
 
-/// The memory cap the measured phases ran under: the one the run recorded,
+/// The memory cap the measured phases ran under (the cell's settled cap;
+/// a phase's own cap is `phase_cost`): the one the run recorded,
 /// else the smallest cap the kernel reported in the server's samples (a
 /// settle step only ever shrinks it), else the planned `memory` limit.
 pub fn memory_cap(cell: &CellData) -> Option<u64> {

@@ -324,6 +324,7 @@ fn read_row(r: &Row<'_>) -> rusqlite::Result<FlatRow> {
         memory_limit_bytes: r.get::<_, Option<i64>>(31)?.map(|b| b as u64),
         fidelity_valid: r.get(32)?,
         tool_phase_throughput: r.get(33)?,
+        ..FlatRow::default()
     })
 }
 

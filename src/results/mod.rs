@@ -6,3 +6,4 @@ pub mod flat;
 pub mod history;
 pub mod layout;
 pub mod model;
+pub mod order;

@@ -1315,4 +1315,220 @@ fn latencies_a_tool_did_not_print_are_absent_and_never_charted() {
             .all(|r| r.lat_p50_us.is_none())
     );
     assert!(rows.iter().any(|r| r.tool_phase_throughput.is_some()));
+
+/// Copy a run folder kept under tests/fixtures into `results_root`;
+/// returns its run id.
+fn install_fixture(name: &str, results_root: &Path) -> String {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
+    let run: RunRecord =
+        serde_json::from_slice(&std::fs::read(src.join("run.json")).unwrap()).unwrap();
+    let dest = results_root.join(&run.run_id);
+    for entry in walk(&src) {
+        let to = dest.join(entry.strip_prefix(&src).unwrap());
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&entry, &to).unwrap();
+    }
+    run.run_id
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `benchcage report RUN --format FORMAT -o -`.
+fn report_text(home: &Path, run_id: &str, format: &str) -> String {
+    let out = bc(home)
+        .args(["report", run_id, "--format", format, "-o", "-"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The names in an SVG chart's legend, in the order drawn.
+fn legend_of(html: &str, chart: &str) -> Vec<String> {
+    let at = html
+        .find(&format!("data-chart=\"{chart}\""))
+        .unwrap_or_else(|| panic!("no chart {chart}"));
+    let svg = &html[at..at + html[at..].find("</svg>").unwrap()];
+    let legend = &svg[svg.find("<g class=\"legend\">").unwrap()..];
+    let legend = &legend[..legend.find("</g>").unwrap()];
+    legend
+        .split("class=\"lg\">")
+        .skip(1)
+        .map(|s| s[..s.find('<').unwrap()].to_string())
+        .collect()
+}
+
+/// The real run of scenarios/doesnt-fit-in-ram.yaml kept as a fixture
+/// (MyRocks with mmap reads; loaded under 1 GiB, then settled to 200, 100,
+/// 50 and 25% of the data): every row carries the cap of its own phase,
+/// costs are per operation, and everything comes in numeric order.
+#[test]
+fn the_shipped_sweep_reports_each_phase_at_its_own_cap_with_costs_per_operation() {
+    let home = tempfile::tempdir().unwrap();
+    let run_id = install_fixture("doesnt-fit-in-ram", &results(home.path()));
+    let run = load_run(&results(home.path()).join(&run_id)).unwrap();
+    assert_eq!(run.cells.len(), 4);
+
+    let json = report_text(home.path(), &run_id, "json");
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&json).unwrap();
+    let csv = report_text(home.path(), &run_id, "csv");
+    let md = report_text(home.path(), &run_id, "md");
+    snapshot("doesnt-fit-in-ram.json", &json);
+    snapshot("doesnt-fit-in-ram.csv", &csv);
+    snapshot("doesnt-fit-in-ram.md", &md);
+
+    let cell = |key: &str| {
+        run.cells
+            .iter()
+            .find(|c| c.record.key == key)
+            .map(|c| &c.record)
+            .unwrap()
+    };
+    let mut settle_caps = Vec::new();
+    for r in &rows {
+        let rec = cell(r["cell_key"].as_str().unwrap());
+        let stem = format!(
+            "{:02}-{}-t{}",
+            r["phase_index"].as_u64().unwrap() + 1,
+            r["phase"].as_str().unwrap(),
+            r["threads"]
+        );
+        let io = &rec.fidelity.phase_io[&stem];
+        // The cap the kernel reported during the phase, whatever the cell's.
+        assert_eq!(r["memory_limit_bytes"], io.memory_limit_bytes, "{stem}");
+        match r["phase"].as_str().unwrap() {
+            "load" => assert_eq!(io.memory_limit_bytes, 1 << 30, "the load ran under 1 GiB"),
+            "point-reads" => {
+                assert_eq!(Some(io.memory_limit_bytes), rec.memory_limit_bytes);
+                settle_caps.push(io.memory_limit_bytes);
+            }
+            other => panic!("unexpected phase {other}"),
+        }
+        // The inputs of the derived costs are in the row.
+        let ops = r["phase_ops"].as_f64().unwrap();
+        let faults = r["major_faults"].as_f64().unwrap();
+        let read = r["read_bytes"].as_f64().unwrap();
+        let secs = r["duration_s"].as_f64().unwrap();
+        assert_eq!(faults, io.major_faults as f64);
+        assert_eq!(read, io.io_read_bytes as f64);
+        let close =
+            |a: &serde_json::Value, b: f64| (a.as_f64().unwrap() - b).abs() <= 1e-9 * b.max(1.0);
+        assert!(close(&r["major_faults_per_op"], faults / ops), "{r}");
+        assert!(close(&r["read_bytes_per_op"], read / ops), "{r}");
+        assert!(close(&r["major_faults_per_s"], faults / secs), "{r}");
+        assert!(close(&r["read_bytes_per_s"], read / secs), "{r}");
+    }
+    // Rows come by cap, smallest first: numeric order, not text order.
+    assert_eq!(settle_caps.len(), 4);
+    assert!(
+        settle_caps.windows(2).all(|w| w[0] < w[1]),
+        "{settle_caps:?}"
+    );
+    let envs: Vec<&str> = rows
+        .iter()
+        .filter(|r| r["phase"] == "point-reads")
+        .map(|r| r["environment"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        envs,
+        [
+            "ram-sweep-mem25pct",
+            "ram-sweep-mem50pct",
+            "ram-sweep-mem100pct",
+            "ram-sweep-mem200pct"
+        ]
+    );
+    let csv_envs: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .filter(|l| l.contains(",point-reads,"))
+        .map(|l| l.split(',').nth(8).unwrap())
+        .collect();
+    assert_eq!(csv_envs, envs);
+
+    // Major faults per operation rise as the cap falls, at every step.
+    let per_op: Vec<f64> = rows
+        .iter()
+        .filter(|r| r["phase"] == "point-reads")
+        .map(|r| r["major_faults_per_op"].as_f64().unwrap())
+        .collect();
+    assert!(
+        per_op.windows(2).all(|w| w[0] > w[1]),
+        "faults per op by cap, smallest first: {per_op:?}"
+    );
+
+    // The load ran at one cap in every cell: one row, not a sweep chart.
+    let html = report_text(home.path(), &run_id, "html");
+    assert!(html.contains("data-chart=\"fit-faults-point-reads\""));
+    assert!(html.contains("data-chart=\"fit-reads-point-reads\""));
+    assert!(
+        !html.contains("data-chart=\"fit-throughput-load\""),
+        "a fake sweep of the load"
+    );
+    let one_cap = md
+        .split("### Phases that ran at one cap")
+        .nth(1)
+        .expect("a table of the phases at one cap");
+    let one_cap_rows: Vec<&str> = one_cap
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2)
+        .collect();
+    assert_eq!(one_cap_rows.len(), 1, "{one_cap}");
+    assert!(
+        one_cap_rows[0].starts_with("| load | myrocks@10.11 | 4 | 1 GiB |"),
+        "{one_cap}"
+    );
+    assert!(
+        one_cap_rows[0].ends_with("| 4 |"),
+        "the mean of 4 cells: {one_cap}"
+    );
+    // Derived numbers say what they are.
+    for basis in [
+        "major faults per operation",
+        "device bytes read per operation",
+        "(ratio, log₂)",
+        "mean of the cells",
+    ] {
+        assert!(html.contains(basis), "no axis says {basis}");
+    }
+
+    // Legends in numeric order.
+    let legend = legend_of(&html, "throughput");
+    assert_eq!(
+        legend,
+        [
+            "myrocks@10.11 · ram-sweep-mem25pct",
+            "myrocks@10.11 · ram-sweep-mem50pct",
+            "myrocks@10.11 · ram-sweep-mem100pct",
+            "myrocks@10.11 · ram-sweep-mem200pct"
+        ]
+    );
+    let cells_in_html: Vec<usize> = envs
+        .iter()
+        .map(|e| html.find(&format!("myrocks@10.11/{e}/r0</h3>")).unwrap())
+        .collect();
+    assert!(
+        cells_in_html.windows(2).all(|w| w[0] < w[1]),
+        "cells out of order"
+    );
 }

@@ -1315,6 +1315,7 @@ fn latencies_a_tool_did_not_print_are_absent_and_never_charted() {
             .all(|r| r.lat_p50_us.is_none())
     );
     assert!(rows.iter().any(|r| r.tool_phase_throughput.is_some()));
+}
 
 /// Copy a run folder kept under tests/fixtures into `results_root`;
 /// returns its run id.

@@ -1152,9 +1152,12 @@ fn history_survives_a_writer_killed_mid_run() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        // Wait until the writer has the database, then let it write a while.
+        // Wait until the writer has committed its first run (on a loaded host
+        // that can take longer than any fixed delay), then let it write a while.
         let start = Instant::now();
-        while !db.exists() && start.elapsed() < Duration::from_secs(30) {
+        while start.elapsed() < Duration::from_secs(60)
+            && !(db.exists() && history::check(&db).is_ok_and(|c| !c.runs.is_empty()))
+        {
             std::thread::sleep(Duration::from_millis(20));
         }
         std::thread::sleep(Duration::from_millis(delay_ms));

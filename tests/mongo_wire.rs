@@ -79,6 +79,7 @@ fn drive_everything(url: &str) {
             "--records",
             "300",
             "--load",
+            "--reset",
             "--operations",
             "60",
         ]);
@@ -93,6 +94,7 @@ fn drive_everything(url: &str) {
         "--records",
         "3000",
         "--load",
+        "--reset",
         "--queries",
         "by_ticker",
         "--operations",
@@ -282,6 +284,7 @@ fn a_refused_opcode_fails_every_operation_and_counts_against_the_budget() {
             "--records",
             "20",
             "--load",
+            "--reset",
             "--operations",
             "1",
             "--error-budget",

@@ -1,9 +1,11 @@
 # benchcage: two commands on a fresh machine: `make demo` and `make test`.
+# `make test-fast` runs, as any user and in under a minute, every test that
+# needs neither root nor an engine.
 SHELL := /bin/bash
 CARGO ?= cargo
 BIN := $(or $(CARGO_TARGET_DIR),target)/debug/benchcage
 
-.PHONY: build test test-v2 demo lint bench images deps
+.PHONY: build test test-fast test-v2 demo lint bench images deps
 
 build:
 	$(CARGO) build
@@ -12,6 +14,14 @@ build:
 ## against real cgroups, dockerd and engines (needs root and `make deps`).
 test: build
 	$(CARGO) test --no-fail-fast -- --test-threads=2
+
+## The fast tier: every test that needs neither root nor an engine, in
+## under a minute: the unit tests and the files tests/fast_*.rs (CLI
+## validation, plan and render, the bad-spec corpus, hostile input, report
+## snapshots, drive on its null store). A test that needs root or an engine
+## goes in another file of tests/; `make test` runs them all.
+test-fast:
+	$(CARGO) test --lib --bins --test 'fast_*'
 
 ## The cgroup sandbox on a cgroup-v2-only kernel: Debian's kernel under
 ## qemu (TCG), once with the tests as PID 1 and once under systemd; the

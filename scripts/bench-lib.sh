@@ -13,3 +13,13 @@ bench_test() {
     mkdir -p results/bench
     printf '%s\n' "$out" | tee "results/bench/$name.json"
 }
+
+# The pinning and sizes the client benchmarks share (workload.sh, mongodb.sh):
+# server on SERVER_CPU, client on CLIENT_CPU, BENCH_SECS-second runs over
+# BENCH_RECORDS records with BENCH_CONNS connections, BENCH_REPS times.
+SERVER_CPU=${SERVER_CPU:-0}
+CLIENT_CPU=${CLIENT_CPU:-1}
+SECS=${BENCH_SECS:-10}
+RECORDS=${BENCH_RECORDS:-100000}
+CONNS=${BENCH_CONNS:-16}
+REPS=${BENCH_REPS:-3}

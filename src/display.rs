@@ -4,9 +4,10 @@
 //! `Display` here or beside its definition.
 
 use crate::host::CgroupLayout;
-use crate::sandbox::{Backend, IoLimits, SwapPolicy};
 use crate::spec::scenario::{Builtin, LoadWorkload, Mix, PgbenchScript, Tool, Work, YcsbWorkload};
-use crate::units::Bytes;
+use crate::units::{Bytes, Share};
+#[cfg(test)]
+use crate::workload::ErrorBudget;
 use crate::workload::driver::Budget;
 use crate::workload::stores::StoreKind;
 use crate::workload::{Distribution, InsertOrder};
@@ -21,11 +22,32 @@ pub fn list<T: fmt::Display>(items: &[T]) -> String {
         .join(", ")
 }
 
+/// A host-sized amount, rounded for reading: `23.5GiB`, `512.0MiB`.
+pub fn approx(b: Bytes) -> String {
+    if b.0 >= Bytes::GIB {
+        format!("{:.1}GiB", b.as_gib_f64())
+    } else {
+        format!("{:.1}MiB", b.as_mib_f64())
+    }
+}
+
+/// A span for reading, whole seconds: `40s`, `7m04s`, `1h57m44s`.
+pub fn span(d: crate::units::Duration) -> String {
+    let s = d.std().as_secs_f64().round() as u64;
+    match (s / 3600, s / 60 % 60, s % 60) {
+        (0, 0, sec) => format!("{sec}s"),
+        (0, m, sec) => format!("{m}m{sec:02}s"),
+        (h, m, sec) => format!("{h}h{m:02}m{sec:02}s"),
+    }
+}
+
+/// An error budget as a person writes it: `0 errors`, `1 error`, `1%`.
 impl fmt::Display for Budget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Budget::Count(n) => write!(f, "at most {n} failed operations"),
-            Budget::Fraction(x) => write!(f, "at most {}% of operations failed", x * 100.0),
+            Budget::Count(1) => f.write_str("1 error"),
+            Budget::Count(n) => write!(f, "{n} errors"),
+            Budget::Fraction(x) => write!(f, "{}", Share(*x)),
         }
     }
 }
@@ -39,47 +61,6 @@ impl fmt::Display for StoreKind {
             StoreKind::Mysql => "mysql",
             StoreKind::Mongodb => "mongodb",
         })
-    }
-}
-
-impl fmt::Display for Backend {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Backend::Cgroup => "cgroup",
-            Backend::Docker => "docker",
-        })
-    }
-}
-
-impl fmt::Display for SwapPolicy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SwapPolicy::Off => f.write_str("off"),
-            SwapPolicy::Limit(b) => write!(f, "{b}"),
-        }
-    }
-}
-
-impl fmt::Display for IoLimits {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut parts = Vec::new();
-        if let Some(b) = self.read_bps {
-            parts.push(format!("read {}/s", Bytes(b)));
-        }
-        if let Some(n) = self.read_iops {
-            parts.push(format!("read {n} IOPS"));
-        }
-        if let Some(b) = self.write_bps {
-            parts.push(format!("write {}/s", Bytes(b)));
-        }
-        if let Some(n) = self.write_iops {
-            parts.push(format!("write {n} IOPS"));
-        }
-        if parts.is_empty() {
-            f.write_str("unthrottled")
-        } else {
-            f.write_str(&parts.join(", "))
-        }
     }
 }
 
@@ -197,6 +178,16 @@ impl fmt::Display for Work {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{IoLimits, SwapPolicy};
+
+    #[test]
+    fn spans_read_as_clock_time() {
+        let d = |s: u64| crate::units::Duration(std::time::Duration::from_secs(s));
+        assert_eq!(span(d(40)), "40s");
+        assert_eq!(span(d(424)), "7m04s");
+        assert_eq!(span(d(7064)), "1h57m44s");
+        assert_eq!(span(d(3600)), "1h00m00s");
+    }
 
     #[test]
     fn values_read_as_words_not_as_rust() {
@@ -231,7 +222,12 @@ mod tests {
         );
         assert_eq!(SwapPolicy::Limit(Bytes::from_mib(64)).to_string(), "64MiB");
         assert_eq!(CgroupLayout::Hybrid.to_string(), "hybrid");
-        assert_eq!(Budget::Count(0).to_string(), "at most 0 failed operations");
+        assert_eq!(Budget::Count(0).to_string(), "0 errors");
+        assert_eq!(Budget::Count(1).to_string(), "1 error");
+        assert_eq!(Budget::Fraction(0.01).to_string(), "1%");
+        assert_eq!(Budget::Fraction(0.005).to_string(), "0.5%");
+        assert_eq!(ErrorBudget::Count(0).to_string(), "0 errors");
+        assert_eq!(ErrorBudget::Share(" 1% ".into()).to_string(), "1%");
         assert_eq!(list(&[1, 4, 16]), "1, 4, 16");
     }
 }

@@ -4,6 +4,7 @@
 //! Readers take a root path (`/` normally) so tests can point them at a
 //! fake tree of kernel files.
 
+use crate::sandbox::thp::{ThpFiles, ThpState};
 use crate::units::{Bytes, CpuSet};
 use std::path::{Path, PathBuf};
 
@@ -37,6 +38,19 @@ pub struct HostFacts {
     pub kernel: String,
     pub cpu_model: String,
     pub hostname: String,
+    /// Where engine data dirs go ([`work_root`](crate::sandbox::roots::work_root)).
+    pub work_dir: PathBuf,
+    /// Free space there for an unprivileged writer, or as
+    /// `BENCHCAGE_WORK_FREE` sets it; `None` when unknown (a fake root in
+    /// tests, statvfs failed, or the variable is not a size).
+    pub work_free: Option<Bytes>,
+    /// `BENCHCAGE_WORK_FREE` as given, when it is set.
+    pub work_free_set: Option<String>,
+    /// The hard limit on open files (`ulimit -Hn`): one per connection.
+    pub open_files: u64,
+    /// Transparent huge pages (`/sys/kernel/mm/transparent_hugepage`, or
+    /// `$BENCHCAGE_THP_ROOT`): `Ok(None)` when the kernel has none.
+    pub thp: Result<Option<ThpState>, String>,
 }
 
 /// v1 controllers benchcage uses.
@@ -111,7 +125,23 @@ impl HostFacts {
         let cmdline = std::fs::read_to_string(root.join("proc/cmdline")).unwrap_or_default();
         let (cgroup, controllers, swap_accounting) =
             cgroup_facts(&root.join("sys/fs/cgroup"), &cmdline);
+        let work_dir = crate::sandbox::roots::work_root();
+        let work_free_set = std::env::var(crate::sandbox::roots::WORK_FREE_ENV).ok();
+        let work_free = match (&work_free_set, is_real_root) {
+            (Some(v), _) => v.parse::<Bytes>().ok(),
+            (None, true) => crate::run::disk::available(&work_dir).ok(),
+            (None, false) => None,
+        };
+        let thp_files = if is_real_root {
+            ThpFiles::current()
+        } else {
+            ThpFiles::at(root.join("sys/kernel/mm/transparent_hugepage"))
+        };
         HostFacts {
+            work_dir,
+            work_free,
+            work_free_set,
+            open_files: crate::workload::bounds::open_files_limit(),
             online_cpus: online,
             mem_total: kb("MemTotal").unwrap_or(sys_total),
             mem_available: kb("MemAvailable").unwrap_or(sys_avail),
@@ -122,6 +152,7 @@ impl HostFacts {
             kernel,
             cpu_model,
             hostname,
+            thp: thp_files.read().map_err(|e| e.to_string()),
         }
     }
 
@@ -133,6 +164,13 @@ impl HostFacts {
             cores: self.online_cpus.len() as u32,
             kernel: self.kernel.clone(),
             memory_bytes: self.mem_total.0,
+            transparent_hugepages: match &self.thp {
+                Ok(Some(t)) => Some(match &t.defrag {
+                    Some(d) => format!("{}, defrag {d}", t.enabled),
+                    None => t.enabled.to_string(),
+                }),
+                _ => None,
+            },
             ..Default::default()
         }
     }

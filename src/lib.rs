@@ -3,9 +3,13 @@
 //! Layout (one concern per module, see STYLE.md):
 //! - `cli`, `commands`: the command line and one file per subcommand.
 //! - `units`: sizes, shares, durations and CPU sets, parsed once.
+//! - `model`: the shared vocabulary (limits, launch, readiness, probe, backend, image).
 //! - `spec`: environment, engine and scenario models and their validation.
+//! - `plan`: a scenario turned into typed cells (nothing created).
 //! - `render`: engine config files from Tera templates.
 //! - `host`: facts about this machine.
+//! - `images`: engine images built locally from a release tarball.
+//! - `progress`: progress bars on stderr (loads, image pulls).
 //! - `sandbox`: the sandbox trait, cgroup and docker backends, hog, ledger, readiness.
 //! - `workload`: the built-in load generator, stores and external tools.
 //! - `run`: the run lifecycle: cells, keys, resume, interrupts, live view.
@@ -18,8 +22,13 @@ pub mod clients;
 pub mod commands;
 pub mod display;
 pub mod error;
+pub mod fetch;
 pub mod host;
+pub mod images;
 pub mod metrics;
+pub mod model;
+pub mod plan;
+pub mod progress;
 pub mod render;
 pub mod report;
 pub mod results;

@@ -6,20 +6,26 @@
 //! Without a reachable daemon the tests skip with a loud message, unless
 //! BENCHCAGE_REQUIRE_DOCKER is set (CI sets it: there they must run).
 
-use benchcage::sandbox::cgroup::Hierarchy;
+mod support;
+
+use benchcage::model::{CellLimits, EngineLaunch, IoLimits, Probe, Program, SwapPolicy};
+use benchcage::sandbox::cgroupfs::Hierarchy;
 use benchcage::sandbox::docker::client::DockerClient;
+use benchcage::sandbox::docker::image::{Presence, PullPolicy, ensure_image};
 use benchcage::sandbox::docker::{DockerBackendError, DockerSandbox};
 use benchcage::sandbox::{
-    CellLimits, EngineId, EngineLaunch, EngineStatus, IoLimits, Probe, Program, Readiness, Sandbox,
-    SandboxError, StopOutcome, SwapPolicy, free_port, ready,
+    EngineId, EngineStatus, Sandbox, SandboxError, StopOutcome, free_port, ready,
 };
-use benchcage::units::{Bytes, Duration};
-use std::collections::BTreeMap;
+use benchcage::units::Bytes;
 use std::io::BufRead;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
+use support::cli::{BIN, assert_success, bc_in, code_and_text, combined, repo, run_id_of};
+use support::files::{cell_dirs, read_json, read_text};
+use support::launch::{args, launch};
+use support::scratch::Scratch;
 use tokio::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 const BUDGET: std::time::Duration = std::time::Duration::from_secs(30);
@@ -65,65 +71,27 @@ async fn exclusive() -> Option<RwLockWriteGuard<'static, ()>> {
     daemon_up().await.then_some(g)
 }
 
-/// A per-test folder (on a real disk, so IO limits have a device).
-struct Scratch {
-    dir: tempfile::TempDir,
-    run_id: String,
-}
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir = tempfile::Builder::new()
-            .prefix("benchcage-dtest-")
-            .tempdir_in("/var/tmp")
-            .unwrap();
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        Scratch {
-            dir,
-            run_id: format!("d-{name}-{}", std::process::id()),
-        }
+/// No container or volume labelled with the scratch's run, no cgroup of it
+/// in any controller, no ledger, no data dir.
+fn assert_nothing_left(s: &Scratch) {
+    let filter = format!("label=benchcage.run={}", s.run_id);
+    assert_eq!(
+        docker(&["ps", "-a", "-q", "--filter", &filter]),
+        "",
+        "containers left"
+    );
+    assert_eq!(
+        docker(&["volume", "ls", "-q", "--filter", &filter]),
+        "",
+        "volumes left"
+    );
+    for c in std::fs::read_dir("/sys/fs/cgroup").unwrap().flatten() {
+        let g = c.path().join("benchcage").join(&s.run_id);
+        assert!(!g.exists(), "cgroup {} left", g.display());
     }
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-    fn ledgers(&self) -> PathBuf {
-        self.path().join("ledger")
-    }
-    fn sandbox(&self) -> DockerSandbox {
-        DockerSandbox::new(
-            &self.run_id,
-            "cell",
-            Hierarchy::detect().unwrap(),
-            &self.ledgers(),
-        )
-        .unwrap()
-    }
-    fn log(&self) -> PathBuf {
-        self.path().join("engine.log")
-    }
-
-    /// No container or volume labelled with this run, no cgroup of it in
-    /// any controller, no ledger, no data dir.
-    fn assert_nothing_left(&self) {
-        let filter = format!("label=benchcage.run={}", self.run_id);
-        assert_eq!(
-            docker(&["ps", "-a", "-q", "--filter", &filter]),
-            "",
-            "containers left"
-        );
-        assert_eq!(
-            docker(&["volume", "ls", "-q", "--filter", &filter]),
-            "",
-            "volumes left"
-        );
-        for c in std::fs::read_dir("/sys/fs/cgroup").unwrap().flatten() {
-            let g = c.path().join("benchcage").join(&self.run_id);
-            assert!(!g.exists(), "cgroup {} left", g.display());
-        }
-        let ledger = self.ledgers().join(format!("{}.ledger", self.run_id));
-        assert!(!ledger.exists(), "ledger {} left", ledger.display());
-        assert!(!self.path().join("data").exists(), "data dir left");
-    }
+    let ledger = s.ledgers().join(format!("{}.ledger", s.run_id));
+    assert!(!ledger.exists(), "ledger {} left", ledger.display());
+    assert!(!s.path().join("data").exists(), "data dir left");
 }
 
 /// Run the docker CLI (an independent view of the daemon) and return stdout.
@@ -155,7 +123,7 @@ fn limits(memory_mib: u64) -> CellLimits {
 fn redis_launch(s: &Scratch, image: &str, extra: &[&str]) -> EngineLaunch {
     let port = free_port().unwrap();
     let data = s.path().join("data");
-    let mut argv: Vec<String> = [
+    let mut argv = args(&[
         "redis-server",
         "--port",
         &port.to_string(),
@@ -169,27 +137,13 @@ fn redis_launch(s: &Scratch, image: &str, extra: &[&str]) -> EngineLaunch {
         &data.display().to_string(),
         "--enable-debug-command",
         "local",
-    ]
-    .iter()
-    .map(|a| a.to_string())
-    .collect();
-    argv.extend(extra.iter().map(|a| a.to_string()));
+    ]);
+    argv.extend(args(extra));
+    let program = Program::Image(image.into());
     EngineLaunch {
         engine: "redis".into(),
         version: "7.0".into(),
-        program: Program::Image(image.into()),
-        argv,
-        env: BTreeMap::new(),
-        port,
-        data_dir: data,
-        config_files: vec![],
-        init: vec![],
-        user: None,
-        readiness: Readiness {
-            probe: Probe::Redis,
-            timeout: Duration::from_secs(20),
-        },
-        log_path: s.log(),
+        ..launch(s.path(), program, argv, port, Probe::Redis, 20)
     }
 }
 
@@ -197,7 +151,7 @@ fn postgres_launch(s: &Scratch) -> EngineLaunch {
     let port = free_port().unwrap();
     let data = s.path().join("data");
     let d = data.display().to_string();
-    let argv = [
+    let argv = args(&[
         &format!("{PG_BIN}/postgres"),
         "-D",
         &d,
@@ -211,11 +165,8 @@ fn postgres_launch(s: &Scratch) -> EngineLaunch {
         "shared_buffers=16MB",
         "-c",
         "restart_after_crash=on",
-    ]
-    .iter()
-    .map(|a| a.to_string())
-    .collect();
-    let initdb = [
+    ]);
+    let initdb = args(&[
         &format!("{PG_BIN}/initdb"),
         "-D",
         &d,
@@ -223,36 +174,31 @@ fn postgres_launch(s: &Scratch) -> EngineLaunch {
         "postgres",
         "--auth=trust",
         "--no-sync",
-    ]
-    .iter()
-    .map(|a| a.to_string())
-    .collect();
+    ]);
+    let probe = Probe::Postgres {
+        user: "postgres".into(),
+        database: "postgres".into(),
+    };
     EngineLaunch {
         engine: "postgres".into(),
         version: "15".into(),
-        program: Program::Image(POSTGRES.into()),
-        argv,
-        env: BTreeMap::new(),
-        port,
-        data_dir: data,
-        config_files: vec![],
         init: vec![initdb],
         user: Some("postgres".into()),
-        readiness: Readiness {
-            probe: Probe::Postgres {
-                user: "postgres".into(),
-                database: "postgres".into(),
-            },
-            timeout: Duration::from_secs(60),
-        },
-        log_path: s.log(),
+        ..launch(
+            s.path(),
+            Program::Image(POSTGRES.into()),
+            argv,
+            port,
+            probe,
+            60,
+        )
     }
 }
 
 /// A scratch folder and a sandbox provisioned with `limits(memory_mib)`.
 async fn provisioned(name: &str, memory_mib: u64) -> (Scratch, DockerSandbox) {
-    let s = Scratch::new(name);
-    let mut sb = s.sandbox();
+    let s = Scratch::on_disk(name);
+    let mut sb = s.docker_sandbox();
     sb.provision(&limits(memory_mib)).await.unwrap();
     (s, sb)
 }
@@ -264,17 +210,10 @@ fn container_id(h: &benchcage::sandbox::EngineHandle) -> String {
     }
 }
 
-fn read(p: &Path) -> String {
-    std::fs::read_to_string(p)
-        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-        .trim()
-        .to_string()
-}
-
 async fn teardown_clean(sb: &mut DockerSandbox, s: &Scratch) {
     let report = sb.teardown(BUDGET).await.unwrap();
     assert!(report.is_clean(), "teardown leaked: {report:?}");
-    s.assert_nothing_left();
+    assert_nothing_left(s);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -282,8 +221,8 @@ async fn a_redis_container_is_ready_by_protocol_pinned_limited_and_logged() {
     let Some(_daemon) = shared().await else {
         return;
     };
-    let s = Scratch::new("limits");
-    let mut sb = s.sandbox();
+    let s = Scratch::on_disk("limits");
+    let mut sb = s.docker_sandbox();
     let l = limits(256);
     let provisioned = sb.provision(&l).await.unwrap();
     assert_eq!(provisioned.read_back["client/cpuset.cpus"], "0");
@@ -303,22 +242,22 @@ async fn a_redis_container_is_ready_by_protocol_pinned_limited_and_logged() {
         mem.display()
     );
     assert_eq!(
-        read(&mem.join("memory.limit_in_bytes")),
+        read_text(&mem.join("memory.limit_in_bytes")),
         (256u64 << 20).to_string()
     );
     // No swap: memory+swap equals memory (the daemon would double it otherwise).
     assert_eq!(
-        read(&mem.join("memory.memsw.limit_in_bytes")),
+        read_text(&mem.join("memory.memsw.limit_in_bytes")),
         (256u64 << 20).to_string()
     );
-    assert_eq!(read(&dirs["cpuset"].join("cpuset.cpus")), "1");
-    assert_eq!(read(&dirs["pids"].join("pids.max")), "256");
-    let wbps = read(&dirs["blkio"].join("blkio.throttle.write_bps_device"));
+    assert_eq!(read_text(&dirs["cpuset"].join("cpuset.cpus")), "1");
+    assert_eq!(read_text(&dirs["pids"].join("pids.max")), "256");
+    let wbps = read_text(&dirs["blkio"].join("blkio.throttle.write_bps_device"));
     assert!(
         wbps.ends_with(&(256u64 << 20).to_string()),
         "write_bps: {wbps}"
     );
-    let riops = read(&dirs["blkio"].join("blkio.throttle.read_iops_device"));
+    let riops = read_text(&dirs["blkio"].join("blkio.throttle.read_iops_device"));
     assert!(riops.ends_with("100000"), "read_iops: {riops}");
     assert_eq!(
         handle.read_back["server/memory.limit_in_bytes"],
@@ -337,13 +276,13 @@ async fn a_redis_container_is_ready_by_protocol_pinned_limited_and_logged() {
     let fields: Vec<&str> = inspect.split_whitespace().collect();
     assert_eq!(fields[1..], ["host", "no", "false"]);
     let pid = fields[0];
-    assert!(read(Path::new(&format!("/proc/{pid}/comm"))).starts_with("redis-server"));
+    assert!(read_text(Path::new(&format!("/proc/{pid}/comm"))).starts_with("redis-server"));
     let mut threads = 0;
     for t in std::fs::read_dir(format!("/proc/{pid}/task"))
         .unwrap()
         .flatten()
     {
-        let status = read(&t.path().join("status"));
+        let status = read_text(&t.path().join("status"));
         let cpus = status
             .lines()
             .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
@@ -372,12 +311,12 @@ async fn a_redis_container_is_ready_by_protocol_pinned_limited_and_logged() {
     cmd.arg("30");
     sb.prepare_client(&mut cmd).unwrap();
     let mut child = cmd.spawn().unwrap();
-    let cg = read(Path::new(&format!("/proc/{}/cgroup", child.id())));
+    let cg = read_text(Path::new(&format!("/proc/{}/cgroup", child.id())));
     assert!(
         cg.contains(&format!("benchcage/{}/client", s.run_id)),
         "{cg}"
     );
-    let status = read(Path::new(&format!("/proc/{}/status", child.id())));
+    let status = read_text(Path::new(&format!("/proc/{}/status", child.id())));
     assert!(
         status.lines().any(|l| l == "Cpus_allowed_list:\t0"),
         "{status}"
@@ -387,8 +326,8 @@ async fn a_redis_container_is_ready_by_protocol_pinned_limited_and_logged() {
 
     // The engine's output reaches the cell's log file.
     let deadline = Instant::now() + std::time::Duration::from_secs(5);
-    while !read(&s.log()).contains("Ready to accept connections") {
-        assert!(Instant::now() < deadline, "log: {}", read(&s.log()));
+    while !read_text(&s.log()).contains("Ready to accept connections") {
+        assert!(Instant::now() < deadline, "log: {}", read_text(&s.log()));
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 
@@ -444,7 +383,7 @@ async fn a_backend_over_the_memory_cap_is_oom_killed_and_counted_from_the_contai
     assert_eq!(after.memory_max_usage, 128 << 20, "{after:?}");
     assert_eq!(sb.engine_status().await.unwrap(), EngineStatus::Running);
     // The chown and initdb containers ran and went; their output is in the log.
-    assert!(read(&s.log()).contains("Success. You can now start the database server"));
+    assert!(read_text(&s.log()).contains("Success. You can now start the database server"));
     teardown_clean(&mut sb, &s).await;
 }
 
@@ -580,9 +519,13 @@ async fn a_missing_local_image_fails_fast_naming_make_images() {
     let Some(_daemon) = shared().await else {
         return;
     };
-    let s = Scratch::new("noimage");
-    for image in ["benchcage/nothing:0", "registry.invalid/benchcage-none:1"] {
-        let mut sb = s.sandbox();
+    let s = Scratch::on_disk("noimage");
+    for image in [
+        "benchcage/nothing:0",
+        "benchcage/tokumx:0.0.0",
+        "registry.invalid/benchcage-none:1",
+    ] {
+        let mut sb = s.docker_sandbox();
         sb.provision(&limits(128)).await.unwrap();
         let started = Instant::now();
         let err = sb
@@ -594,18 +537,32 @@ async fn a_missing_local_image_fails_fast_naming_make_images() {
             "{:?}",
             started.elapsed()
         );
-        assert!(
-            matches!(
-                err,
-                SandboxError::Docker(DockerBackendError::ImageMissing { .. })
-            ),
-            "{err}"
-        );
         let text = err.to_string();
-        assert!(
-            text.contains("make images") && text.contains(image),
-            "{text}"
-        );
+        assert!(text.contains(image), "{text}");
+        match image {
+            "benchcage/nothing:0" => assert!(text.contains("make images"), "{text}"),
+            "benchcage/tokumx:0.0.0" => assert!(
+                text.contains("benchcage image build tokumx --tarball tokumx-0.0.0-linux-x86_64"),
+                "{text}"
+            ),
+            _ => assert!(
+                matches!(
+                    &err,
+                    SandboxError::Docker(DockerBackendError::PullFailed { registry, .. })
+                        if registry == "registry.invalid"
+                ),
+                "{text}"
+            ),
+        }
+        if image.starts_with("benchcage/") {
+            assert!(
+                matches!(
+                    err,
+                    SandboxError::Docker(DockerBackendError::ImageMissing { .. })
+                ),
+                "{text}"
+            );
+        }
         teardown_clean(&mut sb, &s).await;
     }
 }
@@ -710,10 +667,7 @@ async fn child_holding_a_redis_container() {
     let dir = PathBuf::from(std::env::var("BENCHCAGE_CHILD_DIR").unwrap());
     let mut sb = DockerSandbox::new(&run_id, "cell", Hierarchy::detect().unwrap(), &root).unwrap();
     sb.provision(&limits(128)).await.unwrap();
-    let s = Scratch {
-        dir: tempfile::Builder::new().tempdir_in(&dir).unwrap(),
-        run_id: run_id.clone(),
-    };
+    let s = Scratch::for_run(&dir, &run_id);
     let launch = redis_launch(&s, REDIS, &[]);
     let id = container_id(&sb.start_engine(&launch).await.unwrap());
     ready::wait_ready(&mut sb, &launch).await.unwrap();
@@ -760,7 +714,7 @@ async fn ctrl_c_of_the_owner_tears_its_containers_down() {
     let Some(_daemon) = shared().await else {
         return;
     };
-    let s = Scratch::new("ctrlc");
+    let s = Scratch::on_disk("ctrlc");
     let (mut child, id) = start_child(&s);
     assert_eq!(
         docker(&["inspect", "-f", "{{.State.Running}}", &id]),
@@ -769,7 +723,7 @@ async fn ctrl_c_of_the_owner_tears_its_containers_down() {
     nix_kill(child.id() as i32, "INT");
     let status = child.wait().unwrap();
     assert!(status.success(), "child: {status}");
-    s.assert_nothing_left();
+    assert_nothing_left(&s);
 }
 
 /// SIGKILL the owner of container `id`: the container outlives it; then
@@ -780,23 +734,19 @@ fn sigkill_then_cleanup(s: &Scratch, mut owner: std::process::Child, id: &str) {
     owner.wait().unwrap();
     assert_eq!(docker(&["inspect", "-f", "{{.State.Running}}", id]), "true");
     // Data dirs are under the scratch folder: it is the work root here.
-    let out = Command::new(env!("CARGO_BIN_EXE_benchcage"))
+    let out = Command::new(BIN)
         .arg("cleanup")
         .env("BENCHCAGE_STATE_DIR", s.ledgers())
         .env("BENCHCAGE_WORK", s.path())
         .output()
         .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = combined(&out);
     assert!(out.status.success(), "cleanup: {text}");
     assert!(
         text.contains(&s.run_id),
         "cleanup names the dead run: {text}"
     );
-    s.assert_nothing_left();
+    assert_nothing_left(s);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -804,7 +754,7 @@ async fn after_sigkill_of_the_owner_cleanup_removes_its_containers_and_cgroups()
     let Some(_daemon) = shared().await else {
         return;
     };
-    let s = Scratch::new("sigkill");
+    let s = Scratch::on_disk("sigkill");
     let (child, id) = start_child(&s);
     sigkill_then_cleanup(&s, child, &id);
 }
@@ -839,11 +789,6 @@ async fn poll_ready(port: u16) {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 /// `make bench` (scripts/bench/docker.sh): create-to-ready and teardown of
 /// the redis image through the docker sandbox vs `docker run --rm` of the
 /// same image and argv, median of 7 each, one `BENCH {json}` line.
@@ -857,8 +802,8 @@ async fn bench_redis_create_to_ready_and_teardown_vs_docker_run_rm() {
     let (mut ours_ready, mut ours_down, mut ours_provision) = (vec![], vec![], vec![]);
     let (mut cli_ready, mut cli_down) = (vec![], vec![]);
     for i in 0..N {
-        let s = Scratch::new(&format!("bench{i}"));
-        let mut sb = s.sandbox();
+        let s = Scratch::on_disk(&format!("bench{i}"));
+        let mut sb = s.docker_sandbox();
         let t = Instant::now();
         sb.provision(&limits(256)).await.unwrap();
         ours_provision.push(t.elapsed().as_secs_f64() * 1e3);
@@ -873,7 +818,7 @@ async fn bench_redis_create_to_ready_and_teardown_vs_docker_run_rm() {
             .unwrap();
         assert!(sb.teardown(BUDGET).await.unwrap().is_clean());
         ours_down.push(t.elapsed().as_secs_f64() * 1e3);
-        s.assert_nothing_left();
+        assert_nothing_left(&s);
 
         let name = format!("benchcage-bench-rm-{}-{i}", std::process::id());
         let t = Instant::now();
@@ -913,20 +858,20 @@ async fn bench_redis_create_to_ready_and_teardown_vs_docker_run_rm() {
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         }
         cli_down.push(t.elapsed().as_secs_f64() * 1e3);
-        s.assert_nothing_left();
+        assert_nothing_left(&s);
     }
     let (or, od, cr, cd) = (
-        median(ours_ready),
-        median(ours_down),
-        median(cli_ready),
-        median(cli_down),
+        support::median(ours_ready),
+        support::median(ours_down),
+        support::median(cli_ready),
+        support::median(cli_down),
     );
     println!(
         "BENCH {}",
         serde_json::json!({
             "image": REDIS,
             "runs": N,
-            "sandbox_provision_ms": median(ours_provision),
+            "sandbox_provision_ms": support::median(ours_provision),
             "sandbox_create_to_ready_ms": or,
             "docker_run_rm_create_to_ready_ms": cr,
             "create_to_ready_ratio": or / cr,
@@ -943,21 +888,13 @@ async fn bench_redis_create_to_ready_and_teardown_vs_docker_run_rm() {
 fn benchcage_run_on_docker(
     s: &Scratch,
 ) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
-    let home = env!("CARGO_MANIFEST_DIR");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_benchcage"))
-        .current_dir(home)
-        .arg("--home")
-        .arg(home)
+    let mut child = in_scratch(s, &repo())
         .args([
             "run",
             "scenarios/quickstart.yaml",
             "--set",
             "backend=docker",
         ])
-        .env("BENCHCAGE_RESULTS", s.path().join("results"))
-        .env("BENCHCAGE_WORK", s.path().join("work"))
-        .env("BENCHCAGE_STATE_DIR", s.ledgers())
-        .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -991,12 +928,7 @@ fn line_with(rx: &std::sync::mpsc::Receiver<String>, want: &str) -> String {
 /// the container id.
 fn cli_run_at_load(s: &mut Scratch) -> (std::process::Child, String) {
     let (child, rx) = benchcage_run_on_docker(s);
-    let first = line_with(&rx, "cell(s), results in");
-    let run = first
-        .split_whitespace()
-        .nth(1)
-        .unwrap()
-        .trim_end_matches(':');
+    let run = run_id_of(&line_with(&rx, "cell(s), results in"));
     s.run_id = format!("{run}-01");
     line_with(&rx, "] load");
     std::thread::spawn(move || for _ in rx {});
@@ -1011,12 +943,12 @@ async fn ctrl_c_of_benchcage_run_on_docker_removes_its_container() {
     let Some(_daemon) = shared().await else {
         return;
     };
-    let mut s = Scratch::new("cli-int");
+    let mut s = Scratch::on_disk("cli-int");
     let (mut child, _id) = cli_run_at_load(&mut s);
     nix_kill(child.id() as i32, "INT");
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "interrupted run exits 130");
-    s.assert_nothing_left();
+    assert_nothing_left(&s);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1024,7 +956,7 @@ async fn after_sigkill_of_benchcage_run_on_docker_cleanup_removes_its_container(
     let Some(_daemon) = shared().await else {
         return;
     };
-    let mut s = Scratch::new("cli-kill");
+    let mut s = Scratch::on_disk("cli-kill");
     let (child, id) = cli_run_at_load(&mut s);
     sigkill_then_cleanup(&s, child, &id);
 }
@@ -1034,7 +966,7 @@ async fn after_sigkill_of_benchcage_run_on_docker_the_next_run_removes_its_conta
     let Some(_daemon) = shared().await else {
         return;
     };
-    let mut s = Scratch::new("cli-next");
+    let mut s = Scratch::on_disk("cli-next");
     let (mut child, id) = cli_run_at_load(&mut s);
     nix_kill(child.id() as i32, "KILL");
     child.wait().unwrap();
@@ -1044,11 +976,7 @@ async fn after_sigkill_of_benchcage_run_on_docker_the_next_run_removes_its_conta
     );
     // The next run reaps before anything else; resuming a run that does not
     // exist then ends it with bad input, which keeps this test short.
-    let home = env!("CARGO_MANIFEST_DIR");
-    let out = Command::new(env!("CARGO_BIN_EXE_benchcage"))
-        .current_dir(home)
-        .arg("--home")
-        .arg(home)
+    let out = in_scratch(&s, &repo())
         .args([
             "run",
             "scenarios/quickstart.yaml",
@@ -1056,9 +984,6 @@ async fn after_sigkill_of_benchcage_run_on_docker_the_next_run_removes_its_conta
             "backend=docker",
         ])
         .args(["--resume", "20000101-000000-0000"])
-        .env("BENCHCAGE_RESULTS", s.path().join("results"))
-        .env("BENCHCAGE_WORK", s.path().join("work"))
-        .env("BENCHCAGE_STATE_DIR", s.ledgers())
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -1067,5 +992,765 @@ async fn after_sigkill_of_benchcage_run_on_docker_the_next_run_removes_its_conta
         stderr.contains("cleaned up what 1 dead run(s) left behind"),
         "{stderr}"
     );
-    s.assert_nothing_left();
+    assert_nothing_left(&s);
+}
+
+/// `benchcage --home HOME` run from `home`, its results, work and ledger
+/// folders in `s`.
+fn in_scratch(s: &Scratch, home: &Path) -> Command {
+    bc_in(
+        home,
+        &s.path().join("results"),
+        &s.path().join("work"),
+        &s.ledgers(),
+    )
+}
+
+/// `benchcage` with `args` from `home`, its results, work and ledger
+/// folders in `s`; returns (exit code, stdout, stderr).
+fn benchcage(s: &Scratch, home: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    code_and_text(&in_scratch(s, home).args(args).output().unwrap())
+}
+
+/// Removes the named images when dropped, whatever the test did.
+struct ImagesGone(Vec<String>);
+
+impl Drop for ImagesGone {
+    fn drop(&mut self) {
+        for image in &self.0 {
+            let _ = Command::new("docker")
+                .args(["rmi", "-f", image])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
+fn image_present(image: &str) -> bool {
+    Command::new("docker")
+        .args(["image", "inspect", image])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap()
+        .success()
+}
+
+/// A release tarball in TokuMX's layout (`tokumx-V-linux-x86_64/bin/mongod`,
+/// `lib64/`, `README`), owned by uid 1000 as a release build's would be.
+/// Its `mongod` is a stand-in that prints a version line and its setup.
+fn tokumx_tarball(dir: &Path, file: &str, top: &str, with_mongod: bool) -> PathBuf {
+    let root = dir.join(format!("src-{file}"));
+    let bin = root.join(top).join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::create_dir_all(root.join(top).join("lib64")).unwrap();
+    let version = top.split('-').nth(1).unwrap();
+    let script = format!(
+        "#!/bin/sh\necho \"db version v{version} (benchcage test stand-in for TokuMX)\"\necho \"args: $*\"\necho \"LD_LIBRARY_PATH=$LD_LIBRARY_PATH\"\n"
+    );
+    let exe = std::fs::Permissions::from_mode(0o755);
+    if with_mongod {
+        std::fs::write(bin.join("mongod"), &script).unwrap();
+        std::fs::set_permissions(bin.join("mongod"), exe.clone()).unwrap();
+    }
+    std::fs::write(bin.join("mongo"), "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(bin.join("mongo"), exe).unwrap();
+    std::fs::write(
+        root.join(top).join("lib64/libtokufractaltree.so"),
+        "not elf",
+    )
+    .unwrap();
+    std::fs::write(root.join(top).join("README"), "TokuMX stand-in\n").unwrap();
+    let path = dir.join(file);
+    let status = Command::new("tar")
+        .arg("-C")
+        .arg(&root)
+        .args(["--owner=1000", "--group=1000", "-czf"])
+        .arg(&path)
+        .arg(top)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    path
+}
+
+/// `docker run --rm` of `image` with `argv`, host network; its stdout.
+fn run_in(image: &str, argv: &[&str]) -> String {
+    let mut args = vec![
+        "run",
+        "--rm",
+        "--network",
+        "host",
+        "--entrypoint",
+        argv[0],
+        image,
+    ];
+    args.extend(&argv[1..]);
+    docker(&args)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn image_build_makes_a_tokumx_image_from_a_release_tarball_without_a_registry() {
+    let Some(_daemon) = shared().await else {
+        return;
+    };
+    let s = Scratch::on_disk("tokumx-image");
+    let home = &repo();
+    // A version no real release has, so no user image is touched.
+    let version = format!("9.9.{}", std::process::id());
+    let image = format!("benchcage/tokumx:{version}");
+    let _gone = ImagesGone(vec![image.clone()]);
+    assert!(!image_present(&image), "{image} exists before the test");
+    let top = format!("tokumx-{version}-linux-x86_64");
+    let file = format!("{top}-main.tar.gz");
+
+    // Bad input is refused with exit 2 before anything is built.
+    let renamed = s.path().join("tokumx-latest.tar.gz");
+    std::fs::copy(tokumx_tarball(s.path(), &file, &top, true), &renamed).unwrap();
+    let no_mongod = tokumx_tarball(
+        &s.path().join("bad"),
+        &format!("tokumx-{version}-linux-x86_64.tar.gz"),
+        &top,
+        false,
+    );
+    // A FIFO would block a reader forever.
+    let fifo = s.path().join("fifo").join(&file);
+    std::fs::create_dir_all(fifo.parent().unwrap()).unwrap();
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let other_folder = tokumx_tarball(
+        &s.path().join("other"),
+        &file,
+        "tokumx-1.0.0-linux-x86_64",
+        true,
+    );
+    for (tarball, engine, want) in [
+        (renamed.as_path(), "tokumx", "tokumx-VERSION-linux-x86_64"),
+        (no_mongod.as_path(), "tokumx", "no executable bin/mongod"),
+        (
+            other_folder.as_path(),
+            "tokumx",
+            "its folder `tokumx-1.0.0-linux-x86_64` says 1.0.0",
+        ),
+        (renamed.as_path(), "postgres", "`make images`"),
+        (fifo.as_path(), "tokumx", "not a regular file"),
+    ] {
+        let (code, _, err) = benchcage(
+            &s,
+            home,
+            &[
+                "image",
+                "build",
+                engine,
+                "--tarball",
+                tarball.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains(want), "want `{want}`: {err}");
+        assert!(!image_present(&image));
+    }
+
+    let tarball = s.path().join(&file);
+    let started = Instant::now();
+    let (code, out, err) = benchcage(
+        &s,
+        home,
+        &[
+            "image",
+            "build",
+            "tokumx",
+            "--tarball",
+            tarball.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    eprintln!(
+        "image build took {:.1}s:\n{err}",
+        started.elapsed().as_secs_f64()
+    );
+    assert!(out.contains(&format!("built {image} (sha256:")), "{out}");
+    // No engine version names this test tag: the command says so.
+    assert!(
+        out.contains("no version in") && out.contains("benchcage/tokumx:2.0.2"),
+        "{out}"
+    );
+
+    // The tag, the environment and the label of the tarball it came from.
+    assert!(image_present(&image));
+    let env = docker(&["image", "inspect", "-f", "{{json .Config.Env}}", &image]);
+    assert!(
+        env.contains("\"PATH=/opt/tokumx/bin:/usr/local/sbin:"),
+        "{env}"
+    );
+    assert!(
+        env.contains("\"LD_LIBRARY_PATH=/opt/tokumx/lib64\""),
+        "{env}"
+    );
+    let sha = Command::new("sha256sum").arg(&tarball).output().unwrap();
+    let sha = String::from_utf8_lossy(&sha.stdout);
+    let labels = docker(&["image", "inspect", "-f", "{{json .Config.Labels}}", &image]);
+    assert!(
+        labels.contains(&format!("\"benchcage.source-sha256\":\"{}\"", &sha[..64]))
+            && labels.contains(&format!("\"benchcage.source\":\"{file}\"")),
+        "{labels}"
+    );
+
+    // The content: Debian's base, the tarball's folder at /opt/tokumx owned
+    // by root, and `mongod` found on PATH as the engine spec runs it.
+    let debian = run_in(&image, &["cat", "/etc/debian_version"]);
+    assert!(debian.starts_with("12."), "{debian}");
+    let mongod = run_in(&image, &["mongod", "--version"]);
+    assert!(
+        mongod.contains(&format!("db version v{version}"))
+            && mongod.contains("args: --version")
+            && mongod.contains("LD_LIBRARY_PATH=/opt/tokumx/lib64"),
+        "{mongod}"
+    );
+    let owners = run_in(
+        &image,
+        &[
+            "stat",
+            "-c",
+            "%n %u:%g %a",
+            "/opt/tokumx/bin/mongod",
+            "/opt/tokumx/lib64/libtokufractaltree.so",
+            "/opt/tokumx/README",
+        ],
+    );
+    assert_eq!(
+        owners,
+        "/opt/tokumx/bin/mongod 0:0 755\n/opt/tokumx/lib64/libtokufractaltree.so 0:0 644\n/opt/tokumx/README 0:0 644"
+    );
+
+    // Built once: a second build says how to replace it, and --replace does.
+    let args = [
+        "image",
+        "build",
+        "tokumx",
+        "--tarball",
+        tarball.to_str().unwrap(),
+    ];
+    let (code, _, err) = benchcage(&s, home, &args);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("exists already") && err.contains("--replace"),
+        "{err}"
+    );
+    let (code, _, err) = benchcage(&s, home, &[&args[..], &["--tag", "a:b"]].concat());
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--tag `a:b`"), "{err}");
+    let before = docker(&["image", "inspect", "-f", "{{.Id}}", &image]);
+    let (code, out, err) = benchcage(&s, home, &[&args[..], &["--replace"]].concat());
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_ne!(
+        docker(&["image", "inspect", "-f", "{{.Id}}", &image]),
+        before
+    );
+    assert!(
+        !image_present(&before),
+        "the replaced image {before} is left"
+    );
+    assert_eq!(
+        docker(&["ps", "-a", "-q", "--filter", &format!("ancestor={image}")]),
+        "",
+        "containers of the image left"
+    );
+
+    drop(_gone);
+    assert!(!image_present(&image));
+}
+
+/// Debian's docker-registry on 127.0.0.1 at a free port, storing in a temp
+/// dir; stopped and its storage removed when dropped, whatever happened.
+struct Registry {
+    child: Option<std::process::Child>,
+    dir: tempfile::TempDir,
+    port: u16,
+}
+
+impl Registry {
+    /// Starts it and waits until it answers `GET /v2/`; `None` (loudly)
+    /// when the package is missing, unless BENCHCAGE_REQUIRE_DOCKER is set.
+    fn start() -> Option<Registry> {
+        const BIN: &str = "/usr/bin/docker-registry";
+        if !Path::new(BIN).exists() {
+            if std::env::var_os("BENCHCAGE_REQUIRE_DOCKER").is_some() {
+                panic!("BENCHCAGE_REQUIRE_DOCKER is set but {BIN} is missing; run `make deps`");
+            }
+            eprintln!(
+                "\n!!!!!!!! SKIPPED: {BIN} is missing; run `make deps` (Debian package docker-registry).\n"
+            );
+            return None;
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("benchcage-registry-")
+            .tempdir_in("/var/tmp")
+            .unwrap();
+        let port = free_port().unwrap();
+        let config = dir.path().join("config.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n",
+                dir.path().join("storage").display()
+            ),
+        )
+        .unwrap();
+        let log = std::fs::File::create(dir.path().join("registry.log")).unwrap();
+        let child = Command::new(BIN)
+            .arg("serve")
+            .arg(&config)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let r = Registry {
+            child: Some(child),
+            dir,
+            port,
+        };
+        let deadline = Instant::now() + std::time::Duration::from_secs(20);
+        while !r.answers() {
+            assert!(
+                Instant::now() < deadline,
+                "docker-registry did not answer on 127.0.0.1:{port}: {}",
+                std::fs::read_to_string(r.dir.path().join("registry.log")).unwrap_or_default()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        Some(r)
+    }
+
+    /// `GET /v2/` answers 200.
+    fn answers(&self) -> bool {
+        use std::io::{Read, Write};
+        let Ok(mut c) = std::net::TcpStream::connect(("127.0.0.1", self.port)) else {
+            return false;
+        };
+        let _ = c.set_read_timeout(Some(std::time::Duration::from_secs(2)));
+        let req = format!("GET /v2/ HTTP/1.0\r\nHost: 127.0.0.1:{}\r\n\r\n", self.port);
+        let mut reply = String::new();
+        c.write_all(req.as_bytes()).is_ok()
+            && c.read_to_string(&mut reply).is_ok()
+            && reply.starts_with("HTTP/1.0 200")
+    }
+
+    fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Stop it (SIGTERM, SIGKILL after 5 s) and reap it.
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            nix_kill(child.id() as i32, "TERM");
+            let deadline = Instant::now() + std::time::Duration::from_secs(5);
+            while child.try_wait().unwrap().is_none() {
+                if Instant::now() > deadline {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A throwaway project home whose redis engine runs `image`: the repo's
+/// environments and templates, engines/redis.yaml with its image
+/// replaced, and the quickstart scenario.
+fn home_with_redis_image(s: &Scratch, image: &str) -> PathBuf {
+    let repo = repo();
+    let home = s.path().join("home");
+    for d in ["engines", "scenarios"] {
+        std::fs::create_dir_all(home.join(d)).unwrap();
+    }
+    for d in ["environments", "templates"] {
+        std::os::unix::fs::symlink(repo.join(d), home.join(d)).unwrap();
+    }
+    let engine = std::fs::read_to_string(repo.join("engines/redis.yaml")).unwrap();
+    let replaced = engine.replace(
+        "image: \"benchcage/redis:7.0\"",
+        &format!("image: \"{image}\""),
+    );
+    assert_ne!(
+        engine, replaced,
+        "engines/redis.yaml no longer names benchcage/redis:7.0"
+    );
+    std::fs::write(home.join("engines/redis.yaml"), replaced).unwrap();
+    std::fs::copy(
+        repo.join("scenarios/quickstart.yaml"),
+        home.join("scenarios/quickstart.yaml"),
+    )
+    .unwrap();
+    home
+}
+
+/// A short docker run of the quickstart scenario in `home`.
+const SHORT_RUN: &[&str] = &[
+    "run",
+    "quickstart",
+    "--set",
+    "backend=docker",
+    "--set",
+    "records=2000",
+    "--set",
+    "duration=2s",
+    "--set",
+    "warmup=1s",
+];
+
+/// The run id a `benchcage run` printed (`run ID: N cell(s), ...`).
+fn run_id_in(stderr: &str) -> String {
+    stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("run ").and_then(|r| r.split(':').next()))
+        .unwrap_or_else(|| panic!("no run id in: {stderr}"))
+        .to_string()
+}
+
+/// An image of redis with one layer no other local image has (so that
+/// pulling it downloads it all), pushed to `registry` as `reference` and
+/// then removed here.
+fn push_fresh_redis(s: &Scratch, reference: &str) {
+    let id = docker(&[
+        "create",
+        "--label",
+        "benchcage.test=registry",
+        REDIS,
+        "true",
+    ]);
+    let rootfs = s.path().join("rootfs.tar");
+    docker(&["export", "-o", rootfs.to_str().unwrap(), &id]);
+    docker(&["rm", &id]);
+    let marker = s.path().join("marker");
+    std::fs::create_dir_all(&marker).unwrap();
+    std::fs::write(marker.join("benchcage-test-marker"), reference).unwrap();
+    let status = Command::new("tar")
+        .arg("-rf")
+        .arg(&rootfs)
+        .arg("-C")
+        .arg(&marker)
+        .arg("benchcage-test-marker")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    docker(&["import", rootfs.to_str().unwrap(), reference]);
+    std::fs::remove_file(&rootfs).unwrap();
+    docker(&["push", reference]);
+    docker(&["rmi", reference]);
+    assert!(!image_present(reference));
+}
+
+/// No container of `run` (any cell), no ledger, no cgroup, no work folder.
+fn assert_run_left_nothing(s: &Scratch, run: &str) {
+    let containers = docker(&["ps", "-a", "--format", "{{.Labels}}"]);
+    assert!(
+        !containers.contains(&format!("benchcage.run={run}")),
+        "containers of {run} left: {containers}"
+    );
+    let ledgers: Vec<_> = std::fs::read_dir(s.ledgers())
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(ledgers.is_empty(), "ledger files left: {ledgers:?}");
+    for c in std::fs::read_dir("/sys/fs/cgroup").unwrap().flatten() {
+        for e in std::fs::read_dir(c.path().join("benchcage"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            assert!(
+                !e.file_name().to_string_lossy().starts_with(run),
+                "cgroup {} left",
+                e.path().display()
+            );
+        }
+    }
+    assert!(
+        !s.path().join("work").join(run).exists(),
+        "work folder left"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_image_is_pulled_from_a_loopback_registry_with_progress_then_runs() {
+    let Some(_daemon) = shared().await else {
+        return;
+    };
+    let Some(registry) = Registry::start() else {
+        return;
+    };
+    let s = Scratch::on_disk("pull");
+    let reference = format!(
+        "{}/benchcage-test/redis:{}",
+        registry.address(),
+        std::process::id()
+    );
+    let _gone = ImagesGone(vec![reference.clone()]);
+    let started = Instant::now();
+    push_fresh_redis(&s, &reference);
+    eprintln!("pushed in {:.1}s", started.elapsed().as_secs_f64());
+
+    let home = home_with_redis_image(&s, &reference);
+    let started = Instant::now();
+    let (code, out, err) = benchcage(&s, &home, SHORT_RUN);
+    eprintln!("run in {:.1}s:\n{err}", started.elapsed().as_secs_f64());
+    assert_eq!(code, Some(0), "{out}{err}");
+    // Off a terminal the progress is plain lines: the start, each layer,
+    // and the end with what was downloaded.
+    let from = format!("pulling {reference} from {}", registry.address());
+    assert!(err.contains(&format!("{from}...")), "{err}");
+    assert!(err.contains(&format!("{from}: downloading ")), "{err}");
+    assert!(
+        err.contains(&format!("{from}: layer ")) && err.contains(" done (1 of 1), "),
+        "{err}"
+    );
+    let summary = err
+        .lines()
+        .find(|l| {
+            l.starts_with(&format!(
+                "pulled {reference} from {}: 1 layer(s), ",
+                registry.address()
+            ))
+        })
+        .unwrap_or_else(|| panic!("no pulled line: {err}"));
+    assert!(summary.contains("MiB in "), "{summary}");
+    assert!(image_present(&reference), "the pulled image is not there");
+    // The pull came before the cell, which then ran on the pulled image.
+    let pulled_at = err.find("pulled ").unwrap();
+    assert!(
+        pulled_at < err.find("] provision").unwrap_or(usize::MAX),
+        "{err}"
+    );
+    assert!(err.contains("finished in"), "{err}");
+    let run = run_id_in(&err);
+    // The cell records the registry digest the image came by, and its id.
+    let cell = only_cell_record(&s.path().join("results").join(&run));
+    let image = cell.image.expect("a docker cell records its image");
+    assert_eq!(image.reference, reference);
+    let digest = docker(&[
+        "image",
+        "inspect",
+        "-f",
+        "{{index .RepoDigests 0}}",
+        &reference,
+    ]);
+    assert!(
+        digest.starts_with(&format!(
+            "{}/benchcage-test/redis@sha256:",
+            registry.address()
+        )),
+        "{digest}"
+    );
+    assert_eq!(image.repo_digests, vec![digest]);
+    assert_eq!(
+        image.id,
+        docker(&["image", "inspect", "-f", "{{.Id}}", &reference])
+    );
+    assert_run_left_nothing(&s, &run);
+
+    // Present now: nothing is pulled, even with the registry gone.
+    let mut registry = registry;
+    registry.stop();
+    let client = DockerClient::connect().await.unwrap();
+    let presence = ensure_image(
+        &client,
+        &reference,
+        PullPolicy::Missing(std::time::Duration::from_secs(5)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(presence, Presence::Local);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registry_that_is_down_fails_the_cell_naming_image_and_registry_and_leaves_nothing() {
+    let Some(_daemon) = shared().await else {
+        return;
+    };
+    let Some(mut registry) = Registry::start() else {
+        return;
+    };
+    let storage = registry.dir.path().to_path_buf();
+    registry.stop();
+    assert!(!registry.answers());
+    let s = Scratch::on_disk("pull-down");
+    let reference = format!(
+        "{}/benchcage-test/redis:{}",
+        registry.address(),
+        std::process::id()
+    );
+    let _gone = ImagesGone(vec![reference.clone()]);
+    let home = home_with_redis_image(&s, &reference);
+    let started = Instant::now();
+    let (code, out, err) = benchcage(&s, &home, SHORT_RUN);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+    // A failed cell: exit 1, as README says for any failed cell.
+    assert_eq!(code, Some(1), "{out}{err}");
+    let want = format!(
+        "getting its image: image {reference} is not on this machine and pulling it from registry {} failed",
+        registry.address()
+    );
+    assert!(err.contains(&format!("FAILED: {want}")), "{err}");
+    let run = run_id_in(&err);
+    let cells = s.path().join("results").join(&run).join("cells");
+    let cell = std::fs::read_dir(&cells)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let record = std::fs::read_to_string(cell.join("cell.json")).unwrap();
+    assert!(
+        record.contains(&want) && record.contains("\"failed\""),
+        "{record}"
+    );
+    // Nothing was provisioned: only the cell's record is in its folder.
+    let files: Vec<String> = std::fs::read_dir(&cell)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(files, vec!["cell.json".to_string()]);
+    assert!(!image_present(&reference));
+    assert_run_left_nothing(&s, &run);
+    drop(registry);
+    assert!(!storage.exists(), "registry storage left");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_docker_cell_records_the_image_it_ran_by_id_and_the_report_shows_it() {
+    let Some(_daemon) = shared().await else {
+        return;
+    };
+    let s = Scratch::on_disk("cli-image");
+    let (mut child, rx) = benchcage_run_on_docker(&s);
+    let run = run_id_of(&line_with(&rx, "cell(s), results in"));
+    std::thread::spawn(move || for _ in rx {});
+    assert!(child.wait().unwrap().success());
+    let run_dir = s.path().join("results").join(&run);
+    let cell = only_cell_record(&run_dir);
+    let image = cell.image.expect("a docker cell records its image");
+    assert_eq!(image.reference, REDIS);
+    // The id the daemon gives the image (not the tag, which may move).
+    assert_eq!(
+        image.id,
+        docker(&["image", "inspect", "-f", "{{.Id}}", REDIS])
+    );
+    assert!(image.id.starts_with("sha256:"), "{}", image.id);
+    // Built here with `docker import`: no registry digest to record.
+    assert_eq!(
+        docker(&["image", "inspect", "-f", "{{len .RepoDigests}}", REDIS]),
+        "0"
+    );
+    assert!(image.repo_digests.is_empty());
+    let md_path = s.path().join("report.md");
+    let out = Command::new(BIN)
+        .args(["report", "--format", "md", "-o"])
+        .arg(&md_path)
+        .arg(&run_dir)
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let md = read_text(&md_path);
+    assert!(
+        md.contains(&format!(
+            "| Image | {REDIS} (id {}, built here: no registry digest) |",
+            image.id
+        )),
+        "{md}"
+    );
+    assert_nothing_left(&s);
+}
+
+/// The record of the one cell of a run folder.
+fn only_cell_record(run_dir: &Path) -> benchcage::results::model::CellRecord {
+    let cells = cell_dirs(run_dir);
+    assert_eq!(cells.len(), 1, "{}", run_dir.display());
+    serde_json::from_str(&read_text(&cells[0].join("cell.json"))).unwrap()
+}
+
+/// Every shipped scenario with a MongoDB or TokuMX image cell, run here with
+/// `--pull never`: each of those cells fails with the image error alone
+/// (nothing else went wrong before it), nothing is sent to any registry, and
+/// nothing is left behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shipped_mongodb_and_tokumx_scenarios_fail_here_only_for_their_images() {
+    let Some(_daemon) = shared().await else {
+        return;
+    };
+    let repo = repo();
+    for (scenario, only, images) in [
+        (
+            "scenarios/003-mongodb-3.2.yaml",
+            "c4-16g",
+            &[
+                "mongo:3.2.6",
+                "benchcage/tokumx:1.5",
+                "benchcage/tokumx:2.0.2",
+            ][..],
+        ),
+        (
+            "scenarios/004-tpcc-mongodb.yaml",
+            "",
+            &["mongo:4.0", "mongo:4.2", "mongo:4.4"][..],
+        ),
+    ] {
+        if images.iter().any(|i| image_present(i)) {
+            eprintln!("skipped {scenario}: one of {images:?} is on this machine");
+            continue;
+        }
+        let s = Scratch::on_disk("shipped-mongo");
+        let mut args = vec!["run", scenario, "--pull", "never"];
+        if !only.is_empty() {
+            args.extend(["--env", only]);
+        }
+        let (code, out, err) = benchcage(&s, &repo, &args);
+        assert_eq!(code, Some(1), "{scenario}: {out}{err}");
+        // The resume command it prints keeps `--pull never`.
+        assert!(
+            err.lines()
+                .any(|l| l.contains("--resume") && l.contains("--pull never")),
+            "{err}"
+        );
+        let run = run_id_in(&err);
+        let mut failed = Vec::new();
+        for cell in cell_dirs(&s.path().join("results").join(&run)) {
+            let record: benchcage::results::model::CellRecord = read_json(&cell.join("cell.json"));
+            let why = record.failure.clone().unwrap_or_default();
+            let image = images
+                .iter()
+                .find(|i| why.contains(&format!("image {i} is not on this machine")));
+            assert!(
+                image.is_some(),
+                "{scenario}: cell {} failed with: {why}",
+                record.key
+            );
+            failed.push(image.unwrap().to_string());
+        }
+        failed.sort();
+        failed.dedup();
+        let mut want: Vec<String> = images.iter().map(|i| i.to_string()).collect();
+        want.sort();
+        assert_eq!(failed, want, "{scenario}: every image's cells ran into it");
+        assert_run_left_nothing(&s, &run);
+    }
 }

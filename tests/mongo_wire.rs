@@ -7,35 +7,17 @@ mod support;
 use benchcage::clients::Endpoint;
 use benchcage::clients::mongodb::{MongoConn, MongoOptions, Protocol};
 use serde_json::json;
+use support::cli::bc;
 use support::legacy::LegacyMongo;
-use support::{Kind, Server};
-
-/// One runtime for the whole file: a connection lives in the runtime
-/// that made it, across several `block_on` calls.
-static RT: std::sync::LazyLock<tokio::runtime::Runtime> = std::sync::LazyLock::new(|| {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-});
-
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    RT.block_on(f)
-}
-
-fn endpoint(port: u16) -> Endpoint {
-    let mut ep = Endpoint::loopback(port);
-    ep.database = Some("t".into());
-    ep
-}
+use support::server::mongo_endpoint;
+use support::{Kind, Server, block_on};
 
 fn conn(port: u16, max_wire: Option<i32>) -> MongoConn {
     let opts = MongoOptions {
         max_wire,
         ..MongoOptions::default()
     };
-    block_on(MongoConn::connect_with(&endpoint(port), &opts)).expect("connects")
+    block_on(MongoConn::connect_with(&mongo_endpoint(port), &opts)).expect("connects")
 }
 
 /// How many messages of each opcode and command the legacy server got.
@@ -50,8 +32,7 @@ fn legacy_stats(port: u16) -> serde_json::Value {
 /// queries; every operation must succeed.
 fn drive_everything(url: &str) {
     let run = |args: &[&str]| {
-        let out = assert_cmd::Command::cargo_bin("benchcage")
-            .unwrap()
+        let out = bc()
             .args(["drive", "--store", url, "--threads", "2"])
             .args(args)
             .output()
@@ -273,8 +254,7 @@ fn an_ok_0_reply_fails_that_call_and_the_connection_goes_on() {
 fn a_refused_opcode_fails_every_operation_and_counts_against_the_budget() {
     // SecantusDB, like MongoDB 5.1+, closes the socket on OP_INSERT.
     let s = Server::start(Kind::Secantus);
-    let out = assert_cmd::Command::cargo_bin("benchcage")
-        .unwrap()
+    let out = bc()
         .args([
             "drive",
             "--store",
@@ -296,8 +276,15 @@ fn a_refused_opcode_fails_every_operation_and_counts_against_the_budget() {
     let text = String::from_utf8_lossy(&out.stdout);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{text}\n{err}");
-    assert!(text.contains("[INSERT-FAILED], Operations, 20"), "{text}");
-    assert!(err.contains("20 of 20 operations failed"), "{err}");
+    // One connection: the sixth failure spends the budget of 5 and stops
+    // the load there.
+    assert!(text.contains("[INSERT-FAILED], Operations, 6"), "{text}");
+    assert!(
+        err.contains(
+            "stopped when its error budget (5 errors) was spent: 6 of 6 operations failed (20 planned)"
+        ),
+        "{err}"
+    );
 }
 
 #[test]
@@ -319,27 +306,6 @@ fn a_dropped_connection_fails_the_call_and_the_next_call_reconnects() {
 }
 
 #[test]
-fn a_server_that_never_answers_fails_within_the_timeout() {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    // Accepts and reads, never replies.
-    let t = std::thread::spawn(move || {
-        let (mut s, _) = l.accept().unwrap();
-        let mut buf = [0u8; 1024];
-        while std::io::Read::read(&mut s, &mut buf).unwrap_or(0) > 0 {}
-    });
-    let opts = MongoOptions::from_query("socketTimeoutMS=300").unwrap();
-    let start = std::time::Instant::now();
-    let e = block_on(MongoConn::connect_with(&endpoint(port), &opts))
-        .err()
-        .expect("no handshake")
-        .to_string();
-    assert!(e.contains("no reply within 300 ms"), "{e}");
-    assert!(start.elapsed() < std::time::Duration::from_secs(5));
-    drop(t);
-}
-
-#[test]
 fn engine_facts_come_from_wired_tiger_and_tokumx_sections() {
     let w0 = LegacyMongo::start(0);
     let w4 = LegacyMongo::start(4);
@@ -356,6 +322,110 @@ fn engine_facts_come_from_wired_tiger_and_tokumx_sections() {
         assert!(
             matches!(data, Some(n) if n > 4096 && n < 4096 + 100),
             "{data:?}"
+        );
+    }
+}
+
+/// `benchcage drive` of a YCSB load and workload A on `url`; its exit
+/// code, stdout, and stderr followed by its JSON result (which holds the
+/// failed operations' messages).
+fn drive_a(url: &str) -> (Option<i32>, String, String) {
+    let json = tempfile::NamedTempFile::new().unwrap();
+    let out = bc()
+        .args(["drive", "--store", url, "--threads", "2", "--workload", "a"])
+        .args([
+            "--records",
+            "200",
+            "--load",
+            "--reset",
+            "--operations",
+            "100",
+        ])
+        .arg("--json")
+        .arg(json.path())
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let result = std::fs::read_to_string(json.path()).unwrap_or_default();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        format!("{}{result}", String::from_utf8_lossy(&out.stderr)),
+    )
+}
+
+#[test]
+fn a_legacy_server_gets_the_write_concern_and_the_read_preference_of_the_url() {
+    let asked = "w=1&journal=true&readPreference=secondaryPreferred";
+    for wire in [0, 4] {
+        let s = LegacyMongo::start(wire);
+        let (code, out, err) = drive_a(&format!("{}/?{asked}", s.url()));
+        assert_eq!(code, Some(0), "wire {wire}: {out}\n{err}");
+        let mut c = conn(s.port, None);
+        let st = block_on(c.run_json("admin", &json!({"legacyStats": 1}))).unwrap();
+        let wc = json!([{"w": 1, "j": true}]);
+        if wire == 0 {
+            // Every legacy write was acknowledged by getLastError with w and j.
+            assert_eq!(st["gleArgs"], wc, "{st}");
+            assert_eq!(st["writeConcerns"], json!([]), "{st}");
+        } else {
+            // Every write command carried them, and no getLastError was sent.
+            assert_eq!(st["writeConcerns"], wc, "{st}");
+            assert_eq!(st["gleArgs"], json!([]), "{st}");
+        }
+        // Every read set SecondaryOk.
+        assert!(
+            st["readFlags"]["secondaryOk"].as_u64().unwrap_or(0) >= 50,
+            "{st}"
+        );
+        assert!(st["readFlags"].get("primary").is_none(), "{st}");
+    }
+    // Without options: getLastError with the server's default, reads from
+    // the primary only.
+    let s = LegacyMongo::start(0);
+    let (code, out, err) = drive_a(&s.url());
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let mut c = conn(s.port, None);
+    let st = block_on(c.run_json("admin", &json!({"legacyStats": 1}))).unwrap();
+    assert_eq!(st["gleArgs"], json!([{}]), "{st}");
+    assert!(st["readFlags"].get("secondaryOk").is_none(), "{st}");
+    // w: 0 is not acknowledged at all: no getLastError.
+    let s = LegacyMongo::start(0);
+    let (code, out, err) = drive_a(&format!("{}/?w=0", s.url()));
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let mut c = conn(s.port, None);
+    let st = block_on(c.run_json("admin", &json!({"legacyStats": 1}))).unwrap();
+    assert_eq!(st["gleArgs"], json!([]), "{st}");
+    assert!(st["stats"]["op:2002"].as_u64().unwrap_or(0) >= 200, "{st}");
+}
+
+#[test]
+fn secantus_takes_the_write_concern_and_read_preference_over_op_msg_and_op_query() {
+    let s = Server::start(Kind::Secantus);
+    for cap in ["", "&maxWireVersion=4"] {
+        let url = format!(
+            "{}/ycsb?w=majority&journal=true&readPreference=primaryPreferred{cap}",
+            s.url()
+        );
+        let (code, out, err) = drive_a(&url);
+        assert_eq!(code, Some(0), "{url}: {out}\n{err}");
+        assert!(out.contains("[UPDATE], Return=OK"), "{out}");
+        // One member cannot acknowledge w: 2, and SecantusDB says so on
+        // every write: the write concern reached it.
+        let url = format!("{}/ycsb?w=2{cap}", s.url());
+        let (code, out, err) = drive_a(&url);
+        assert_eq!(code, Some(1), "{url}: {out}\n{err}");
+        // With no error budget the load stops at its first failed insert;
+        // the other of the two connections had at most one on its way.
+        assert!(
+            out.contains("[INSERT-FAILED], Operations, 1\n")
+                || out.contains("[INSERT-FAILED], Operations, 2\n"),
+            "{out}"
+        );
+        assert!(err.contains("(200 planned)"), "{err}");
+        assert!(
+            err.contains("write concern failed: Not enough data-bearing nodes"),
+            "{err}"
         );
     }
 }

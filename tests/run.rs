@@ -6,6 +6,8 @@
 //! Needs root (cgroups, tmpfs). Every test uses its own results, work and
 //! ledger folders, and checks that nothing of its runs is left behind.
 
+mod support;
+
 use benchcage::results::model::{
     CellRecord, FidelityRecord, PhaseResult, PhaseStatus, ResourceSample, RunRecord,
 };
@@ -14,21 +16,53 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use support::cli::{BIN, assert_success, bc_in, run_id_of};
+use support::files::{cell_dirs, copy_dir, read_json};
+use support::host::{KillOnDrop, name_of, run_groups};
 
 const HOME: &str = env!("CARGO_MANIFEST_DIR");
+
+/// Tests of this binary run two at a time (`make test`), and the fidelity
+/// check counts every CPU second on the server's CPUs that is not the
+/// server's, the other test's runs included. A test that asserts a run was
+/// valid (nothing foreign on its CPUs) takes the host alone; the others
+/// share it.
+static HOST: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+enum HostTurn {
+    Shared(#[allow(dead_code)] std::sync::RwLockReadGuard<'static, ()>),
+    Alone(#[allow(dead_code)] std::sync::RwLockWriteGuard<'static, ()>),
+}
 
 /// Folders of one test: results, engine data, ledgers.
 struct Place {
     tmp: tempfile::TempDir,
+    /// The project home runs use (the repository unless a test makes one).
+    home: PathBuf,
+    /// Dropped last: the host is shared or held until the test's folders go.
+    _turn: HostTurn,
 }
 
 impl Place {
+    /// A test that shares the host with the other tests of this binary.
     fn new() -> Place {
+        let turn = HostTurn::Shared(HOST.read().unwrap_or_else(|e| e.into_inner()));
+        Place::with(turn)
+    }
+    /// A test whose runs must see no foreign CPU time: the other tests of
+    /// this binary wait for it.
+    fn alone() -> Place {
+        let turn = HostTurn::Alone(HOST.write().unwrap_or_else(|e| e.into_inner()));
+        Place::with(turn)
+    }
+    fn with(turn: HostTurn) -> Place {
         Place {
             tmp: tempfile::Builder::new()
                 .prefix("benchcage-run-test-")
                 .tempdir()
                 .unwrap(),
+            home: PathBuf::from(HOME),
+            _turn: turn,
         }
     }
     fn results(&self) -> PathBuf {
@@ -42,16 +76,9 @@ impl Place {
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_benchcage"));
-        cmd.current_dir(HOME)
-            .arg("--home")
-            .arg(HOME)
-            .arg("run")
+        let mut cmd = bc_in(&self.home, &self.results(), &self.work(), &self.state());
+        cmd.arg("run")
             .args(args)
-            .env("BENCHCAGE_RESULTS", self.results())
-            .env("BENCHCAGE_WORK", self.work())
-            .env("BENCHCAGE_STATE_DIR", self.state())
-            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         cmd
@@ -136,7 +163,7 @@ impl Running {
     }
 
     fn signal(&self, sig: nix::sys::signal::Signal) {
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), sig).unwrap();
+        support::host::signal(&self.child, sig);
     }
 
     fn wait(&mut self, secs: u64) -> ExitStatus {
@@ -168,35 +195,15 @@ impl Drop for Running {
     }
 }
 
-fn read<T: serde::de::DeserializeOwned>(p: &Path) -> T {
-    let text = std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    serde_json::from_slice(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
-
-fn run_id_of(line: &str) -> String {
-    line.split_whitespace()
-        .nth(1)
-        .unwrap()
-        .trim_end_matches(':')
-        .to_string()
-}
-
 /// Nothing of `run_id` is left: no cgroup in any controller, no ledger, no
 /// engine process, no data dir, no temp file in the results.
 fn assert_clean(place: &Place, run_id: &str) {
-    let hier = benchcage::sandbox::cgroup::Hierarchy::detect().unwrap();
-    let tops = hier.dirs(Path::new(benchcage::sandbox::cgroup::group::TOP));
-    for top in tops.into_values() {
-        if let Ok(rd) = std::fs::read_dir(&top) {
-            for e in rd.flatten() {
-                let name = e.file_name().to_string_lossy().to_string();
-                assert!(
-                    !name.starts_with(run_id),
-                    "cgroup left: {}",
-                    e.path().display()
-                );
-            }
-        }
+    for g in run_groups() {
+        assert!(
+            !name_of(&g).starts_with(run_id),
+            "cgroup left: {}",
+            g.display()
+        );
     }
     if let Ok(rd) = std::fs::read_dir(place.state()) {
         let left: Vec<_> = rd
@@ -237,25 +244,27 @@ fn assert_clean(place: &Place, run_id: &str) {
     }
 }
 
-fn cell_dirs(run_dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(run_dir.join("cells"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    v.sort();
-    v
+/// Every phase of the cell ended well and did some operations.
+fn assert_phases_ran(cell: &CellRecord) {
+    for p in &cell.phases {
+        assert!(
+            p.status.is_ok() && p.total_ops > 0,
+            "{}: {:?}",
+            p.name,
+            p.status
+        );
+    }
 }
 
 #[test]
 fn a_small_scenario_finishes_with_results_and_a_valid_fidelity_record() {
-    let place = Place::new();
+    let place = Place::alone();
     let (status, stdout, stderr) = place.run(&["tests/scenarios/run-small.yaml"]);
     assert!(status.success(), "{stdout}\n{stderr}");
     let dirs = place.run_dirs();
     assert_eq!(dirs.len(), 1);
     assert!(stdout.contains(&dirs[0].display().to_string()), "{stdout}");
-    let run: RunRecord = read(&dirs[0].join("run.json"));
+    let run: RunRecord = read_json(&dirs[0].join("run.json"));
     assert_eq!(run.status, "finished");
     assert_eq!(run.scenario, "run-small");
     assert_eq!(run.host.cores as usize, num_cpus());
@@ -272,7 +281,7 @@ fn a_small_scenario_finishes_with_results_and_a_valid_fidelity_record() {
 
     let cells = cell_dirs(&dirs[0]);
     assert_eq!(cells.len(), 1);
-    let cell: CellRecord = read(&cells[0].join("cell.json"));
+    let cell: CellRecord = read_json(&cells[0].join("cell.json"));
     assert_eq!(cell.status, "finished", "{:?}", cell.failure);
     assert_eq!(run.cells, vec![cell.key.clone()]);
     assert!(
@@ -288,11 +297,7 @@ fn a_small_scenario_finishes_with_results_and_a_valid_fidelity_record() {
             .collect::<Vec<_>>(),
         vec![("load", 2), ("workload-a", 1), ("workload-a", 2)]
     );
-    assert!(
-        cell.phases
-            .iter()
-            .all(|p| p.status.is_ok() && p.total_ops > 0)
-    );
+    assert_phases_ran(&cell);
     for stage in [
         "provision",
         "start",
@@ -309,12 +314,12 @@ fn a_small_scenario_finishes_with_results_and_a_valid_fidelity_record() {
         );
     }
 
-    let fid: FidelityRecord = read(&cells[0].join("fidelity.json"));
+    let fid: FidelityRecord = read_json(&cells[0].join("fidelity.json"));
     assert!(fid.is_valid(), "{:?}", fid.violations);
     assert_eq!(fid, cell.fidelity);
-    let mem_key = match benchcage::sandbox::cgroup::Hierarchy::detect().unwrap() {
-        benchcage::sandbox::cgroup::Hierarchy::V1 { .. } => "server/memory.limit_in_bytes",
-        benchcage::sandbox::cgroup::Hierarchy::V2 { .. } => "server/memory.max",
+    let mem_key = match benchcage::sandbox::cgroupfs::Hierarchy::detect().unwrap() {
+        benchcage::sandbox::cgroupfs::Hierarchy::V1 { .. } => "server/memory.limit_in_bytes",
+        benchcage::sandbox::cgroupfs::Hierarchy::V2 { .. } => "server/memory.max",
     };
     assert_eq!(
         fid.limits_read_back.get(mem_key),
@@ -337,11 +342,11 @@ fn a_small_scenario_finishes_with_results_and_a_valid_fidelity_record() {
         .iter()
         .enumerate()
     {
-        let p: PhaseResult = read(&cells[0].join("phases").join(format!("{name}.json")));
+        let p: PhaseResult = read_json(&cells[0].join("phases").join(format!("{name}.json")));
         assert_eq!(p, cell.phases[i]);
         assert!(cells[0].join("raw").join(format!("{name}.log")).is_file());
     }
-    let samples: Vec<ResourceSample> = read(&cells[0].join("samples.json"));
+    let samples: Vec<ResourceSample> = read_json(&cells[0].join("samples.json"));
     assert!(
         samples
             .iter()
@@ -366,23 +371,23 @@ fn a_small_scenario_finishes_with_results_and_a_valid_fidelity_record() {
     assert!(status.success(), "{stderr}");
     let dirs = place.run_dirs();
     assert_eq!(dirs.len(), 2);
-    let again: RunRecord = read(&dirs[1].join("run.json"));
+    let again: RunRecord = read_json(&dirs[1].join("run.json"));
     assert_eq!(again.cells, run.cells);
 }
 
 #[test]
 fn a_settle_sweep_runs_one_cell_per_cap_each_capped_at_its_share_of_the_measured_data() {
-    let place = Place::new();
+    let place = Place::alone();
     let (status, stdout, stderr) = place.run(&["tests/scenarios/run-settle-sweep.yaml"]);
     assert!(status.success(), "{stdout}\n{stderr}");
     let dirs = place.run_dirs();
     assert_eq!(dirs.len(), 1);
-    let run: RunRecord = read(&dirs[0].join("run.json"));
+    let run: RunRecord = read_json(&dirs[0].join("run.json"));
     let cells = cell_dirs(&dirs[0]);
     assert_eq!(cells.len(), 2, "{cells:?}");
     let mut seen = Vec::new();
     for dir in &cells {
-        let cell: CellRecord = read(&dir.join("cell.json"));
+        let cell: CellRecord = read_json(&dir.join("cell.json"));
         assert_eq!(cell.status, "finished", "{:?}", cell.failure);
         let share = match cell.environment.as_str() {
             "quickstart-mem300pct" => 3.0,
@@ -408,11 +413,7 @@ fn a_settle_sweep_runs_one_cell_per_cap_each_capped_at_its_share_of_the_measured
             cell.fidelity.limits_read_back["server/memory.limit_in_bytes"],
             (256u64 << 20).to_string()
         );
-        assert!(
-            cell.phases
-                .iter()
-                .all(|p| p.status.is_ok() && p.total_ops > 0)
-        );
+        assert_phases_ran(&cell);
         seen.push((cell.environment.clone(), cell.key.clone()));
     }
     seen.sort();
@@ -424,7 +425,7 @@ fn a_settle_sweep_runs_one_cell_per_cap_each_capped_at_its_share_of_the_measured
     let mut reads_caps = Vec::new();
     for r in &rows {
         let dir = dirs[0].join("cells").join(r["cell_key"].as_str().unwrap());
-        let cell: CellRecord = read(&dir.join("cell.json"));
+        let cell: CellRecord = read_json(&dir.join("cell.json"));
         match r["phase"].as_str().unwrap() {
             "load" => assert_eq!(r["memory_limit_bytes"], 256u64 << 20, "{r}"),
             "reads" => {
@@ -446,31 +447,27 @@ fn a_settle_sweep_runs_one_cell_per_cap_each_capped_at_its_share_of_the_measured
 
 /// The JSON rows of `benchcage report RUN_DIR`.
 fn report_rows(run_dir: &Path) -> Vec<serde_json::Value> {
-    let out = Command::new(env!("CARGO_BIN_EXE_benchcage"))
+    let out = Command::new(BIN)
         .current_dir(HOME)
         .args(["--home", HOME, "report"])
         .arg(run_dir)
         .args(["--format", "json", "-o", "-"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
 #[test]
 fn a_myrocks_sweep_with_mmap_reads_takes_more_major_faults_and_runs_slower_at_the_smaller_cap() {
-    let place = Place::new();
+    let place = Place::alone();
     let (status, stdout, stderr) = place.run(&["tests/scenarios/run-mmap-sweep.yaml"]);
     assert!(status.success(), "{stdout}\n{stderr}");
     let dirs = place.run_dirs();
-    let run: RunRecord = read(&dirs[0].join("run.json"));
+    let run: RunRecord = read_json(&dirs[0].join("run.json"));
     let mut by_env = std::collections::BTreeMap::new();
     for dir in cell_dirs(&dirs[0]) {
-        let cell: CellRecord = read(&dir.join("cell.json"));
+        let cell: CellRecord = read_json(&dir.join("cell.json"));
         assert_eq!(cell.status, "finished", "{:?}", cell.failure);
         assert!(cell.fidelity.is_valid(), "{:?}", cell.fidelity.violations);
         let my_cnf = std::fs::read_to_string(dir.join("config/my.cnf")).unwrap();
@@ -532,7 +529,7 @@ fn kill_at_stage_then_resume(stage: &str, sig: nix::sys::signal::Signal) {
     let status = run.wait(90);
     assert!(!status.success(), "{stage}: {}", run.stderr());
     let dir = place.results().join(&id);
-    let rec: RunRecord = read(&dir.join("run.json"));
+    let rec: RunRecord = read_json(&dir.join("run.json"));
     if sig == nix::sys::signal::Signal::SIGINT {
         assert_eq!(status.code(), Some(130), "{}", run.stderr());
         assert_eq!(rec.status, "interrupted");
@@ -556,10 +553,10 @@ fn kill_at_stage_then_resume(stage: &str, sig: nix::sys::signal::Signal) {
     assert_eq!(stderr.matches("] finished in").count(), 2, "{stderr}");
     let after = std::fs::read(dir.join("cells").join(&first).join("cell.json")).unwrap();
     assert_eq!(before, after, "the finished cell was rewritten");
-    let rec: RunRecord = read(&dir.join("run.json"));
+    let rec: RunRecord = read_json(&dir.join("run.json"));
     assert_eq!(rec.status, "finished");
     for key in &rec.cells {
-        let c: CellRecord = read(&dir.join("cells").join(key).join("cell.json"));
+        let c: CellRecord = read_json(&dir.join("cells").join(key).join("cell.json"));
         assert_eq!(c.status, "finished", "{key}: {:?}", c.failure);
     }
     assert_clean(&place, &id);
@@ -581,21 +578,20 @@ fn an_engine_that_dies_mid_phase_fails_its_cell_and_the_matrix_goes_on() {
     let id = run_id_of(&run.wait_line(&["run ", "2 cell(s)"], 60));
     run.wait_line(&["[1/2", "workload-c t2"], 120);
     std::thread::sleep(Duration::from_millis(500));
-    let procs = format!("/sys/fs/cgroup/cpuset/benchcage/{id}-01/server/cgroup.procs");
-    let pids = std::fs::read_to_string(&procs).unwrap();
-    assert!(!pids.trim().is_empty());
-    for pid in pids.lines() {
+    let pids = server_pids(&format!("{id}-01"));
+    assert!(!pids.is_empty());
+    for pid in pids {
         let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid.trim().parse().unwrap()),
+            nix::unistd::Pid::from_raw(pid),
             nix::sys::signal::Signal::SIGKILL,
         );
     }
     let status = run.wait(120);
     assert_eq!(status.code(), Some(1), "{}", run.stderr());
     let dir = place.results().join(&id);
-    let rec: RunRecord = read(&dir.join("run.json"));
+    let rec: RunRecord = read_json(&dir.join("run.json"));
     assert_eq!(rec.status, "failed");
-    let first: CellRecord = read(&dir.join("cells").join(&rec.cells[0]).join("cell.json"));
+    let first: CellRecord = read_json(&dir.join("cells").join(&rec.cells[0]).join("cell.json"));
     assert_eq!(first.status, "failed");
     let why = first.failure.unwrap();
     assert!(
@@ -606,7 +602,7 @@ fn an_engine_that_dies_mid_phase_fails_its_cell_and_the_matrix_goes_on() {
         first.phases.iter().all(|p| p.name == "load"),
         "no measured phase recorded as a result"
     );
-    let second: CellRecord = read(&dir.join("cells").join(&rec.cells[1]).join("cell.json"));
+    let second: CellRecord = read_json(&dir.join("cells").join(&rec.cells[1]).join("cell.json"));
     assert_eq!(second.status, "finished", "{:?}", second.failure);
     assert_clean(&place, &id);
 }
@@ -651,7 +647,7 @@ fn a_full_results_disk_fails_the_run_and_keeps_earlier_results_intact() {
     let id = run_id_of(&run.wait_line(&["run ", "3 cell(s)"], 60));
     run.wait_line(&["[1/3", "finished in"], 120);
     let dir = place.results().join(&id);
-    let rec: RunRecord = read(&dir.join("run.json"));
+    let rec: RunRecord = read_json(&dir.join("run.json"));
     let first = dir.join("cells").join(&rec.cells[0]).join("cell.json");
     let before = std::fs::read(&first).unwrap();
     disk.fill();
@@ -662,7 +658,7 @@ fn a_full_results_disk_fails_the_run_and_keeps_earlier_results_intact() {
         before,
         "an earlier result changed"
     );
-    let cell: CellRecord = read(&first);
+    let cell: CellRecord = read_json(&first);
     assert_eq!(cell.status, "finished");
     assert!(
         !dir.join("cells")
@@ -687,7 +683,7 @@ fn a_phase_that_claims_io_bound_but_read_nothing_from_disk_is_invalid() {
     assert!(status.success(), "{stderr}");
     assert!(stderr.contains("fidelity INVALID"), "{stderr}");
     let dir = &place.run_dirs()[0];
-    let cell: CellRecord = read(&cell_dirs(dir)[0].join("cell.json"));
+    let cell: CellRecord = read_json(&cell_dirs(dir)[0].join("cell.json"));
     let phase = cell.phases.iter().find(|p| p.name == "claims-io").unwrap();
     match &phase.status {
         benchcage::results::model::PhaseStatus::Invalid { reason } => {
@@ -717,12 +713,12 @@ fn resuming_a_run_that_does_not_exist_is_bad_input_and_creates_nothing() {
 
 #[test]
 fn an_external_tool_runs_in_the_client_group_and_its_raw_output_is_kept() {
-    let place = Place::new();
+    let place = Place::alone();
     let (status, _, stderr) = place.run(&["tests/scenarios/run-tool.yaml"]);
     assert!(status.success(), "{stderr}");
     let dir = &place.run_dirs()[0];
     let cell_dir = &cell_dirs(dir)[0];
-    let cell: CellRecord = read(&cell_dir.join("cell.json"));
+    let cell: CellRecord = read_json(&cell_dir.join("cell.json"));
     assert_eq!(cell.status, "finished", "{:?}", cell.failure);
     let phase = &cell.phases[0];
     assert_eq!(phase.workload, "sysbench:oltp_read_only");
@@ -732,14 +728,17 @@ fn an_external_tool_runs_in_the_client_group_and_its_raw_output_is_kept() {
         assert!(cell_dir.join(raw).is_file(), "{raw}");
     }
     // sysbench's CPU time is charged to the client group, not the server's.
-    let samples: Vec<ResourceSample> = read(&cell_dir.join("samples.json"));
+    let samples: Vec<ResourceSample> = read_json(&cell_dir.join("samples.json"));
     let client: Vec<&ResourceSample> = samples
         .iter()
         .filter(|s| s.cgroup == "client" && s.phase.starts_with("oltp-ro"))
         .collect();
     assert!(client.len() >= 2, "{samples:?}");
     assert!(client.last().unwrap().cpu_usec > client[0].cpu_usec);
-    assert_clean(&place, &read::<RunRecord>(&dir.join("run.json")).run_id);
+    assert_clean(
+        &place,
+        &read_json::<RunRecord>(&dir.join("run.json")).run_id,
+    );
 }
 
 #[test]
@@ -759,7 +758,7 @@ fn a_second_ctrl_c_still_tears_everything_down() {
     );
     let status = run.wait(90);
     assert_eq!(status.code(), Some(130), "{}", run.stderr());
-    let rec: RunRecord = read(&place.results().join(&id).join("run.json"));
+    let rec: RunRecord = read_json(&place.results().join(&id).join("run.json"));
     assert_eq!(rec.status, "interrupted");
     assert_clean(&place, &id);
 }
@@ -770,21 +769,10 @@ fn private_home(place: &Place) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let home = place.tmp.path().join("private-home");
     for d in ["engines", "environments", "templates", "tests/scenarios"] {
-        copy_tree(&Path::new(HOME).join(d), &home.join(d));
+        copy_dir(&Path::new(HOME).join(d), &home.join(d));
     }
     std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).unwrap();
     home
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        if e.path().is_dir() {
-            copy_tree(&e.path(), &to.join(e.file_name()));
-        } else {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
 }
 
 fn mode_of(p: &Path) -> u32 {
@@ -800,7 +788,7 @@ fn a_project_and_results_in_private_folders_run_every_engine_that_runs_here() {
     let results = place.tmp.path().join("private-results");
     std::fs::create_dir(&results).unwrap();
     std::fs::set_permissions(&results, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_benchcage"))
+    let out = Command::new(BIN)
         .current_dir(&home)
         .arg("--home")
         .arg(&home)
@@ -821,7 +809,7 @@ fn a_project_and_results_in_private_folders_run_every_engine_that_runs_here() {
     assert_eq!(dirs.len(), 1, "{stderr}");
     let mut users = std::collections::BTreeMap::new();
     for cell_dir in cell_dirs(&dirs[0]) {
-        let cell: CellRecord = read(&cell_dir.join("cell.json"));
+        let cell: CellRecord = read_json(&cell_dir.join("cell.json"));
         assert_eq!(
             cell.status,
             "finished",
@@ -829,7 +817,7 @@ fn a_project_and_results_in_private_folders_run_every_engine_that_runs_here() {
             cell.engine,
             cell.failure.unwrap_or_default()
         );
-        let launch: benchcage::sandbox::EngineLaunch = read(&cell_dir.join("launch.json"));
+        let launch: benchcage::model::EngineLaunch = read_json(&cell_dir.join("launch.json"));
         for (kept, engine_path) in &launch.config_files {
             assert!(kept.starts_with(&cell_dir), "{}", kept.display());
             assert!(kept.is_file(), "the results keep {}", kept.display());
@@ -852,7 +840,7 @@ fn a_project_and_results_in_private_folders_run_every_engine_that_runs_here() {
     assert!(out.status.success(), "{stderr}");
     assert_eq!(mode_of(&home), 0o700, "the home was chmodded");
     assert_eq!(mode_of(&results), 0o700, "the results folder was chmodded");
-    let run: RunRecord = read(&dirs[0].join("run.json"));
+    let run: RunRecord = read_json(&dirs[0].join("run.json"));
     assert_clean(&place, &run.run_id);
 }
 
@@ -866,7 +854,7 @@ fn an_engine_that_fails_before_it_is_ready_shows_its_own_stderr_in_the_failure()
     ]);
     assert_eq!(status.code(), Some(1), "{stderr}");
     let dir = &place.run_dirs()[0];
-    let cell: CellRecord = read(&cell_dirs(dir)[0].join("cell.json"));
+    let cell: CellRecord = read_json(&cell_dirs(dir)[0].join("cell.json"));
     let why = cell.failure.unwrap_or_default();
     assert!(why.contains("before it was ready"), "{why}");
     // postgres writes these on its stderr, after initdb's stdout.
@@ -876,14 +864,25 @@ fn an_engine_that_fails_before_it_is_ready_shows_its_own_stderr_in_the_failure()
         "{why}"
     );
     assert!(stderr.contains("max_connections"), "{stderr}");
-    assert_clean(&place, &read::<RunRecord>(&dir.join("run.json")).run_id);
+    assert_clean(
+        &place,
+        &read_json::<RunRecord>(&dir.join("run.json")).run_id,
+    );
 }
 
-/// Pids in the server cgroup of sandbox `<run>-<nn>`.
+/// Pids in the server cgroup of sandbox `<run>-<nn>` (its cpuset group on
+/// v1, its group of the unified tree on v2).
 fn server_pids(sandbox: &str) -> Vec<i32> {
-    let procs = format!("/sys/fs/cgroup/cpuset/benchcage/{sandbox}/server/cgroup.procs");
+    let hier = benchcage::sandbox::cgroupfs::Hierarchy::detect().unwrap();
+    let dirs = hier.dirs(
+        &Path::new(benchcage::sandbox::cgroupfs::group::TOP)
+            .join(sandbox)
+            .join("server"),
+    );
+    let dir = dirs.get("cpuset").or_else(|| dirs.get("unified")).unwrap();
+    let procs = dir.join("cgroup.procs");
     std::fs::read_to_string(&procs)
-        .unwrap_or_else(|e| panic!("{procs}: {e}"))
+        .unwrap_or_else(|e| panic!("{}: {e}", procs.display()))
         .lines()
         .map(|l| l.trim().parse().unwrap())
         .collect()
@@ -925,10 +924,10 @@ fn resuming_a_run_that_is_still_live_is_refused_and_touches_nothing_of_it() {
 
     let status = run.wait(120);
     assert!(status.success(), "{}", run.stderr());
-    let rec: RunRecord = read(&dir.join("run.json"));
+    let rec: RunRecord = read_json(&dir.join("run.json"));
     assert_eq!(rec.status, "finished");
     for key in &rec.cells {
-        let c: CellRecord = read(&dir.join("cells").join(key).join("cell.json"));
+        let c: CellRecord = read_json(&dir.join("cells").join(key).join("cell.json"));
         assert_eq!(c.status, "finished", "{key}: {:?}", c.failure);
     }
     assert_clean(&place, &id);
@@ -945,7 +944,7 @@ fn sighup_sigquit_and_sigusr1_tear_the_run_down_like_sigterm() {
         run.signal(sig);
         let status = run.wait(90);
         assert_eq!(status.code(), Some(130), "{sig}: {}", run.stderr());
-        let rec: RunRecord = read(&place.results().join(&id).join("run.json"));
+        let rec: RunRecord = read_json(&place.results().join(&id).join("run.json"));
         assert_eq!(rec.status, "interrupted", "{sig}");
         assert_clean(&place, &id);
     }
@@ -960,7 +959,7 @@ fn the_printed_resume_command_keeps_home_only_set_and_results_and_resumes_the_ru
     let results = place.tmp.path().join("my results");
     let cwd = place.tmp.path();
     let bc = |args: &[&str]| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_benchcage"));
+        let mut cmd = Command::new(BIN);
         cmd.current_dir(cwd)
             .args(args)
             .env_remove("BENCHCAGE_RESULTS")
@@ -1020,7 +1019,7 @@ fn the_printed_resume_command_keeps_home_only_set_and_results_and_resumes_the_ru
     ] {
         assert!(printed.contains(&part), "{part} missing: {printed}");
     }
-    let rec: RunRecord = read(&results.join(&id).join("run.json"));
+    let rec: RunRecord = read_json(&results.join(&id).join("run.json"));
     assert_eq!(rec.status, "interrupted");
     assert!(
         rec.note.as_deref().unwrap_or("").contains(&printed),
@@ -1030,7 +1029,7 @@ fn the_printed_resume_command_keeps_home_only_set_and_results_and_resumes_the_ru
 
     // Follow it word for word through a shell.
     let rest = printed.strip_prefix("benchcage ").unwrap();
-    let line = format!("{} {rest}", env!("CARGO_BIN_EXE_benchcage"));
+    let line = format!("{BIN} {rest}");
     let out = Command::new("sh")
         .current_dir(cwd)
         .arg("-c")
@@ -1045,7 +1044,7 @@ fn the_printed_resume_command_keeps_home_only_set_and_results_and_resumes_the_ru
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{line}\n{stderr}");
     assert_eq!(stderr.matches("] finished in").count(), 1, "{stderr}");
-    let rec: RunRecord = read(&results.join(&id).join("run.json"));
+    let rec: RunRecord = read_json(&results.join(&id).join("run.json"));
     assert_eq!(rec.status, "finished");
     assert_eq!(rec.cells.len(), 1);
     assert!(
@@ -1060,7 +1059,7 @@ fn cleanup_marks_a_killed_run_interrupted_and_removes_its_empty_work_folders() {
     use nix::sys::signal::Signal;
     let place = Place::new();
     let cleanup = || {
-        let out = Command::new(env!("CARGO_BIN_EXE_benchcage"))
+        let out = Command::new(BIN)
             .current_dir(HOME)
             .args(["--home", HOME, "cleanup"])
             .env("BENCHCAGE_RESULTS", place.results())
@@ -1089,7 +1088,7 @@ fn cleanup_marks_a_killed_run_interrupted_and_removes_its_empty_work_folders() {
 
     run.signal(Signal::SIGKILL);
     run.wait(30);
-    let rec: RunRecord = read(&run_json);
+    let rec: RunRecord = read_json(&run_json);
     assert_eq!(
         rec.status, "running",
         "the killed run could not say otherwise"
@@ -1099,7 +1098,7 @@ fn cleanup_marks_a_killed_run_interrupted_and_removes_its_empty_work_folders() {
         said.contains(&format!("run {id}")) && said.contains("marked interrupted"),
         "{said}"
     );
-    let rec: RunRecord = read(&run_json);
+    let rec: RunRecord = read_json(&run_json);
     assert_eq!(rec.status, "interrupted");
     let note = rec.note.unwrap_or_default();
     assert!(note.contains(&format!("--resume {id}")), "{note}");
@@ -1109,7 +1108,7 @@ fn cleanup_marks_a_killed_run_interrupted_and_removes_its_empty_work_folders() {
     assert_clean(&place, &id);
     // Nothing is left to do, and a second cleanup says so.
     assert!(cleanup().contains("nothing to clean up"));
-    assert_eq!(read::<RunRecord>(&run_json).status, "interrupted");
+    assert_eq!(read_json::<RunRecord>(&run_json).status, "interrupted");
 }
 
 #[test]
@@ -1119,7 +1118,7 @@ fn an_engine_oom_killed_mid_phase_is_counted_and_its_phase_is_recorded_as_oom() 
     assert_eq!(status.code(), Some(1), "{stderr}");
     let dir = &place.run_dirs()[0];
     let cell_dir = &cell_dirs(dir)[0];
-    let cell: CellRecord = read(&cell_dir.join("cell.json"));
+    let cell: CellRecord = read_json(&cell_dir.join("cell.json"));
     assert_eq!(cell.status, "failed");
     let why = cell.failure.clone().unwrap();
     assert!(
@@ -1128,7 +1127,7 @@ fn an_engine_oom_killed_mid_phase_is_counted_and_its_phase_is_recorded_as_oom() 
     );
     assert!(why.contains("killed by signal 9 (SIGKILL)"), "{why}");
     assert!(!why.contains("Some(") && !why.contains("None"), "{why}");
-    let fid: FidelityRecord = read(&cell_dir.join("fidelity.json"));
+    let fid: FidelityRecord = read_json(&cell_dir.join("fidelity.json"));
     assert!(fid.oom_kills >= 1, "{fid:?}");
     assert!(
         fid.violations.iter().any(|v| v.contains("OOM-killed")),
@@ -1142,7 +1141,10 @@ fn an_engine_oom_killed_mid_phase_is_counted_and_its_phase_is_recorded_as_oom() 
             grow.status
         );
     }
-    assert_clean(&place, &read::<RunRecord>(&dir.join("run.json")).run_id);
+    assert_clean(
+        &place,
+        &read_json::<RunRecord>(&dir.join("run.json")).run_id,
+    );
 }
 
 #[test]
@@ -1162,8 +1164,8 @@ fn a_frozen_engine_fails_its_phase_at_the_deadline_and_is_still_torn_down() {
     // 4 s phase + 15 s grace + 8 s to hand back + teardown: never minutes.
     assert!(took < Duration::from_secs(45), "took {took:?}");
     let dir = place.results().join(&id);
-    let rec: RunRecord = read(&dir.join("run.json"));
-    let cell: CellRecord = read(&dir.join("cells").join(&rec.cells[0]).join("cell.json"));
+    let rec: RunRecord = read_json(&dir.join("run.json"));
+    let cell: CellRecord = read_json(&dir.join("cells").join(&rec.cells[0]).join("cell.json"));
     assert_eq!(cell.status, "failed");
     let why = cell.failure.unwrap();
     assert!(
@@ -1174,39 +1176,30 @@ fn a_frozen_engine_fails_its_phase_at_the_deadline_and_is_still_torn_down() {
 }
 
 /// A process spinning on `cpu`, killed when dropped.
-struct Hog(Child);
-
-impl Hog {
-    fn on(cpu: u32) -> Hog {
-        Hog(Command::new("taskset")
+fn cpu_hog(cpu: u32) -> KillOnDrop {
+    KillOnDrop(
+        Command::new("taskset")
             .args(["-c", &cpu.to_string(), "sh", "-c", "while :; do :; done"])
             .spawn()
-            .unwrap())
-    }
-}
-
-impl Drop for Hog {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+            .unwrap(),
+    )
 }
 
 /// Run the short phase, with a CPU hog on the server's CPU (1 in
 /// quickstart) from the start of the phase when `hog`; returns the phase's
 /// record and the cell's fidelity.
 fn short_phase(hog: bool) -> (benchcage::results::model::PhaseIo, CellRecord) {
-    let place = Place::new();
+    let place = Place::alone();
     let mut run = place.spawn(&["tests/scenarios/run-short-phase.yaml"]);
     let id = run_id_of(&run.wait_line(&["run ", "1 cell(s)"], 60));
     run.wait_line(&["[1/1", "workload-c t2"], 120);
-    let hog = hog.then(|| Hog::on(1));
+    let hog = hog.then(|| cpu_hog(1));
     let status = run.wait(60);
     drop(hog);
     assert!(status.success(), "{}", run.stderr());
     let dir = place.results().join(&id);
-    let rec: RunRecord = read(&dir.join("run.json"));
-    let cell: CellRecord = read(&dir.join("cells").join(&rec.cells[0]).join("cell.json"));
+    let rec: RunRecord = read_json(&dir.join("run.json"));
+    let cell: CellRecord = read_json(&dir.join("cells").join(&rec.cells[0]).join("cell.json"));
     let io = cell.fidelity.phase_io["02-workload-c-t2"].clone();
     assert_clean(&place, &id);
     (io, cell)
@@ -1258,8 +1251,209 @@ fn a_run_whose_cpus_a_live_run_holds_waits_for_them_and_names_that_run() {
     assert!(first.wait(60).success(), "{}", first.stderr());
     assert!(second.wait(90).success(), "{}", second.stderr());
     for dir in place.run_dirs() {
-        let rec: RunRecord = read(&dir.join("run.json"));
+        let rec: RunRecord = read_json(&dir.join("run.json"));
         assert_eq!(rec.status, "finished");
         assert_clean(&place, &rec.run_id);
     }
+}
+
+#[test]
+fn a_mongodb_cell_writes_with_its_write_concern_and_records_it() {
+    let place = Place::new();
+    let (status, stdout, stderr) = place.run(&["tests/scenarios/run-secantus-store.yaml"]);
+    assert!(status.success(), "{stdout}\n{stderr}");
+    let dir = &place.run_dirs()[0];
+    let cell_dir = &cell_dirs(dir)[0];
+    let cell: CellRecord = read_json(&cell_dir.join("cell.json"));
+    assert_eq!(cell.status, "finished", "{:?}", cell.failure);
+    for (k, v) in [
+        ("write_concern", "majority"),
+        ("write_journal", "true"),
+        ("read_preference", "primaryPreferred"),
+    ] {
+        assert_eq!(
+            cell.knobs.get(k).map(String::as_str),
+            Some(v),
+            "{:?}",
+            cell.knobs
+        );
+    }
+    // The load generator was given them in its store URL, every phase.
+    let mut configs = 0;
+    for e in std::fs::read_dir(cell_dir.join("raw")).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if name.ends_with(".config.json") {
+            let cfg: serde_json::Value = read_json(&e.path());
+            let url = cfg["store"].as_str().unwrap_or_default();
+            assert!(
+                url.ends_with("/?journal=true&readPreference=primaryPreferred&w=majority"),
+                "{name}: {url}"
+            );
+            configs += 1;
+        }
+    }
+    assert_eq!(configs, 2, "the load and workload-a");
+    // Not failed: every write was acknowledged as asked. (A phase a busy
+    // host shared CPUs with is marked invalid; that is the host's doing.)
+    for p in &cell.phases {
+        let failed = matches!(
+            p.status,
+            PhaseStatus::Failed { .. } | PhaseStatus::Oom { .. }
+        );
+        assert!(
+            !failed && p.total_ops > 0 && p.total_errors == 0,
+            "{}: {:?} {} ops {} errors",
+            p.name,
+            p.status,
+            p.total_ops,
+            p.total_errors
+        );
+    }
+    assert_clean(
+        &place,
+        &read_json::<RunRecord>(&dir.join("run.json")).run_id,
+    );
+}
+
+/// The host's transparent huge pages mode, put back when dropped: the
+/// test below flips the real setting.
+struct HostThp {
+    file: PathBuf,
+    was: benchcage::sandbox::thp::ThpMode,
+}
+
+impl HostThp {
+    fn save() -> HostThp {
+        let file = benchcage::sandbox::thp::ThpFiles::current().enabled_path();
+        let was = benchcage::sandbox::thp::read_mode(&file).expect("this host has THP");
+        HostThp { file, was }
+    }
+
+    fn now(&self) -> benchcage::sandbox::thp::ThpMode {
+        benchcage::sandbox::thp::read_mode(&self.file).unwrap()
+    }
+
+    fn set(&self, mode: benchcage::sandbox::thp::ThpMode) {
+        benchcage::sandbox::thp::write_mode(&self.file, mode).unwrap();
+    }
+}
+
+impl Drop for HostThp {
+    fn drop(&mut self) {
+        let _ = benchcage::sandbox::thp::write_mode(&self.file, self.was);
+    }
+}
+
+/// A project whose `redisthp` engine, like TokuMX, refuses to start while
+/// THP is `always`, and a scenario with a phase long enough to look at
+/// the host in.
+fn thp_home(place: &Place) -> PathBuf {
+    let home = place.tmp.path().join("thp-home");
+    for d in ["engines", "environments", "templates"] {
+        copy_dir(&Path::new(HOME).join(d), &home.join(d));
+    }
+    let redis = std::fs::read_to_string(home.join("engines/redis.yaml")).unwrap();
+    std::fs::write(
+        home.join("engines/redisthp.yaml"),
+        format!("{redis}transparent_hugepages: not_always\n"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(home.join("scenarios")).unwrap();
+    std::fs::write(
+        home.join("scenarios/thp.yaml"),
+        "description: one redis cell whose engine refuses THP always\n\
+         matrix: {engines: [redisthp], environments: [quickstart]}\n\
+         dataset: {records: 500, field_count: 4, field_length: 50}\n\
+         load: {threads: 1}\n\
+         phases:\n  - {name: reads, builtin: {workload: c, distribution: uniform}, threads: 1, duration: 6s}\n",
+    )
+    .unwrap();
+    home
+}
+
+#[test]
+fn thp_is_never_during_a_cell_that_asks_and_comes_back_after_the_run_and_after_sigkill_and_cleanup()
+{
+    use benchcage::sandbox::thp::ThpMode;
+    use nix::sys::signal::Signal;
+    let host = HostThp::save();
+    host.set(ThpMode::Always);
+    let mut place = Place::new();
+    place.home = thp_home(&place);
+
+    // Not asked to: refused before anything exists.
+    let (status, _, stderr) = place.run(&["scenarios/thp.yaml"]);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("redisthp@7.0 refuses to start while transparent huge pages are `always`"),
+        "{stderr}"
+    );
+    assert!(place.run_dirs().is_empty() && !place.work().exists());
+    assert_eq!(host.now(), ThpMode::Always);
+
+    // Asked to: `never` while the cell runs, `always` again after it.
+    let off = [
+        "scenarios/thp.yaml",
+        "--set",
+        "host.transparent_hugepages=off",
+    ];
+    let mut run = place.spawn(&off);
+    let id = run_id_of(&run.wait_line(&["run ", "1 cell(s)"], 60));
+    run.wait_line(&["[1/1", "reads t1"], 120);
+    assert_eq!(host.now(), ThpMode::Never, "during the phase");
+    let status = run.wait(120);
+    assert!(status.success(), "{}", run.stderr());
+    assert_eq!(host.now(), ThpMode::Always, "after the run");
+    let dir = place.results().join(&id);
+    let cell: CellRecord = read_json(&cell_dirs(&dir)[0].join("cell.json"));
+    assert_eq!(cell.status, "finished", "{:?}", cell.failure);
+    assert_eq!(
+        cell.limits.get("transparent_hugepages").map(String::as_str),
+        Some("never (the host's always is restored after the cell)")
+    );
+    assert_eq!(
+        cell.fidelity
+            .limits_read_back
+            .get("host/transparent_hugepage/enabled")
+            .map(String::as_str),
+        Some("never")
+    );
+    let rec: RunRecord = read_json(&dir.join("run.json"));
+    assert!(
+        rec.host
+            .transparent_hugepages
+            .as_deref()
+            .is_some_and(|t| t.starts_with("always")),
+        "{:?}",
+        rec.host
+    );
+    assert_clean(&place, &id);
+
+    // Killed mid-phase: the ledger keeps the old mode; cleanup puts it back.
+    let mut run = place.spawn(&off);
+    let id = run_id_of(&run.wait_line(&["run ", "1 cell(s)"], 60));
+    run.wait_line(&["[1/1", "reads t1"], 120);
+    assert_eq!(host.now(), ThpMode::Never);
+    run.signal(Signal::SIGKILL);
+    run.wait(30);
+    assert_eq!(host.now(), ThpMode::Never, "nothing restored it yet");
+    let ledger = place.state().join(format!("{id}-01-thp.ledger"));
+    assert!(ledger.is_file(), "{}", ledger.display());
+    let out = Command::new(BIN)
+        .args(["--home"])
+        .arg(&place.home)
+        .arg("cleanup")
+        .env("BENCHCAGE_RESULTS", place.results())
+        .env("BENCHCAGE_WORK", place.work())
+        .env("BENCHCAGE_STATE_DIR", place.state())
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("transparent huge pages"), "{said}");
+    assert_eq!(host.now(), ThpMode::Always, "after cleanup");
+    assert!(!ledger.exists());
+    assert_clean(&place, &id);
+    drop(host);
 }

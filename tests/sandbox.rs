@@ -2,77 +2,25 @@
 //! cgroup v1 or v2). Every test uses its own run id and ledger folder and
 //! ends by checking that nothing of it is left.
 
-use benchcage::sandbox::cgroup::group::TOP;
-use benchcage::sandbox::cgroup::{CgroupConfig, CgroupSandbox, Hierarchy};
-use benchcage::sandbox::{
-    CellLimits, EngineId, EngineLaunch, EngineStatus, IoLimits, Probe, Program, Readiness, Sandbox,
-    StopOutcome, SwapPolicy, free_port, ledger, ready,
-};
-use benchcage::units::{Bytes, CpuSet, Duration};
+mod support;
+
+use benchcage::model::{CellLimits, EngineLaunch, IoLimits, Probe, SwapPolicy};
+use benchcage::sandbox::cgroup::CgroupSandbox;
+use benchcage::sandbox::cgroupfs::Hierarchy;
+use benchcage::sandbox::cgroupfs::group::TOP;
+use benchcage::sandbox::{EngineId, EngineStatus, Sandbox, StopOutcome, free_port, ledger, ready};
+use benchcage::units::{Bytes, CpuSet};
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use support::cli::{BIN, combined, fixture};
+use support::host::{
+    KillOnDrop, MLOCK_TESTS, assert_mlocked_near, mlocked, name_of, pid_alive, run_groups, signal,
+};
+use support::scratch::Scratch;
 
 const BUDGET: std::time::Duration = std::time::Duration::from_secs(20);
-
-/// A per-test folder that unprivileged engines can traverse.
-struct Scratch {
-    dir: tempfile::TempDir,
-    run_id: String,
-}
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir = tempfile::Builder::new()
-            .prefix("benchcage-test-")
-            .tempdir()
-            .unwrap();
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        Scratch {
-            dir,
-            run_id: format!("t-{name}-{}", std::process::id()),
-        }
-    }
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-    fn ledgers(&self) -> PathBuf {
-        self.path().join("ledger")
-    }
-    fn config(&self) -> CgroupConfig {
-        CgroupConfig {
-            hierarchy: Hierarchy::detect().unwrap(),
-            ledger_root: self.ledgers(),
-            data_root: self.path().to_path_buf(),
-        }
-    }
-    fn sandbox(&self) -> CgroupSandbox {
-        CgroupSandbox::new(&self.run_id, self.config()).unwrap()
-    }
-}
-
-/// Backstop for a failed test: reap whatever its ledgers still list, so a
-/// failure does not leak cgroups into the next test run.
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let root = self.ledgers();
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            let Ok(dir) = std::fs::read_dir(&root) else {
-                return;
-            };
-            for f in dir.flatten() {
-                let run = f.path().file_stem().unwrap().to_string_lossy().to_string();
-                let _ = rt.block_on(ledger::reap_run(&root, &run, BUDGET));
-            }
-        })
-        .join();
-    }
-}
 
 fn cpus(s: &str) -> CpuSet {
     s.parse().unwrap()
@@ -93,58 +41,20 @@ fn limits(memory_mib: u64) -> CellLimits {
 }
 
 fn launch(s: &Scratch, argv: Vec<String>, port: u16, probe: Probe, timeout_s: u64) -> EngineLaunch {
-    EngineLaunch {
-        engine: "test".into(),
-        version: "local".into(),
-        program: Program::Binary(PathBuf::from(&argv[0])),
-        argv,
-        env: BTreeMap::new(),
-        port,
-        data_dir: s.path().join("data"),
-        config_files: vec![],
-        init: vec![],
-        user: None,
-        readiness: Readiness {
-            probe,
-            timeout: Duration::from_secs(timeout_s),
-        },
-        log_path: s.path().join("engine.log"),
-    }
+    support::launch::binary(s.path(), argv, port, probe, timeout_s)
 }
 
 fn redis(s: &Scratch, port: u16) -> EngineLaunch {
-    benchcage::commands::sandbox_hold::redis_launch(s.path(), port)
+    support::launch::redis_binary(s.path(), port)
 }
 
 /// Every cgroup directory of any controller whose path mentions `run_id`
 /// (under each v1 mount, or the v2 subtree benchcage uses).
 fn cgroups_of(run_id: &str) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let hier = Hierarchy::detect().unwrap();
-    for top in hier.dirs(Path::new(TOP)).into_values() {
-        let Ok(runs) = std::fs::read_dir(&top) else {
-            continue;
-        };
-        for r in runs.flatten() {
-            if r.file_name().to_string_lossy().contains(run_id) {
-                found.push(r.path());
-            }
-        }
-    }
-    found
-}
-
-fn pid_alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| {
-            let state = s[s.rfind(')').unwrap() + 1..]
-                .split_whitespace()
-                .next()
-                .unwrap()
-                .to_string();
-            state != "Z"
-        })
-        .unwrap_or(false)
+    run_groups()
+        .into_iter()
+        .filter(|g| name_of(g).contains(run_id))
+        .collect()
 }
 
 fn assert_clean(s: &Scratch, pids: &[u32]) {
@@ -168,7 +78,7 @@ fn engine_pid(h: &benchcage::sandbox::EngineHandle) -> u32 {
 #[tokio::test]
 async fn redis_runs_pinned_capped_and_ready_and_teardown_leaves_nothing() {
     let s = Scratch::new("redis");
-    let mut sb = s.sandbox();
+    let mut sb = s.cgroup_sandbox();
     let p = sb.provision(&limits(256)).await.unwrap();
     let mem_key = if p.read_back["hierarchy"] == "v1" {
         "server/memory.limit_in_bytes"
@@ -226,7 +136,7 @@ fn sh(s: &Scratch, script: &str, port: u16, timeout_s: u64) -> EngineLaunch {
 
 /// Provision, start `l`, expect readiness to fail; returns the error text.
 async fn start_expecting_failure(s: &Scratch, l: &EngineLaunch) -> (String, Vec<u32>) {
-    let mut sb = s.sandbox();
+    let mut sb = s.cgroup_sandbox();
     sb.provision(&limits(256)).await.unwrap();
     let mut pids = Vec::new();
     let err = match sb.start_engine(l).await {
@@ -244,7 +154,7 @@ async fn start_expecting_failure(s: &Scratch, l: &EngineLaunch) -> (String, Vec<
 #[tokio::test]
 async fn a_process_allocating_past_the_cap_is_oom_killed_and_the_kernel_counts_it() {
     let s = Scratch::new("oom");
-    let mut sb = s.sandbox();
+    let mut sb = s.cgroup_sandbox();
     sb.provision(&limits(64)).await.unwrap();
     let l = launch(
         &s,
@@ -326,7 +236,7 @@ fn postgres(s: &Scratch, port: u16) -> EngineLaunch {
 #[tokio::test]
 async fn postgres_runs_as_its_user_after_initdb_in_the_same_cgroup() {
     let s = Scratch::new("pg");
-    let mut sb = s.sandbox();
+    let mut sb = s.cgroup_sandbox();
     sb.provision(&limits(512)).await.unwrap();
     let l = postgres(&s, free_port().unwrap());
     let data = l.data_dir.clone();
@@ -442,7 +352,7 @@ async fn an_engine_ignoring_sigterm_is_killed_after_the_grace_period() {
     let s = Scratch::new("noterm");
     // SIG_IGN survives exec, so sleep ignores SIGTERM as well as the shell.
     let l = sh(&s, "trap '' TERM; echo up; sleep 600 & wait", 1, 5);
-    let mut sb = s.sandbox();
+    let mut sb = s.cgroup_sandbox();
     sb.provision(&limits(256)).await.unwrap();
     let h = sb.start_engine(&l).await.unwrap();
     while !std::fs::read_to_string(&l.log_path)
@@ -476,7 +386,7 @@ async fn a_double_forked_daemon_is_swept_from_the_cgroup() {
     argv.push("sh".into());
     argv.extend(l.argv.clone());
     l.argv = argv;
-    let mut sb = s.sandbox();
+    let mut sb = s.cgroup_sandbox();
     sb.provision(&limits(256)).await.unwrap();
     let h = sb.start_engine(&l).await.unwrap();
     ready::wait_ready(&mut sb, &l).await.unwrap();
@@ -501,7 +411,7 @@ async fn a_sigstopped_engine_is_killed_and_its_cgroup_removed() {
     let s = Scratch::new("stopped");
     let port = free_port().unwrap();
     let l = redis(&s, port);
-    let mut sb = s.sandbox();
+    let mut sb = s.cgroup_sandbox();
     sb.provision(&limits(256)).await.unwrap();
     let h = sb.start_engine(&l).await.unwrap();
     ready::wait_ready(&mut sb, &l).await.unwrap();
@@ -526,7 +436,7 @@ async fn a_sigstopped_engine_is_killed_and_its_cgroup_removed() {
 async fn two_sandboxes_at_once_keep_apart() {
     let a = Scratch::new("twin-a");
     let b = Scratch::new("twin-b");
-    let (mut sa, mut sbx) = (a.sandbox(), b.sandbox());
+    let (mut sa, mut sbx) = (a.cgroup_sandbox(), b.cgroup_sandbox());
     sa.provision(&limits(128)).await.unwrap();
     sbx.provision(&limits(128)).await.unwrap();
     let (pa, pb) = (free_port().unwrap(), free_port().unwrap());
@@ -572,7 +482,7 @@ async fn five_hundred_create_destroy_cycles_return_to_baseline() {
     let fds = fd_count();
     let mut times = Vec::new();
     for i in 0..500 {
-        let mut sb = CgroupSandbox::new(&format!("{}-{i}", s.run_id), s.config()).unwrap();
+        let mut sb = CgroupSandbox::new(&format!("{}-{i}", s.run_id), s.cgroup_config()).unwrap();
         let t0 = Instant::now();
         sb.provision(&empty_limits()).await.unwrap();
         let t = sb.teardown(BUDGET).await.unwrap();
@@ -595,7 +505,7 @@ async fn bench_provision_and_teardown_of_an_empty_sandbox() {
     let s = Scratch::new("bench");
     let (mut prov, mut tear) = (Vec::new(), Vec::new());
     for i in 0..100 {
-        let mut sb = CgroupSandbox::new(&format!("{}-{i}", s.run_id), s.config()).unwrap();
+        let mut sb = CgroupSandbox::new(&format!("{}-{i}", s.run_id), s.cgroup_config()).unwrap();
         let t0 = Instant::now();
         sb.provision(&empty_limits()).await.unwrap();
         let t1 = Instant::now();
@@ -625,7 +535,7 @@ async fn start_to_ready(
 ) -> (f64, f64) {
     let (mut init, mut ready_ms) = (Vec::new(), Vec::new());
     for i in 0..n {
-        let mut sb = CgroupSandbox::new(&format!("{}-r{i}", s.run_id), s.config()).unwrap();
+        let mut sb = CgroupSandbox::new(&format!("{}-r{i}", s.run_id), s.cgroup_config()).unwrap();
         sb.provision(&limits(512)).await.unwrap();
         let mut l = make(s, free_port().unwrap());
         let inits = std::mem::take(&mut l.init);
@@ -646,11 +556,7 @@ async fn start_to_ready(
         ready_ms.push(t1.elapsed().as_secs_f64() * 1e3);
         assert!(sb.teardown(BUDGET).await.unwrap().is_clean());
     }
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(|a, b| a.total_cmp(b));
-        v[v.len() / 2]
-    };
-    (median(init), median(ready_ms))
+    (support::median(init), support::median(ready_ms))
 }
 
 // ---- the benchcage binary under signals, panics and SIGKILL ----
@@ -658,37 +564,26 @@ async fn start_to_ready(
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_benchcage");
-
-/// Hog tests compare the host's Mlocked: one at a time.
-static MLOCK_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn bench(s: &Scratch, args: &[&str]) -> Command {
-    let mut c = Command::new(BIN);
-    // The scratch folder is the work root: `cleanup` removes data dirs
-    // (`w/data`) only under it.
-    c.args(args)
-        .env(ledger::ROOT_ENV, s.ledgers())
-        .env("BENCHCAGE_WORK", s.path())
-        .stdin(Stdio::null());
-    c
-}
-
-/// Start `sandbox-hold` and read its stdout until `reached <stage>`;
-/// returns the child, the engine pid and the hog pid it printed.
+/// Start the `sandbox_hold` fixture and read its stdout until `reached
+/// <stage>`; returns the child, the engine pid and the hog pid it printed.
 fn hold_until(s: &Scratch, stage: &str, extra: &[&str]) -> (Child, Option<u32>, Option<u32>) {
     let work = s.path().join("w");
     let mut args = vec![
-        "sandbox-hold",
         "--run-id",
         &s.run_id,
         "--dir",
         work.to_str().unwrap(),
         "--until",
         stage,
+        "--benchcage",
+        BIN,
     ];
     args.extend_from_slice(extra);
-    let mut child = bench(s, &args)
+    let mut child = Command::new(fixture("sandbox_hold"))
+        .args(args)
+        .env(ledger::ROOT_ENV, s.ledgers())
+        .env("BENCHCAGE_WORK", s.path())
+        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -698,9 +593,9 @@ fn hold_until(s: &Scratch, stage: &str, extra: &[&str]) -> (Child, Option<u32>, 
     loop {
         let line = lines
             .next()
-            .unwrap_or_else(|| panic!("sandbox-hold ended before `reached {stage}`"))
+            .unwrap_or_else(|| panic!("sandbox_hold ended before `reached {stage}`"))
             .unwrap();
-        if let Some(p) = line.strip_prefix("engine Pid(") {
+        if let Some(p) = line.strip_prefix("engine pid ") {
             engine = p.trim_end_matches(')').parse().ok();
         }
         if let Some(p) = line.strip_prefix("hog pid ") {
@@ -715,17 +610,9 @@ fn hold_until(s: &Scratch, stage: &str, extra: &[&str]) -> (Child, Option<u32>, 
     (child, engine, hog)
 }
 
-fn signal(child: &Child, sig: nix::sys::signal::Signal) {
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).unwrap();
-}
-
 fn cleanup(s: &Scratch) -> String {
-    let out = bench(s, &["cleanup"]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = s.benchcage(&["cleanup"]).output().unwrap();
+    assert!(out.status.success(), "{}", combined(&out));
     String::from_utf8_lossy(&out.stdout).to_string()
 }
 
@@ -775,7 +662,7 @@ fn sigkill_at_provision_start_and_ready_is_undone_by_cleanup() {
             !cgroups_of(&s.run_id).is_empty(),
             "SIGKILL left the groups for cleanup"
         );
-        let dry = bench(&s, &["cleanup", "--dry-run"]).output().unwrap();
+        let dry = s.benchcage(&["cleanup", "--dry-run"]).output().unwrap();
         assert!(String::from_utf8_lossy(&dry.stdout).contains("would remove cgroup"));
         assert!(
             !cgroups_of(&s.run_id).is_empty(),
@@ -810,32 +697,13 @@ fn small_leave() -> u64 {
     avail - HOG_TARGET
 }
 
-fn mlocked() -> i64 {
-    benchcage::sandbox::hog::mlocked_total().unwrap().0 as i64
-}
-
-/// Mlocked within 48MiB of `want` (other processes on the host lock a little too).
-fn assert_mlocked_near(want: i64, what: &str) {
-    let deadline = Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let got = mlocked();
-        if (got - want).abs() < 48 << 20 {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{what}: Mlocked {got}, expected about {want}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn the_hog_locks_what_it_reports_and_releases_it_on_sigint() {
     let _one = MLOCK_TESTS.lock().unwrap_or_else(|e| e.into_inner());
     let s = Scratch::new("hog-int");
     let base = mlocked();
-    let mut child = bench(&s, &["hog", "--leave", &small_leave().to_string()])
+    let mut child = s
+        .benchcage(&["hog", "--leave", &format!("{}B", small_leave())])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -860,21 +728,6 @@ fn the_hog_locks_what_it_reports_and_releases_it_on_sigint() {
     signal(&child, nix::sys::signal::Signal::SIGINT);
     assert!(child.wait().unwrap().success());
     assert_mlocked_near(base, "after SIGINT");
-}
-
-#[test]
-fn the_hog_refuses_with_exit_2_when_it_cannot_leave_enough() {
-    let _one = MLOCK_TESTS.lock().unwrap_or_else(|e| e.into_inner());
-    let s = Scratch::new("hog-refuse");
-    let base = mlocked();
-    let out = bench(&s, &["hog", "--leave", "100TiB"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("cannot leave 100TiB") && err.contains("smaller --leave"),
-        "{err}"
-    );
-    assert_mlocked_near(base, "after a refusal");
 }
 
 #[test]
@@ -916,7 +769,7 @@ fn sigkill_of_benchcage_holding_a_hog_is_undone_by_cleanup() {
     let _one = MLOCK_TESTS.lock().unwrap_or_else(|e| e.into_inner());
     let s = Scratch::new("hog-kill");
     let base = mlocked();
-    let leave = small_leave().to_string();
+    let leave = format!("{}B", small_leave());
     let (mut child, engine, hog) = hold_until(&s, "ready", &["--hog-leave", &leave]);
     let hog = hog.expect("hog pid printed");
     assert!(mlocked() > base + (150 << 20), "the hog holds memory");
@@ -933,7 +786,7 @@ async fn a_sandbox_dropped_without_teardown_is_reaped_by_its_drop() {
     let s = Scratch::new("dropped");
     let port = free_port().unwrap();
     let pid = {
-        let mut sb = s.sandbox();
+        let mut sb = s.cgroup_sandbox();
         sb.provision(&limits(128)).await.unwrap();
         let l = redis(&s, port);
         let h = sb.start_engine(&l).await.unwrap();
@@ -946,7 +799,7 @@ async fn a_sandbox_dropped_without_teardown_is_reaped_by_its_drop() {
 #[tokio::test]
 async fn the_load_generator_runs_in_the_client_group_on_the_client_cpus() {
     let s = Scratch::new("client");
-    let mut sb = s.sandbox();
+    let mut sb = s.cgroup_sandbox();
     sb.provision(&limits(128)).await.unwrap();
     let mut cmd = std::process::Command::new("/bin/sleep");
     cmd.arg("30");
@@ -972,13 +825,13 @@ async fn a_limit_the_kernel_cannot_apply_fails_provision_and_teardown_still_clea
     let s = Scratch::new("mismatch");
     let mut rounded = limits(128);
     rounded.memory = Bytes((128 << 20) + 1);
-    let mut sb = s.sandbox();
+    let mut sb = s.cgroup_sandbox();
     let err = sb.provision(&rounded).await.unwrap_err();
     assert!(err.to_string().contains("limit not applied"), "{err}");
     assert!(sb.teardown(BUDGET).await.unwrap().is_clean());
     let mut no_cpu = limits(128);
     no_cpu.server_cpus = cpus("4000");
-    let mut sb = s.sandbox();
+    let mut sb = s.cgroup_sandbox();
     let err = sb.provision(&no_cpu).await.unwrap_err();
     assert!(err.to_string().contains("cpuset.cpus"), "{err}");
     assert!(sb.teardown(BUDGET).await.unwrap().is_clean());
@@ -993,7 +846,7 @@ async fn a_data_dir_the_engine_user_cannot_reach_is_refused_before_anything_star
     std::fs::set_permissions(&hidden, std::fs::Permissions::from_mode(0o700)).unwrap();
     let mut l = postgres(&s, free_port().unwrap());
     l.data_dir = hidden.join("data");
-    let mut sb = s.sandbox();
+    let mut sb = s.cgroup_sandbox();
     sb.provision(&limits(128)).await.unwrap();
     let err = sb.start_engine(&l).await.unwrap_err().to_string();
     assert!(
@@ -1014,7 +867,7 @@ fn the_cgroup_sandbox_can_be_shared_across_tasks() {
 #[tokio::test]
 async fn dropping_the_page_cache_empties_what_the_server_group_cached() {
     let s = Scratch::new("cache");
-    let mut sb = s.sandbox();
+    let mut sb = s.cgroup_sandbox();
     sb.provision(&limits(256)).await.unwrap();
     let f = s.path().join("data/f");
     let l = sh(
@@ -1042,7 +895,7 @@ async fn dropping_the_page_cache_empties_what_the_server_group_cached() {
 #[tokio::test]
 async fn io_throttle_slows_direct_writes_and_the_stats_count_the_bytes() {
     let s = Scratch::new("io");
-    let mut sb = s.sandbox();
+    let mut sb = s.cgroup_sandbox();
     let mut lim = limits(256);
     lim.io = IoLimits {
         write_bps: Some(16 << 20),
@@ -1075,7 +928,7 @@ async fn io_throttle_slows_direct_writes_and_the_stats_count_the_bytes() {
 #[tokio::test]
 async fn mariadb_runs_as_mysql_after_install_db_pinned_and_capped() {
     let s = Scratch::new("maria");
-    let mut sb = s.sandbox();
+    let mut sb = s.cgroup_sandbox();
     sb.provision(&limits(768)).await.unwrap();
     let port = free_port().unwrap();
     let data = s.path().join("data");
@@ -1136,15 +989,15 @@ async fn mariadb_runs_as_mysql_after_install_db_pinned_and_capped() {
 /// enough for join, freeze, kill, rmdir.
 #[tokio::test]
 async fn v2_groups_are_joined_from_pre_exec_killed_and_removed_on_the_real_unified_tree() {
-    use benchcage::sandbox::cgroup::group::{self, Group};
-    use benchcage::sandbox::cgroup::remove;
+    use benchcage::sandbox::cgroupfs::group::{self, Group};
+    use benchcage::sandbox::cgroupfs::remove;
     let hier = match Hierarchy::detect().unwrap() {
         v2 @ Hierarchy::V2 { .. } => v2,
         Hierarchy::V1 { .. } => Hierarchy::v2_at(Path::new("/sys/fs/cgroup/unified")),
     };
     let root = hier.dirs(Path::new(""))["unified"].clone();
     if !root.join("cgroup.procs").exists() {
-        eprintln!("no unified hierarchy mounted; skipped");
+        skip("BENCHCAGE_REQUIRE_V2", "no unified hierarchy is mounted");
         return;
     }
     let run = format!("benchcage-v2-{}", std::process::id());
@@ -1246,12 +1099,7 @@ fn forge(root: &Path, run: &str, resources: &[serde_json::Value]) -> PathBuf {
 
 fn output(c: &mut Command) -> (Option<i32>, String) {
     let o = c.output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    (o.status.code(), text)
+    (o.status.code(), combined(&o))
 }
 
 #[test]
@@ -1284,8 +1132,8 @@ fn a_forged_ledger_cannot_make_cleanup_delete_a_folder_outside_its_roots_or_kill
             serde_json::json!({"kind": "hog", "pid": pid, "start_time": start, "cgroup": cgroup}),
         ],
     );
-    let (dry_code, dry) = output(&mut bench(&s, &["cleanup", "--dry-run"]));
-    let (code, text) = output(&mut bench(&s, &["cleanup"]));
+    let (dry_code, dry) = output(&mut s.benchcage(&["cleanup", "--dry-run"]));
+    let (code, text) = output(&mut s.benchcage(&["cleanup"]));
     assert!(
         outside.path().join("precious").is_file() && outside.path().join("via-link").is_dir(),
         "cleanup deleted a folder outside its roots:\n{text}"
@@ -1333,7 +1181,7 @@ fn an_unparsable_ledger_is_kept_and_reported_by_cleanup() {
         std::fs::read(&junk).unwrap(),
         std::fs::read(&mixed).unwrap(),
     );
-    let (code, text) = output(&mut bench(&s, &["cleanup"]));
+    let (code, text) = output(&mut s.benchcage(&["cleanup"]));
     assert_eq!(code, Some(1), "{text}");
     for f in [&junk, &mixed] {
         assert!(
@@ -1378,7 +1226,7 @@ fn a_state_dir_that_others_can_use_or_root_does_not_own_is_refused() {
     ] {
         std::fs::set_permissions(&root, std::fs::Permissions::from_mode(mode)).unwrap();
         std::os::unix::fs::chown(&root, Some(owner), None).unwrap();
-        let (code, text) = output(&mut bench(&s, &["cleanup"]));
+        let (code, text) = output(&mut s.benchcage(&["cleanup"]));
         assert_eq!(code, Some(2), "{why}: {text}");
         assert!(
             text.contains(why) && text.contains(&root.display().to_string()),
@@ -1404,7 +1252,7 @@ fn a_state_dir_that_others_can_use_or_root_does_not_own_is_refused() {
     }
     std::os::unix::fs::chown(&root, Some(0), None).unwrap();
     std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let (code, text) = output(&mut bench(&s, &["cleanup"]));
+    let (code, text) = output(&mut s.benchcage(&["cleanup"]));
     assert_eq!(code, Some(0), "{text}");
     assert!(!data.exists() && !path.exists(), "{text}");
 }
@@ -1431,14 +1279,17 @@ fn v2_tree_outside(skip: &Path) -> BTreeMap<PathBuf, String> {
 
 /// On a systemd host with cgroup v2 (the second v2 guest): outside a
 /// delegated subtree benchcage refuses, says what to run and writes into no
-/// group; `sandbox-hold` (like `run`) restarts itself in a delegated scope
+/// group; the `sandbox_hold` fixture (like `run`) restarts itself in a delegated scope
 /// of its own and works there. Elsewhere there is nothing to check.
 #[test]
 fn under_systemd_benchcage_writes_only_into_a_delegated_scope_and_gets_one_itself() {
-    use benchcage::sandbox::cgroup::delegation::{self, SCOPED_ENV};
+    use benchcage::sandbox::cgroupfs::delegation::{self, SCOPED_ENV};
     let mount = Path::new("/sys/fs/cgroup");
     if !mount.join("cgroup.controllers").exists() || !Path::new("/run/systemd/system").is_dir() {
-        eprintln!("not a systemd host on cgroup v2; skipped");
+        skip(
+            "BENCHCAGE_REQUIRE_SYSTEMD",
+            "this is not a systemd host on cgroup v2",
+        );
         return;
     }
     let s = Scratch::new("scope");
@@ -1447,7 +1298,8 @@ fn under_systemd_benchcage_writes_only_into_a_delegated_scope_and_gets_one_itsel
     let work = s.path().join("w");
     let hold = |scoped: bool| {
         let mut c = Command::new("systemd-run");
-        c.args(["--scope", "--quiet", "--collect", "--", BIN, "sandbox-hold"])
+        c.args(["--scope", "--quiet", "--collect", "--"])
+            .arg(fixture("sandbox_hold"))
             .args(["--run-id", &s.run_id, "--until", "ready", "--dir"])
             .arg(&work)
             .env(ledger::ROOT_ENV, s.ledgers())
@@ -1487,7 +1339,7 @@ fn under_systemd_benchcage_writes_only_into_a_delegated_scope_and_gets_one_itsel
     let mut engine = None;
     for line in lines.by_ref() {
         let line = line.unwrap();
-        if let Some(p) = line.strip_prefix("engine Pid(") {
+        if let Some(p) = line.strip_prefix("engine pid ") {
             engine = p.trim_end_matches(')').parse::<u32>().ok();
         }
         if line == "reached ready" {
@@ -1512,4 +1364,554 @@ fn under_systemd_benchcage_writes_only_into_a_delegated_scope_and_gets_one_itsel
         "its groups are gone"
     );
     assert_cli_clean(&s, &[Some(engine)]);
+}
+
+// ------------------------------------------------ the cgroup v2 kernel
+//
+// What the sandbox relies on in cgroup v2, seen working on a v2-only kernel
+// (`make test-v2` boots one). On other hosts these skip with the reason
+// printed; the v2 guests set BENCHCAGE_REQUIRE_V2 (and, under systemd,
+// BENCHCAGE_REQUIRE_SYSTEMD), where a skip is a failure.
+
+/// Print why a test skips; panic instead where `require` is set.
+fn skip(require: &str, why: &str) {
+    if std::env::var_os(require).is_some() {
+        panic!("{require} is set, but {why}");
+    }
+    eprintln!("\n!!!!!!!! SKIPPED: {why}; `make test-v2` runs this on a cgroup v2 kernel.\n");
+}
+
+/// The v2 hierarchy with benchcage's base, or `None` after [`skip`].
+fn v2_or_skip() -> Option<(PathBuf, PathBuf)> {
+    match Hierarchy::detect() {
+        Ok(Hierarchy::V2 { mount, base }) => Some((mount, base)),
+        Ok(Hierarchy::V1 { .. }) => {
+            skip("BENCHCAGE_REQUIRE_V2", "this host mounts cgroup v1");
+            None
+        }
+        Err(e) => {
+            skip(
+                "BENCHCAGE_REQUIRE_V2",
+                &format!("no usable cgroup v2 tree: {e}"),
+            );
+            None
+        }
+    }
+}
+
+/// The server group's directory on v2.
+fn server_dir(sb: &CgroupSandbox) -> PathBuf {
+    sb.server_group().dirs["unified"].clone()
+}
+
+fn read_u64(path: &Path) -> u64 {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("{}: `{text}`", path.display()))
+}
+
+/// One key of a flat keyed file (`memory.events`, `pids.events`).
+fn keyed(path: &Path, key: &str) -> u64 {
+    benchcage::sandbox::cgroupfs::files::flat_keyed(&std::fs::read_to_string(path).unwrap())
+        .get(key)
+        .copied()
+        .unwrap_or_else(|| panic!("no `{key}` in {}", path.display()))
+}
+
+/// A python3 program as the engine (stdout in the engine log).
+fn python(s: &Scratch, program: &str) -> EngineLaunch {
+    launch(
+        s,
+        vec!["/usr/bin/python3".into(), "-c".into(), program.into()],
+        1,
+        Probe::Redis,
+        5,
+    )
+}
+
+/// Wait until the engine log has a line starting with `mark` (returns it)
+/// or the engine ends (returns `None`).
+async fn wait_for_line(sb: &mut CgroupSandbox, l: &EngineLaunch, mark: &str) -> Option<String> {
+    let deadline = Instant::now() + std::time::Duration::from_secs(90);
+    loop {
+        let log = std::fs::read_to_string(&l.log_path).unwrap_or_default();
+        if let Some(line) = log.lines().find(|x| x.starts_with(mark)) {
+            return Some(line.to_string());
+        }
+        if sb.engine_status().await.unwrap() != EngineStatus::Running {
+            return None;
+        }
+        assert!(Instant::now() < deadline, "no `{mark}` in:\n{log}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// Wait until the engine has ended; its status.
+async fn wait_ended(sb: &mut CgroupSandbox) -> EngineStatus {
+    let deadline = Instant::now() + std::time::Duration::from_secs(90);
+    loop {
+        let st = sb.engine_status().await.unwrap();
+        if st != EngineStatus::Running {
+            return st;
+        }
+        assert!(Instant::now() < deadline, "the engine never ended");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+const SIGKILLED: EngineStatus = EngineStatus::Exited {
+    code: None,
+    signal: Some(9),
+};
+
+/// Touch 128 MiB, say so, hold it.
+const HOLD_128_MIB: &str =
+    "import time\nb = b'x' * (128 << 20)\nprint('held', flush=True)\ntime.sleep(60)";
+
+#[tokio::test]
+async fn on_v2_a_group_swaps_past_its_cap_up_to_swap_max_and_without_swap_is_oom_killed() {
+    if v2_or_skip().is_none() {
+        return;
+    }
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let swap_free_kib: u64 = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("SwapFree:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0);
+    if swap_free_kib < 256 << 10 {
+        skip(
+            "BENCHCAGE_REQUIRE_V2",
+            &format!("this host has {swap_free_kib} KiB of free swap, the test needs 256 MiB"),
+        );
+        return;
+    }
+    let s = Scratch::new("swap");
+    // 128 MiB touched under a 64 MiB cap fits only with swap.
+    let mut with_swap = limits(64);
+    with_swap.swap = SwapPolicy::Limit(Bytes::from_mib(192));
+    let mut sb = s.cgroup_sandbox();
+    let p = sb.provision(&with_swap).await.unwrap();
+    assert_eq!(
+        p.read_back["server/memory.swap.max"],
+        (192u64 << 20).to_string()
+    );
+    let l = python(&s, HOLD_128_MIB);
+    let h = sb.start_engine(&l).await.unwrap();
+    let held = wait_for_line(&mut sb, &l, "held").await;
+    let dir = server_dir(&sb);
+    let swapped = read_u64(&dir.join("memory.swap.current"));
+    let st = sb.stats().await.unwrap();
+    assert!(
+        held.is_some(),
+        "the engine ended ({:?}) though swap.max allowed it: {st:?}",
+        sb.engine_status().await.unwrap()
+    );
+    assert!(swapped >= 48 << 20, "only {swapped} bytes in swap: {st:?}");
+    assert!(st.memory_usage <= 64 << 20, "{st:?}");
+    assert!(st.failcnt >= 1, "memory.events max never counted: {st:?}");
+    assert_eq!(st.oom_kills, 0, "{st:?}");
+    assert!(sb.teardown(BUDGET).await.unwrap().is_clean());
+    assert_clean(&s, &[engine_pid(&h)]);
+
+    // The same program with swap off: swap.max 0, and the kernel kills it.
+    let mut sb = s.cgroup_sandbox();
+    let p = sb.provision(&limits(64)).await.unwrap();
+    assert_eq!(p.read_back["server/memory.swap.max"], "0");
+    let h = sb.start_engine(&l).await.unwrap();
+    assert_eq!(wait_ended(&mut sb).await, SIGKILLED);
+    let dir = server_dir(&sb);
+    assert_eq!(keyed(&dir.join("memory.events"), "oom_kill"), 1);
+    let st = sb.stats().await.unwrap();
+    assert_eq!(st.oom_kills, 1, "{st:?}");
+    assert!(sb.teardown(BUDGET).await.unwrap().is_clean());
+    assert_clean(&s, &[engine_pid(&h)]);
+}
+
+#[tokio::test]
+async fn on_v2_memory_peak_keeps_the_high_water_mark_after_the_memory_is_freed() {
+    if v2_or_skip().is_none() {
+        return;
+    }
+    let s = Scratch::new("peak");
+    let mut sb = s.cgroup_sandbox();
+    sb.provision(&limits(256)).await.unwrap();
+    let l = python(
+        &s,
+        "import time\nb = b'x' * (96 << 20)\ndel b\nprint('freed', flush=True)\ntime.sleep(60)",
+    );
+    let h = sb.start_engine(&l).await.unwrap();
+    assert!(wait_for_line(&mut sb, &l, "freed").await.is_some());
+    let dir = server_dir(&sb);
+    let peak = read_u64(&dir.join("memory.peak"));
+    let st = sb.stats().await.unwrap();
+    assert!(peak >= 96 << 20, "memory.peak {peak}");
+    assert_eq!(st.memory_max_usage, peak, "{st:?}");
+    assert!(
+        st.memory_usage < 48 << 20,
+        "the freed memory is still charged: {st:?}"
+    );
+    assert!(sb.teardown(BUDGET).await.unwrap().is_clean());
+    assert_clean(&s, &[engine_pid(&h)]);
+}
+
+#[tokio::test]
+async fn on_v2_pids_max_refuses_forks_past_the_cap_and_the_kernel_counts_them() {
+    if v2_or_skip().is_none() {
+        return;
+    }
+    let s = Scratch::new("pids");
+    let mut lim = limits(256);
+    lim.pids = 8;
+    let mut sb = s.cgroup_sandbox();
+    let p = sb.provision(&lim).await.unwrap();
+    assert_eq!(p.read_back["server/pids.max"], "8");
+    let l = python(
+        &s,
+        "import os, time\n\
+         ok = refused = 0\n\
+         for _ in range(20):\n\
+         \x20   try:\n\
+         \x20       if os.fork() == 0:\n\
+         \x20           time.sleep(60)\n\
+         \x20           os._exit(0)\n\
+         \x20       ok += 1\n\
+         \x20   except BlockingIOError:\n\
+         \x20       refused += 1\n\
+         print('forked', ok, refused, flush=True)\n\
+         time.sleep(60)",
+    );
+    let h = sb.start_engine(&l).await.unwrap();
+    let line = wait_for_line(&mut sb, &l, "forked").await.unwrap();
+    let n: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().unwrap())
+        .collect();
+    let (ok, refused) = (n[0], n[1]);
+    let dir = server_dir(&sb);
+    assert_eq!(ok, 7, "{line}: the engine and 7 children make 8");
+    assert_eq!(refused, 13, "{line}");
+    assert_eq!(read_u64(&dir.join("pids.current")), 8);
+    assert_eq!(keyed(&dir.join("pids.events"), "max"), refused);
+    let t = sb.teardown(BUDGET).await.unwrap();
+    assert!(t.is_clean(), "{t:?}");
+    assert_clean(&s, &[engine_pid(&h)]);
+}
+
+#[tokio::test]
+async fn on_v2_a_frozen_group_runs_nothing_until_thawed_and_cgroup_kill_empties_it_frozen() {
+    use benchcage::sandbox::cgroupfs::{freezer, remove};
+    if v2_or_skip().is_none() {
+        return;
+    }
+    let s = Scratch::new("freeze");
+    let mut sb = s.cgroup_sandbox();
+    sb.provision(&limits(128)).await.unwrap();
+    let l = sh(&s, "while :; do :; done", 1, 5);
+    let h = sb.start_engine(&l).await.unwrap();
+    let dir = server_dir(&sb);
+    let usage = || keyed(&dir.join("cpu.stat"), "usage_usec");
+    // CPU time the loop gets in a second (a loaded host running the guest
+    // under TCG still gives it far more than 50 ms).
+    let ran = |from: u64| {
+        let dir = dir.clone();
+        async move {
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            keyed(&dir.join("cpu.stat"), "usage_usec") - from
+        }
+    };
+    assert!(ran(usage()).await > 50_000, "the loop does not run");
+    let wait = std::time::Duration::from_secs(5);
+    assert!(
+        freezer::freeze(&dir, true, wait).await.unwrap(),
+        "never froze"
+    );
+    assert!(freezer::is_frozen(&dir, true).unwrap());
+    let frozen_ran = ran(usage()).await;
+    assert!(frozen_ran < 5_000, "ran {frozen_ran} us while frozen");
+    freezer::thaw(&dir, true).unwrap();
+    assert!(!freezer::is_frozen(&dir, true).unwrap());
+    assert!(ran(usage()).await > 50_000, "still stopped after thaw");
+    // Frozen again: cgroup.kill still empties it (a fatal signal thaws).
+    assert!(freezer::freeze(&dir, true, wait).await.unwrap());
+    assert!(
+        dir.join("cgroup.kill").exists(),
+        "Linux 5.14+ has cgroup.kill"
+    );
+    let pid = engine_pid(&h);
+    let killed = remove::kill_all(
+        &sb.server_group().dirs,
+        Instant::now() + std::time::Duration::from_secs(10),
+    )
+    .await
+    .unwrap();
+    assert!(killed.contains(&(pid as i32)), "{killed:?}");
+    assert!(remove::pids_in(&sb.server_group().dirs).is_empty());
+    assert_eq!(wait_ended(&mut sb).await, SIGKILLED);
+    let t = sb.teardown(BUDGET).await.unwrap();
+    assert!(t.is_clean(), "{t:?}");
+    assert_clean(&s, &[pid]);
+}
+
+/// A group made by hand under benchcage's base: its process killed and its
+/// directories removed (deepest first) when dropped.
+struct HandMade {
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl Drop for HandMade {
+    fn drop(&mut self) {
+        if let Some(c) = self.child.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let mut dirs = Vec::new();
+        let mut stack = vec![self.dir.clone()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    stack.push(e.path());
+                }
+            }
+            dirs.push(d);
+        }
+        for d in dirs.iter().rev() {
+            // EBUSY for a moment while the killed process is released.
+            for _ in 0..100 {
+                match std::fs::remove_dir(d) {
+                    Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                        std::thread::sleep(std::time::Duration::from_millis(20))
+                    }
+                    _ => break,
+                }
+            }
+        }
+    }
+}
+
+fn errno_of(e: benchcage::sandbox::SandboxError) -> Option<i32> {
+    match e {
+        benchcage::sandbox::SandboxError::CgroupWrite { source, .. } => source.raw_os_error(),
+        other => panic!("not a write error: {other}"),
+    }
+}
+
+#[test]
+fn on_v2_controllers_cannot_be_enabled_over_processes_and_benchcage_first_moves_them_to_a_leaf() {
+    use benchcage::sandbox::cgroupfs::delegation::{self, LAUNCHER};
+    use benchcage::sandbox::cgroupfs::files;
+    use benchcage::sandbox::cgroupfs::group::{self, Group};
+    let Some((mount, base)) = v2_or_skip() else {
+        return;
+    };
+    let hier = Hierarchy::V2 {
+        mount,
+        base: base.clone(),
+    };
+    // The base itself (a delegated scope holding this test) must be able
+    // to enable controllers for the group below it.
+    delegation::evacuate(&base).unwrap();
+    group::enable_v2_controllers(&base).unwrap();
+    let name = format!("benchcage-test-nip-{}", std::process::id());
+    let outer = base.join(&name);
+    group::mkdir(&outer).unwrap();
+    let mut made = HandMade {
+        dir: outer.clone(),
+        child: None,
+    };
+    let mut cmd = Command::new("sleep");
+    cmd.arg("600");
+    benchcage::sandbox::process::join_in_pre_exec(
+        &mut cmd,
+        &[outer.join("cgroup.procs")],
+        benchcage::sandbox::process::Detach::Group,
+        None,
+    )
+    .unwrap();
+    let child = cmd.spawn().unwrap();
+    let pid = child.id() as i32;
+    made.child = Some(child);
+    assert_eq!(files::pids(&outer.join("cgroup.procs")), vec![pid]);
+    // The rule: no controllers for the children of a group with processes.
+    let err = files::write(&outer.join("cgroup.subtree_control"), "+memory").unwrap_err();
+    assert_eq!(errno_of(err), Some(libc::EBUSY));
+    // What benchcage does for a parent: move them to a leaf, then enable.
+    let inner = Group::at(&hier, &Path::new(&name).join("inner"), "inner");
+    group::ensure_parent(&inner).unwrap();
+    assert!(files::pids(&outer.join("cgroup.procs")).is_empty());
+    assert_eq!(
+        files::pids(&outer.join(LAUNCHER).join("cgroup.procs")),
+        vec![pid]
+    );
+    let own = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+    assert!(
+        own.trim_end().ends_with(&format!("{name}/{LAUNCHER}")),
+        "{own}"
+    );
+    let enabled = std::fs::read_to_string(outer.join("cgroup.subtree_control")).unwrap();
+    for c in group::V2_CONTROLLERS_WANTED {
+        assert!(
+            enabled.split_whitespace().any(|e| e == c),
+            "{c} not in `{enabled}`"
+        );
+    }
+    // And the other way round: no process may join a group that has
+    // controllers enabled for its children.
+    let err = files::write(&outer.join("cgroup.procs"), &pid.to_string()).unwrap_err();
+    assert_eq!(errno_of(err), Some(libc::EBUSY));
+    drop(made);
+    assert!(!outer.exists(), "{} left", outer.display());
+    assert!(!pid_alive(pid as u32));
+}
+
+#[tokio::test]
+async fn under_systemd_the_sandbox_enables_controllers_only_below_its_delegated_scope() {
+    use benchcage::sandbox::cgroupfs::delegation::{self, LAUNCHER};
+    let Some((mount, base)) = v2_or_skip() else {
+        return;
+    };
+    if !Path::new("/run/systemd/system").is_dir() {
+        skip("BENCHCAGE_REQUIRE_SYSTEMD", "systemd is not PID 1 here");
+        return;
+    }
+    let scope = base.strip_prefix(&mount).unwrap().to_path_buf();
+    assert!(
+        delegation::is_delegated(&base),
+        "{} is not delegated",
+        base.display()
+    );
+    let before = v2_tree_outside(&base);
+    let s = Scratch::new("delegated");
+    let mut sb = s.cgroup_sandbox();
+    let p = sb.provision(&limits(128)).await.unwrap();
+    assert_eq!(p.read_back["server/memory.max"], (128u64 << 20).to_string());
+    let enabled = std::fs::read_to_string(base.join("cgroup.subtree_control")).unwrap();
+    for c in benchcage::sandbox::cgroupfs::group::V2_CONTROLLERS_WANTED {
+        assert!(
+            enabled.split_whitespace().any(|e| e == c),
+            "{c} not in `{enabled}`"
+        );
+    }
+    // This test (benchcage's own process here) left the scope for a leaf.
+    let own = delegation::own_group(&std::fs::read_to_string("/proc/self/cgroup").unwrap());
+    assert_eq!(own.unwrap(), scope.join(LAUNCHER));
+    assert!(server_dir(&sb).starts_with(&base));
+    // Nothing of benchcage's outside the scope (other services may come
+    // and go meanwhile), and no group there changed its controllers.
+    for (dir, ctl) in v2_tree_outside(&base) {
+        let name = dir.file_name().unwrap().to_string_lossy().to_string();
+        assert!(
+            ![TOP, LAUNCHER, "server", "client", s.run_id.as_str()].contains(&name.as_str()),
+            "{} appeared outside the scope",
+            dir.display()
+        );
+        if let Some(was) = before.get(&dir) {
+            assert_eq!(was, &ctl, "{} changed", dir.display());
+        }
+    }
+    assert!(sb.teardown(BUDGET).await.unwrap().is_clean());
+    assert_clean(&s, &[]);
+}
+
+/// The `sandbox_hold` fixture started in a scope without Delegate=yes (so
+/// that it moves to one of its own) and held at `ready`; the child and the
+/// engine pid.
+fn hold_in_own_scope(s: &Scratch) -> (KillOnDrop, u32) {
+    use benchcage::sandbox::cgroupfs::delegation::SCOPED_ENV;
+    let errors = s.path().join("hold.stderr");
+    let child = Command::new("systemd-run")
+        .args(["--scope", "--quiet", "--collect", "--"])
+        .arg(fixture("sandbox_hold"))
+        .args(["--run-id", &s.run_id, "--until", "ready", "--dir"])
+        .arg(s.path().join("w"))
+        .env(ledger::ROOT_ENV, s.ledgers())
+        .env("BENCHCAGE_WORK", s.path())
+        .env_remove(SCOPED_ENV)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&errors).unwrap())
+        .spawn()
+        .unwrap();
+    let mut child = KillOnDrop(child);
+    let (mut engine, mut said) = (None, String::new());
+    for line in BufReader::new(child.0.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        said.push_str(&line);
+        said.push('\n');
+        if let Some(p) = line.strip_prefix("engine pid ") {
+            engine = p.parse::<u32>().ok();
+        }
+        if line == "reached ready" {
+            break;
+        }
+    }
+    let engine = engine.unwrap_or_else(|| {
+        panic!(
+            "no engine started ({:?}):\n{said}{}",
+            child.0.try_wait(),
+            std::fs::read_to_string(&errors).unwrap_or_default()
+        )
+    });
+    (child, engine)
+}
+
+#[test]
+fn under_systemd_a_sigkilled_run_in_a_scope_of_its_own_is_undone_by_cleanup_from_elsewhere() {
+    use benchcage::sandbox::cgroupfs::delegation::{self, LAUNCHER};
+    let Some((mount, base)) = v2_or_skip() else {
+        return;
+    };
+    if !Path::new("/run/systemd/system").is_dir() {
+        skip("BENCHCAGE_REQUIRE_SYSTEMD", "systemd is not PID 1 here");
+        return;
+    }
+    // The scope empties when cleanup kills the engine (systemd then removes
+    // it with the groups while cleanup looks at them), or something else
+    // in it keeps it, as a user's shell would: cleanup removes the groups.
+    for kept in [false, true] {
+        let s = Scratch::new(&format!("scope-kill-{kept}"));
+        let (mut child, engine) = hold_in_own_scope(&s);
+        let own = std::fs::read_to_string(format!("/proc/{engine}/cgroup")).unwrap();
+        let own = delegation::own_group(&own).unwrap();
+        let scope =
+            delegation::nearest_delegated(&own, |p| delegation::is_delegated(&mount.join(p)))
+                .expect("the engine is in a delegated scope");
+        assert!(!mount.join(&scope).starts_with(&base), "a scope of its own");
+        let groups = mount.join(&scope).join(TOP).join(&s.run_id);
+        let other = kept.then(|| {
+            let other = KillOnDrop(Command::new("sleep").arg("600").spawn().unwrap());
+            std::fs::write(
+                mount.join(&scope).join(LAUNCHER).join("cgroup.procs"),
+                other.0.id().to_string(),
+            )
+            .unwrap();
+            other
+        });
+        signal(&child.0, nix::sys::signal::Signal::SIGKILL);
+        child.0.wait().unwrap();
+        assert!(pid_alive(engine), "the engine outlived benchcage");
+        assert!(groups.is_dir(), "SIGKILL left the groups for cleanup");
+        // cleanup runs here, in this test's scope, and reaches the other one.
+        let report = cleanup(&s);
+        assert!(!groups.exists(), "{report}");
+        assert_cli_clean(&s, &[Some(engine)]);
+        if kept {
+            assert!(report.contains("removed cgroup"), "{report}");
+            assert!(mount.join(&scope).is_dir(), "the scope went with its sleep");
+        }
+        drop(other);
+        // Empty now, the scope is collected by systemd.
+        let deadline = Instant::now() + std::time::Duration::from_secs(10);
+        while mount.join(&scope).exists() {
+            assert!(
+                Instant::now() < deadline,
+                "{} outlived its processes",
+                scope.display()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
 }

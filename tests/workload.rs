@@ -3,16 +3,8 @@
 mod support;
 
 use benchcage::clients;
-use support::{Kind, Server};
-
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(f)
-}
+use support::cli::{BIN, assert_success, bc, drive, summary_count};
+use support::{Kind, Server, block_on};
 
 fn server_version(kind: Kind) -> String {
     let s = Server::start(kind);
@@ -64,13 +56,6 @@ fn a_redis_error_inside_a_pipeline_leaves_the_connection_in_step() {
     });
 }
 
-#[test]
-fn ping_fails_fast_when_nothing_listens() {
-    let port = support::free_port();
-    let r = block_on(clients::ping(&benchcage::sandbox::Probe::Redis, port));
-    assert!(r.is_err());
-}
-
 use benchcage::results::model::PhaseResult;
 use benchcage::workload::{self, WorkloadConfig};
 use tokio_util::sync::CancellationToken;
@@ -113,13 +98,15 @@ fn store_end_to_end(kind: Kind) {
     }
     assert!(!run.series.is_empty());
 
-    // Twice the records that exist: about half the reads miss.
+    // Twice the records that exist: about half the reads miss. Allowed to
+    // fail, the phase runs every operation and counts each miss.
     let mut missing = every_kind(&s.url());
     missing.workload = workload::WorkloadKind::C;
     missing.mix = None;
     missing.distribution = Some(workload::Distribution::Uniform);
     missing.load = false;
     missing.records = 1200;
+    missing.error_budget = workload::ErrorBudget::Share("100%".into());
     let r = &run_config(&missing)[0];
     let read = &r.ops["READ"];
     assert!(read.errors > 200 && read.count > 100, "{read:?}");
@@ -128,12 +115,18 @@ fn store_end_to_end(kind: Kind) {
         r.total_ops, read.count,
         "failures are not counted as operations"
     );
-    assert!(!r.status.is_ok(), "errors over the budget fail the phase");
+    assert!(r.status.is_ok(), "{:?}", r.status);
     assert!(
         read.error_samples[0].contains("not found"),
         "{:?}",
         read.error_samples
     );
+    // Without a budget the first miss stops the phase and fails it.
+    missing.error_budget = workload::ErrorBudget::Count(0);
+    let r = &run_config(&missing)[0];
+    assert!((1..=2).contains(&r.total_errors), "{}", r.total_errors);
+    assert!(r.total_ops + r.total_errors < 600, "{}", r.total_ops);
+    assert!(!r.status.is_ok(), "errors over the budget fail the phase");
 }
 
 #[test]
@@ -346,8 +339,7 @@ fn drive_prints_the_ycsb_summary_and_writes_json() {
     let s = Server::start(Kind::Redis);
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.json");
-    let out = assert_cmd::Command::cargo_bin("benchcage")
-        .unwrap()
+    let out = bc()
         .args([
             "drive",
             "--store",
@@ -387,54 +379,12 @@ fn drive_prints_the_ycsb_summary_and_writes_json() {
     assert_eq!(results[1].ops["READ"].count, reads);
 }
 
-/// `[KIND], Operations, N` from a YCSB-style summary.
-fn summary_count(text: &str, kind: &str) -> u64 {
-    let prefix = format!("[{kind}], Operations, ");
-    text.lines()
-        .find_map(|l| l.strip_prefix(prefix.as_str()))
-        .unwrap_or_else(|| panic!("no {prefix} in {text}"))
-        .parse()
-        .unwrap()
-}
-
-#[test]
-fn drive_counts_workload_f_read_modify_writes_under_read_and_update_too() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("f.json");
-    let out = assert_cmd::Command::cargo_bin("benchcage")
-        .unwrap()
-        .args(["drive", "--store", "null://", "--workload", "f"])
-        .args(["--operations", "20000", "--threads", "2", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}");
-    let (read, update, rmw) = (
-        summary_count(&text, "READ"),
-        summary_count(&text, "UPDATE"),
-        summary_count(&text, "READ-MODIFY-WRITE"),
-    );
-    assert!((8000..12000).contains(&rmw), "{text}");
-    assert_eq!(update, rmw, "{text}");
-    // Plain reads plus one read per RMW: every operation of F reads once.
-    assert_eq!(read, 20000, "{text}");
-    let results: Vec<PhaseResult> =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let r = &results[0];
-    assert_eq!(r.total_ops, 20000, "each operation counted once");
-    assert_eq!(r.ops["READ"].count, read);
-    assert_eq!(r.ops["UPDATE"].count, rmw);
-    assert!((r.throughput * r.duration_s - 20000.0).abs() < 1.0);
-}
-
 #[test]
 fn drive_loads_in_batches_with_the_batch_flag() {
     let s = Server::start(Kind::Redis);
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.json");
-    let out = assert_cmd::Command::cargo_bin("benchcage")
-        .unwrap()
+    let out = bc()
         .args(["drive", "--store", &s.url(), "--workload", "c"])
         .args(["--records", "500", "--load", "--batch", "50"])
         .args([
@@ -460,60 +410,6 @@ fn drive_loads_in_batches_with_the_batch_flag() {
     let results: Vec<PhaseResult> =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(results[0].total_ops, 500);
-}
-
-#[test]
-fn drive_refuses_a_non_loopback_store_with_exit_code_2() {
-    let out = assert_cmd::Command::cargo_bin("benchcage")
-        .unwrap()
-        .args([
-            "drive",
-            "--store",
-            "redis://10.1.2.3:6379",
-            "--operations",
-            "10",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not loopback"));
-}
-
-#[test]
-fn drive_takes_a_workload_config_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("w.json");
-    let json = dir.path().join("r.json");
-    std::fs::write(
-        &cfg,
-        r#"{"name": "sweep", "store": "null://", "workload": "b", "threads": [1, 2],
-            "operations": 5000, "records": 100}"#,
-    )
-    .unwrap();
-    let out = assert_cmd::Command::cargo_bin("benchcage")
-        .unwrap()
-        .args(["drive", "--config"])
-        .arg(&cfg)
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let results: Vec<PhaseResult> =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(
-        results.iter().map(|r| r.threads).collect::<Vec<_>>(),
-        vec![1, 2]
-    );
-    assert!(
-        results
-            .iter()
-            .all(|r| r.name == "sweep" && r.total_ops == 5000)
-    );
 }
 
 use benchcage::workload::stores::StoreKind;
@@ -616,7 +512,6 @@ fn pgbench_runs_a_custom_point_read_script_live_against_postgres() {
 fn ycsb_and_command_tools_parse_live_output() {
     let s = Server::start(Kind::Redis);
     let out = tempfile::tempdir().unwrap();
-    let bin = assert_cmd::cargo::cargo_bin("benchcage");
     let target = ToolTarget {
         kind: StoreKind::Redis,
         port: s.port,
@@ -628,7 +523,7 @@ fn ycsb_and_command_tools_parse_live_output() {
     let ycsb = tool(&format!(
         "ycsb: {{argv: ['{}', drive, --store, 'redis://{{host}}:{{port}}', --workload, c, \
          --records, '100', --operations, '2000', --threads, '{{threads}}', --load]}}",
-        bin.display()
+        BIN
     ));
     let r = block_on(tools::run_tool(
         &ycsb,
@@ -660,21 +555,6 @@ fn ycsb_and_command_tools_parse_live_output() {
     assert!(c.latency_us.mean.unwrap() > 0.0);
     assert_eq!(c.latency_us.p99, None, "the command printed no p99");
     assert!(out.path().join("command-run-2.txt").is_file());
-}
-
-/// `benchcage drive ARGS...`: exit code, stdout and stderr.
-fn drive(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = assert_cmd::Command::cargo_bin("benchcage")
-        .unwrap()
-        .arg("drive")
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 /// A row, document or key of the user's own in the place a load would
@@ -793,17 +673,6 @@ fn drive_load_on_secantus_never_drops_a_collection_holding_documents_without_res
 }
 
 #[test]
-fn drive_help_says_a_load_deletes_nothing_without_reset() {
-    let (code, out, _) = drive(&["--help"]);
-    assert_eq!(code, Some(0));
-    assert!(out.contains("--reset"), "{out}");
-    assert!(
-        out.contains("never deletes data it did not create"),
-        "{out}"
-    );
-}
-
-#[test]
 fn drive_authenticates_to_a_redis_with_requirepass_and_never_prints_the_password() {
     let s = Server::start(Kind::Redis);
     let secret = "s3cr/et@x";
@@ -903,11 +772,7 @@ fn drive_authenticates_to_a_mongodb_server_with_scram_from_the_url() {
         ))
         .output()
         .unwrap();
-    assert!(
-        made.status.success(),
-        "{}",
-        String::from_utf8_lossy(&made.stderr)
-    );
+    assert_success(&made);
     s.restart_secantus_with(&["--auth"]);
     let base = format!("127.0.0.1:{}", s.port);
     let ops = ["--records", "100", "--operations", "200", "--workload", "c"];
@@ -926,4 +791,159 @@ fn drive_authenticates_to_a_mongodb_server_with_scram_from_the_url() {
     assert_eq!(code, Some(0), "{out}\n{err}\n{}", s.log());
     assert!(out.contains("[READ], Operations, 200"), "{out}");
     assert!(!format!("{out}{err}").contains("m0ngo"), "{err}");
+}
+
+/// Makes the redis of `s` refuse every write from now on, as a full redis
+/// does: `maxmemory` 1 byte with `noeviction` answers `OOM` to every
+/// write and still serves reads.
+fn fill_up(s: &Server) {
+    use benchcage::clients::redis::RedisConn;
+    block_on(async {
+        let mut c = RedisConn::connect(&clients::Endpoint::loopback(s.port))
+            .await
+            .unwrap();
+        c.cmd(&["CONFIG", "SET", "maxmemory-policy", "noeviction"])
+            .await
+            .unwrap();
+        c.cmd(&["CONFIG", "SET", "maxmemory", "1"]).await.unwrap();
+        let e = c.cmd(&["SET", "probe", "x"]).await.unwrap_err();
+        assert!(e.to_string().contains("OOM"), "{e}");
+    });
+}
+
+/// `benchcage drive` with `args` against `s`: the exit code, stderr, and
+/// the phases it wrote.
+fn drive_json(s: &Server, args: &[&str]) -> (i32, String, Vec<PhaseResult>) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let out = bc()
+        .args(["drive", "--store", &s.url()])
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let results = serde_json::from_str(&std::fs::read_to_string(&json).unwrap_or_default())
+        .unwrap_or_else(|e| panic!("no results ({e}): {stderr}"));
+    (out.status.code().unwrap_or(-1), stderr, results)
+}
+
+#[test]
+fn a_load_without_an_error_budget_stops_at_the_first_insert_a_full_redis_refuses() {
+    let s = Server::start(Kind::Redis);
+    fill_up(&s);
+    let (code, stderr, results) = drive_json(
+        &s,
+        &[
+            "--workload",
+            "c",
+            "--records",
+            "100000",
+            "--threads",
+            "4",
+            "--load",
+        ],
+    );
+    assert_eq!(code, 1, "{stderr}");
+    let load = &results[0];
+    assert_eq!(results.len(), 1, "no measured phase after a failed load");
+    // Every worker stops at the first failure; each had at most one insert
+    // on its way. Before, the load ran all 100000 inserts into the wall.
+    assert_eq!(load.total_ops, 0);
+    assert!(
+        (1..=4).contains(&load.total_errors),
+        "{}",
+        load.total_errors
+    );
+    let n = load.total_errors;
+    let want = format!(
+        "phase `load` (4 threads): stopped when its error budget (0 errors) was spent: {n} of {n} operations failed (100000 planned)"
+    );
+    assert!(stderr.contains(&want), "{stderr}");
+    assert!(
+        load.ops["INSERT"].error_samples[0].contains("OOM"),
+        "{:?}",
+        load.ops["INSERT"].error_samples
+    );
+}
+
+#[test]
+fn a_load_stops_once_its_error_count_budget_is_spent_on_a_full_redis() {
+    let s = Server::start(Kind::Redis);
+    fill_up(&s);
+    let (code, stderr, results) = drive_json(
+        &s,
+        &[
+            "--workload",
+            "c",
+            "--records",
+            "100000",
+            "--threads",
+            "4",
+            "--load",
+            "--batch",
+            "10",
+            "--error-budget",
+            "50",
+        ],
+    );
+    assert_eq!(code, 1, "{stderr}");
+    let load = &results[0];
+    // A batch of 10 fails together: the sixth spends the budget of 50, and
+    // the other three workers had at most a batch each on its way.
+    assert!(
+        (60..=90).contains(&load.total_errors),
+        "{}",
+        load.total_errors
+    );
+    assert!(
+        stderr.contains("stopped when its error budget (50 errors) was spent"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_measured_phase_stops_at_the_first_update_a_full_redis_refuses() {
+    let s = Server::start(Kind::Redis);
+    let (code, stderr, _) = drive_json(
+        &s,
+        &[
+            "--workload",
+            "c",
+            "--records",
+            "1000",
+            "--load",
+            "--operations",
+            "1",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    fill_up(&s);
+    // Workload A: half reads, which a full redis still answers, half
+    // updates, which it refuses.
+    let (code, stderr, results) = drive_json(
+        &s,
+        &[
+            "--workload",
+            "a",
+            "--records",
+            "1000",
+            "--operations",
+            "1000000",
+            "--threads",
+            "2",
+        ],
+    );
+    assert_eq!(code, 1, "{stderr}");
+    let r = &results[0];
+    assert!((1..=2).contains(&r.total_errors), "{}", r.total_errors);
+    assert_eq!(r.ops["UPDATE"].errors, r.total_errors);
+    // The reads before the first update: a handful, not a million.
+    assert!(r.total_ops < 1000, "{} operations", r.total_ops);
+    assert!(
+        stderr.contains("stopped when its error budget (0 errors) was spent")
+            && stderr.contains("(1000000 planned)"),
+        "{stderr}"
+    );
 }

@@ -18,12 +18,7 @@ cd "$(dirname "$0")/../.."
 
 BIN=${BENCHCAGE_BIN:-${CARGO_TARGET_DIR:-target}/release/benchcage}
 if [ ! -x "$BIN" ]; then cargo build --release; fi
-SERVER_CPU=${SERVER_CPU:-0}
-CLIENT_CPU=${CLIENT_CPU:-1}
-SECS=${BENCH_SECS:-10}
-RECORDS=${BENCH_RECORDS:-100000}
-CONNS=${BENCH_CONNS:-16}
-REPS=${BENCH_REPS:-3}
+source scripts/bench-lib.sh
 PG=/usr/lib/postgresql/15/bin
 
 work=$(mktemp -d /tmp/benchcage-bench.XXXXXX)

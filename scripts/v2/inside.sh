@@ -15,12 +15,24 @@ if [ $$ = 1 ]; then
   mount -t tmpfs tmpfs /dev/shm
 fi
 out=$(sed -n 's/.*\bbc\.out=\([^ ]*\).*/\1/p' /proc/cmdline)
+# shellcheck disable=SC1091
+. "$out/env"
+export PATH
 repo=$(sed -n 's/.*\bbc\.repo=\([^ ]*\).*/\1/p' /proc/cmdline)
 ip link set lo up
 hostname benchcage-v2
 echo "guest($mode): up after $(cut -d' ' -f1 /proc/uptime)s; cgroup2 controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
 mount | grep -c ' type cgroup ' | sed 's/^/guest: v1 cgroup mounts: /'
 cd "$repo"
+# A swap file, so that a nonzero memory.swap.max has something to use.
+if fallocate -l 512M /tmp/v2.swap && chmod 600 /tmp/v2.swap && mkswap -q /tmp/v2.swap && swapon /tmp/v2.swap; then
+  echo "guest: swap $(awk 'NR > 1 { print $1, $3 " KiB" }' /proc/swaps)"
+else
+  echo "guest: no swap file"
+fi
+# Here the v2 tests must run: none may skip for want of v2 (or systemd).
+export BENCHCAGE_REQUIRE_V2=1
+if [ "$mode" = systemd ]; then export BENCHCAGE_REQUIRE_SYSTEMD=1; fi
 # In the systemd guest every suite runs in its own delegated scope, as a
 # user would start benchcage there; the service itself is not delegated.
 wrap=()
@@ -47,3 +59,5 @@ fi
 echo "guest: done after $(cut -d' ' -f1 /proc/uptime)s"
 sync
 echo o >/proc/sysrq-trigger
+# The power-off is asynchronous: PID 1 exiting first would panic the kernel.
+sleep 60

@@ -3,7 +3,7 @@
 //! crate behind small connection types used by the workload stores and by
 //! readiness probes; no client crate type leaves its file.
 
-use crate::sandbox::Probe;
+use crate::model::Probe;
 use std::time::Duration;
 
 pub mod mongodb;
@@ -86,6 +86,15 @@ impl Endpoint {
         }
     }
 
+    /// The loopback endpoint a probe logs in to: its user and database.
+    pub fn for_probe(probe: &Probe, port: u16) -> Self {
+        Endpoint {
+            user: probe.user().map(str::to_string),
+            database: probe.database().map(str::to_string),
+            ..Endpoint::loopback(port)
+        }
+    }
+
     /// `host:port`, for messages.
     pub fn addr(&self) -> String {
         format!("{}:{}", self.host, self.port)
@@ -132,18 +141,13 @@ pub(crate) async fn timed<T>(
 /// the version string the server reports (redis `INFO server`, postgres
 /// `SHOW server_version`, mysql `SELECT VERSION()`, mongodb `buildInfo`).
 pub async fn ping(probe: &Probe, port: u16) -> Result<String, ClientError> {
-    let mut ep = Endpoint::loopback(port);
+    let ep = Endpoint::for_probe(probe, port);
     match probe {
         Probe::Redis => timed("redis", &ep.addr(), redis::server_version(&ep)).await,
-        Probe::Postgres { user, database } => {
-            ep.user = Some(user.clone());
-            ep.database = Some(database.clone());
+        Probe::Postgres { .. } => {
             timed("postgres", &ep.addr(), postgres::server_version(&ep)).await
         }
-        Probe::Mysql { user } => {
-            ep.user = Some(user.clone());
-            timed("mysql", &ep.addr(), mysql::server_version(&ep)).await
-        }
+        Probe::Mysql { .. } => timed("mysql", &ep.addr(), mysql::server_version(&ep)).await,
         Probe::Mongodb => timed("mongodb", &ep.addr(), mongodb::server_version(&ep)).await,
     }
 }

@@ -1,12 +1,12 @@
 //! `benchcage doctor`: what this host can do (cgroup v1/v2, controllers,
-//! swap accounting, mlock, CPUs, RAM, docker) and, for each thing it
-//! cannot, why not and what to do.
+//! swap accounting, mlock, CPUs, RAM, transparent huge pages, docker) and,
+//! for each thing it cannot, why not and what to do.
 
+use crate::display::approx;
 use crate::host::{CgroupLayout, HostFacts};
-use crate::sandbox::cgroup::delegation::V2Place;
-use crate::sandbox::cgroup::group::{TOP, V2_CONTROLLERS_WANTED};
-use crate::sandbox::cgroup::hierarchy::V2_MOUNT;
-use crate::spec::plan::approx;
+use crate::sandbox::cgroupfs::delegation::V2Place;
+use crate::sandbox::cgroupfs::group::{TOP, V2_CONTROLLERS_WANTED};
+use crate::sandbox::cgroupfs::hierarchy::V2_MOUNT;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -93,7 +93,7 @@ pub fn checks(host: &HostFacts) -> Vec<Check> {
         let place = V2Place::probe(Path::new(V2_MOUNT));
         out.extend(delegation_checks(&place));
     }
-    out.extend([swap_check(host), mlock_check()]);
+    out.extend([swap_check(host), mlock_check(), thp_check(host)]);
     if host.online_cpus.len() < 2 {
         out[0].status = Status::Warn;
         out[0].fix =
@@ -244,6 +244,48 @@ fn swap_check(host: &HostFacts) -> Check {
     }
 }
 
+/// Transparent huge pages: TokuMX refuses to start under `always`.
+pub fn thp_check(host: &HostFacts) -> Check {
+    use crate::sandbox::thp::{ThpFiles, ThpMode};
+    let file = ThpFiles::current().enabled_path();
+    match &host.thp {
+        Err(e) => Check::new(
+            "hugepages",
+            Status::Warn,
+            e.clone(),
+            "plan cannot tell whether TokuMX (which refuses THP `always`) will start",
+        ),
+        Ok(None) => Check::new(
+            "hugepages",
+            Status::Ok,
+            "no transparent huge pages in this kernel",
+            "",
+        ),
+        Ok(Some(t)) => {
+            let detail = format!(
+                "transparent huge pages: enabled {}, defrag {}",
+                t.enabled,
+                t.defrag.as_deref().unwrap_or("(no defrag file)")
+            );
+            if t.enabled == ThpMode::Always {
+                Check::new(
+                    "hugepages",
+                    Status::Warn,
+                    detail,
+                    format!(
+                        "TokuMX refuses to start under `always`, so plan refuses its cells unless the environment has \
+                         `host: {{transparent_hugepages: off}}` (benchcage writes `never` and restores `always` after \
+                         each cell); or turn them off on the host: echo never > {} (madvise works too)",
+                        file.display()
+                    ),
+                )
+            } else {
+                Check::new("hugepages", Status::Ok, detail, "")
+            }
+        }
+    }
+}
+
 fn mlock_check() -> Check {
     let root = nix::unistd::geteuid().is_root();
     let cap_ipc_lock = std::fs::read_to_string("/proc/self/status")
@@ -362,6 +404,34 @@ mod tests {
         assert_eq!(io.status, Status::Warn);
         let all = subtree_check(&words("cpuset cpu io memory pids hugetlb"), true);
         assert_eq!((all.status, all.fix.as_str()), (Status::Ok, ""));
+    }
+
+    #[test]
+    fn thp_always_is_a_warning_that_says_how_to_turn_it_off() {
+        use crate::sandbox::thp::{ThpMode, ThpState};
+        let mut host = HostFacts::probe();
+        host.thp = Ok(Some(ThpState {
+            enabled: ThpMode::Always,
+            defrag: Some("madvise".into()),
+        }));
+        let c = thp_check(&host);
+        assert_eq!(c.status, Status::Warn);
+        assert_eq!(
+            c.detail,
+            "transparent huge pages: enabled always, defrag madvise"
+        );
+        assert!(
+            c.fix.contains("host: {transparent_hugepages: off}") && c.fix.contains("echo never >"),
+            "{}",
+            c.fix
+        );
+        host.thp = Ok(Some(ThpState {
+            enabled: ThpMode::Madvise,
+            defrag: None,
+        }));
+        assert_eq!(thp_check(&host).status, Status::Ok);
+        host.thp = Ok(None);
+        assert_eq!(thp_check(&host).status, Status::Ok);
     }
 
     #[test]

@@ -15,9 +15,18 @@ use tokio_util::sync::CancellationToken;
 pub async fn run(_home: &Path, args: &DriveArgs) -> anyhow::Result<ExitCode> {
     let cfg = config(args)?;
     let v = cfg.validate().map_err(|e| match e {
-        WorkloadError::Config(_) | WorkloadError::Url(_) => bad_input(e.to_string()),
+        WorkloadError::Config(mut p) => match &args.config {
+            Some(path) => bad_input(format!("workload config {}: {p}", path.display())),
+            None => {
+                p.as_flags = true;
+                bad_input(p.to_string())
+            }
+        },
+        WorkloadError::Url(_) => bad_input(e.to_string()),
         other => anyhow::Error::new(other),
     })?;
+    // Validation counted on the hard limit: one open file per connection.
+    workload::bounds::raise_open_files();
     let cancel = CancellationToken::new();
     let on_int = cancel.clone();
     tokio::spawn(async move {

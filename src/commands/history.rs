@@ -15,19 +15,13 @@ pub async fn run(home: &Path, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
     if !args.index.is_empty() {
         let runs = load_runs(home, &args.index)?;
         let mut h = history::History::open(&db)?;
-        loop {
-            for r in &runs {
-                let n = h
-                    .index_run(r)
-                    .with_context(|| format!("cannot index run {}", r.run.run_id))?;
-                if !args.index_forever {
-                    println!("indexed {}: {} rows", r.run.run_id, n);
-                }
-            }
-            if !args.index_forever {
-                return Ok(ExitCode::SUCCESS);
-            }
+        for r in &runs {
+            let n = h
+                .index_run(r)
+                .with_context(|| format!("cannot index run {}", r.run.run_id))?;
+            println!("indexed {}: {} rows", r.run.run_id, n);
         }
+        return Ok(ExitCode::SUCCESS);
     }
     let since = match &args.since {
         Some(s) => {

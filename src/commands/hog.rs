@@ -4,15 +4,11 @@
 use crate::cli::HogArgs;
 use crate::error::bad_input;
 use crate::sandbox::hog;
-use crate::units::Bytes;
 use std::path::Path;
 use std::process::ExitCode;
 
 pub async fn run(_home: &Path, args: &HogArgs) -> anyhow::Result<ExitCode> {
-    let leave: Bytes = args
-        .leave
-        .parse()
-        .map_err(|e| bad_input(format!("--leave `{}`: {e}", args.leave)))?;
+    let leave = hog::parse_leave(&args.leave).map_err(|e| bad_input(format!("--leave: {e}")))?;
     hog::hold(leave)
         .await
         .map_err(|e| bad_input(format!("{e} (nothing is locked)")))?;

@@ -37,11 +37,27 @@ pub async fn run(home: &Path, args: &ListArgs) -> anyhow::Result<ExitCode> {
     }
     if matches!(what, "all" | "engines") {
         println!("engines:");
+        let root = crate::fetch::cache::root();
         for e in p.engines.values() {
+            let versions: Vec<String> = e
+                .versions
+                .iter()
+                .map(
+                    |(v, ev)| match ev.source.as_ref().filter(|s| s.fetchable()) {
+                        Some(s)
+                            if crate::fetch::cache::installed(&root, &e.name, v, s).is_some() =>
+                        {
+                            format!("{v} (fetched)")
+                        }
+                        Some(_) => format!("{v} (to fetch)"),
+                        None => v.clone(),
+                    },
+                )
+                .collect();
             println!(
                 "  {:<16} versions {} (default {}); knobs {} - {}",
                 e.name,
-                e.version_names().join(", "),
+                versions.join(", "),
                 e.default_version,
                 e.knob_names().join(", "),
                 e.description

@@ -7,19 +7,20 @@ pub mod cleanup;
 pub mod compare;
 pub mod doctor;
 pub mod drive;
+pub mod fetch;
 pub mod history;
 pub mod hog;
+pub mod image;
 pub mod list;
 pub mod plan;
 pub mod render;
 pub mod report;
 pub mod run;
-pub mod sandbox_hold;
 pub mod validate;
 
 /// Route a parsed command line to its command.
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
-    if matches!(cli.command, Command::Run(_) | Command::SandboxHold(_)) {
+    if matches!(cli.command, Command::Run(_)) {
         enter_own_scope();
     }
     let home = cli.home.clone();
@@ -40,7 +41,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             Command::Compare(a) => compare::run(&home, &a).await,
             Command::Cleanup(a) => cleanup::run(&home, &a).await,
             Command::Hog(a) => hog::run(&home, &a).await,
-            Command::SandboxHold(a) => sandbox_hold::run(&home, &a).await,
+            Command::Fetch(a) => fetch::run(&home, &a).await,
+            Command::Image(a) => image::run(&home, &a).await,
         }
     })
 }
@@ -50,7 +52,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
 /// cannot be done, the sandbox says what to do instead.
 fn enter_own_scope() {
     use std::os::unix::process::CommandExt;
-    if let Some(mut cmd) = crate::sandbox::cgroup::delegation::scope_command() {
+    if let Some(mut cmd) = crate::sandbox::cgroupfs::delegation::scope_command() {
         let err = cmd.exec();
         eprintln!("warning: could not restart in a delegated scope with systemd-run: {err}");
     }

@@ -2,10 +2,12 @@
 //! rendered configs and estimated duration. Creates nothing.
 
 use crate::cli::PlanArgs;
+use crate::display::approx;
+use crate::display::span;
 use crate::host::HostFacts;
-use crate::sandbox::Program;
+use crate::model::{Backend, Probe, Program};
+use crate::plan::{HOG_MARGIN, Plan, PlannedCell, plan_command_line};
 use crate::spec::Diagnostics;
-use crate::spec::plan::{HOG_MARGIN, Plan, PlannedCell, approx, plan_command_line};
 use crate::spec::scenario::{Length, Work};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -24,12 +26,44 @@ pub async fn run(home: &Path, args: &PlanArgs) -> anyhow::Result<ExitCode> {
     )?;
     warn_unused(&cp.warnings);
     let plan = cp.plan;
+    // The planner has reported (or refused) broken specs already.
+    let project = crate::spec::Project::load_all(home).0;
+    let pending = crate::fetch::pending(&project, &plan.cells, &crate::fetch::cache::root());
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&plan)?);
+        let mut v = serde_json::to_value(&plan)?;
+        v["to_fetch"] = pending
+            .iter()
+            .map(|p| serde_json::json!({"engine": p.engine, "version": p.version, "source": p.source.describe()}))
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         print!("{}", describe(&plan, &host));
+        print!("{}", describe_pending(&pending));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The versions a run must fetch first, and how.
+pub fn describe_pending(pending: &[crate::fetch::Pending]) -> String {
+    let mut o = String::new();
+    if pending.is_empty() {
+        return o;
+    }
+    for p in pending {
+        let _ = writeln!(
+            o,
+            "to fetch  {}: {}, not in the cache",
+            p.label(),
+            p.source.describe()
+        );
+    }
+    let labels: Vec<String> = pending.iter().map(|p| p.label()).collect();
+    let _ = writeln!(
+        o,
+        "  a run fetches them with `run --fetch`, or first: benchcage fetch {}",
+        labels.join(" ")
+    );
+    o
 }
 
 /// Problems of specs the scenario does not use, on stderr: they stop
@@ -97,12 +131,12 @@ pub fn describe(plan: &Plan, host: &HostFacts) -> String {
         o,
         "cells: {}, estimated duration {} (start and teardown {}, loads {}, tool prepares {}, settle {}, phases {})",
         plan.cells.len(),
-        plan.estimated_duration,
-        e.start_and_teardown,
-        e.load,
-        e.tool_prepare,
-        e.settle,
-        e.phases
+        span(plan.estimated_duration),
+        span(e.start_and_teardown),
+        span(e.load),
+        span(e.tool_prepare),
+        span(e.settle),
+        span(e.phases)
     );
     let mut shown: BTreeMap<String, String> = BTreeMap::new();
     for c in &plan.cells {
@@ -119,6 +153,14 @@ fn describe_cell(
     shown: &mut BTreeMap<String, String>,
 ) {
     let _ = writeln!(o, "\n{}", c.id);
+    describe_resources(o, c, host);
+    describe_work(o, c, host);
+    describe_execution(o, c);
+    describe_configs(o, c, shown);
+}
+
+/// Backend, CPUs, memory, hog, IO, huge pages and knobs.
+fn describe_resources(o: &mut String, c: &PlannedCell, host: &HostFacts) {
     let program = match &c.program {
         Program::Binary(p) => p.display().to_string(),
         Program::Image(i) => format!("image {i}"),
@@ -153,13 +195,36 @@ fn describe_cell(
     {
         let _ = writeln!(o, "  io        {io}");
     }
+    if let Some(line) = thp_line(c, host) {
+        let _ = writeln!(o, "  host      {line}");
+    }
     let knobs: Vec<String> = c.knobs.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let _ = writeln!(o, "  knobs     {}", knobs.join(", "));
+}
+
+/// Dataset, disk, load, settle and the measured runs.
+fn describe_work(o: &mut String, c: &PlannedCell, host: &HostFacts) {
     if let Some(d) = &c.dataset {
         let _ = writeln!(
             o,
             "  dataset   {} records x {} fields x {} B ({} keys)",
             d.records, d.field_count, d.field_length, d.insert_order
+        );
+    }
+    if let Some(fp) = &c.footprint {
+        let free = match (host.work_free, &host.work_free_set) {
+            (Some(f), Some(_)) => format!(
+                "{} free ({})",
+                approx(f),
+                crate::sandbox::roots::WORK_FREE_ENV
+            ),
+            (Some(f), None) => format!("{} free", approx(f)),
+            (None, _) => "free space unknown".into(),
+        };
+        let _ = writeln!(
+            o,
+            "  disk      {fp}; {} has {free}",
+            host.work_dir.display()
         );
     }
     if let Some(load) = &c.load {
@@ -191,7 +256,10 @@ fn describe_cell(
             p.id, p.phase.warmup
         );
     }
-    describe_execution(o, c);
+}
+
+/// Each rendered config, or which cell showed the same one first.
+fn describe_configs(o: &mut String, c: &PlannedCell, shown: &mut BTreeMap<String, String>) {
     for cfg in &c.configs {
         let key = format!("{}\n{}", cfg.name, cfg.content);
         match shown.get(&key) {
@@ -218,8 +286,8 @@ fn describe_cell(
 /// (the load generator, external tools), which run as benchcage's user.
 fn describe_execution(o: &mut String, c: &PlannedCell) {
     let inside = match c.backend {
-        crate::sandbox::Backend::Docker => " inside the container",
-        crate::sandbox::Backend::Cgroup => "",
+        Backend::Docker => " inside the container",
+        Backend::Cgroup => "",
     };
     let default = if c.user == crate::spec::engine::DEFAULT_USER {
         format!(" (the default: {} has no `user:`)", c.engine)
@@ -262,6 +330,13 @@ fn describe_execution(o: &mut String, c: &PlannedCell) {
             o,
             "  client    load generator: benchcage drive --config <phase file>, as {me}, in the client group"
         );
+        if c.readiness.probe == Probe::Mongodb {
+            let url = crate::run::adapt::cell_store_url(c, 0).replace(":0", ":{port}");
+            let query = url.split_once('?').map_or("", |(_, q)| q);
+            if let Ok(opts) = crate::clients::mongodb::MongoOptions::from_query(query) {
+                let _ = writeln!(o, "  store     {url}: {}", opts.describe());
+            }
+        }
     }
     let mut seen = std::collections::BTreeSet::new();
     for p in &c.phases {
@@ -277,6 +352,59 @@ fn describe_execution(o: &mut String, c: &PlannedCell) {
             }
         }
     }
+    let tools: Vec<&str> = tool_phase_names(c);
+    if !c.store_options.is_empty() && !tools.is_empty() {
+        let _ = writeln!(
+            o,
+            "  store     the store knobs {} reach only the built-in load generator; tool phases {} use the tool's own settings",
+            store_knobs(c).join(", "),
+            tools.join(", ")
+        );
+    }
+}
+
+/// What the cell does with the host's transparent huge pages, when it
+/// matters: the environment turns them off, or the engine refuses `always`.
+fn thp_line(c: &PlannedCell, host: &HostFacts) -> Option<String> {
+    use crate::model::{ThpNeed, ThpPolicy};
+    use crate::sandbox::thp::ThpMode;
+    let state = host.thp.as_ref().ok().and_then(|t| t.as_ref());
+    match (c.transparent_hugepages, state) {
+        (ThpPolicy::Off, None) => {
+            Some("transparent huge pages: none in this kernel, nothing to turn off".into())
+        }
+        (ThpPolicy::Off, Some(t)) if t.enabled == ThpMode::Never => {
+            Some("transparent huge pages: already never, nothing to change".into())
+        }
+        (ThpPolicy::Off, Some(t)) => Some(format!(
+            "transparent huge pages: never during the cell, the host's {} restored after (host.transparent_hugepages: off)",
+            t.enabled
+        )),
+        (ThpPolicy::Leave, Some(t)) if c.thp_need == ThpNeed::NotAlways => Some(format!(
+            "transparent huge pages: {} as the host has them ({} refuses only always)",
+            t.enabled, c.engine
+        )),
+        _ => None,
+    }
+}
+
+/// The knobs that set store options, as `name=value`.
+fn store_knobs(c: &PlannedCell) -> Vec<String> {
+    c.store_options
+        .iter()
+        .map(|o| format!("{}={}", o.knob, o.value))
+        .collect()
+}
+
+/// Names of the phases of a cell that run an external tool, each once.
+fn tool_phase_names(c: &PlannedCell) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    for p in &c.phases {
+        if matches!(p.phase.work, Work::Tool(_)) && !out.contains(&p.phase.name.as_str()) {
+            out.push(&p.phase.name);
+        }
+    }
+    out
 }
 
 /// The commands a tool phase runs, placeholders as the scenario wrote them.

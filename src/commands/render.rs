@@ -2,9 +2,9 @@
 //! an engine's config files for an environment and print their paths.
 
 use crate::cli::RenderArgs;
+use crate::plan::render_engine;
 use crate::spec::Project;
 use crate::spec::overrides::parse_set_flags;
-use crate::spec::plan::render_engine;
 use anyhow::Context;
 use std::path::Path;
 use std::process::ExitCode;

@@ -3,19 +3,22 @@
 
 use crate::cli::RunArgs;
 use crate::host::HostFacts;
+use crate::model::Backend;
+use crate::plan::{CommandPlan, plan_command_line};
 use crate::report;
 use crate::results::{history, layout};
 use crate::run::adapt;
 use crate::run::cell::CellWork;
 use crate::run::facts::ProbeFacts;
-use crate::run::matrix::{self, RunInfo, SandboxFactory};
+use crate::run::matrix::{self, PrepareFn, RunInfo, SandboxFactory};
 use crate::run::provenance;
 use crate::run::signals::Interrupts;
-use crate::sandbox::cgroup::Hierarchy;
 use crate::sandbox::cgroup::sandbox::{CgroupConfig, CgroupSandbox};
+use crate::sandbox::cgroupfs::Hierarchy;
 use crate::sandbox::docker::DockerSandbox;
-use crate::sandbox::{Backend, Sandbox, ledger, reap};
-use crate::spec::plan::{CommandPlan, plan_command_line};
+use crate::sandbox::docker::client::DockerClient;
+use crate::sandbox::docker::image::{PullPolicy, ensure_image};
+use crate::sandbox::{Sandbox, ledger, reap};
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -45,6 +48,9 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
             plan.scenario, args.scenario
         )));
     }
+    // The planner has reported (or refused) broken specs already.
+    let project = crate::spec::Project::load_all(home).0;
+    fetch_pending(&project, &plan, args.fetch).await?;
 
     // Absolute: engines run with their data dir as working directory and
     // read their configs from the cell folder.
@@ -73,10 +79,9 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
             adapt::cell_work(
                 c,
                 exe.clone(),
-                home,
                 Arc::new(ProbeFacts {
                     probe: c.readiness.probe.clone(),
-                    engine: c.engine.clone(),
+                    facts: c.facts.clone(),
                 }),
             )
         })
@@ -84,6 +89,7 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
     for c in &cells {
         adapt::check_configs(c).map_err(crate::error::bad_input)?;
     }
+    let cells = with_versions(&project, cells);
 
     let scenario_file = resolve(home, &scenario.origin.file);
     let mut spec_files: Vec<PathBuf> = vec![scenario_file.clone()];
@@ -104,6 +110,10 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
     };
     let resume_hint = |id: &str| crate::run::resume::resume_command(&info.command_line, id);
 
+    let pull = match args.pull {
+        crate::cli::Pull::Missing => PullPolicy::default(),
+        crate::cli::Pull::Never => PullPolicy::Never,
+    };
     let work_root = matrix::work_root();
     let factory: SandboxFactory = Box::new(move |cell: &CellWork, id: &str| {
         let sb: Box<dyn Sandbox + Sync> = match cell.backend {
@@ -111,14 +121,22 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
                 crate::sandbox::roots::create_dirs(&work_root, crate::sandbox::roots::SEARCHABLE)?;
                 Box::new(CgroupSandbox::new(id, CgroupConfig::detect(&work_root)?)?)
             }
-            Backend::Docker => Box::new(DockerSandbox::new(
-                id,
-                &cell.key,
-                Hierarchy::detect()?,
-                &ledger::default_root(),
-            )?),
+            Backend::Docker => Box::new(
+                DockerSandbox::new(id, &cell.key, Hierarchy::detect()?, &ledger::default_root())?
+                    .with_pull(pull),
+            ),
         };
         Ok(sb)
+    });
+
+    let prepare: PrepareFn = Box::new(move |cell: &CellWork| {
+        Box::pin(async move {
+            if let (Backend::Docker, Some(image)) = (cell.backend, &cell.image) {
+                let client = DockerClient::connect().await?;
+                ensure_image(&client, image, pull).await?;
+            }
+            Ok(())
+        })
     });
 
     let out = matrix::run_matrix(
@@ -127,6 +145,7 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
         &results_root,
         args.resume.as_deref(),
         factory,
+        prepare,
         interrupts,
     )
     .await?;
@@ -199,6 +218,67 @@ fn say_reaped(dead: &reap::DeadRuns) {
 /// home (when it is not the current folder), the scenario (absolute when
 /// it is a file under the current folder), `--env`, `--only`, every
 /// `--set` in order, and the results folder when one was given.
+/// What each cell's server must report as its version, and the package
+/// its binary came from (a fetched version).
+fn with_versions(project: &crate::spec::Project, mut cells: Vec<CellWork>) -> Vec<CellWork> {
+    let root = crate::fetch::cache::root();
+    for c in &mut cells {
+        let Some(engine) = project.engines.get(&c.engine) else {
+            continue;
+        };
+        if engine.reports_own_version {
+            c.expect_version = Some(c.version.clone());
+        }
+        let source = engine
+            .version(Some(&c.version))
+            .and_then(|(_, ev)| ev.source.clone());
+        if c.backend == Backend::Cgroup
+            && let Some(s) = source.filter(crate::fetch::Source::fetchable)
+            && let Some(i) = crate::fetch::cache::installed(&root, &c.engine, &c.version, &s)
+        {
+            c.package = Some(format!("{} {}", s.describe(), i.record.checksum));
+        }
+    }
+    cells
+}
+
+/// The engine versions the cells need and the cache lacks: fetched with
+/// `--fetch`, else bad input naming them, before anything is created.
+async fn fetch_pending(
+    project: &crate::spec::Project,
+    plan: &crate::plan::Plan,
+    fetch: bool,
+) -> anyhow::Result<()> {
+    let root = crate::fetch::cache::root();
+    let pending = crate::fetch::pending(project, &plan.cells, &root);
+    if pending.is_empty() {
+        return Ok(());
+    }
+    if !fetch {
+        let labels: Vec<String> = pending.iter().map(|p| p.label()).collect();
+        return Err(crate::error::bad_input(format!(
+            "{} not in the cache ({}): run with --fetch, or first `benchcage fetch {}`",
+            labels.join(", "),
+            root.display(),
+            labels.join(" ")
+        )));
+    }
+    for p in pending {
+        let root = root.clone();
+        let (e, v, s) = (p.engine.clone(), p.version.clone(), p.source.clone());
+        let f = tokio::task::spawn_blocking(move || crate::fetch::fetch(&root, &e, &v, &s))
+            .await?
+            .with_context(|| format!("fetching {}", p.label()))?;
+        eprintln!(
+            "fetched {} ({}) in {:.1}s",
+            p.label(),
+            p.source.describe(),
+            f.seconds
+        );
+    }
+    Ok(())
+}
+
 fn command_line(home: &Path, args: &RunArgs, results_root: &Path) -> Vec<String> {
     let text = |p: &Path| p.to_string_lossy().into_owned();
     let mut argv = vec!["benchcage".to_string()];
@@ -227,6 +307,12 @@ fn command_line(home: &Path, args: &RunArgs, results_root: &Path) -> Vec<String>
     }
     if args.results.is_some() {
         argv.extend(["--results".into(), text(results_root)]);
+    }
+    if args.fetch {
+        argv.push("--fetch".into());
+    }
+    if args.pull == crate::cli::Pull::Never {
+        argv.extend(["--pull".into(), "never".into()]);
     }
     argv
 }

@@ -11,7 +11,7 @@ pub async fn run(home: &Path, args: &ValidateArgs) -> anyhow::Result<ExitCode> {
         // Specs first: a refusal needs no host probe and comes at once.
         let p = Project::load(home)?;
         let host = HostFacts::probe();
-        p.validate_on_host(&host)?;
+        crate::plan::validate_on_host(&p, &host)?;
         for note in host_notes(&p, &host) {
             println!("note: {note}");
         }
@@ -21,7 +21,7 @@ pub async fn run(home: &Path, args: &ValidateArgs) -> anyhow::Result<ExitCode> {
             p.engines.len(),
             p.scenarios.len(),
             host.online_cpus.len(),
-            crate::spec::plan::approx(host.mem_total)
+            crate::display::approx(host.mem_total)
         );
         return Ok(ExitCode::SUCCESS);
     }
@@ -29,7 +29,9 @@ pub async fn run(home: &Path, args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     let loaded = Project::load(home);
     let host = HostFacts::probe();
     let project_diags = match &loaded {
-        Ok(p) => p.validate_on_host(&host).err().unwrap_or_default(),
+        Ok(p) => crate::plan::validate_on_host(p, &host)
+            .err()
+            .unwrap_or_default(),
         Err(d) => d.clone(),
     };
     let canon_home = home.canonicalize().unwrap_or_else(|_| home.to_path_buf());
@@ -77,7 +79,7 @@ pub async fn run(home: &Path, args: &ValidateArgs) -> anyhow::Result<ExitCode> {
         if let (Some(Parsed::Scenario(s)), Ok(project)) = (&parsed, &loaded) {
             let refs = project.check_scenario(s);
             if refs.is_empty() {
-                if let Err(d) = crate::spec::plan::plan_on(project, s, &[], None, None, &host) {
+                if let Err(d) = crate::plan::plan_on(project, s, &[], None, None, &host) {
                     own.extend(d);
                 }
             } else {
@@ -115,7 +117,7 @@ fn host_notes(p: &Project, host: &HostFacts) -> Vec<String> {
                 e.name,
                 why.join(", "),
                 host.online_cpus,
-                crate::spec::plan::approx(host.mem_total)
+                crate::display::approx(host.mem_total)
             ));
         }
     }

@@ -285,3 +285,46 @@ mod tests {
         assert_eq!(supervision_violations(1, 2).len(), 2);
     }
 }
+
+/// The server reported another version than the one listed: `12` matches
+/// `12`, `12.22` and `12.22-beta`; not `13.1` or `120`.
+pub fn version_violation(listed: &str, reported: &str) -> Option<String> {
+    let rest = reported.strip_prefix(listed);
+    let ok = rest.is_some_and(|r| r.is_empty() || r.starts_with(['.', '-', ' ', '+']));
+    (!ok).then(|| {
+        format!(
+            "the server reports version `{}`, not the listed {listed}: the binary or image is another version than the spec names",
+            crate::error::excerpt(reported)
+        )
+    })
+}
+
+#[cfg(test)]
+mod version_tests {
+    use super::version_violation;
+
+    #[test]
+    fn a_reported_version_must_start_with_the_listed_one() {
+        for (listed, reported) in [
+            ("12", "12.22"),
+            ("7.0", "7.0.15"),
+            ("10.11", "10.11.6-MariaDB-0+deb12u1"),
+            ("6.2", "6.2"),
+        ] {
+            assert_eq!(
+                version_violation(listed, reported),
+                None,
+                "{listed} {reported}"
+            );
+        }
+        for (listed, reported) in [
+            ("12", "13.1"),
+            ("12", "120.1"),
+            ("8.2", "8.0.1"),
+            ("7.0", ""),
+        ] {
+            let v = version_violation(listed, reported).unwrap();
+            assert!(v.contains(&format!("not the listed {listed}")), "{v}");
+        }
+    }
+}

@@ -2,8 +2,9 @@
 //! a time series for the cell (`samples.json`).
 //!
 //! The sampler reads through [`StatsSource`] so that it does not know the
-//! backend; the run wraps its sandbox in one. It also publishes the latest
-//! server sample for the live view.
+//! backend; the run hands it the sandbox's stats reader, which needs no
+//! access to the sandbox, so a long readiness wait or phase never stalls
+//! it. It also publishes the latest server sample for the live view.
 
 use crate::results::model::ResourceSample;
 use crate::sandbox::CgroupStats;

@@ -9,6 +9,7 @@
 //! than the baseline by more than `threshold + band`.
 
 use crate::report::fmt;
+use crate::report::stats::mean;
 use crate::results::flat::{FlatRow, NO_OP, Verdict};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -128,10 +129,6 @@ fn key(r: &FlatRow) -> MatchKey {
 
 fn phase_key(r: &FlatRow) -> PhaseKey {
     (r.cell_group.clone(), r.phase.clone(), r.threads)
-}
-
-fn mean(v: &[f64]) -> f64 {
-    v.iter().sum::<f64>() / v.len().max(1) as f64
 }
 
 /// 2 × sample standard deviation over the mean; 0 for fewer than 2 values.
@@ -277,6 +274,83 @@ impl Comparison {
     }
 }
 
+/// The candidate's new failures: (group, phase, threads) where it has a
+/// phase that is not a result and the base had none, with the reason;
+/// and per cell group the first such reason, since what the candidate
+/// lacks in such a group failed too.
+struct NewFailures {
+    phases: BTreeMap<PhaseKey, String>,
+    groups: BTreeMap<String, String>,
+}
+
+fn new_failures(candidate: &[FlatRow], base_failed: &BTreeSet<PhaseKey>) -> NewFailures {
+    let mut f = NewFailures {
+        phases: BTreeMap::new(),
+        groups: BTreeMap::new(),
+    };
+    for r in candidate.iter().filter(|r| r.status != Verdict::Ok) {
+        let k = phase_key(r);
+        if !base_failed.contains(&k) {
+            let why = format!("{}: {}", r.status.as_str().to_uppercase(), r.reason);
+            f.groups
+                .entry(r.cell_group.clone())
+                .or_insert_with(|| why.clone());
+            f.phases.entry(k).or_insert(why);
+        }
+    }
+    f
+}
+
+/// The relative change of `candidate` against the base, and whether it
+/// is worse (or better) than `threshold` beyond the base's noise band.
+fn judge(metric: Metric, threshold: Threshold, base: &BaseStat, candidate: f64) -> (Change, f64) {
+    let change = if base.value == 0.0 {
+        0.0
+    } else {
+        (candidate - base.value) / base.value
+    };
+    let worse = if metric.higher_is_better() {
+        -change
+    } else {
+        change
+    };
+    let limit = threshold.0 + base.band;
+    let verdict = if worse > limit {
+        Change::Regression
+    } else if -worse > limit {
+        Change::Better
+    } else {
+        Change::Same
+    };
+    (verdict, change)
+}
+
+/// The verdict on one key, its change and a note; `None` when neither
+/// side has the key.
+fn assess(
+    metric: Metric,
+    threshold: Threshold,
+    key: &MatchKey,
+    base: Option<&BaseStat>,
+    candidate: Option<f64>,
+    failures: &NewFailures,
+) -> Option<(Change, Option<f64>, String)> {
+    let failed = failures.phases.get(&(key.0.clone(), key.1.clone(), key.2));
+    Some(match (base, candidate, failed) {
+        (Some(_), _, Some(reason)) => (Change::Failed, None, reason.clone()),
+        (Some(_), None, None) => match failures.groups.get(&key.0) {
+            Some(why) => (Change::Failed, None, why.clone()),
+            None => (Change::Missing, None, String::new()),
+        },
+        (None, Some(_), _) => (Change::New, None, String::new()),
+        (None, None, _) => return None,
+        (Some(b), Some(cv), None) => {
+            let (v, change) = judge(metric, threshold, b, cv);
+            (v, Some(change), String::new())
+        }
+    })
+}
+
 /// Compare a candidate's rows against baselines (one per metric).
 /// `labels` names each cell group (from either side).
 pub fn compare(
@@ -286,62 +360,21 @@ pub fn compare(
     candidate: &[FlatRow],
     threshold: Threshold,
 ) -> Comparison {
-    // (group, phase) where the candidate has a phase that is not a result
-    // and the base had none: a new failure.
-    let mut failed: BTreeMap<PhaseKey, String> = BTreeMap::new();
-    // Groups with a new failure: what the candidate lacks there failed too.
-    let mut failed_groups: BTreeMap<String, String> = BTreeMap::new();
-    for r in candidate.iter().filter(|r| r.status != Verdict::Ok) {
-        let k = phase_key(r);
-        if !base_failed.contains(&k) {
-            let why = format!("{}: {}", r.status.as_str().to_uppercase(), r.reason);
-            failed_groups
-                .entry(r.cell_group.clone())
-                .or_insert_with(|| why.clone());
-            failed.entry(k).or_insert(why);
-        }
-    }
+    let failures = new_failures(candidate, base_failed);
     let mut rows = Vec::new();
     for (metric, base) in bases {
         let cand = ok_values(candidate, *metric);
         let keys: BTreeSet<&MatchKey> = base.keys().chain(cand.keys()).collect();
         for k in keys {
-            let label = labels.get(&k.0).cloned().unwrap_or_else(|| k.0.clone());
             let b = base.get(k).cloned();
             let c = cand.get(k).map(|v| (mean(v), v.len()));
-            let fail = failed.get(&(k.0.clone(), k.1.clone(), k.2));
-            let (verdict, change, note) = match (&b, c, fail) {
-                (Some(_), _, Some(reason)) => (Change::Failed, None, reason.clone()),
-                (Some(_), None, None) => match failed_groups.get(&k.0) {
-                    Some(why) => (Change::Failed, None, why.clone()),
-                    None => (Change::Missing, None, String::new()),
-                },
-                (None, Some(_), _) => (Change::New, None, String::new()),
-                (None, None, _) => continue,
-                (Some(b), Some((cv, _)), None) => {
-                    let change = if b.value == 0.0 {
-                        0.0
-                    } else {
-                        (cv - b.value) / b.value
-                    };
-                    let worse = if metric.higher_is_better() {
-                        -change
-                    } else {
-                        change
-                    };
-                    let limit = threshold.0 + b.band;
-                    let v = if worse > limit {
-                        Change::Regression
-                    } else if -worse > limit {
-                        Change::Better
-                    } else {
-                        Change::Same
-                    };
-                    (v, Some(change), String::new())
-                }
+            let Some((verdict, change, note)) =
+                assess(*metric, threshold, k, b.as_ref(), c.map(|c| c.0), &failures)
+            else {
+                continue;
             };
             rows.push(ChangeRow {
-                label,
+                label: labels.get(&k.0).cloned().unwrap_or_else(|| k.0.clone()),
                 phase: format!("{} t{}", k.1, k.2),
                 op: k.3.clone(),
                 metric: *metric,
@@ -356,70 +389,64 @@ pub fn compare(
     Comparison { rows, threshold }
 }
 
-/// The comparison as an aligned text table with a summary line.
-pub fn render(c: &Comparison, base_name: &str, cand_name: &str) -> String {
-    let head = [
-        "cell",
-        "phase",
-        "op",
-        "metric",
-        "base",
-        "n",
-        "band",
-        "candidate",
-        "n",
-        "change",
-        "verdict",
-    ];
-    let mut lines: Vec<[String; 11]> = Vec::new();
-    for r in &c.rows {
-        lines.push([
-            r.label.clone(),
-            r.phase.clone(),
-            r.op.clone(),
-            r.metric.name().to_string(),
-            r.base
-                .as_ref()
-                .map(|b| r.metric.show(b.value))
-                .unwrap_or_else(|| "—".into()),
-            r.base
-                .as_ref()
-                .map(|b| b.n.to_string())
-                .unwrap_or_else(|| "—".into()),
-            r.base
-                .as_ref()
-                .map(|b| format!("±{:.1}%", b.band * 100.0))
-                .unwrap_or_else(|| "—".into()),
-            r.candidate
-                .map(|(v, _)| r.metric.show(v))
-                .unwrap_or_else(|| "—".into()),
-            r.candidate
-                .map(|(_, n)| n.to_string())
-                .unwrap_or_else(|| "—".into()),
-            r.change.map(fmt::percent).unwrap_or_else(|| "—".into()),
-            if r.note.is_empty() {
-                r.verdict.word().to_string()
-            } else {
-                format!("{} ({})", r.verdict.word(), r.note)
-            },
-        ]);
-    }
-    let mut widths: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
-    for l in &lines {
+/// Column headers of the rendered comparison.
+const HEAD: [&str; 11] = [
+    "cell",
+    "phase",
+    "op",
+    "metric",
+    "base",
+    "n",
+    "band",
+    "candidate",
+    "n",
+    "change",
+    "verdict",
+];
+
+/// Which columns are right-aligned (numbers).
+const RIGHT: [bool; 11] = [
+    false, false, false, false, true, true, true, true, true, true, false,
+];
+
+/// One compared row's cells, in `HEAD` order.
+fn cells(r: &ChangeRow) -> [String; 11] {
+    let base = |f: &dyn Fn(&BaseStat) -> String| fmt::or_dash(r.base.as_ref(), f);
+    [
+        r.label.clone(),
+        r.phase.clone(),
+        r.op.clone(),
+        r.metric.name().to_string(),
+        base(&|b| r.metric.show(b.value)),
+        base(&|b| b.n.to_string()),
+        base(&|b| format!("±{:.1}%", b.band * 100.0)),
+        fmt::or_dash(r.candidate, |(v, _)| r.metric.show(v)),
+        fmt::or_dash(r.candidate, |(_, n)| n.to_string()),
+        fmt::or_dash(r.change, fmt::percent),
+        if r.note.is_empty() {
+            r.verdict.word().to_string()
+        } else {
+            format!("{} ({})", r.verdict.word(), r.note)
+        },
+    ]
+}
+
+/// Lines of cells padded to their column's width; the last column is
+/// not padded.
+fn aligned(lines: &[[String; 11]]) -> Vec<String> {
+    let mut widths: Vec<usize> = HEAD.iter().map(|h| h.chars().count()).collect();
+    for l in lines {
         for (i, c) in l.iter().enumerate().take(10) {
             widths[i] = widths[i].max(c.chars().count());
         }
     }
-    let right = [
-        false, false, false, false, true, true, true, true, true, true, false,
-    ];
-    let fmt_line = |cells: Vec<&str>| -> String {
+    let line = |cells: &[&str]| -> String {
         let mut s = String::new();
         for (i, c) in cells.iter().enumerate() {
             let pad = widths[i].saturating_sub(c.chars().count());
             if i == 10 {
                 s.push_str(c);
-            } else if right[i] {
+            } else if RIGHT[i] {
                 let _ = write!(s, "{}{}  ", " ".repeat(pad), c);
             } else {
                 let _ = write!(s, "{}{}  ", c, " ".repeat(pad));
@@ -427,11 +454,21 @@ pub fn render(c: &Comparison, base_name: &str, cand_name: &str) -> String {
         }
         s.trim_end().to_string()
     };
+    std::iter::once(line(&HEAD[..]))
+        .chain(
+            lines
+                .iter()
+                .map(|l| line(&l.each_ref().map(String::as_str)[..])),
+        )
+        .collect()
+}
+
+/// The comparison as an aligned text table with a summary line.
+pub fn render(c: &Comparison, base_name: &str, cand_name: &str) -> String {
+    let lines: Vec<[String; 11]> = c.rows.iter().map(cells).collect();
     let mut out = format!("base: {base_name}\ncandidate: {cand_name}\n\n");
-    out.push_str(&fmt_line(head.to_vec()));
-    out.push('\n');
-    for l in &lines {
-        out.push_str(&fmt_line(l.iter().map(String::as_str).collect()));
+    for l in aligned(&lines) {
+        out.push_str(&l);
         out.push('\n');
     }
     let fails = c.failures();
@@ -544,6 +581,29 @@ mod tests {
         let c = run_cmp(&base, &[early], Metric::Throughput);
         assert_eq!(c.rows[0].verdict, Change::Failed);
         assert!(c.rows[0].note.contains("never ready"));
+    }
+
+    #[test]
+    fn the_rendering_aligns_numbers_right_and_counts_the_regressions() {
+        let base = [row("g", 1, 1000.0), row("g", 2, 1002.0)];
+        let slow = [row("g", 1, 900.0)];
+        let mut labels = BTreeMap::new();
+        labels.insert("g".to_string(), "redis@7.0 / small".to_string());
+        let mut bases = BTreeMap::new();
+        bases.insert(Metric::Throughput, base_from_run(&base, Metric::Throughput));
+        let c = compare(&bases, &BTreeSet::new(), &labels, &slow, Threshold(0.05));
+        let text = render(&c, "a", "b");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[..2], ["base: a", "candidate: b"]);
+        assert!(lines[3].starts_with("cell               "), "{text}");
+        assert!(lines[3].ends_with("  change  verdict"), "{text}");
+        assert!(lines[4].starts_with("redis@7.0 / small  run t0"), "{text}");
+        assert!(lines[4].contains("1,001 ops/s  2  ±0.3%"), "{text}");
+        assert!(lines[4].ends_with("-10.1%  REGRESSION"), "{text}");
+        assert!(text.ends_with(
+            "1 compared, 1 regression (worse than 5.0% beyond the noise band; \
+             band = 2 × standard deviation of the base's repetitions / mean)\n"
+        ));
     }
 
     #[test]

@@ -1,10 +1,18 @@
 //! Number formatting shared by tables and chart axes: deterministic, with
 //! units, readable at a glance.
 
+/// What a table shows for a value that is not known or not a result.
+pub const DASH: &str = "—";
+
+/// `format` of a value that may be missing; [`DASH`] when it is.
+pub fn or_dash<T>(v: Option<T>, format: impl FnOnce(T) -> String) -> String {
+    v.map_or_else(|| DASH.into(), format)
+}
+
 /// Operations per second in a table: `12,345`, `98.5`, `0.42`.
 pub fn ops(v: f64) -> String {
     if !v.is_finite() {
-        return "—".into();
+        return DASH.into();
     }
     if v.abs() >= 100.0 {
         thousands(v.round() as i64)
@@ -19,7 +27,7 @@ pub fn ops(v: f64) -> String {
 /// digits below 100, `0` for zero: `0.0123`, `1.25`, `42.5`, `1,234`.
 pub fn small(v: f64) -> String {
     if !v.is_finite() {
-        return "—".into();
+        return DASH.into();
     }
     if v == 0.0 {
         return "0".into();
@@ -83,14 +91,14 @@ pub fn trim_float(x: f64) -> String {
 
 /// [`ms`] of a value a tool may not have reported; `—` when it did not.
 pub fn ms_or_dash(us: Option<f64>) -> String {
-    us.map_or_else(|| "—".into(), ms)
+    or_dash(us, ms)
 }
 
 /// Latency given in microseconds, shown in milliseconds for a table column:
 /// `0.045`, `1.23`, `12.3`, `123`.
 pub fn ms(us: f64) -> String {
     if !us.is_finite() {
-        return "—".into();
+        return DASH.into();
     }
     let m = us / 1000.0;
     if m >= 100.0 {
@@ -127,6 +135,16 @@ pub fn bytes(b: f64) -> String {
     format!("{} {}", trim_float(v), UNITS[i])
 }
 
+/// A byte count that may be missing, with a binary unit; `—` when it is.
+pub fn bytes_or_dash(b: Option<u64>) -> String {
+    or_dash(b, |b| bytes(b as f64))
+}
+
+/// A byte rate: `12 MiB/s`.
+pub fn bytes_per_sec(b: f64) -> String {
+    format!("{}/s", bytes(b))
+}
+
 /// A memory-to-data ratio: `0.25×`, `2×`.
 pub fn ratio(r: f64) -> String {
     format!("{}×", trim_float(r))
@@ -135,7 +153,7 @@ pub fn ratio(r: f64) -> String {
 /// A relative change as a signed percentage: `+4.2%`, `-10.0%`.
 pub fn percent(frac: f64) -> String {
     if !frac.is_finite() {
-        return "—".into();
+        return DASH.into();
     }
     format!("{:+.1}%", frac * 100.0)
 }
@@ -177,6 +195,10 @@ mod tests {
         assert_eq!(micros(850.0), "850µs");
         assert_eq!(micros(1200.0), "1.2ms");
         assert_eq!(bytes(1.5 * 1024.0 * 1024.0 * 1024.0), "1.5 GiB");
+        assert_eq!(bytes_per_sec(2048.0), "2 KiB/s");
+        assert_eq!(bytes_or_dash(Some(1024)), "1 KiB");
+        assert_eq!(bytes_or_dash(None), "—");
+        assert_eq!(ms_or_dash(None), "—");
         assert_eq!(ratio(0.25), "0.25×");
         assert_eq!(percent(-0.1), "-10.0%");
         assert_eq!(

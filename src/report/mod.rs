@@ -3,6 +3,8 @@
 //! phase x operation kind). One `Exporter` trait, four formats behind it.
 //!
 //! `view` computes what is shown once; the exporters only lay it out.
+//! `stats` holds the statistics `view` and `compare` share, `fmt` the
+//! number formatting, `charts` the SVG.
 
 pub mod charts;
 pub mod compare;
@@ -11,6 +13,7 @@ pub mod fmt;
 pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod stats;
 pub mod view;
 
 use crate::results::atomic::{AtomicWriteError, write_atomic};

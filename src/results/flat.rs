@@ -3,9 +3,8 @@
 //! matches on.
 
 use crate::results::layout::{CellData, RunData, phase_stem, sample_in_phase};
-use crate::results::model::{CellRecord, Percentiles, PhaseStatus};
+use crate::results::model::{CellRecord, Percentiles, PhaseResult, PhaseStatus};
 use crate::results::order::natural_cmp;
-use crate::spec::scenario::without_settle_tag;
 use serde::{Deserialize, Serialize};
 
 /// Operation kind of the row of a phase that recorded no operation kinds
@@ -166,6 +165,11 @@ pub struct FlatRow {
     /// `read_bytes / duration_s`.
     #[serde(default)]
     pub read_bytes_per_s: Option<f64>,
+    /// The environment without a settle sweep's cap tag
+    /// ([`CellRecord::sweep_environment`]). Not exported, not in the
+    /// history: empty in rows read back from it.
+    #[serde(skip)]
+    pub sweep_environment: String,
 }
 
 /// Column names of `FlatRow`'s first fields, in field order: the history's
@@ -282,97 +286,132 @@ impl FlatRow {
 /// that failed without a failed phase to show for it (it never got to
 /// its phases, or failed after them) gets one row of its own, phase `-`.
 pub fn flatten(run: &RunData) -> Vec<FlatRow> {
+    cells_in_order(run)
+        .into_iter()
+        .flat_map(|cell| cell_rows(run, cell))
+        .collect()
+}
+
+/// The rows of one cell: its own failure, then each phase's.
+fn cell_rows(run: &RunData, cell: &CellData) -> Vec<FlatRow> {
+    let rec = &cell.record;
+    let head = cell_head(run, cell);
+    let verdicts: Vec<(Verdict, String)> = (0..rec.phases.len())
+        .map(|i| phase_verdict(rec, i))
+        .collect();
     let mut rows = Vec::new();
-    for cell in cells_in_order(run) {
-        let rec = &cell.record;
-        let cell_row = FlatRow {
-            run_id: run.run.run_id.clone(),
-            run_started_at: run.run.started_at.clone(),
-            scenario: run.run.scenario.clone(),
-            cell_key: rec.key.clone(),
-            cell_group: cell_group(rec),
-            group_label: group_label(rec),
-            engine: rec.engine.clone(),
-            version: rec.version.clone(),
-            environment: rec.environment.clone(),
-            backend: rec.backend.clone(),
-            threads: rec.threads,
-            repetition: rec.repetition,
-            phase: NO_OP.to_string(),
-            op: NO_OP.to_string(),
-            data_size_bytes: rec.data_size_bytes,
-            memory_limit_bytes: memory_cap(cell),
-            fidelity_valid: cell_violations(rec).is_empty(),
-            ..FlatRow::default()
-        };
-        let verdicts: Vec<(Verdict, String)> = (0..rec.phases.len())
-            .map(|i| phase_verdict(rec, i))
-            .collect();
-        if rec.status == "failed" && verdicts.iter().all(|(v, _)| *v == Verdict::Ok) {
-            rows.push(FlatRow {
-                status: Verdict::Failed,
-                reason: rec
-                    .failure
-                    .clone()
-                    .unwrap_or_else(|| "the cell failed; no reason recorded".into()),
-                ..cell_row.clone()
-            });
-        }
-        for ((i, phase), (status, reason)) in rec.phases.iter().enumerate().zip(verdicts) {
-            let cost = phase_cost(cell, i);
-            let base = FlatRow {
-                memory_limit_bytes: cost.memory_limit_bytes.or(cell_row.memory_limit_bytes),
-                phase_ops: phase.total_ops,
-                major_faults: cost.major_faults,
-                read_bytes: cost.read_bytes,
-                major_faults_per_op: per(cost.major_faults, phase.total_ops as f64),
-                read_bytes_per_op: per(cost.read_bytes, phase.total_ops as f64),
-                major_faults_per_s: per(cost.major_faults, phase.duration_s),
-                read_bytes_per_s: per(cost.read_bytes, phase.duration_s),
-                threads: phase.threads,
-                phase_index: i as u32,
-                phase: phase.name.clone(),
-                workload: phase.workload.clone(),
-                status,
-                reason,
-                errors: phase.total_errors,
-                phase_throughput: phase.throughput,
-                tool_phase_throughput: phase.tool_ops_per_sec,
-                duration_s: phase.duration_s,
-                ..cell_row.clone()
-            };
-            if phase.ops.is_empty() {
-                rows.push(base);
-                continue;
-            }
-            for (op, stats) in &phase.ops {
-                let Percentiles {
-                    min,
-                    mean,
-                    p50,
-                    p95,
-                    p99,
-                    p999,
-                    max,
-                } = stats.latency_us.clone();
-                rows.push(FlatRow {
-                    op: op.clone(),
-                    count: stats.count,
-                    errors: stats.errors,
-                    throughput: stats.throughput,
-                    lat_min_us: min,
-                    lat_mean_us: mean,
-                    lat_p50_us: p50,
-                    lat_p95_us: p95,
-                    lat_p99_us: p99,
-                    lat_p999_us: p999,
-                    lat_max_us: max,
-                    ..base.clone()
-                });
-            }
-        }
+    if rec.status == "failed" && verdicts.iter().all(|(v, _)| *v == Verdict::Ok) {
+        rows.push(FlatRow {
+            status: Verdict::Failed,
+            reason: rec
+                .failure
+                .clone()
+                .unwrap_or_else(|| "the cell failed; no reason recorded".into()),
+            ..head.clone()
+        });
+    }
+    for (i, (status, reason)) in verdicts.into_iter().enumerate() {
+        let phase = phase_head(&head, cell, i, status, reason);
+        rows.extend(op_rows(&phase, &rec.phases[i]));
     }
     rows
+}
+
+/// What every row of a cell shares; its phase and operation are `-`.
+fn cell_head(run: &RunData, cell: &CellData) -> FlatRow {
+    let rec = &cell.record;
+    FlatRow {
+        run_id: run.run.run_id.clone(),
+        run_started_at: run.run.started_at.clone(),
+        scenario: run.run.scenario.clone(),
+        cell_key: rec.key.clone(),
+        cell_group: cell_group(rec),
+        group_label: group_label(rec),
+        engine: rec.engine.clone(),
+        version: rec.version.clone(),
+        environment: rec.environment.clone(),
+        sweep_environment: rec.sweep_environment().to_string(),
+        backend: rec.backend.clone(),
+        threads: rec.threads,
+        repetition: rec.repetition,
+        phase: NO_OP.to_string(),
+        op: NO_OP.to_string(),
+        data_size_bytes: rec.data_size_bytes,
+        memory_limit_bytes: memory_cap(cell),
+        fidelity_valid: cell_violations(rec).is_empty(),
+        ..FlatRow::default()
+    }
+}
+
+/// What every row of the cell's phase at `i` shares: its verdict, totals
+/// and what it cost the server.
+fn phase_head(
+    head: &FlatRow,
+    cell: &CellData,
+    i: usize,
+    status: Verdict,
+    reason: String,
+) -> FlatRow {
+    let phase = &cell.record.phases[i];
+    let cost = phase_cost(cell, i);
+    FlatRow {
+        memory_limit_bytes: cost.memory_limit_bytes.or(head.memory_limit_bytes),
+        phase_ops: phase.total_ops,
+        major_faults: cost.major_faults,
+        read_bytes: cost.read_bytes,
+        major_faults_per_op: per(cost.major_faults, phase.total_ops as f64),
+        read_bytes_per_op: per(cost.read_bytes, phase.total_ops as f64),
+        major_faults_per_s: per(cost.major_faults, phase.duration_s),
+        read_bytes_per_s: per(cost.read_bytes, phase.duration_s),
+        threads: phase.threads,
+        phase_index: i as u32,
+        phase: phase.name.clone(),
+        workload: phase.workload.clone(),
+        status,
+        reason,
+        errors: phase.total_errors,
+        phase_throughput: phase.throughput,
+        tool_phase_throughput: phase.tool_ops_per_sec,
+        duration_s: phase.duration_s,
+        ..head.clone()
+    }
+}
+
+/// One row per operation kind of the phase; the phase's own row when it
+/// recorded none.
+fn op_rows(phase_row: &FlatRow, phase: &PhaseResult) -> Vec<FlatRow> {
+    if phase.ops.is_empty() {
+        return vec![phase_row.clone()];
+    }
+    phase
+        .ops
+        .iter()
+        .map(|(op, stats)| {
+            let Percentiles {
+                min,
+                mean,
+                p50,
+                p95,
+                p99,
+                p999,
+                max,
+            } = stats.latency_us.clone();
+            FlatRow {
+                op: op.clone(),
+                count: stats.count,
+                errors: stats.errors,
+                throughput: stats.throughput,
+                lat_min_us: min,
+                lat_mean_us: mean,
+                lat_p50_us: p50,
+                lat_p95_us: p95,
+                lat_p99_us: p99,
+                lat_p999_us: p999,
+                lat_max_us: max,
+                ..phase_row.clone()
+            }
+        })
+        .collect()
 }
 
 /// `amount / basis`, when both are known and the basis is not zero.
@@ -389,12 +428,7 @@ pub fn cells_in_order(run: &RunData) -> Vec<&CellData> {
         let (a, b) = (&a.record, &b.record);
         natural_cmp(&a.engine, &b.engine)
             .then_with(|| natural_cmp(&a.version, &b.version))
-            .then_with(|| {
-                natural_cmp(
-                    without_settle_tag(&a.environment),
-                    without_settle_tag(&b.environment),
-                )
-            })
+            .then_with(|| natural_cmp(a.sweep_environment(), b.sweep_environment()))
             .then_with(|| a.memory_limit_bytes.cmp(&b.memory_limit_bytes))
             .then_with(|| natural_cmp(&a.environment, &b.environment))
             .then_with(|| natural_cmp(&a.backend, &b.backend))
@@ -548,6 +582,41 @@ mod tests {
             repetition: rep,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_settle_sweep_cell_names_its_environment_from_its_recorded_cap() {
+        use crate::results::model::SettleRecord;
+        use crate::spec::scenario::SettleMemory;
+        let swept = |environment: &str, memory: Option<SettleMemory>| CellRecord {
+            environment: environment.into(),
+            settle: Some(SettleRecord {
+                memory,
+                drop_caches: true,
+            }),
+            ..cell(1)
+        };
+        let quarter = Some(SettleMemory::OfData(0.25));
+        assert_eq!(
+            swept("ram-sweep-mem25pct", quarter).sweep_environment(),
+            "ram-sweep"
+        );
+        // The recorded cap decides, not what the name looks like.
+        assert_eq!(
+            swept("small-mem64MiB", quarter).sweep_environment(),
+            "small-mem64MiB"
+        );
+        assert_eq!(
+            swept("small-mem64MiB", None).sweep_environment(),
+            "small-mem64MiB"
+        );
+        // A record from before the settle step was recorded: the tag is
+        // read out of the name.
+        let old = CellRecord {
+            environment: "ram-sweep-mem25pct".into(),
+            ..cell(1)
+        };
+        assert_eq!(old.sweep_environment(), "ram-sweep");
     }
 
     #[test]

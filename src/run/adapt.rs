@@ -1,30 +1,34 @@
-//! From a planned cell (spec::plan) to the work of one cell: its key, its
-//! launch, and an executor per phase. This is the only place that knows
-//! both the plan's types and the load generator's config format.
+//! From a planned cell to the work of one cell: its key, its launch, and
+//! an executor per phase, each running the typed config the plan made.
 
 use crate::metrics::fidelity::IoBoundThresholds;
+use crate::model::{Backend, Program, ThpPolicy};
+use crate::plan::{PhaseConfig, PlannedCell, PlannedPhase};
 use crate::run::cell::{CellWork, EngineFacts, LaunchFn, PhaseStep, SettleSpec};
-use crate::run::exec::{ConfigFn, DriveExec};
+use crate::run::exec::DriveExec;
 use crate::run::key::{KeyInput, cell_key};
-use crate::sandbox::{Backend, Probe};
-use crate::spec::plan::{PlannedCell, PlannedPhase};
-use crate::spec::scenario::{Builtin, Length, LoadWorkload, SettleMemory, Work, YcsbWorkload};
+use crate::spec::scenario::{Expect, Length, SettleMemory};
 use crate::units::Share;
-use serde_json::{Value, json};
+use crate::workload::{WorkloadConfig, WorkloadKind};
+use serde_json::json;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// The store URL of the built-in load generator for an engine's probe.
-pub fn store_url(probe: &Probe, port: u16) -> String {
-    match probe {
-        Probe::Redis => format!("redis://127.0.0.1:{port}"),
-        Probe::Postgres { user, database } => {
-            format!("postgres://{user}@127.0.0.1:{port}/{database}")
-        }
-        Probe::Mysql { user } => format!("mysql://{user}@127.0.0.1:{port}/benchcage"),
-        Probe::Mongodb => format!("mongodb://127.0.0.1:{port}"),
+/// The store URL of a planned cell's built-in load generator: the
+/// probe's URL with the store options its knobs set
+/// (`mongodb://127.0.0.1:PORT/?w=1&journal=true`).
+pub fn cell_store_url(cell: &PlannedCell, port: u16) -> String {
+    let base = cell.readiness.probe.url(port);
+    if cell.store_options.is_empty() {
+        return base;
     }
+    let query: Vec<String> = cell
+        .store_options
+        .iter()
+        .map(|o| format!("{}={}", o.option, o.value))
+        .collect();
+    format!("{base}/?{}", query.join("&"))
 }
 
 /// The key and group (key without the repetition) of a planned cell.
@@ -32,23 +36,37 @@ pub fn keys_of(cell: &PlannedCell) -> (String, String) {
     let mut input = KeyInput {
         engine: cell.engine.clone(),
         version: cell.version.clone(),
-        backend: backend_name(cell.backend).into(),
+        backend: cell.backend.name().into(),
         rendered_config: cell
             .configs
             .iter()
             .map(|c| (c.name.clone(), c.content.clone()))
             .collect(),
-        limits: json!({
-            "limits": cell.limits,
-            "cache": cell.cache,
-            "hog_leave": cell.hog_leave,
-        }),
-        workload: json!({
-            "dataset": cell.dataset,
-            "load": cell.load,
-            "settle": cell.settle,
-            "phases": cell.phases,
-        }),
+        limits: {
+            let mut l = json!({
+                "limits": cell.limits,
+                "cache": cell.cache,
+                "hog_leave": cell.hog_leave,
+            });
+            // Only when asked, so other cells keep their keys.
+            if cell.transparent_hugepages == ThpPolicy::Off {
+                l["transparent_hugepages"] = json!(cell.transparent_hugepages);
+            }
+            l
+        },
+        workload: {
+            let mut w = json!({
+                "dataset": cell.dataset,
+                "load": cell.load,
+                "settle": cell.settle,
+                "phases": cell.phases,
+            });
+            // Only when set, so cells without store options keep their keys.
+            if !cell.store_options.is_empty() {
+                w["store_options"] = json!(cell.store_options);
+            }
+            w
+        },
         threads: cell.phases.iter().map(|p| p.threads).collect(),
         repetition: cell.repetition,
     };
@@ -63,13 +81,6 @@ pub fn keys_of(cell: &PlannedCell) -> (String, String) {
         &input,
     );
     (key, group)
-}
-
-fn backend_name(b: Backend) -> &'static str {
-    match b {
-        Backend::Cgroup => "cgroup",
-        Backend::Docker => "docker",
-    }
 }
 
 /// Check every generator config of a cell before anything is created:
@@ -87,12 +98,7 @@ pub fn check_configs(work: &CellWork) -> Result<(), String> {
 
 /// The work of one planned cell. `exe` is the benchcage binary that runs
 /// the load generator as a child.
-pub fn cell_work(
-    cell: &PlannedCell,
-    exe: PathBuf,
-    home: &std::path::Path,
-    facts: Arc<dyn EngineFacts>,
-) -> CellWork {
+pub fn cell_work(cell: &PlannedCell, exe: PathBuf, facts: Arc<dyn EngineFacts>) -> CellWork {
     let (key, group) = keys_of(cell);
     let planned = Arc::new(cell.clone());
     let p = planned.clone();
@@ -104,36 +110,10 @@ pub fn cell_work(
             .collect();
         Ok((p.launch(port, data_dir, config_dir, log_path), files))
     });
-    let mut limits_record = BTreeMap::new();
-    limits_record.insert("server_cpus".into(), cell.limits.server_cpus.to_string());
-    limits_record.insert("client_cpus".into(), cell.limits.client_cpus.to_string());
-    limits_record.insert("memory".into(), cell.limits.memory.to_string());
-    limits_record.insert("cache".into(), cell.cache.to_string());
-    limits_record.insert("swap".into(), cell.limits.swap.to_string());
-    if let Some(h) = cell.hog_leave {
-        limits_record.insert("hog_leave".into(), h.to_string());
-    }
-    let settle = cell
-        .settle
-        .as_ref()
-        .map(|s| SettleSpec {
-            memory: s.memory.map(|m| match m {
-                SettleMemory::OfData(f) => SettleCap::OfData(Share(f)),
-                SettleMemory::Absolute(b) => SettleCap::Absolute(b),
-            }),
-            drop_caches: s.drop_caches,
-        })
-        .unwrap_or_default();
-    let load = cell.load.as_ref().map(|l| PhaseStep {
+    let load = cell.load.as_ref().zip(cell.load_config.as_ref());
+    let load = load.map(|(l, config)| PhaseStep {
         name: "load".into(),
-        exec: Arc::new(DriveExec {
-            label: match l.workload {
-                LoadWorkload::Ycsb => "ycsb:load".into(),
-                LoadWorkload::Candles => "candles:load".into(),
-            },
-            config: load_config(&planned),
-            program: exe.clone(),
-        }),
+        exec: drive_exec(&planned, config, &exe),
         threads: vec![l.threads],
         expect_io_bound: false,
         length: None,
@@ -141,19 +121,7 @@ pub fn cell_work(
     let phases = cell
         .phases
         .iter()
-        .map(|pp| PhaseStep {
-            name: pp.phase.name.clone(),
-            exec: phase_exec(&planned, pp, &exe, home),
-            threads: vec![pp.threads],
-            expect_io_bound: matches!(
-                pp.phase.expect,
-                Some(crate::spec::scenario::Expect::IoBound)
-            ),
-            length: match pp.phase.length {
-                Length::Duration(d) => Some(pp.phase.warmup.std() + d.std()),
-                Length::Operations(_) => None,
-            },
-        })
+        .map(|pp| phase_step(&planned, pp, &exe))
         .collect();
     CellWork {
         key,
@@ -163,182 +131,179 @@ pub fn cell_work(
         version: cell.version.clone(),
         environment: cell.environment.clone(),
         backend: cell.backend,
+        image: match (&cell.backend, &cell.program) {
+            (Backend::Docker, Program::Image(i)) => Some(i.clone()),
+            _ => None,
+        },
         limits: cell.limits.clone(),
-        limits_record,
+        limits_record: limits_record(cell),
         knobs: cell.knobs.clone(),
         repetition: cell.repetition,
         launch,
         facts,
         load,
-        settle,
+        settle: settle_spec(cell),
         phases,
         io_bound: IoBoundThresholds::default(),
         hog_leave: cell.hog_leave,
+        thp: cell.transparent_hugepages,
+        thp_need: cell.thp_need,
         exe,
+        expect_version: None,
+        package: None,
+    }
+}
+
+/// The cell's limits as its record shows them.
+fn limits_record(cell: &PlannedCell) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    out.insert("server_cpus".into(), cell.limits.server_cpus.to_string());
+    out.insert("client_cpus".into(), cell.limits.client_cpus.to_string());
+    out.insert("memory".into(), cell.limits.memory.to_string());
+    out.insert("cache".into(), cell.cache.to_string());
+    out.insert("swap".into(), cell.limits.swap.to_string());
+    if let Some(h) = cell.hog_leave {
+        out.insert("hog_leave".into(), h.to_string());
+    }
+    out
+}
+
+/// The settle step: the cap to set after the load, and whether to drop
+/// the page cache.
+fn settle_spec(cell: &PlannedCell) -> SettleSpec {
+    cell.settle
+        .as_ref()
+        .map(|s| SettleSpec {
+            memory: s.memory.map(|m| match m {
+                SettleMemory::OfData(f) => SettleCap::OfData(Share(f)),
+                SettleMemory::Absolute(b) => SettleCap::Absolute(b),
+            }),
+            drop_caches: s.drop_caches,
+        })
+        .unwrap_or_default()
+}
+
+/// One measured run of the cell.
+fn phase_step(cell: &Arc<PlannedCell>, pp: &PlannedPhase, exe: &Path) -> PhaseStep {
+    PhaseStep {
+        name: pp.phase.name.clone(),
+        exec: phase_exec(cell, pp, exe),
+        threads: vec![pp.threads],
+        expect_io_bound: matches!(pp.phase.expect, Some(Expect::IoBound)),
+        length: match pp.phase.length {
+            Length::Duration(d) => Some(pp.phase.warmup.std() + d.std()),
+            Length::Operations(_) => None,
+        },
     }
 }
 
 pub use crate::run::cell::SettleCap;
 
-/// Fields every generator config of a cell shares: store, dataset, engine.
-fn base_config(cell: &PlannedCell, port: u16, name: &str) -> serde_json::Map<String, Value> {
-    let mut m = serde_json::Map::new();
-    m.insert("name".into(), json!(name));
-    m.insert(
-        "store".into(),
-        json!(store_url(&cell.readiness.probe, port)),
-    );
-    if let Some(d) = &cell.dataset {
-        m.insert("records".into(), json!(d.records));
-        m.insert("field_count".into(), json!(d.field_count));
-        m.insert("field_length".into(), json!(d.field_length));
-        m.insert("insert_order".into(), json!(d.insert_order));
-    }
-    if cell.engine == "myrocks" {
-        m.insert("engine".into(), json!("rocksdb"));
-    }
-    m
-}
-
-fn load_config(cell: &Arc<PlannedCell>) -> ConfigFn {
+/// The load generator's executor for a planned config of the cell.
+fn drive_exec(cell: &Arc<PlannedCell>, config: &WorkloadConfig, exe: &Path) -> Arc<DriveExec> {
+    let label = match (config.load, config.workload) {
+        (true, WorkloadKind::Candles) => "candles:load".to_string(),
+        (true, _) => "ycsb:load".to_string(),
+        (false, _) => config.label(),
+    };
     let cell = cell.clone();
-    Arc::new(move |port, threads| {
-        let mut m = base_config(&cell, port, "load");
-        if let Some(l) = &cell.load {
-            if l.workload == LoadWorkload::Candles {
-                m.insert("workload".into(), json!("candles"));
-            }
-            m.insert("batch".into(), json!(l.batch));
-        }
-        m.insert("load".into(), json!(true));
-        // The run owns its engine: whatever is in it, the run put there.
-        m.insert("reset".into(), json!(true));
-        m.insert("load_threads".into(), json!(threads));
-        m.insert("threads".into(), json!(threads));
-        Ok(Value::Object(m))
+    Arc::new(DriveExec {
+        label,
+        config: config.clone(),
+        store: Arc::new(move |port| cell_store_url(&cell, port)),
+        program: exe.to_path_buf(),
     })
 }
 
 fn phase_exec(
     cell: &Arc<PlannedCell>,
     pp: &PlannedPhase,
-    exe: &std::path::Path,
-    home: &std::path::Path,
+    exe: &Path,
 ) -> Arc<dyn crate::run::phase::PhaseExec> {
-    match &pp.phase.work {
-        Work::Builtin(b) => {
-            let label = match b {
-                Builtin::Ycsb { workload, .. } => format!("ycsb:{}", ycsb_name(workload)),
-                Builtin::Candles { queries } => {
-                    format!("candles:{}", json!(queries).as_str().unwrap_or(""))
-                }
-            };
-            Arc::new(DriveExec {
-                label,
-                config: builtin_config(cell, pp),
-                program: exe.to_path_buf(),
-            })
-        }
-        Work::Tool(tool) => {
-            crate::run::tools::tool_exec(cell.clone(), tool.clone(), pp.clone(), home)
-        }
+    match &pp.config {
+        PhaseConfig::Builtin(c) => drive_exec(cell, c, exe),
+        PhaseConfig::Tool(t) => crate::run::tools::tool_exec(cell.clone(), t.clone(), pp.clone()),
     }
-}
-
-fn ycsb_name(w: &YcsbWorkload) -> &'static str {
-    match w {
-        YcsbWorkload::A => "a",
-        YcsbWorkload::B => "b",
-        YcsbWorkload::C => "c",
-        YcsbWorkload::D => "d",
-        YcsbWorkload::E => "e",
-        YcsbWorkload::F => "f",
-        YcsbWorkload::Custom(_) => "custom",
-    }
-}
-
-fn builtin_config(cell: &Arc<PlannedCell>, pp: &PlannedPhase) -> ConfigFn {
-    let cell = cell.clone();
-    let pp = pp.clone();
-    Arc::new(move |port, threads| {
-        let phase = &pp.phase;
-        let mut m = base_config(&cell, port, &phase.name);
-        match &phase.work {
-            Work::Builtin(Builtin::Ycsb {
-                workload,
-                distribution,
-            }) => {
-                m.insert("workload".into(), json!(ycsb_name(workload)));
-                if let YcsbWorkload::Custom(mix) = workload {
-                    let mut mm = serde_json::Map::new();
-                    for (k, v) in [
-                        ("read", mix.read),
-                        ("update", mix.update),
-                        ("insert", mix.insert),
-                        ("scan", mix.scan),
-                        ("read_modify_write", mix.read_modify_write),
-                    ] {
-                        if v > 0.0 {
-                            mm.insert(k.into(), json!(v));
-                        }
-                    }
-                    m.insert("mix".into(), Value::Object(mm));
-                }
-                m.insert("distribution".into(), json!(distribution));
-            }
-            Work::Builtin(Builtin::Candles { queries }) => {
-                m.insert("workload".into(), json!("candles"));
-                m.insert("queries".into(), json!(queries));
-            }
-            Work::Tool(_) => anyhow::bail!(
-                "phase {} runs a tool, not the built-in generator",
-                phase.name
-            ),
-        }
-        m.insert("threads".into(), json!(threads));
-        match phase.length {
-            Length::Duration(d) => m.insert("duration".into(), json!(d)),
-            Length::Operations(n) => m.insert("operations".into(), json!(n)),
-        };
-        if !phase.warmup.std().is_zero() {
-            m.insert("warmup".into(), json!(phase.warmup));
-        }
-        if let Some(t) = phase.target {
-            m.insert("target".into(), json!(t as f64));
-        }
-        m.insert("error_budget".into(), json!(phase.error_budget));
-        m.insert("load".into(), json!(false));
-        Ok(Value::Object(m))
-    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::scenario::Load;
-    use crate::workload::WorkloadConfig;
+    use crate::run::phase::PhaseExec;
+
+    fn project() -> crate::spec::Project {
+        crate::spec::Project::load(Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap()
+    }
 
     #[test]
-    fn the_candles_and_ycsb_loads_get_the_scenarios_batch_size() {
-        let project =
-            crate::spec::Project::load(std::path::Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap();
-        let p = crate::spec::plan::plan(&project, "quickstart", &[], None, None).unwrap();
-        for (workload, kind) in [
-            (
-                LoadWorkload::Candles,
-                crate::workload::WorkloadKind::Candles,
-            ),
-            (LoadWorkload::Ycsb, crate::workload::WorkloadKind::A),
-        ] {
-            let mut cell = p.cells[0].clone();
-            cell.load = Some(Load {
-                threads: 1,
-                workload,
-                batch: 1000,
-            });
-            let v = load_config(&Arc::new(cell))(6379, 1).unwrap();
-            let cfg: WorkloadConfig = serde_json::from_value(v).unwrap();
-            assert_eq!((cfg.batch, cfg.workload), (Some(1000), kind));
-        }
+    fn a_planned_config_reaches_the_generator_as_drive_reads_it() {
+        let p = crate::plan::plan(&project(), "quickstart", &[], None, None).unwrap();
+        let cell = Arc::new(p.cells[0].clone());
+        let load = drive_exec(&cell, cell.load_config.as_ref().unwrap(), Path::new("bc"));
+        let cfg = load.config_for(6379, 3);
+        let text = serde_json::to_string(&cfg).unwrap();
+        let read: WorkloadConfig = serde_json::from_str(&text).unwrap();
+        assert_eq!(read, cfg);
+        assert_eq!(read.store.as_deref(), Some("redis://127.0.0.1:6379"));
+        assert_eq!(
+            (read.load, read.reset, read.load_threads),
+            (true, true, Some(3))
+        );
+        assert_eq!(load.describe(), "ycsb:load");
+        assert!(load.check(3).is_ok());
+    }
+
+    #[test]
+    fn store_knobs_reach_the_load_generators_url_and_the_cell_key() {
+        use crate::workload::stores::StoreTarget;
+        let project = project();
+        let sets: Vec<(String, String)> = [
+            ("write_concern", "majority"),
+            ("write_journal", "true"),
+            ("read_preference", "nearest"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let plan = |sets: &[(String, String)]| {
+            crate::plan::plan(
+                &project,
+                "003-mongodb-3.2-here",
+                sets,
+                None,
+                Some("secantusdb"),
+            )
+            .unwrap()
+            .cells
+            .remove(0)
+        };
+        let cell = plan(&sets);
+        let planned = Arc::new(cell.clone());
+        let exe = Path::new("bc");
+        let load = drive_exec(&planned, cell.load_config.as_ref().unwrap(), exe);
+        let PhaseConfig::Builtin(first) = &cell.phases[0].config else {
+            panic!("workload-a runs the built-in generator");
+        };
+        let phase = drive_exec(&planned, first, exe);
+        let (load, phase) = (load.config_for(27017, 4), phase.config_for(27017, 4));
+        let url = "mongodb://127.0.0.1:27017/?journal=true&readPreference=nearest&w=majority";
+        assert_eq!(
+            (load.store.as_deref(), phase.store.as_deref()),
+            (Some(url), Some(url))
+        );
+        let t = StoreTarget::parse(url).unwrap();
+        assert_eq!(
+            t.mongo.describe(),
+            "writes acknowledged with w: majority, j: true; reads from nearest"
+        );
+        assert_eq!(t.endpoint.database, None);
+        let plain = plan(&[]);
+        assert_eq!(cell_store_url(&plain, 1), "mongodb://127.0.0.1:1");
+        // Another write concern is another cell; none leaves the key as it was.
+        assert_ne!(keys_of(&cell), keys_of(&plain));
+        let mut unset = cell.clone();
+        unset.store_options.clear();
+        unset.knobs = plain.knobs.clone();
+        assert_eq!(keys_of(&unset), keys_of(&plain));
     }
 }

@@ -7,26 +7,25 @@
 use crate::metrics::fidelity::{self, IoBoundThresholds};
 use crate::metrics::procfs;
 use crate::metrics::sampler::{Sampler, StatsSource, Target};
-use crate::results::model::{CellRecord, FidelityRecord, PhaseResult, PhaseStatus};
+use crate::model::{Backend, CellLimits, EngineLaunch, ThpNeed, ThpPolicy};
+use crate::results::model::{CellRecord, FidelityRecord, PhaseResult, PhaseStatus, SettleRecord};
 use crate::run::disk;
 use crate::run::live::{Live, Status};
 use crate::run::phase::{PhaseEnv, PhaseExec, PlaceHook};
 use crate::run::settle;
 use crate::sandbox::hog::Hog;
 use crate::sandbox::ledger::{self, Ledger};
-use crate::sandbox::{
-    Backend, CellLimits, CgroupStats, EngineId, EngineLaunch, EngineStatus, Sandbox, SandboxError,
-};
+use crate::sandbox::stats::StatsReader;
+use crate::sandbox::thp::{self, ThpFiles, ThpMode};
+use crate::sandbox::{CgroupStats, EngineId, EngineStatus, Sandbox, SandboxError};
+use crate::spec::scenario::SettleMemory;
 use crate::units::{Bytes, Share};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};
-use tokio::sync::{Mutex, watch};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
-
-/// A sandbox shared by the lifecycle, the sampler and the phase hooks.
-pub type SharedSandbox = Arc<Mutex<Box<dyn Sandbox + Sync>>>;
 
 /// Builds the engine launch for a port, data dir, config dir and log path,
 /// with the rendered config files (file name -> content) to write first.
@@ -63,6 +62,19 @@ pub enum SettleCap {
     Absolute(Bytes),
 }
 
+impl SettleSpec {
+    /// The settle step as the cell record keeps it.
+    pub fn record(&self) -> SettleRecord {
+        SettleRecord {
+            memory: self.memory.map(|m| match m {
+                SettleCap::OfData(share) => SettleMemory::OfData(share.fraction()),
+                SettleCap::Absolute(b) => SettleMemory::Absolute(b),
+            }),
+            drop_caches: self.drop_caches,
+        }
+    }
+}
+
 /// One phase of a cell: its runs, one per thread count (a thread sweep is
 /// a list of sub-results of one cell, in order, sharing the loaded data).
 #[derive(Clone)]
@@ -88,6 +100,9 @@ pub struct CellWork {
     pub version: String,
     pub environment: String,
     pub backend: Backend,
+    /// The engine's image on the docker backend (pulled before the cell
+    /// starts when it is missing).
+    pub image: Option<String>,
     pub limits: CellLimits,
     /// Planned limits in words (memory, cache, CPUs, hog) for the record.
     pub limits_record: BTreeMap<String, String>,
@@ -101,8 +116,18 @@ pub struct CellWork {
     pub io_bound: IoBoundThresholds,
     /// Lock host memory so that only this much is left, before the load.
     pub hog_leave: Option<Bytes>,
+    /// `Off`: the host's transparent huge pages are `never` during the
+    /// cell (recorded in a ledger first, restored at teardown).
+    pub thp: ThpPolicy,
+    /// What the engine needs of them (TokuMX refuses `always`).
+    pub thp_need: ThpNeed,
     /// The benchcage binary (the hog and the load generator run as it).
     pub exe: PathBuf,
+    /// The version the server must report (the listed one), when its
+    /// engine reports its own; a mismatch is a fidelity violation.
+    pub expect_version: Option<String>,
+    /// The fetched package the binary came from, with its checksum.
+    pub package: Option<String>,
 }
 
 /// Where a cell runs and how it reports.
@@ -158,16 +183,20 @@ impl From<SandboxError> for Stop {
 }
 
 struct Running {
-    sandbox: SharedSandbox,
+    /// The cell's sandbox; teardown takes it once the lifecycle is over.
+    sandbox: Option<Box<dyn Sandbox + Sync>>,
+    /// Its kernel counters, read without it.
+    stats: StatsReader,
     record: CellRecord,
     stage_start: Instant,
     stage: String,
     sampler: Option<Sampler>,
     port: u16,
     engine_pid: Option<u32>,
-    cgroup_paths: BTreeMap<String, PathBuf>,
     launch: Option<EngineLaunch>,
     hog: Option<(Hog, Ledger)>,
+    /// The ledger of this cell's change to the host's THP setting.
+    thp: Option<Ledger>,
     phase_time: Duration,
     oom_at_start: u64,
     epoch: Instant,
@@ -177,6 +206,14 @@ struct Running {
 }
 
 impl Running {
+    /// The sandbox, until teardown takes it (after the lifecycle, which is
+    /// its only user).
+    fn sandbox(&mut self) -> &mut (dyn Sandbox + Sync) {
+        self.sandbox
+            .as_deref_mut()
+            .expect("the sandbox is only taken by teardown, after the lifecycle")
+    }
+
     fn enter(&mut self, ctx: &CellCtx, stage: &str) {
         self.leave();
         self.stage = stage.to_string();
@@ -210,15 +247,12 @@ fn show(ctx: &CellCtx, label: &str, stage: &str, ops: Option<f64>, mem: Option<(
         .show(&status);
 }
 
-struct SandboxStats(SharedSandbox);
-
 #[async_trait::async_trait]
-impl StatsSource for SandboxStats {
+impl StatsSource for StatsReader {
     async fn stats(&self, target: Target) -> anyhow::Result<CgroupStats> {
-        let sb = self.0.lock().await;
         Ok(match target {
-            Target::Server => sb.stats().await?,
-            Target::Client => sb.client_stats().await?,
+            Target::Server => self.server()?,
+            Target::Client => self.client()?,
         })
     }
 }
@@ -233,16 +267,17 @@ pub async fn run_cell(
 ) -> anyhow::Result<CellRecord> {
     let epoch = Instant::now();
     let mut r = Running {
-        sandbox: Arc::new(Mutex::new(sandbox)),
+        stats: sandbox.stats_reader(),
+        sandbox: Some(sandbox),
         record: base_record(work),
         stage_start: Instant::now(),
         stage: String::new(),
         sampler: None,
         port: 0,
         engine_pid: None,
-        cgroup_paths: BTreeMap::new(),
         launch: None,
         hog: None,
+        thp: None,
         phase_time: Duration::ZERO,
         oom_at_start: 0,
         epoch,
@@ -252,7 +287,7 @@ pub async fn run_cell(
     let outcome = lifecycle(work, ctx, &mut r, writer).await;
     // Read before teardown removes the cgroup, however the cell ended: an
     // engine OOM-killed mid-phase never reaches `collect` (issue 15, D3).
-    if let Ok(last) = r.sandbox.lock().await.stats().await {
+    if let Ok(last) = r.stats.server() {
         count_oom_kills(
             &mut r.record.fidelity,
             last.oom_kills.saturating_sub(r.oom_at_start),
@@ -264,17 +299,39 @@ pub async fn run_cell(
         Some(s) => s.finish().await,
         None => Vec::new(),
     };
-    let leaked = teardown(&r.sandbox, &ctx.hurry).await;
+    let leaked = match r.sandbox.take() {
+        Some(sandbox) => teardown(sandbox, &ctx.hurry).await,
+        None => None,
+    };
     if let Some((hog, ledger)) = r.hog.take() {
         hog.stop().await;
         let _ = ledger.finish();
     }
+    // Last, as it was first: the host's THP setting goes back.
+    let thp_leak = match r.thp.take() {
+        Some(l) => restore_host(l).await,
+        None => None,
+    };
     r.leave();
     let data_dir = cell_work_dir(ctx);
     let _ = std::fs::remove_dir_all(&data_dir);
 
     let rec = &mut r.record;
     rec.overhead_s = epoch.elapsed().saturating_sub(r.phase_time).as_secs_f64();
+    let leak = leaked
+        .into_iter()
+        .chain(thp_leak)
+        .reduce(|a, b| format!("{a}; {b}"));
+    conclude(rec, outcome, leak);
+    writer.samples(&ctx.cell_dir, &samples)?;
+    writer.fidelity(&ctx.cell_dir, &rec.fidelity)?;
+    writer.cell(&ctx.cell_dir, rec)?;
+    Ok(r.record)
+}
+
+/// The cell's status from how the lifecycle ended; a leak left by the
+/// teardown is a violation, and fails a cell that had finished.
+fn conclude(rec: &mut CellRecord, outcome: Result<(), Stop>, leak: Option<String>) {
     match outcome {
         Ok(()) => rec.status = "finished".into(),
         Err(Stop::Interrupted) => {
@@ -286,17 +343,69 @@ pub async fn run_cell(
             rec.failure = Some(why);
         }
     }
-    if let Some(leak) = leaked {
+    if let Some(leak) = leak {
         rec.fidelity.violations.push(leak.clone());
         if rec.status == "finished" {
             rec.status = "failed".into();
             rec.failure = Some(leak);
         }
     }
-    writer.samples(&ctx.cell_dir, &samples)?;
-    writer.fidelity(&ctx.cell_dir, &rec.fidelity)?;
-    writer.cell(&ctx.cell_dir, rec)?;
-    Ok(r.record)
+}
+
+/// Host settings the cell's environment asks for, before anything else:
+/// transparent huge pages to `never` (the old mode in a ledger first).
+/// A cell whose engine refuses THP `always` fails here, with the reason,
+/// when the host turned to `always` after the plan.
+fn host_settings(work: &CellWork, ctx: &CellCtx, r: &mut Running) -> Result<(), Stop> {
+    let files = ThpFiles::current();
+    if work.thp == ThpPolicy::Off {
+        let ledger = Ledger::open(&ledger::default_root(), &format!("{}-thp", ctx.sandbox_id))?;
+        let ledger = r.thp.insert(ledger);
+        if let Some(change) = thp::turn_off(&files, ledger)? {
+            r.record.limits.insert(
+                "transparent_hugepages".into(),
+                format!(
+                    "never (the host's {} is restored after the cell)",
+                    change.old
+                ),
+            );
+            let now = thp::read_mode(&change.file).map_err(SandboxError::from)?;
+            r.record
+                .fidelity
+                .limits_read_back
+                .insert("host/transparent_hugepage/enabled".into(), now.to_string());
+        }
+    } else if work.thp_need == ThpNeed::NotAlways
+        && let Ok(Some(state)) = files.read()
+        && state.enabled == ThpMode::Always
+    {
+        return Err(Stop::Failed(format!(
+            "{} refuses to start while transparent huge pages are `always`, as {} now says; \
+             set `host: {{transparent_hugepages: off}}` in the environment, or echo never > {}",
+            work.engine,
+            files.enabled_path().display(),
+            files.enabled_path().display()
+        )));
+    }
+    Ok(())
+}
+
+/// Undo what the cell's THP ledger records; the leak in words, if any.
+async fn restore_host(ledger: Ledger) -> Option<String> {
+    let entries = match ledger.entries() {
+        Ok(e) => e,
+        Err(e) => return Some(format!("the host's THP setting: {e}")),
+    };
+    let report = ledger::reap_entries(&entries, TEARDOWN_BUDGET).await;
+    if report.is_done() {
+        let _ = ledger.finish();
+        None
+    } else {
+        Some(format!(
+            "the host's THP setting was not restored: {}",
+            report.leaked.join("; ")
+        ))
+    }
 }
 
 /// Record `kills` OOM kills in the fidelity record, with their violation,
@@ -338,10 +447,7 @@ fn base_record(work: &CellWork) -> CellRecord {
         engine: work.engine.clone(),
         version: work.version.clone(),
         environment: work.environment.clone(),
-        backend: match work.backend {
-            Backend::Cgroup => "cgroup".into(),
-            Backend::Docker => "docker".into(),
-        },
+        backend: work.backend.name().into(),
         threads: work
             .phases
             .iter()
@@ -352,38 +458,92 @@ fn base_record(work: &CellWork) -> CellRecord {
         limits: work.limits_record.clone(),
         knobs: work.knobs.clone(),
         status: "running".into(),
+        settle: Some(work.settle.record()),
         ..Default::default()
     }
 }
 
+/// The cell's stages in order; each leaves what the next needs in `r`.
 async fn lifecycle(
     work: &CellWork,
     ctx: &CellCtx,
     r: &mut Running,
     writer: &dyn CellWriter,
 ) -> Result<(), Stop> {
-    let check = |ctx: &CellCtx| {
-        if ctx.stop.is_cancelled() {
-            Err(Stop::Interrupted)
-        } else {
-            Ok(())
-        }
-    };
-
     r.enter(ctx, "provision");
-    let provisioned = r.sandbox.lock().await.provision(&work.limits).await?;
-    r.record.fidelity.limits_read_back = provisioned.read_back.clone();
-    r.cgroup_paths = provisioned.cgroup_paths.clone();
-    let before = r.sandbox.lock().await.stats().await?;
-    r.oom_at_start = before.oom_kills;
-    r.sampler = Some(Sampler::start(
-        Arc::new(SandboxStats(r.sandbox.clone())),
-        Duration::from_secs(1),
-        r.epoch,
-    ));
+    provision(work, ctx, r).await?;
     check(ctx)?;
 
     r.enter(ctx, "render");
+    let launch = render(work, ctx, r, writer)?;
+    check(ctx)?;
+
+    r.enter(ctx, "start");
+    start(ctx, r, &launch).await?;
+
+    if let Some(leave) = work.hog_leave {
+        r.enter(ctx, "hog");
+        let mut ledger = Ledger::open(&ledger::default_root(), &format!("{}-hog", ctx.sandbox_id))?;
+        let hog = Hog::start(&work.exe, leave, Some(&mut ledger), HOG_TIMEOUT).await?;
+        r.record.fidelity.hog_locked_bytes = Some(hog.locked().as_u64());
+        r.hog = Some((hog, ledger));
+    }
+
+    let mut index = 0usize;
+    if let Some(load) = &work.load {
+        r.enter(ctx, "load");
+        load_data(work, ctx, r, writer, load).await?;
+        index += 1;
+    }
+    check(ctx)?;
+
+    r.enter(ctx, "settle");
+    settle_memory(work, ctx, r).await?;
+    check(ctx)?;
+
+    measure(work, ctx, r, writer, index).await?;
+
+    r.enter(ctx, "collect");
+    collect(work, ctx, r).await?;
+    Ok(())
+}
+
+/// Stop between stages once the run is interrupted.
+fn check(ctx: &CellCtx) -> Result<(), Stop> {
+    if ctx.stop.is_cancelled() {
+        Err(Stop::Interrupted)
+    } else {
+        Ok(())
+    }
+}
+
+/// Host settings, the sandbox with its limits read back, and the sampler.
+async fn provision(work: &CellWork, ctx: &CellCtx, r: &mut Running) -> Result<(), Stop> {
+    host_settings(work, ctx, r)?;
+    let provisioned = r.sandbox().provision(&work.limits).await?;
+    // Extended, not replaced: the host settings read back come first.
+    r.record
+        .fidelity
+        .limits_read_back
+        .extend(provisioned.read_back);
+    let before = r.stats.server()?;
+    r.oom_at_start = before.oom_kills;
+    r.sampler = Some(Sampler::start(
+        Arc::new(r.stats.clone()),
+        Duration::from_secs(1),
+        r.epoch,
+    ));
+    Ok(())
+}
+
+/// A free port and the engine's launch, its config files kept with the
+/// results and `launch.json` written.
+fn render(
+    work: &CellWork,
+    ctx: &CellCtx,
+    r: &mut Running,
+    writer: &dyn CellWriter,
+) -> Result<EngineLaunch, Stop> {
     r.port = crate::sandbox::free_port()?;
     let data_dir = cell_work_dir(ctx).join("data");
     // The engine reads its configs from benchcage's work dir, which its
@@ -406,66 +566,58 @@ async fn lifecycle(
         &ctx.cell_dir.join("launch.json"),
         &serde_json::to_vec_pretty(&launch).map_err(anyhow::Error::from)?,
     )?;
-    check(ctx)?;
+    Ok(launch)
+}
 
-    r.enter(ctx, "start");
-    let handle = r.sandbox.lock().await.start_engine(&launch).await?;
+/// Start the engine and wait until it answers its probe.
+async fn start(ctx: &CellCtx, r: &mut Running, launch: &EngineLaunch) -> Result<(), Stop> {
+    let handle = r.sandbox().start_engine(launch).await?;
+    r.record.image = handle.image.clone();
     if let EngineId::Pid(pid) = handle.id {
         r.engine_pid = Some(pid);
     }
     for (k, v) in handle.read_back {
         r.record.fidelity.limits_read_back.insert(k, v);
     }
-    // The docker backend's server cgroup is the container's, known only now.
-    let engine_paths = r.sandbox.lock().await.engine_cgroup_paths();
-    r.cgroup_paths.extend(engine_paths);
     r.launch = Some(launch.clone());
 
     r.enter(ctx, "ready");
-    let version = {
-        let mut sb = r.sandbox.lock().await;
-        tokio::select! {
-            res = crate::sandbox::ready::wait_ready(&mut **sb, &launch) => res?,
-            _ = ctx.stop.cancelled() => return Err(Stop::Interrupted),
-        }
+    let version = tokio::select! {
+        res = crate::sandbox::ready::wait_ready(r.sandbox(), launch) => res?,
+        _ = ctx.stop.cancelled() => return Err(Stop::Interrupted),
     };
     r.record.engine_reported_version = version;
+    Ok(())
+}
 
-    if let Some(leave) = work.hog_leave {
-        r.enter(ctx, "hog");
-        let mut ledger = Ledger::open(&ledger::default_root(), &format!("{}-hog", ctx.sandbox_id))?;
-        let hog = Hog::start(&work.exe, leave, Some(&mut ledger), HOG_TIMEOUT).await?;
-        r.record.fidelity.hog_locked_bytes = Some(hog.locked().as_u64());
-        r.hog = Some((hog, ledger));
+/// The load phase, the first phase file; a failed load ends the cell.
+async fn load_data(
+    work: &CellWork,
+    ctx: &CellCtx,
+    r: &mut Running,
+    writer: &dyn CellWriter,
+    load: &PhaseStep,
+) -> Result<(), Stop> {
+    let threads = load.threads.first().copied().unwrap_or(1);
+    let res = run_one(work, ctx, r, load, threads, 0, false).await?;
+    writer.phase(&ctx.cell_dir, 0, &stem(0, &load.name, threads), &res)?;
+    let ok = res.status.is_ok();
+    r.record.phases.push(res);
+    if let Some(why) = r.abort.take() {
+        return Err(Stop::Failed(why));
     }
-
-    let mut index = 0usize;
-    if let Some(load) = &work.load {
-        r.enter(ctx, "load");
-        let threads = load.threads.first().copied().unwrap_or(1);
-        let res = run_one(work, ctx, r, load, threads, index, false).await?;
-        writer.phase(
-            &ctx.cell_dir,
-            index,
-            &stem(index, &load.name, threads),
-            &res,
-        )?;
-        index += 1;
-        let ok = res.status.is_ok();
-        r.record.phases.push(res);
-        if let Some(why) = r.abort.take() {
-            return Err(Stop::Failed(why));
-        }
-        if !ok {
-            return Err(Stop::Failed(
-                "the load phase failed; see its phase file".into(),
-            ));
-        }
+    if !ok {
+        return Err(Stop::Failed(
+            "the load phase failed; see its phase file".into(),
+        ));
     }
-    check(ctx)?;
+    Ok(())
+}
 
-    r.enter(ctx, "settle");
-    let on_disk = disk::dir_size(&data_dir);
+/// Measure the data, then shrink the memory cap to a share of it and drop
+/// the page cache, as the cell asks.
+async fn settle_memory(work: &CellWork, ctx: &CellCtx, r: &mut Running) -> Result<(), Stop> {
+    let on_disk = disk::dir_size(&cell_work_dir(ctx).join("data"));
     let reported = work.facts.data_size(r.port).await;
     let data_size = reported.filter(|b| *b > 0).unwrap_or(on_disk);
     r.record.data_size_bytes = Some(data_size);
@@ -477,15 +629,15 @@ async fn lifecycle(
             ),
             SettleCap::Absolute(b) => (b, "absolute".to_string()),
         };
-        settle::set_memory_cap(&r.cgroup_paths, cap, work.limits.swap)?;
+        r.sandbox().set_memory_cap(cap, work.limits.swap)?;
         r.record
             .limits
             .insert("memory_settled".into(), format!("{cap} ({why})"));
     }
     if work.settle.drop_caches {
-        settle::drop_page_cache(&r.cgroup_paths)?;
+        r.sandbox().drop_page_cache()?;
     }
-    let settled = r.sandbox.lock().await.stats().await?;
+    let settled = r.stats.server()?;
     r.record.memory_limit_bytes = Some(settled.memory_limit);
     if work.settle.memory.is_some() {
         r.record.fidelity.limits_read_back.insert(
@@ -493,8 +645,18 @@ async fn lifecycle(
             settled.memory_limit.to_string(),
         );
     }
-    check(ctx)?;
+    Ok(())
+}
 
+/// Every measured phase at every thread count, each written as it ends;
+/// `index` is the first phase file's.
+async fn measure(
+    work: &CellWork,
+    ctx: &CellCtx,
+    r: &mut Running,
+    writer: &dyn CellWriter,
+    mut index: usize,
+) -> Result<(), Stop> {
     for step in &work.phases {
         for &threads in &step.threads {
             check(ctx)?;
@@ -513,9 +675,6 @@ async fn lifecycle(
             }
         }
     }
-
-    r.enter(ctx, "collect");
-    collect(work, ctx, r).await?;
     Ok(())
 }
 
@@ -566,34 +725,129 @@ async fn run_one(
     measured: bool,
 ) -> Result<PhaseResult, Stop> {
     let stem = stem(index, &step.name, threads);
-    let before = r.sandbox.lock().await.stats().await?;
-    let cpu_before = CpuSnapshot::take(&work.limits.server_cpus, &r.cgroup_paths);
+    let before = r.stats.server()?;
+    let cpu_before = CpuSnapshot::take(&work.limits.server_cpus, &r.sandbox().server_pids());
+    let started = Instant::now();
+    let Watched {
+        result,
+        mut died,
+        overran,
+    } = watch_phase(work, ctx, r, step, threads, &stem, started).await;
+    if measured {
+        r.phase_time += started.elapsed();
+    }
+    if died.is_none() {
+        died = exited_meanwhile(r, result.is_err() && !ctx.stop.is_cancelled()).await;
+    }
+    if let Some(status) = died {
+        return engine_died(r, step, &before, status, result).await;
+    }
+    if ctx.stop.is_cancelled() {
+        return Err(Stop::Interrupted);
+    }
+    if let Some(why) = overran {
+        let status = PhaseStatus::Failed {
+            reason: why.clone(),
+        };
+        return end_cell(r, result, status, why);
+    }
+    let mut res = result.map_err(|e| Stop::Failed(format!("phase {}: {e:#}", step.name)))?;
+    let after = r.stats.server()?;
+    let mut io = fidelity::phase_io(&before, &after, step.expect_io_bound, work.io_bound);
+    cpu_before.finish(
+        &mut io,
+        &work.limits.server_cpus,
+        &r.sandbox().server_pids(),
+    );
+    if !measured {
+        // Recorded for the load too, but only a measured phase's result
+        // is invalidated by a shared CPU.
+        io.contention_violation = None;
+    }
+    judge(
+        &mut res,
+        after.oom_kills.saturating_sub(before.oom_kills),
+        &io,
+    );
+    r.record.fidelity.phase_io.insert(stem, io);
+    Ok(res)
+}
+
+/// A phase that ends the cell for `why`: its result is recorded with
+/// `status`; without a result, the cell fails.
+fn end_cell(
+    r: &mut Running,
+    result: anyhow::Result<PhaseResult>,
+    status: PhaseStatus,
+    why: String,
+) -> Result<PhaseResult, Stop> {
+    match result {
+        Ok(mut res) => {
+            res.status = status;
+            r.abort = Some(why);
+            Ok(res)
+        }
+        Err(_) => Err(Stop::Failed(why)),
+    }
+}
+
+/// A finished phase's status from what the kernel saw: OOM kills in the
+/// server's cgroup, else a broken io-bound or contention claim.
+fn judge(res: &mut PhaseResult, ooms: u64, io: &crate::results::model::PhaseIo) {
+    if ooms > 0 {
+        res.status = PhaseStatus::Oom {
+            reason: format!(
+                "the kernel OOM-killed {ooms} process(es) in the server's cgroup during the phase"
+            ),
+        };
+    } else if let Some(why) = io
+        .io_bound_violation
+        .as_ref()
+        .or(io.contention_violation.as_ref())
+        && res.status.is_ok()
+    {
+        res.status = PhaseStatus::Invalid {
+            reason: why.clone(),
+        };
+    }
+}
+
+/// How watching a phase ended.
+struct Watched {
+    result: anyhow::Result<PhaseResult>,
+    /// The engine's exit, seen while the phase ran.
+    died: Option<EngineStatus>,
+    /// Why the phase was stopped: it ran past its length plus grace.
+    overran: Option<String>,
+}
+
+/// Run the phase with its client processes placed in the client group,
+/// and watch it every half second: the engine's status, the live view,
+/// and its deadline (its length plus [`PHASE_GRACE`] from `started`).
+async fn watch_phase(
+    work: &CellWork,
+    ctx: &CellCtx,
+    r: &mut Running,
+    step: &PhaseStep,
+    threads: u32,
+    stem: &str,
+    started: Instant,
+) -> Watched {
     let cancel = ctx.stop.child_token();
     let (progress, mut progress_rx) = watch::channel(None);
-    let sb = r.sandbox.clone();
+    let placer = r.sandbox().client_placer();
     let place: PlaceHook = Arc::new(move |cmd: &mut std::process::Command| {
-        // The hook runs synchronously inside the phase task: the sandbox
-        // lock is only ever held for a moment by the sampler and the watcher.
-        for _ in 0..2000 {
-            if let Ok(guard) = sb.try_lock() {
-                return guard.prepare_client(cmd).map_err(std::io::Error::other);
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        Err(std::io::Error::other(
-            "sandbox busy: could not place the client",
-        ))
+        placer.place(cmd).map_err(std::io::Error::other)
     });
     let env = PhaseEnv {
         port: r.port,
         threads,
         cell_dir: ctx.cell_dir.clone(),
-        stem: stem.clone(),
+        stem: stem.to_string(),
         cancel: cancel.clone(),
         place,
         progress,
     };
-    let started = Instant::now();
     let latest = r.sampler.as_ref().map(|s| s.latest());
     let fut = step.exec.run(env);
     tokio::pin!(fut);
@@ -623,7 +877,7 @@ async fn run_one(
             }
             _ = tick.tick() => {
                 if died.is_none() {
-                    let status = r.sandbox.lock().await.engine_status().await;
+                    let status = r.sandbox().engine_status().await;
                     if let Ok(s @ EngineStatus::Exited { .. }) = status {
                         died = Some(s);
                         cancel.cancel();
@@ -637,55 +891,28 @@ async fn run_one(
             }
         }
     };
-    if measured {
-        r.phase_time += started.elapsed();
+    Watched {
+        result,
+        died,
+        overran,
     }
-    if let Some(status) = died {
-        return engine_died(r, step, &before, status, result).await;
+}
+
+/// Whether the engine exited since the last tick of the phase. Its clients
+/// may see the connection refused, and the phase fail, before the tick
+/// notices the exit (a slow or busy host, issue 20): a failed phase waits
+/// up to a second for the exit to show before it is blamed on the client.
+async fn exited_meanwhile(r: &mut Running, phase_failed: bool) -> Option<EngineStatus> {
+    let tries = if phase_failed { 10 } else { 1 };
+    for i in 0..tries {
+        if i > 0 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        if let Ok(s @ EngineStatus::Exited { .. }) = r.sandbox().engine_status().await {
+            return Some(s);
+        }
     }
-    if ctx.stop.is_cancelled() {
-        return Err(Stop::Interrupted);
-    }
-    if let Some(why) = overran {
-        return match result {
-            Ok(mut res) => {
-                res.status = PhaseStatus::Failed {
-                    reason: why.clone(),
-                };
-                r.abort = Some(why);
-                Ok(res)
-            }
-            Err(_) => Err(Stop::Failed(why)),
-        };
-    }
-    let mut res = result.map_err(|e| Stop::Failed(format!("phase {}: {e:#}", step.name)))?;
-    let after = r.sandbox.lock().await.stats().await?;
-    let mut io = fidelity::phase_io(&before, &after, step.expect_io_bound, work.io_bound);
-    cpu_before.finish(&mut io, &work.limits.server_cpus, &r.cgroup_paths);
-    if !measured {
-        // Recorded for the load too, but only a measured phase's result
-        // is invalidated by a shared CPU.
-        io.contention_violation = None;
-    }
-    let ooms = after.oom_kills.saturating_sub(before.oom_kills);
-    if ooms > 0 {
-        res.status = PhaseStatus::Oom {
-            reason: format!(
-                "the kernel OOM-killed {ooms} process(es) in the server's cgroup during the phase"
-            ),
-        };
-    } else if let Some(why) = io
-        .io_bound_violation
-        .as_ref()
-        .or(io.contention_violation.as_ref())
-        && res.status.is_ok()
-    {
-        res.status = PhaseStatus::Invalid {
-            reason: why.clone(),
-        };
-    }
-    r.record.fidelity.phase_io.insert(stem, io);
-    Ok(res)
+    None
 }
 
 /// Sleep until `deadline`, or forever without one.
@@ -707,7 +934,7 @@ async fn engine_died(
     result: anyhow::Result<PhaseResult>,
 ) -> Result<PhaseResult, Stop> {
     let how = crate::sandbox::process::describe(status);
-    let ooms = match r.sandbox.lock().await.stats().await {
+    let ooms = match r.stats.server() {
         Ok(after) => after.oom_kills.saturating_sub(before.oom_kills),
         Err(_) => 0,
     };
@@ -721,16 +948,10 @@ async fn engine_died(
         "the kernel OOM-killed the engine during phase {} ({ooms} OOM kill(s) in the server's cgroup; engine {how}): raise server.memory or lower the cache; see engine.log",
         step.name
     );
-    match result {
-        Ok(mut res) => {
-            res.status = PhaseStatus::Oom {
-                reason: why.clone(),
-            };
-            r.abort = Some(why);
-            Ok(res)
-        }
-        Err(_) => Err(Stop::Failed(why)),
-    }
+    let status = PhaseStatus::Oom {
+        reason: why.clone(),
+    };
+    end_cell(r, result, status, why)
 }
 
 /// What the server's CPUs did at the start of a phase: their busy time
@@ -742,12 +963,13 @@ struct CpuSnapshot {
 }
 
 impl CpuSnapshot {
-    fn take(cpus: &crate::units::CpuSet, paths: &BTreeMap<String, PathBuf>) -> CpuSnapshot {
+    /// `pids`: the server's, whose threads' run-queue wait is summed.
+    fn take(cpus: &crate::units::CpuSet, pids: &[u32]) -> CpuSnapshot {
         let proc_root = Path::new(procfs::PROC);
         CpuSnapshot {
             at: Instant::now(),
             busy_s: procfs::cpu_busy_s(proc_root, cpus),
-            delay_ns: procfs::run_delay_ns(proc_root, &settle::server_pids(paths)),
+            delay_ns: procfs::run_delay_ns(proc_root, pids),
         }
     }
 
@@ -757,9 +979,9 @@ impl CpuSnapshot {
         self,
         io: &mut crate::results::model::PhaseIo,
         cpus: &crate::units::CpuSet,
-        paths: &BTreeMap<String, PathBuf>,
+        pids: &[u32],
     ) {
-        let now = CpuSnapshot::take(cpus, paths);
+        let now = CpuSnapshot::take(cpus, pids);
         let wall_s = now.at.duration_since(self.at).as_secs_f64();
         let n = cpus.len().max(1) as f64;
         if let (Some(a), Some(b)) = (self.busy_s, now.busy_s) {
@@ -782,28 +1004,30 @@ impl CpuSnapshot {
 
 async fn collect(work: &CellWork, ctx: &CellCtx, r: &mut Running) -> Result<(), Stop> {
     let _ = ctx;
-    let port = r.port;
-    let f = &mut r.record.fidelity;
-    f.engine_reported_cache_bytes = work.facts.cache_size(port).await;
-    let pids = settle::server_pids(&r.cgroup_paths)
+    let cache = work.facts.cache_size(r.port).await;
+    let pids = r
+        .sandbox()
+        .server_pids()
         .into_iter()
         .chain(r.engine_pid)
         .collect::<std::collections::BTreeSet<u32>>()
         .into_iter()
         .collect::<Vec<_>>();
+    let stats = r.stats.server()?;
+    let status = r.sandbox().engine_status().await?;
+    let f = &mut r.record.fidelity;
+    f.engine_reported_cache_bytes = cache;
     f.engine_thread_cpus = procfs::thread_cpus(Path::new(procfs::PROC), &pids);
     f.violations.extend(fidelity::thread_cpu_violations(
         &f.engine_thread_cpus,
         &work.limits.server_cpus,
     ));
-    let stats = r.sandbox.lock().await.stats().await?;
     if let Some(planned) = r.record.memory_limit_bytes
         && let Some(v) = fidelity::memory_limit_violation(planned, stats.memory_limit)
     {
         f.violations.push(v);
     }
     f.oom_kills = stats.oom_kills.saturating_sub(r.oom_at_start);
-    let status = r.sandbox.lock().await.engine_status().await?;
     f.engine_restarts = u64::from(!matches!(status, EngineStatus::Running));
     if let Some((hog, _)) = &r.hog {
         let now = crate::sandbox::hog::vm_lck(hog.pid()).map(|b| b.as_u64());
@@ -812,6 +1036,16 @@ async fn collect(work: &CellWork, ctx: &CellCtx, r: &mut Running) -> Result<(), 
             f.violations.push(v);
         }
     }
+    let reported = r.record.engine_reported_version.clone();
+    if let Some(v) = work
+        .expect_version
+        .as_deref()
+        .and_then(|want| fidelity::version_violation(want, &reported))
+    {
+        f.violations.push(v);
+    }
+    f.engine_reported_version = Some(reported).filter(|v| !v.is_empty());
+    f.engine_package = work.package.clone();
     let sup = fidelity::supervision_violations(f.oom_kills, f.engine_restarts);
     f.violations.extend(sup);
     for (stem, io) in &f.phase_io {
@@ -828,8 +1062,7 @@ async fn collect(work: &CellWork, ctx: &CellCtx, r: &mut Running) -> Result<(), 
 /// Stop the engine and remove the sandbox within the budget; a second
 /// Ctrl-C skips the grace period but not the teardown. Returns a leak
 /// report when something could not be removed.
-async fn teardown(sandbox: &SharedSandbox, hurry: &CancellationToken) -> Option<String> {
-    let sb = sandbox.clone();
+async fn teardown(mut sb: Box<dyn Sandbox + Sync>, hurry: &CancellationToken) -> Option<String> {
     let hurry = hurry.clone();
     // A task of its own: dropping the run's future (a panic, a cancelled
     // caller) must not cancel the teardown half way.
@@ -839,7 +1072,6 @@ async fn teardown(sandbox: &SharedSandbox, hurry: &CancellationToken) -> Option<
         } else {
             STOP_GRACE
         };
-        let mut sb = sb.lock().await;
         let stopped = match sb.stop_engine(grace).await {
             Ok(_) | Err(SandboxError::NoEngine) => None,
             Err(e) => Some(format!("stopping the engine: {e}")),
@@ -856,5 +1088,23 @@ async fn teardown(sandbox: &SharedSandbox, hurry: &CancellationToken) -> Option<
     match task.await {
         Ok(r) => r,
         Err(e) => Some(format!("teardown task: {e}; run `benchcage cleanup`")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cell_record_keeps_the_settle_cap_as_the_scenario_gave_it() {
+        let spec = SettleSpec {
+            memory: Some(SettleCap::OfData(Share(0.25))),
+            drop_caches: true,
+        };
+        let rec = spec.record();
+        assert_eq!(rec.memory, Some(SettleMemory::OfData(0.25)));
+        assert!(rec.drop_caches);
+        assert_eq!(rec.memory.map(|m| m.tag()).as_deref(), Some("mem25pct"));
+        assert_eq!(SettleSpec::default().record(), SettleRecord::default());
     }
 }

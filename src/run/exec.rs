@@ -5,7 +5,7 @@
 
 use crate::results::model::PhaseResult;
 use crate::run::phase::{PhaseEnv, PhaseExec};
-use crate::workload::WorkloadConfig;
+use crate::workload::{Threads, WorkloadConfig};
 use anyhow::Context;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -16,15 +16,32 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 /// How long a child gets after SIGINT before SIGKILL.
 const CHILD_GRACE: Duration = Duration::from_secs(5);
 
-/// Builds the generator's JSON config for a port and thread count.
-pub type ConfigFn = Arc<dyn Fn(u16, u32) -> anyhow::Result<serde_json::Value> + Send + Sync>;
+/// The store URL of the cell's engine on a port.
+pub type StoreUrlFn = Arc<dyn Fn(u16) -> String + Send + Sync>;
 
 /// The built-in load generator as a child process.
 pub struct DriveExec {
     pub label: String,
-    pub config: ConfigFn,
+    /// The generator's config as planned; [`DriveExec::config_for`] fills
+    /// in the store and the thread count of one run.
+    pub config: WorkloadConfig,
+    pub store: StoreUrlFn,
     /// The benchcage binary to run (`std::env::current_exe()` in real use).
     pub program: PathBuf,
+}
+
+impl DriveExec {
+    /// The config of one run: the engine's store on `port`, `threads`
+    /// connections (for the load too).
+    pub fn config_for(&self, port: u16, threads: u32) -> WorkloadConfig {
+        let mut c = self.config.clone();
+        c.store = Some((self.store)(port));
+        c.threads = Threads::One(threads);
+        if c.load {
+            c.load_threads = Some(threads);
+        }
+        c
+    }
 }
 
 #[async_trait::async_trait]
@@ -34,10 +51,9 @@ impl PhaseExec for DriveExec {
     }
 
     fn check(&self, threads: u32) -> Result<(), String> {
-        let cfg = (self.config)(1, threads).map_err(|e| format!("{e:#}"))?;
-        let cfg: WorkloadConfig =
-            serde_json::from_value(cfg).map_err(|e| format!("load generator config: {e}"))?;
-        cfg.validate().map(|_| ()).map_err(|e| e.to_string())
+        self.config_for(1, threads)
+            .check_planned()
+            .map_err(|e| e.to_string())
     }
 
     async fn run(&self, env: PhaseEnv) -> anyhow::Result<PhaseResult> {
@@ -46,7 +62,7 @@ impl PhaseExec for DriveExec {
         let cfg_path = raw.join(format!("{}.config.json", env.stem));
         let out_path = raw.join(format!("{}.result.json", env.stem));
         let log_path = raw.join(format!("{}.log", env.stem));
-        let cfg = (self.config)(env.port, env.threads)?;
+        let cfg = self.config_for(env.port, env.threads);
         std::fs::write(&cfg_path, serde_json::to_vec_pretty(&cfg)?)?;
         let mut cmd = std::process::Command::new(&self.program);
         cmd.arg("drive")

@@ -1,16 +1,18 @@
 //! What the engine itself reports about its data and its cache, over its
 //! own protocol, after the load: the cache it really uses (an engine may
 //! size it from host RAM rather than its limit) and the size of its data.
+//! What to ask comes from the engine's spec (`facts:`).
 
 use crate::clients::{self, Endpoint};
+use crate::model::Probe;
 use crate::run::cell::EngineFacts;
-use crate::sandbox::Probe;
+use crate::spec::facts::{FactQuery, Facts};
 
-/// Facts queried with the engine's own client, chosen by its probe.
+/// Facts asked with the engine's own client, as its spec says
+/// ([`Facts`]; the probe's defaults when it says nothing).
 pub struct ProbeFacts {
     pub probe: Probe,
-    /// `myrocks` reports its block cache rather than InnoDB's buffer pool.
-    pub engine: String,
+    pub facts: Facts,
 }
 
 /// The first integer in a reply (`maxmemory\n268435456` -> 268435456).
@@ -27,44 +29,37 @@ fn info_field(info: &str, key: &str) -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
+/// Which fact a MongoDB-protocol engine is asked for.
+enum Fact {
+    Data,
+    Cache,
+}
+
 impl ProbeFacts {
     fn endpoint(&self, port: u16) -> Endpoint {
-        let mut ep = Endpoint::loopback(port);
-        match &self.probe {
-            Probe::Postgres { user, database } => {
-                ep.user = Some(user.clone());
-                ep.database = Some(database.clone());
-            }
-            Probe::Mysql { user } => ep.user = Some(user.clone()),
-            _ => {}
-        }
-        ep
+        Endpoint::for_probe(&self.probe, port)
     }
 
-    async fn redis(&self, port: u16, argv: &[&str]) -> Option<String> {
-        let mut c = clients::redis::RedisConn::connect(&self.endpoint(port))
-            .await
-            .ok()?;
-        c.cmd(argv).await.ok()
-    }
-
-    /// One number from the engine: a field of redis `INFO memory`, else the
-    /// first number in the reply to the engine's SQL; mongodb answers in
-    /// `data_size` / `cache_size` directly.
-    async fn number(&self, port: u16, info_key: &str, pg: &str, mysql: &str) -> Option<u64> {
+    /// One number from the engine, asked as `query` says.
+    async fn ask(&self, port: u16, query: &FactQuery, fact: Fact) -> Option<u64> {
         let ep = self.endpoint(port);
-        match &self.probe {
-            Probe::Redis => {
-                let info = self.redis(port, &["INFO", "memory"]).await?;
-                info_field(&info, info_key)
+        match (query, &self.probe) {
+            (FactQuery::Info(field), _) => {
+                let mut c = clients::redis::RedisConn::connect(&ep).await.ok()?;
+                let info = c.cmd(&["INFO", "memory"]).await.ok()?;
+                info_field(&info, field)
             }
-            Probe::Postgres { .. } => {
-                first_number(&clients::postgres::query_text(&ep, pg).await.ok()?)
+            (FactQuery::Sql(sql), Probe::Postgres { .. }) => {
+                first_number(&clients::postgres::query_text(&ep, sql).await.ok()?)
             }
-            Probe::Mysql { .. } => {
-                first_number(&clients::mysql::query_text(&ep, mysql).await.ok()?)
+            (FactQuery::Sql(sql), Probe::Mysql { .. }) => {
+                first_number(&clients::mysql::query_text(&ep, sql).await.ok()?)
             }
-            Probe::Mongodb => None,
+            (FactQuery::Sql(_), _) => None,
+            (FactQuery::Mongodb, _) => match fact {
+                Fact::Data => clients::mongodb::data_size(&ep).await.ok().flatten(),
+                Fact::Cache => clients::mongodb::cache_size(&ep).await.ok().flatten(),
+            },
         }
     }
 }
@@ -72,34 +67,11 @@ impl ProbeFacts {
 #[async_trait::async_trait]
 impl EngineFacts for ProbeFacts {
     async fn data_size(&self, port: u16) -> Option<u64> {
-        if self.probe == Probe::Mongodb {
-            return clients::mongodb::data_size(&self.endpoint(port))
-                .await
-                .ok()
-                .flatten();
-        }
-        let pg = "SELECT pg_database_size(current_database())::text";
-        let mysql = "SELECT CAST(SUM(data_length + index_length) AS CHAR) \
-                     FROM information_schema.tables WHERE table_schema = 'benchcage'";
-        self.number(port, "used_memory_dataset", pg, mysql).await
+        self.ask(port, &self.facts.data_size, Fact::Data).await
     }
 
     async fn cache_size(&self, port: u16) -> Option<u64> {
-        if self.probe == Probe::Mongodb {
-            return clients::mongodb::cache_size(&self.endpoint(port))
-                .await
-                .ok()
-                .flatten();
-        }
-        let pg =
-            "SELECT (setting::bigint * 8192)::text FROM pg_settings WHERE name = 'shared_buffers'";
-        let var = if self.engine == "myrocks" {
-            "rocksdb_block_cache_size"
-        } else {
-            "innodb_buffer_pool_size"
-        };
-        let mysql = format!("SELECT CAST(@@{var} AS CHAR)");
-        self.number(port, "maxmemory", pg, &mysql).await
+        self.ask(port, &self.facts.cache_size, Fact::Cache).await
     }
 }
 

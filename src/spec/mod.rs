@@ -2,18 +2,17 @@
 //!
 //! `Project::load` reads every spec under a project home, checks each one
 //! and the references between them, and returns every problem at once as
-//! `Diagnostics` (file:line:column, field, message, hint). `plan::plan`
-//! turns a scenario into cells with resolved limits and rendered configs.
+//! `Diagnostics` (file:line:column, field, message, hint).
+//! [`crate::plan`] turns a scenario into cells with resolved limits and
+//! rendered configs.
 
 pub mod de;
-pub mod deviations;
 pub mod diag;
 pub mod engine;
 pub mod environment;
-pub mod estimate;
+pub mod facts;
 pub mod files;
 pub mod overrides;
-pub mod plan;
 pub mod scenario;
 pub mod scenario_set;
 pub mod writeup;
@@ -172,7 +171,7 @@ impl Project {
     /// Load and validate every spec under `home`: each file on its own, then
     /// the references between them (engines, versions, knobs and their
     /// types, templates, environments). Whether a scenario fits this host
-    /// is checked by `validate_on_host` and by planning it.
+    /// is checked by planning it ([`crate::plan::validate_on_host`]).
     pub fn load(home: &Path) -> Result<Project, Diagnostics> {
         let (project, diags) = Project::load_all(home);
         diags.into_result(project)
@@ -320,18 +319,6 @@ impl Project {
         out
     }
 
-    /// Plan every scenario on this host: CPUs, RAM, hog, swap accounting,
-    /// cache under the cap, binaries or images present.
-    pub fn validate_on_host(&self, host: &crate::host::HostFacts) -> Result<(), Diagnostics> {
-        let mut diags = Diagnostics::default();
-        for s in self.scenarios.values() {
-            if let Err(d) = plan::plan_on(self, s, &[], None, None, host) {
-                diags.extend(d);
-            }
-        }
-        diags.into_result(())
-    }
-
     /// Parse one scenario file that may live outside scenarios/ and check it
     /// against this project.
     pub fn load_scenario_file(&self, path: &Path) -> Result<Scenario, Diagnostics> {
@@ -399,8 +386,16 @@ impl Project {
     /// knob values.
     pub fn check_scenario(&self, s: &Scenario) -> Diagnostics {
         let mut diags = Diagnostics::default();
+        self.check_engine_refs(s, &mut diags);
+        check_labels(self, s, &mut diags);
+        self.check_env_refs(s, &mut diags);
+        diags
+    }
+
+    /// Each engine of the matrix exists, with its version, and the knobs
+    /// given to it are its own and parse.
+    fn check_engine_refs(&self, s: &Scenario, diags: &mut Diagnostics) {
         let engines: Vec<&str> = self.engines.keys().map(String::as_str).collect();
-        let envs: Vec<&str> = self.environments.keys().map(String::as_str).collect();
         for er in &s.matrix.engines {
             match self.engines.get(&er.engine) {
                 None if self.broken.contains(&format!("engines/{}", er.engine)) => {}
@@ -451,24 +446,12 @@ impl Project {
                 }
             }
         }
-        let mut labels: Vec<String> = Vec::new();
-        for er in &s.matrix.engines {
-            let l = er.label.clone().unwrap_or_else(|| {
-                match (&er.version, self.engines.get(&er.engine)) {
-                    (Some(v), _) => format!("{}@{v}", er.engine),
-                    (None, Some(e)) => format!("{}@{}", er.engine, e.default_version),
-                    (None, None) => er.engine.clone(),
-                }
-            });
-            if labels.contains(&l) {
-                diags.push(s.origin.diag(
-                    &er.field,
-                    format!("`{l}` appears twice in the matrix"),
-                    Some("give the second one `label: NAME` (e.g. {engine: mongodb@3.2, label: mongodb-sync60, knobs: {...}})".into()),
-                ));
-            }
-            labels.push(l);
-        }
+    }
+
+    /// Each environment of the matrix exists, once, and its `set:` keys
+    /// and values are environment fields.
+    fn check_env_refs(&self, s: &Scenario, diags: &mut Diagnostics) {
+        let envs: Vec<&str> = self.environments.keys().map(String::as_str).collect();
         let mut env_names: Vec<&str> = Vec::new();
         for env in &s.matrix.environments {
             if env_names.contains(&env.name.as_str()) {
@@ -497,7 +480,28 @@ impl Project {
                 }
             }
         }
-        diags
+    }
+}
+
+/// Each engine of the matrix appears once under its label.
+fn check_labels(project: &Project, s: &Scenario, diags: &mut Diagnostics) {
+    let mut labels: Vec<String> = Vec::new();
+    for er in &s.matrix.engines {
+        let l = er.label.clone().unwrap_or_else(|| {
+            match (&er.version, project.engines.get(&er.engine)) {
+                (Some(v), _) => format!("{}@{v}", er.engine),
+                (None, Some(e)) => format!("{}@{}", er.engine, e.default_version),
+                (None, None) => er.engine.clone(),
+            }
+        });
+        if labels.contains(&l) {
+            diags.push(s.origin.diag(
+                &er.field,
+                format!("`{l}` appears twice in the matrix"),
+                Some("give the second one `label: NAME` (e.g. {engine: mongodb@3.2, label: mongodb-sync60, knobs: {...}})".into()),
+            ));
+        }
+        labels.push(l);
     }
 }
 

@@ -4,7 +4,7 @@
 //! shrink them again.
 
 use super::environment::Hog;
-use crate::sandbox::{Backend, IoLimits, SwapPolicy};
+use crate::model::{Backend, IoLimits, SwapPolicy, ThpPolicy};
 use crate::units::{Bytes, CpuSet, SizeOrShare};
 
 /// Environment fields `--set` and `set:` accept.
@@ -24,6 +24,7 @@ pub const ENV_KEYS: &[&str] = &[
     "hog.leave",
     "scale",
     "allow_cache_overcommit",
+    "host.transparent_hugepages",
 ];
 
 /// An environment as a cell sees it: scaled, then overridden.
@@ -40,6 +41,7 @@ pub struct CellEnv {
     pub hog: Hog,
     pub scale: f64,
     pub allow_cache_overcommit: bool,
+    pub thp: ThpPolicy,
 }
 
 impl CellEnv {
@@ -66,6 +68,7 @@ impl CellEnv {
             },
             scale,
             allow_cache_overcommit: env.allow_cache_overcommit,
+            thp: env.host.transparent_hugepages,
         }
     }
 
@@ -102,10 +105,14 @@ impl CellEnv {
                     .filter(|p| *p > 0)
                     .ok_or((format!("pids `{v}` is not a positive number"), None))?
             }
-            "server.io.read_bps" => self.io.read_bps = Some(v.parse::<Bytes>().map_err(e)?.0),
-            "server.io.write_bps" => self.io.write_bps = Some(v.parse::<Bytes>().map_err(e)?.0),
-            "server.io.read_iops" => self.io.read_iops = Some(parse_u64(v)?),
-            "server.io.write_iops" => self.io.write_iops = Some(parse_u64(v)?),
+            "server.io.read_bps" => {
+                self.io.read_bps = Some(io_limit(v.parse::<Bytes>().map_err(e)?.0)?)
+            }
+            "server.io.write_bps" => {
+                self.io.write_bps = Some(io_limit(v.parse::<Bytes>().map_err(e)?.0)?)
+            }
+            "server.io.read_iops" => self.io.read_iops = Some(io_limit(parse_u64(v)?)?),
+            "server.io.write_iops" => self.io.write_iops = Some(io_limit(parse_u64(v)?)?),
             "cache" => self.cache = Some(v.parse().map_err(e)?),
             "hog" => {
                 self.hog = match v {
@@ -118,7 +125,9 @@ impl CellEnv {
                     }
                 }
             }
-            "hog.leave" => self.hog = Hog::Leave(v.parse().map_err(e)?),
+            "hog.leave" => {
+                self.hog = Hog::Leave(crate::sandbox::hog::parse_leave(v).map_err(|m| (m, None))?)
+            }
             "scale" => {
                 parse_scale(v)?;
             }
@@ -127,6 +136,18 @@ impl CellEnv {
                     "true" => true,
                     "false" => false,
                     _ => return Err((format!("`{v}` is not true or false"), None)),
+                }
+            }
+            "host.transparent_hugepages" => {
+                self.thp = match v {
+                    "off" => ThpPolicy::Off,
+                    "leave" => ThpPolicy::Leave,
+                    _ => {
+                        return Err((
+                            format!("`{v}` is not off or leave"),
+                            Some("off: `never` for each cell, restored after; leave: as the host has it".into()),
+                        ));
+                    }
                 }
             }
             _ => {
@@ -138,6 +159,17 @@ impl CellEnv {
         }
         Ok(())
     }
+}
+
+/// An IO limit of 0 would stop the engine's IO altogether.
+fn io_limit(v: u64) -> Result<u64, (String, Option<String>)> {
+    if v == 0 {
+        return Err((
+            "0 would stop every read or write of the engine".into(),
+            Some("give a positive limit; without --set the environment's limit holds".into()),
+        ));
+    }
+    Ok(v)
 }
 
 fn parse_u64(v: &str) -> Result<u64, (String, Option<String>)> {
@@ -175,6 +207,7 @@ pub fn check_env_key(key: &str, value: &str) -> Result<(), (String, Option<Strin
         hog: Hog::None,
         scale: 1.0,
         allow_cache_overcommit: false,
+        thp: ThpPolicy::Leave,
     };
     scratch.apply(key, value)
 }

@@ -5,6 +5,8 @@ use super::de::{Fields, FromNode, Text, check_ident, check_spec_name, choice, on
 use super::diag::{Cx, Origin, join};
 use super::yaml::{Node, NodeKind};
 use crate::units::{Bytes, Duration, Share};
+use crate::workload::bounds;
+use crate::workload::mix::MixProblem;
 /// The spec names the generator's own types, so what is parsed is what runs.
 pub use crate::workload::{Distribution, InsertOrder, candles::CandleQuery};
 use std::collections::BTreeMap;
@@ -271,7 +273,8 @@ impl YcsbWorkload {
     }
 }
 
-/// Proportions of operations; they sum to 1.
+/// Proportions of operations; they sum to 1
+/// ([`check_proportions`](crate::workload::mix::check_proportions)).
 #[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Mix {
     pub read: f64,
@@ -440,22 +443,16 @@ impl FromNode for Dataset {
                 "a dataset needs at least one record",
                 None,
             );
+        } else if let Some(Err(r)) = records.map(|n| bounds::check_records(n, 0)) {
+            refuse(cx, &f, "records", r);
         }
-        if field_count == 0 || field_length == 0 {
-            cx.error(
-                f.pos,
-                path,
-                "field_count and field_length must be at least 1",
-                None,
-            );
-        }
-        if field_count as u64 * field_length as u64 > 16 * 1024 * 1024 {
-            cx.error(
-                f.pos,
-                path,
-                "records over 16 MiB are absurd",
-                Some("YCSB's default is 10 fields of 100 bytes".into()),
-            );
+        if let Err(r) = bounds::check_record_shape(field_count, field_length) {
+            let key = if field_count == 0 || field_count > bounds::MAX_FIELDS {
+                "field_count"
+            } else {
+                "field_length"
+            };
+            refuse(cx, &f, key, r);
         }
         Some(Dataset {
             records: records?,
@@ -483,21 +480,11 @@ impl FromNode for Load {
             LoadWorkload::Ycsb => 1,
         };
         let batch = f.or(cx, "batch", default_batch);
-        if threads == 0 || threads > 4096 {
-            cx.error(
-                f.pos_of("threads"),
-                &f.field("threads"),
-                format!("{threads} load threads is out of range"),
-                Some("1 to 4096".into()),
-            );
+        if let Err(r) = bounds::check_thread_count(threads) {
+            refuse(cx, &f, "threads", r);
         }
-        if batch == 0 || batch > 100_000 {
-            cx.error(
-                f.pos_of("batch"),
-                &f.field("batch"),
-                format!("batch {batch} is out of range"),
-                Some("1 to 100000".into()),
-            );
+        if let Err(r) = bounds::check_batch(batch as u64) {
+            refuse(cx, &f, "batch", r);
         }
         Some(Load {
             threads,
@@ -603,17 +590,10 @@ fn mix_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Mix> {
         read_modify_write: f.or(cx, "read_modify_write", 0.0),
     };
     let parts = [m.read, m.update, m.insert, m.scan, m.read_modify_write];
-    if parts.iter().any(|p| *p < 0.0) {
-        cx.error(f.pos, path, "mix proportions cannot be negative", None);
-    }
-    let sum: f64 = parts.iter().sum();
-    if (sum - 1.0).abs() > 1e-6 {
-        cx.error(
-            f.pos,
-            path,
-            format!("mix proportions sum to {sum}, not 1"),
-            Some("e.g. {read: 0.9, update: 0.05, insert: 0.05}".into()),
-        );
+    for problem in crate::workload::mix::check_proportions(&parts) {
+        let hint = (problem != MixProblem::Negative)
+            .then(|| "e.g. {read: 0.9, update: 0.05, insert: 0.05}".to_string());
+        cx.error(f.pos, path, problem.to_string(), hint);
     }
     Some(m)
 }
@@ -639,29 +619,7 @@ fn builtin_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Builtin> {
         &["a", "b", "c", "d", "e", "f", "custom", "candles"],
     )?;
     if wl == "candles" {
-        for k in ["mix", "distribution"] {
-            if f.get(k).is_some() {
-                cx.error(
-                    f.pos_of(k),
-                    &f.field(k),
-                    format!("`{k}` does not apply to candles"),
-                    None,
-                );
-            }
-        }
-        let queries = [
-            ("by_ticker", CandleQuery::ByTicker),
-            ("interval", CandleQuery::Interval),
-            ("day", CandleQuery::Day),
-        ];
-        let queries = match f.get("queries") {
-            Some(n) => choice(n, cx, &f.field("queries"), &queries)?,
-            None => {
-                f.req::<String>(cx, "queries");
-                return None;
-            }
-        };
-        return Some(Builtin::Candles { queries });
+        return candles_from_fields(&f, cx);
     }
     if f.get("queries").is_some() {
         cx.error(
@@ -716,6 +674,34 @@ fn builtin_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Builtin> {
     })
 }
 
+/// `builtin: {workload: candles, queries}`; `mix` and `distribution` do
+/// not apply.
+fn candles_from_fields(f: &Fields, cx: &mut Cx) -> Option<Builtin> {
+    for k in ["mix", "distribution"] {
+        if f.get(k).is_some() {
+            cx.error(
+                f.pos_of(k),
+                &f.field(k),
+                format!("`{k}` does not apply to candles"),
+                None,
+            );
+        }
+    }
+    let queries = [
+        ("by_ticker", CandleQuery::ByTicker),
+        ("interval", CandleQuery::Interval),
+        ("day", CandleQuery::Day),
+    ];
+    let queries = match f.get("queries") {
+        Some(n) => choice(n, cx, &f.field("queries"), &queries)?,
+        None => {
+            f.req::<String>(cx, "queries");
+            return None;
+        }
+    };
+    Some(Builtin::Candles { queries })
+}
+
 fn tool_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Tool> {
     let f = Fields::open(node, cx, path, &["sysbench", "pgbench", "ycsb", "command"])?;
     let keys = f.keys();
@@ -731,112 +717,124 @@ fn tool_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Tool> {
     let p = f.field(keys[0]);
     let n = f.get(keys[0])?;
     match keys[0] {
-        "sysbench" => {
-            let t = Fields::open(n, cx, &p, &["test", "tables", "table_size"])?;
-            let test = t
-                .get("test")
-                .and_then(|tn| word(tn, cx, &t.field("test"), SYSBENCH_TESTS));
-            if t.get("test").is_none() {
-                t.req::<String>(cx, "test");
-            }
-            let tables = t.or(cx, "tables", 1u32);
-            let table_size = t.or(cx, "table_size", 10_000u64);
-            if tables == 0 || table_size == 0 {
-                cx.error(t.pos, &p, "tables and table_size must be at least 1", None);
-            }
-            Some(Tool::Sysbench {
-                test: test?.to_string(),
-                tables,
-                table_size,
-            })
+        "sysbench" => sysbench_from_node(n, cx, &p),
+        "pgbench" => pgbench_from_node(n, cx, &p),
+        "ycsb" => ycsb_from_node(n, cx, &p),
+        _ => command_from_node(n, cx, &p),
+    }
+}
+
+/// `tool: {sysbench: {test, tables, table_size}}`.
+fn sysbench_from_node(n: &Node, cx: &mut Cx, p: &str) -> Option<Tool> {
+    let t = Fields::open(n, cx, p, &["test", "tables", "table_size"])?;
+    let test = t
+        .get("test")
+        .and_then(|tn| word(tn, cx, &t.field("test"), SYSBENCH_TESTS));
+    if t.get("test").is_none() {
+        t.req::<String>(cx, "test");
+    }
+    let tables = t.or(cx, "tables", 1u32);
+    let table_size = t.or(cx, "table_size", 10_000u64);
+    if tables == 0 || table_size == 0 {
+        cx.error(t.pos, p, "tables and table_size must be at least 1", None);
+    }
+    Some(Tool::Sysbench {
+        test: test?.to_string(),
+        tables,
+        table_size,
+    })
+}
+
+/// `tool: {pgbench: {scale, builtin | script}}`.
+fn pgbench_from_node(n: &Node, cx: &mut Cx, p: &str) -> Option<Tool> {
+    let t = Fields::open(n, cx, p, &["scale", "builtin", "script"])?;
+    let scale = t.or(cx, "scale", 1u32);
+    if scale == 0 {
+        cx.error(
+            t.pos_of("scale"),
+            &t.field("scale"),
+            "pgbench scale must be at least 1",
+            None,
+        );
+    }
+    let script = match (t.get("builtin"), t.get("script")) {
+        (Some(b), None) => PgbenchScript::Builtin(
+            word(
+                b,
+                cx,
+                &t.field("builtin"),
+                &["tpcb-like", "simple-update", "select-only"],
+            )?
+            .to_string(),
+        ),
+        (None, Some(s)) => PgbenchScript::Script(String::from_node(s, cx, &t.field("script"))?),
+        (None, None) => PgbenchScript::Builtin("tpcb-like".into()),
+        (Some(_), Some(_)) => {
+            cx.error(t.pos, p, "give `builtin` or `script`, not both", None);
+            return None;
         }
-        "pgbench" => {
-            let t = Fields::open(n, cx, &p, &["scale", "builtin", "script"])?;
-            let scale = t.or(cx, "scale", 1u32);
-            if scale == 0 {
-                cx.error(
-                    t.pos_of("scale"),
-                    &t.field("scale"),
-                    "pgbench scale must be at least 1",
-                    None,
-                );
-            }
-            let script = match (t.get("builtin"), t.get("script")) {
-                (Some(b), None) => PgbenchScript::Builtin(
-                    word(
-                        b,
-                        cx,
-                        &t.field("builtin"),
-                        &["tpcb-like", "simple-update", "select-only"],
-                    )?
-                    .to_string(),
+    };
+    Some(Tool::Pgbench { scale, script })
+}
+
+/// `tool: {ycsb: {argv}}`.
+fn ycsb_from_node(n: &Node, cx: &mut Cx, p: &str) -> Option<Tool> {
+    let t = Fields::open(n, cx, p, &["argv"])?;
+    let argv: Vec<String> = t.req(cx, "argv")?;
+    if argv.is_empty() {
+        cx.error(t.pos, &t.field("argv"), "argv is empty", None);
+    }
+    Some(Tool::Ycsb { argv })
+}
+
+/// `tool: {command: {argv, throughput, latency, scaled}}`.
+fn command_from_node(n: &Node, cx: &mut Cx, p: &str) -> Option<Tool> {
+    let t = Fields::open(n, cx, p, &["argv", "throughput", "latency", "scaled"])?;
+    let argv: Option<Vec<String>> = t.req(cx, "argv");
+    let scaled: BTreeMap<String, u64> = t.or(cx, "scaled", BTreeMap::new());
+    for (k, v) in &scaled {
+        if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || *v == 0 {
+            cx.error(
+                t.pos_of("scaled"),
+                &t.field("scaled"),
+                format!(
+                    "`{k}: {v}` must be a name of letters, digits and _ with a number of at least 1"
                 ),
-                (None, Some(s)) => {
-                    PgbenchScript::Script(String::from_node(s, cx, &t.field("script"))?)
-                }
-                (None, None) => PgbenchScript::Builtin("tpcb-like".into()),
-                (Some(_), Some(_)) => {
-                    cx.error(t.pos, &p, "give `builtin` or `script`, not both", None);
-                    return None;
-                }
-            };
-            Some(Tool::Pgbench { scale, script })
-        }
-        "ycsb" => {
-            let t = Fields::open(n, cx, &p, &["argv"])?;
-            let argv: Vec<String> = t.req(cx, "argv")?;
-            if argv.is_empty() {
-                cx.error(t.pos, &t.field("argv"), "argv is empty", None);
-            }
-            Some(Tool::Ycsb { argv })
-        }
-        _ => {
-            let t = Fields::open(n, cx, &p, &["argv", "throughput", "latency", "scaled"])?;
-            let argv: Option<Vec<String>> = t.req(cx, "argv");
-            let scaled: BTreeMap<String, u64> = t.or(cx, "scaled", BTreeMap::new());
-            for (k, v) in &scaled {
-                if k.is_empty()
-                    || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                    || *v == 0
-                {
-                    cx.error(
-                        t.pos_of("scaled"),
-                        &t.field("scaled"),
-                        format!("`{k}: {v}` must be a name of letters, digits and _ with a number of at least 1"),
-                        Some("scaled: {warehouses: 1000}, used in argv as {warehouses}".into()),
-                    );
-                }
-            }
-            let throughput: Option<String> = t.req(cx, "throughput");
-            let latency: Option<String> = t.opt(cx, "latency");
-            for (k, re) in [("throughput", &throughput), ("latency", &latency)] {
-                if let Some(re) = re {
-                    match regex::Regex::new(re) {
-                        Ok(r) if r.captures_len() < 2 => cx.error(
-                            t.pos_of(k),
-                            &t.field(k),
-                            "the pattern needs a capture group around the number",
-                            Some(r"e.g. `tps = ([0-9.]+)`".into()),
-                        ),
-                        Ok(_) => {}
-                        Err(e) => {
-                            cx.error(t.pos_of(k), &t.field(k), format!("bad pattern: {e}"), None)
-                        }
-                    }
-                }
-            }
-            let argv = argv?;
-            if argv.is_empty() {
-                cx.error(t.pos, &t.field("argv"), "argv is empty", None);
-            }
-            Some(Tool::Command {
-                argv,
-                throughput: throughput?,
-                latency,
-                scaled,
-            })
+                Some("scaled: {warehouses: 1000}, used in argv as {warehouses}".into()),
+            );
         }
     }
+    let throughput: Option<String> = t.req(cx, "throughput");
+    let latency: Option<String> = t.opt(cx, "latency");
+    for (k, re) in [("throughput", &throughput), ("latency", &latency)] {
+        if let Some(re) = re {
+            match regex::Regex::new(re) {
+                Ok(r) if r.captures_len() < 2 => cx.error(
+                    t.pos_of(k),
+                    &t.field(k),
+                    "the pattern needs a capture group around the number",
+                    Some(r"e.g. `tps = ([0-9.]+)`".into()),
+                ),
+                Ok(_) => {}
+                Err(e) => cx.error(t.pos_of(k), &t.field(k), format!("bad pattern: {e}"), None),
+            }
+        }
+    }
+    let argv = argv?;
+    if argv.is_empty() {
+        cx.error(t.pos, &t.field("argv"), "argv is empty", None);
+    }
+    Some(Tool::Command {
+        argv,
+        throughput: throughput?,
+        latency,
+        scaled,
+    })
+}
+
+/// A bound's refusal as an error at field `key` of `f`.
+fn refuse(cx: &mut Cx, f: &Fields, key: &str, r: bounds::Refusal) {
+    cx.error(f.pos_of(key), &f.field(key), r.message, r.hint);
 }
 
 fn phase_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Phase> {
@@ -872,48 +870,8 @@ fn phase_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Phase> {
             .map(Work::Tool),
         None => None,
     };
-    let threads: Option<Vec<u32>> = match f.get("threads") {
-        Some(n) => one_or_many(n, cx, &f.field("threads")),
-        None => Some(vec![1]),
-    };
-    if let Some(t) = &threads {
-        if t.is_empty() {
-            cx.error(
-                f.pos_of("threads"),
-                &f.field("threads"),
-                "the thread list is empty",
-                None,
-            );
-        }
-        if let Some(bad) = t.iter().find(|t| **t == 0 || **t > 4096) {
-            cx.error(
-                f.pos_of("threads"),
-                &f.field("threads"),
-                format!("{bad} threads is out of range"),
-                Some("1 to 4096".into()),
-            );
-        }
-    }
-    let length = match f.exactly_one(cx, "duration", "operations", "duration: 30s") {
-        Some("duration") => f.opt::<Duration>(cx, "duration").map(Length::Duration),
-        Some(_) => f.opt::<u64>(cx, "operations").map(Length::Operations),
-        None => None,
-    };
-    match length {
-        Some(Length::Duration(d)) if d.std().is_zero() => cx.error(
-            f.pos_of("duration"),
-            &f.field("duration"),
-            "duration must be above 0",
-            None,
-        ),
-        Some(Length::Operations(0)) => cx.error(
-            f.pos_of("operations"),
-            &f.field("operations"),
-            "operations must be at least 1",
-            None,
-        ),
-        _ => {}
-    }
+    let threads = phase_threads(&f, cx);
+    let length = phase_length(&f, cx);
     let target: Option<u64> = f.opt(cx, "target");
     if target == Some(0) {
         cx.error(
@@ -922,6 +880,12 @@ fn phase_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Phase> {
             "a target of 0 ops/s runs nothing",
             Some("omit `target` for no rate limit".into()),
         );
+    } else if let Some(Err(r)) = target.map(|t| bounds::check_target(t as f64)) {
+        refuse(cx, &f, "target", r);
+    }
+    let warmup = f.or(cx, "warmup", Duration::default());
+    if let Err(r) = bounds::check_seconds("warmup", warmup.as_secs_f64()) {
+        refuse(cx, &f, "warmup", r);
     }
     let expects = [
         ("io-bound", Expect::IoBound),
@@ -935,11 +899,72 @@ fn phase_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Phase> {
         work: work?,
         threads: threads?,
         length: length?,
-        warmup: f.or(cx, "warmup", Duration::default()),
+        warmup,
         target,
         expect,
         error_budget: f.or(cx, "error_budget", 0u64),
     })
+}
+
+/// A phase's `threads`: one count or a sweep, each within bounds.
+fn phase_threads(f: &Fields, cx: &mut Cx) -> Option<Vec<u32>> {
+    let threads: Option<Vec<u32>> = match f.get("threads") {
+        Some(n) => one_or_many(n, cx, &f.field("threads")),
+        None => Some(vec![1]),
+    };
+    if let Some(t) = &threads {
+        if t.is_empty() {
+            cx.error(
+                f.pos_of("threads"),
+                &f.field("threads"),
+                "the thread list is empty",
+                None,
+            );
+        }
+        if let Some(Err(r)) = t
+            .iter()
+            .map(|n| bounds::check_thread_count(*n))
+            .find(Result::is_err)
+        {
+            refuse(cx, f, "threads", r);
+        }
+    }
+    threads
+}
+
+/// A phase's `duration` or `operations`, above 0 and within bounds.
+fn phase_length(f: &Fields, cx: &mut Cx) -> Option<Length> {
+    let length = match f.exactly_one(cx, "duration", "operations", "duration: 30s") {
+        Some("duration") => f.opt::<Duration>(cx, "duration").map(Length::Duration),
+        Some(_) => f.opt::<u64>(cx, "operations").map(Length::Operations),
+        None => None,
+    };
+    match length {
+        Some(Length::Duration(d)) if d.std().is_zero() => cx.error(
+            f.pos_of("duration"),
+            &f.field("duration"),
+            "duration must be above 0",
+            None,
+        ),
+        Some(Length::Duration(d)) => {
+            if let Err(r) = bounds::check_seconds("duration", d.as_secs_f64()) {
+                refuse(cx, f, "duration", r);
+            }
+        }
+        Some(Length::Operations(0)) => cx.error(
+            f.pos_of("operations"),
+            &f.field("operations"),
+            "operations must be at least 1",
+            None,
+        ),
+        Some(Length::Operations(n)) => {
+            if let Err(r) = bounds::check_operations(n) {
+                refuse(cx, f, "operations", r);
+            }
+        }
+        None => {}
+    }
+    length
 }
 
 impl Scenario {
@@ -963,36 +988,7 @@ impl Scenario {
             ],
         )?;
         check_spec_name(&f, cx, name);
-        let matrix = match f.get("matrix") {
-            Some(n) => Fields::open(n, cx, "matrix", &["engines", "environments"]).and_then(|m| {
-                let engines: Option<Vec<EngineRef>> = m.req(cx, "engines");
-                let environments: Option<Vec<EnvRef>> = m.req(cx, "environments");
-                if engines.as_ref().is_some_and(Vec::is_empty) {
-                    cx.error(
-                        m.pos_of("engines"),
-                        "matrix.engines",
-                        "the matrix needs at least one engine",
-                        None,
-                    );
-                }
-                if environments.as_ref().is_some_and(Vec::is_empty) {
-                    cx.error(
-                        m.pos_of("environments"),
-                        "matrix.environments",
-                        "the matrix needs at least one environment",
-                        None,
-                    );
-                }
-                Some(Matrix {
-                    engines: engines?,
-                    environments: environments?,
-                })
-            }),
-            None => {
-                f.req::<String>(cx, "matrix");
-                None
-            }
-        };
+        let matrix = matrix_from_node(&f, cx);
         let knobs: BTreeMap<String, Text> = f.or(cx, "knobs", BTreeMap::new());
         let repetitions = f.or(cx, "repetitions", 1u32);
         if repetitions == 0 || repetitions > 100 {
@@ -1003,51 +999,7 @@ impl Scenario {
                 Some("1 to 100".into()),
             );
         }
-        let phases = match f.get("phases") {
-            Some(n) => match &n.kind {
-                NodeKind::Seq(items) => {
-                    let mut out = Vec::new();
-                    for (i, item) in items.iter().enumerate() {
-                        let p = format!("phases[{i}]");
-                        cx.positions.insert(p.clone(), item.pos);
-                        if let Some(ph) = phase_from_node(item, cx, &p) {
-                            out.push(ph);
-                        }
-                    }
-                    if items.is_empty() {
-                        cx.error(n.pos, "phases", "a scenario needs at least one phase", None);
-                    }
-                    Some(out)
-                }
-                _ => {
-                    cx.error(
-                        n.pos,
-                        "phases",
-                        format!("expected a list of phases, found {}", n.describe()),
-                        None,
-                    );
-                    None
-                }
-            },
-            None => {
-                f.req::<String>(cx, "phases");
-                None
-            }
-        };
-        if let Some(ph) = &phases {
-            for (i, p) in ph.iter().enumerate() {
-                if ph[..i].iter().any(|q| q.name == p.name) {
-                    let field = join(&format!("phases[{i}]"), "name");
-                    let pos = cx.positions.get(&field).copied().unwrap_or_default();
-                    cx.error(
-                        pos,
-                        &field,
-                        format!("phase name `{}` is used twice", p.name),
-                        None,
-                    );
-                }
-            }
-        }
+        let phases = phases_from_node(&f, cx);
         let dataset: Option<Dataset> = f.opt(cx, "dataset");
         let load: Option<Load> = f.opt(cx, "load");
         if load.is_some() && dataset.is_none() && f.get("dataset").is_none() {
@@ -1096,6 +1048,90 @@ impl Scenario {
         }
         Some(s)
     }
+}
+
+/// `matrix: {engines, environments}`, neither empty.
+fn matrix_from_node(f: &Fields, cx: &mut Cx) -> Option<Matrix> {
+    match f.get("matrix") {
+        Some(n) => Fields::open(n, cx, "matrix", &["engines", "environments"]).and_then(|m| {
+            let engines: Option<Vec<EngineRef>> = m.req(cx, "engines");
+            let environments: Option<Vec<EnvRef>> = m.req(cx, "environments");
+            if engines.as_ref().is_some_and(Vec::is_empty) {
+                cx.error(
+                    m.pos_of("engines"),
+                    "matrix.engines",
+                    "the matrix needs at least one engine",
+                    None,
+                );
+            }
+            if environments.as_ref().is_some_and(Vec::is_empty) {
+                cx.error(
+                    m.pos_of("environments"),
+                    "matrix.environments",
+                    "the matrix needs at least one environment",
+                    None,
+                );
+            }
+            Some(Matrix {
+                engines: engines?,
+                environments: environments?,
+            })
+        }),
+        None => {
+            f.req::<String>(cx, "matrix");
+            None
+        }
+    }
+}
+
+/// `phases:`, a non-empty list with each name once.
+fn phases_from_node(f: &Fields, cx: &mut Cx) -> Option<Vec<Phase>> {
+    let phases = match f.get("phases") {
+        Some(n) => match &n.kind {
+            NodeKind::Seq(items) => {
+                let mut out = Vec::new();
+                for (i, item) in items.iter().enumerate() {
+                    let p = format!("phases[{i}]");
+                    cx.positions.insert(p.clone(), item.pos);
+                    if let Some(ph) = phase_from_node(item, cx, &p) {
+                        out.push(ph);
+                    }
+                }
+                if items.is_empty() {
+                    cx.error(n.pos, "phases", "a scenario needs at least one phase", None);
+                }
+                Some(out)
+            }
+            _ => {
+                cx.error(
+                    n.pos,
+                    "phases",
+                    format!("expected a list of phases, found {}", n.describe()),
+                    None,
+                );
+                None
+            }
+        },
+        None => {
+            f.req::<String>(cx, "phases");
+            None
+        }
+    };
+    if let Some(ph) = &phases {
+        for (i, p) in ph.iter().enumerate() {
+            if ph[..i].iter().any(|q| q.name == p.name) {
+                let field = join(&format!("phases[{i}]"), "name");
+                let pos = cx.positions.get(&field).copied().unwrap_or_default();
+                cx.error(
+                    pos,
+                    &field,
+                    format!("phase name `{}` is used twice", p.name),
+                    None,
+                );
+            }
+        }
+    }
+    phases
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@
 use super::diag::{Diagnostic, Diagnostics, unknown_hint};
 use super::scenario::{Length, Scenario, Work};
 use crate::units::Duration;
+use crate::workload::bounds;
 
 /// Scenario fields `--set` reaches, besides `phases.NAME.FIELD`.
 pub const SCENARIO_KEYS: &[&str] = &[
@@ -109,24 +110,23 @@ fn apply_one(a: &mut Applied, key: &str, v: &str) -> Result<(), Refusal> {
             let n = number(v, 1, u64::MAX)?;
             match key {
                 "dataset.records" => {
+                    bounds::check_records(n, 0).map_err(refusal)?;
                     d.records = n;
                     a.records = Some(n);
                 }
                 "dataset.field_count" => d.field_count = small(n)?,
                 _ => d.field_length = small(n)?,
             }
-            if d.field_count as u64 * d.field_length as u64 > 16 * 1024 * 1024 {
-                return Err(("records over 16 MiB are absurd".into(), None));
-            }
+            bounds::check_record_shape(d.field_count, d.field_length).map_err(refusal)?;
         }
         "load.threads" | "load.batch" => {
             let Some(l) = s.load.as_mut() else {
                 return Err((format!("scenario {} has no load phase", s.name), None));
             };
             if key == "load.threads" {
-                l.threads = number(v, 1, 4096)? as u32;
+                l.threads = number(v, 1, bounds::MAX_THREADS as u64)? as u32;
             } else {
-                l.batch = number(v, 1, 100_000)? as u32;
+                l.batch = number(v, 1, bounds::MAX_BATCH)? as u32;
             }
         }
         "repetitions" => s.repetitions = number(v, 1, 100)? as u32,
@@ -161,7 +161,11 @@ fn set_phases(s: &mut Scenario, name: Option<&str>, field: &str, v: &str) -> Res
         match field {
             "threads" => p.threads = thread_list(v)?,
             "duration" => p.length = Length::Duration(positive_duration(v)?),
-            "warmup" => p.warmup = v.parse::<Duration>().map_err(|e| (e.0, None))?,
+            "warmup" => {
+                let w = v.parse::<Duration>().map_err(|e| (e.0, None))?;
+                bounds::check_seconds("warmup", w.as_secs_f64()).map_err(refusal)?;
+                p.warmup = w;
+            }
             _ => {
                 if matches!(p.work, Work::Tool(_)) {
                     return Err((
@@ -172,7 +176,7 @@ fn set_phases(s: &mut Scenario, name: Option<&str>, field: &str, v: &str) -> Res
                         Some(format!("--set phases.{}.duration=60s", p.name)),
                     ));
                 }
-                p.length = Length::Operations(number(v, 1, u64::MAX)?);
+                p.length = Length::Operations(number(v, 1, bounds::MAX_OPERATIONS)?);
             }
         }
     }
@@ -207,6 +211,10 @@ fn range(min: u64, max: u64) -> String {
     }
 }
 
+fn refusal(r: bounds::Refusal) -> Refusal {
+    (r.message, r.hint)
+}
+
 fn small(n: u64) -> Result<u32, Refusal> {
     u32::try_from(n).map_err(|_| (format!("{n} is out of range"), None))
 }
@@ -216,15 +224,21 @@ fn positive_duration(v: &str) -> Result<Duration, Refusal> {
     if d.std().is_zero() {
         return Err(("duration must be above 0".into(), None));
     }
+    bounds::check_seconds("duration", d.as_secs_f64()).map_err(refusal)?;
     Ok(d)
 }
 
 /// `4` or a sweep `1,4,16`.
 fn thread_list(v: &str) -> Result<Vec<u32>, Refusal> {
-    let hint = || Some("a count from 1 to 4096, or a sweep like 1,4,16".to_string());
+    let hint = || {
+        Some(format!(
+            "a count from 1 to {}, or a sweep like 1,4,16",
+            bounds::MAX_THREADS
+        ))
+    };
     let mut out = Vec::new();
     for part in v.split(',') {
-        let n = number(part.trim(), 1, 4096).map_err(|(m, _)| (m, hint()))?;
+        let n = number(part.trim(), 1, bounds::MAX_THREADS as u64).map_err(|(m, _)| (m, hint()))?;
         out.push(n as u32);
     }
     Ok(out)

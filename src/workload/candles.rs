@@ -26,6 +26,8 @@ use tokio_util::sync::CancellationToken;
 pub const COLLECTION: &str = "candles";
 /// Candles per insert batch in the load phase.
 pub const BATCH: u64 = 500;
+/// The most bytes of one candle as a JSON document (about 270).
+pub const RECORD_BYTES: u64 = 300;
 /// Tickers sampled for by-ticker queries.
 pub const TICKER_SAMPLE: usize = 200;
 /// Random intervals for interval queries.
@@ -51,6 +53,16 @@ pub enum CandleQuery {
 }
 
 impl CandleQuery {
+    /// The most candles one query of this kind reads back from `records`.
+    pub fn reply_records(self, records: u64) -> u64 {
+        let l = Layout::new(records);
+        match self {
+            CandleQuery::ByTicker => records.div_ceil(l.tickers),
+            CandleQuery::Interval => l.tickers * (INTERVAL_SECS / STEP_SECS) as u64,
+            CandleQuery::Day => records.min(l.tickers * (86_400 / STEP_SECS) as u64),
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             CandleQuery::ByTicker => "by_ticker",
@@ -463,8 +475,9 @@ pub async fn run(
             run_on(&MongoCandles { ep, opts }, v, cancel).await
         }
         StoreKind::Postgres => run_on(&PgCandles { ep }, v, cancel).await,
-        other => Err(WorkloadError::Config(format!(
-            "the candles workload runs on mongodb and postgres, not {other}"
+        other => Err(WorkloadError::Config(super::Problems::one(
+            "store",
+            format!("the candles workload runs on mongodb and postgres, not {other}"),
         ))),
     }
 }
@@ -550,7 +563,10 @@ mod tests {
         let c = l.candle(12_345);
         assert_eq!(c, l.candle(12_345));
         let size = serde_json::to_string(&c.json()).unwrap().len();
-        assert!((240..=300).contains(&size), "{size} bytes");
+        assert!(
+            (240..=RECORD_BYTES as usize).contains(&size),
+            "{size} bytes"
+        );
         assert!(c.low <= c.open.min(c.close) && c.high >= c.open.max(c.close));
         assert_eq!(l.candle(0).ticker, "TK0000");
         assert_eq!(l.candle(1000).ts, l.candle(0).ts + 60);

@@ -111,6 +111,25 @@ pub struct PhasePlan {
     /// when it differs from `stop`: a batched load stops after so many
     /// batches but counts records.
     pub progress_total: Option<u64>,
+    /// Failed operations allowed: the phase stops as soon as they are
+    /// spent, not at its end.
+    pub budget: Budget,
+}
+
+impl PhasePlan {
+    /// The most failed operations the phase may have, when that is known
+    /// up front: a count, or a share of a number of operations. A share
+    /// of a timed phase is checked against a projection instead
+    /// ([`watch_share`]).
+    fn error_limit(&self) -> Option<u64> {
+        match (self.budget, self.stop) {
+            (Budget::Count(n), _) => Some(n),
+            (Budget::Fraction(f), Stop::Ops(n)) => {
+                Some((f * self.progress_total.unwrap_or(n) as f64).floor() as u64)
+            }
+            (Budget::Fraction(_), Stop::Time(_)) => None,
+        }
+    }
 }
 
 /// What the workers recorded.
@@ -120,6 +139,11 @@ pub struct PhaseOutcome {
     /// Measured window (warm-up excluded).
     pub elapsed: Duration,
     pub interrupted: bool,
+    /// The error budget was spent and the phase stopped there.
+    pub budget_spent: bool,
+    /// Operations the phase was to run (records, for a batched load), when
+    /// it counts them.
+    pub planned: Option<u64>,
 }
 
 /// State the workers share: read often, written rarely.
@@ -127,6 +151,37 @@ struct Control {
     stop: AtomicBool,
     remaining: AtomicU64,
     done: AtomicU64,
+    /// Failed measured operations so far, over all workers.
+    errors: AtomicU64,
+    /// Failed operations allowed, when known up front.
+    error_limit: Option<u64>,
+    budget_spent: AtomicBool,
+}
+
+impl Control {
+    fn new(remaining: u64, error_limit: Option<u64>) -> Control {
+        Control {
+            stop: AtomicBool::new(false),
+            remaining: AtomicU64::new(remaining),
+            done: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+            error_limit,
+            budget_spent: AtomicBool::new(false),
+        }
+    }
+
+    /// Adds `n` failures; past the limit, every worker stops.
+    fn failed(&self, n: u64) {
+        let total = self.errors.fetch_add(n, Ordering::Relaxed) + n;
+        if self.error_limit.is_some_and(|l| total > l) {
+            self.spend();
+        }
+    }
+
+    fn spend(&self) {
+        self.budget_spent.store(true, Ordering::Relaxed);
+        self.stop.store(true, Ordering::Relaxed);
+    }
 }
 
 /// Operations claimed from the shared counter at a time.
@@ -182,6 +237,8 @@ async fn work<W: Worker>(
     let mut next_at = now;
     // Operations (records, for a batch) already added to `ctl.done`.
     let mut flushed = 0u64;
+    // Failures already added to `ctl.errors`.
+    let mut errors_told = 0u64;
     let mut next_flush = now + FLUSH_EVERY;
     loop {
         n += 1;
@@ -241,7 +298,15 @@ async fn work<W: Worker>(
                 intended,
                 second,
             };
+            let failed = r.is_err();
             w.record(&mut rec, &t, r);
+            if failed {
+                // Counted at once, not at the next flush: a budget of 0
+                // stops the phase at its first failure.
+                let errors = rec.total_errors();
+                ctl.failed(errors - errors_told);
+                errors_told = errors;
+            }
         }
         if timed_out {
             // The connection is mid-request: a late reply would answer the
@@ -271,14 +336,13 @@ pub async fn run_phase<W: Worker>(
     cancel: &CancellationToken,
 ) -> PhaseOutcome {
     let threads = workers.len().max(1);
-    let ctl = Arc::new(Control {
-        stop: AtomicBool::new(false),
-        remaining: AtomicU64::new(match plan.stop {
+    let ctl = Arc::new(Control::new(
+        match plan.stop {
             Stop::Ops(n) => n,
             Stop::Time(_) => 0,
-        }),
-        done: AtomicU64::new(0),
-    });
+        },
+        plan.error_limit(),
+    ));
     let interval = plan
         .target
         .filter(|t| *t > 0.0)
@@ -295,10 +359,10 @@ pub async fn run_phase<W: Worker>(
     };
     let bar = plan.progress.as_ref().map(|label| {
         let total = match plan.stop {
-            Stop::Ops(n) => super::progress::Total::Ops(plan.progress_total.unwrap_or(n)),
-            Stop::Time(d) => super::progress::Total::Time(d),
+            Stop::Ops(n) => crate::progress::Total::Ops(plan.progress_total.unwrap_or(n)),
+            Stop::Time(d) => crate::progress::Total::Time(d),
         };
-        super::progress::spawn(label.clone(), total, warm_end.to_std(), {
+        crate::progress::spawn(label.clone(), total, warm_end.to_std(), {
             let ctl = ctl.clone();
             move || ctl.done.load(Ordering::Relaxed)
         })
@@ -325,6 +389,12 @@ pub async fn run_phase<W: Worker>(
             }
         })
     });
+    let share_watch = match (plan.budget, plan.stop) {
+        (Budget::Fraction(f), Stop::Time(d)) => {
+            Some(tokio::spawn(watch_share(ctl.clone(), f, d, warm_end)))
+        }
+        _ => None,
+    };
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     for w in workers {
         let tx = tx.clone();
@@ -348,6 +418,9 @@ pub async fn run_phase<W: Worker>(
     }
     let finished = Instant::now();
     watcher.abort();
+    if let Some(w) = share_watch {
+        w.abort();
+    }
     if let Some(s) = status {
         s.abort();
     }
@@ -358,6 +431,34 @@ pub async fn run_phase<W: Worker>(
         rec: total,
         elapsed: finished.saturating_duration_since(warm_end),
         interrupted: cancel.is_cancelled(),
+        budget_spent: ctl.budget_spent.load(Ordering::Relaxed),
+        planned: match plan.stop {
+            Stop::Ops(n) => Some(plan.progress_total.unwrap_or(n)),
+            Stop::Time(_) => None,
+        },
+    }
+}
+
+/// Spends a share budget of a timed phase once its failures exceed the
+/// share of the operations the whole phase would run at the rate so far:
+/// past that, even if every later operation succeeded, the phase would end
+/// over its budget. Checked every tenth of a second from one second into
+/// the measured window (a first burst of errors says little of the rate).
+async fn watch_share(ctl: Arc<Control>, share: f64, length: Duration, warm_end: Instant) {
+    let mut tick = tokio::time::interval(FLUSH_EVERY);
+    loop {
+        tick.tick().await;
+        let elapsed = Instant::now().saturating_duration_since(warm_end);
+        if elapsed < Duration::from_secs(1) {
+            continue;
+        }
+        let done = ctl.done.load(Ordering::Relaxed);
+        let errors = ctl.errors.load(Ordering::Relaxed);
+        let projected = done as f64 * (length.as_secs_f64() / elapsed.as_secs_f64()).max(1.0);
+        if errors as f64 > share * projected {
+            ctl.spend();
+            return;
+        }
     }
 }
 
@@ -392,9 +493,20 @@ pub fn phase_result(
     let secs = out.elapsed.as_secs_f64();
     let ok = out.rec.total_ok();
     let errors = out.rec.total_errors();
+    let planned = match out.planned {
+        Some(n) => format!(" ({n} planned)"),
+        None => String::new(),
+    };
     let status = if out.interrupted {
         PhaseStatus::Failed {
             reason: "interrupted before the phase finished".into(),
+        }
+    } else if out.budget_spent {
+        PhaseStatus::Failed {
+            reason: format!(
+                "stopped when its error budget ({budget}) was spent: {errors} of {} operations failed{planned}",
+                ok + errors
+            ),
         }
     } else if !budget.allows(errors, ok + errors) {
         PhaseStatus::Failed {
@@ -465,11 +577,7 @@ mod tests {
     #[test]
     fn slow_operations_show_progress_within_a_fraction_of_a_second_counted_in_records() {
         rt().block_on(async {
-            let ctl = Arc::new(Control {
-                stop: AtomicBool::new(false),
-                remaining: AtomicU64::new(20),
-                done: AtomicU64::new(0),
-            });
+            let ctl = Arc::new(Control::new(20, None));
             let start = Instant::now();
             let rec = Recorder::new(&["INSERT"], false);
             let task = tokio::spawn(work(
@@ -515,6 +623,7 @@ mod tests {
                 target: None,
                 progress: None,
                 progress_total: None,
+                budget: Budget::Count(u64::MAX),
             };
             run_phase(workers, &["A", "B"], &plan, &CancellationToken::new()).await
         });
@@ -529,6 +638,93 @@ mod tests {
         let generous = phase_result("p", "test", 3, &out, Budget::Fraction(0.5));
         assert!(generous.status.is_ok());
         assert_eq!(r.ops["A"].count + r.ops["B"].count, r.total_ops);
+    }
+
+    fn flaky_phase(threads: usize, stop: Stop, budget: Budget) -> PhaseOutcome {
+        rt().block_on(async {
+            let workers = (0..threads)
+                .map(|_| Flaky {
+                    n: 0,
+                    limit: u64::MAX,
+                })
+                .collect();
+            let plan = PhasePlan {
+                stop,
+                warmup: Duration::ZERO,
+                target: None,
+                progress: None,
+                progress_total: None,
+                budget,
+            };
+            run_phase(workers, &["A", "B"], &plan, &CancellationToken::new()).await
+        })
+    }
+
+    #[test]
+    fn a_phase_stops_as_soon_as_its_error_count_is_spent() {
+        // Every third operation fails: the 11th failure comes at about the
+        // 33rd operation of a worker, not after the 100000 planned.
+        let out = flaky_phase(3, Stop::Ops(100_000), Budget::Count(10));
+        assert!(out.budget_spent);
+        let r = phase_result("p", "test", 3, &out, Budget::Count(10));
+        assert!(
+            (11..=13).contains(&r.total_errors),
+            "{} errors: at most one more per other worker",
+            r.total_errors
+        );
+        assert!(r.total_ops + r.total_errors < 150, "{}", r.total_ops);
+        match &r.status {
+            PhaseStatus::Failed { reason } => assert_eq!(
+                *reason,
+                format!(
+                    "stopped when its error budget (10 errors) was spent: {} of {} operations failed (100000 planned)",
+                    r.total_errors,
+                    r.total_ops + r.total_errors
+                )
+            ),
+            s => panic!("{s:?}"),
+        }
+    }
+
+    #[test]
+    fn a_share_budget_of_a_counted_phase_is_a_share_of_the_planned_operations() {
+        // 1% of 100000 is 1000 failures: spent after about 3000 operations.
+        let out = flaky_phase(2, Stop::Ops(100_000), Budget::Fraction(0.01));
+        assert!(out.budget_spent);
+        let errors = out.rec.total_errors();
+        assert!((1001..=1002).contains(&errors), "{errors}");
+        // Half may fail: a third do, and the phase runs to its end.
+        let out = flaky_phase(2, Stop::Ops(3000), Budget::Fraction(0.5));
+        assert!(!out.budget_spent);
+        assert_eq!(out.rec.total_ok() + out.rec.total_errors(), 3000);
+        assert!(
+            phase_result("p", "t", 2, &out, Budget::Fraction(0.5))
+                .status
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn a_share_budget_of_a_timed_phase_is_spent_once_no_success_can_bring_it_back() {
+        // A third fail. Of a 3 s phase, 10% is spent once the failures are
+        // over 10% of what the whole phase runs at this rate: after 0.9 s,
+        // checked from 1 s on.
+        let out = flaky_phase(2, Stop::Time(Duration::from_secs(3)), Budget::Fraction(0.1));
+        assert!(out.budget_spent);
+        assert!(
+            out.elapsed < Duration::from_millis(2000),
+            "{:?}",
+            out.elapsed
+        );
+        let r = phase_result("p", "t", 2, &out, Budget::Fraction(0.1));
+        assert!(!r.status.is_ok());
+        let out = flaky_phase(
+            2,
+            Stop::Time(Duration::from_millis(1500)),
+            Budget::Fraction(0.5),
+        );
+        assert!(!out.budget_spent);
+        assert!(out.elapsed >= Duration::from_millis(1500));
     }
 
     #[test]
@@ -546,6 +742,7 @@ mod tests {
                 target: Some(400.0),
                 progress: None,
                 progress_total: None,
+                budget: Budget::Count(u64::MAX),
             };
             run_phase(workers, &["A", "B"], &plan, &CancellationToken::new()).await
         });
@@ -575,6 +772,7 @@ mod tests {
                 target: None,
                 progress: None,
                 progress_total: None,
+                budget: Budget::Count(u64::MAX),
             };
             run_phase(workers, &["A", "B"], &plan, &cancel).await
         });

@@ -215,6 +215,21 @@ impl Recorder {
     }
 }
 
+/// The most memory a [`Recorder`] for `kinds` operation kinds can come to
+/// when latencies reach `max_ns` and the phase records `seconds` seconds:
+/// its histograms grown to that range (two per kind when `intended`
+/// latencies are kept too), plus the per-second series. A worker's
+/// recorder holds only what it saw, so this is the worst case: one slow
+/// answer of each kind grows every histogram to its full range.
+pub fn recorder_bytes(kinds: usize, intended: bool, max_ns: u64, seconds: u64) -> u64 {
+    let h = Histogram::<u64>::new_with_bounds(1, max_ns.max(2), 3)
+        .expect("3 significant digits over a range of at least 2 is valid");
+    let hist = (h.distinct_values() * std::mem::size_of::<u64>()) as u64;
+    let per_kind = if intended { 2 * hist } else { hist };
+    let series = seconds.saturating_mul((kinds as u64 + 2) * 8);
+    (kinds as u64 * per_kind).saturating_add(series)
+}
+
 /// Nanosecond histogram to microsecond percentiles.
 fn percentiles(h: &Histogram<u64>) -> Percentiles {
     if h.is_empty() {
@@ -236,6 +251,23 @@ fn percentiles(h: &Histogram<u64>) -> Percentiles {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_worst_case_size_is_what_a_histogram_grows_to_at_the_longest_latency() {
+        let max_ns = 30_000_000_000;
+        let mut h = new_hist();
+        let small = h.distinct_values();
+        h.record(max_ns).unwrap();
+        let grown = (h.distinct_values() * 8) as u64;
+        assert!(grown > 50 * small as u64, "{small} -> {grown}");
+        let one = recorder_bytes(1, false, max_ns, 0);
+        assert!(
+            grown <= one && one <= grown + grown / 10,
+            "{grown} vs {one}"
+        );
+        assert_eq!(recorder_bytes(5, true, max_ns, 0), 10 * one);
+        assert_eq!(recorder_bytes(5, false, max_ns, 60) - 5 * one, 60 * 7 * 8);
+    }
 
     #[test]
     fn merged_recorders_report_counts_percentiles_and_series() {

@@ -54,19 +54,53 @@ pub struct Mix {
     cumulative: [f64; 5],
 }
 
+/// What is wrong with a custom mix's proportions.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MixProblem {
+    /// A proportion below 0 (or not a number).
+    Negative,
+    /// Every proportion is 0.
+    Empty,
+    /// The proportions do not sum to 1: their sum.
+    Sum(f64),
+}
+
+impl std::fmt::Display for MixProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MixProblem::Negative => f.write_str("mix proportions cannot be negative"),
+            MixProblem::Empty => {
+                f.write_str("mix has no operations: give at least one proportion above 0")
+            }
+            MixProblem::Sum(sum) => write!(f, "mix proportions sum to {sum}, not 1"),
+        }
+    }
+}
+
+/// The one rule for a custom mix, for a scenario's `mix:` and for `drive`
+/// alike (README.md): each proportion is at least 0, and they sum to 1.
+pub fn check_proportions(proportions: &[f64; 5]) -> Vec<MixProblem> {
+    let mut out = Vec::new();
+    if proportions.iter().any(|p| !p.is_finite() || *p < 0.0) {
+        out.push(MixProblem::Negative);
+    }
+    let total: f64 = proportions.iter().sum();
+    if total == 0.0 {
+        out.push(MixProblem::Empty);
+    } else if (total - 1.0).abs() > 1e-6 {
+        out.push(MixProblem::Sum(total));
+    }
+    out
+}
+
 impl Mix {
-    /// From proportions per kind (need not sum to 1, must not all be 0).
+    /// From proportions per kind, which [`check_proportions`] accepts.
     pub fn new(proportions: [f64; 5]) -> Result<Mix, String> {
-        if proportions.iter().any(|p| !p.is_finite() || *p < 0.0) {
-            return Err(format!(
-                "mix proportions must be finite and >= 0, got {}",
-                crate::display::list(&proportions)
-            ));
+        let problems = check_proportions(&proportions);
+        if !problems.is_empty() {
+            return Err(crate::display::list(&problems));
         }
         let total: f64 = proportions.iter().sum();
-        if total <= 0.0 {
-            return Err("mix has no operations: give at least one proportion above 0".into());
-        }
         let mut p = proportions;
         let mut cumulative = [0.0; 5];
         let mut acc = 0.0;

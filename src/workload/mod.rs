@@ -12,6 +12,7 @@ use crate::results::model::PhaseResult;
 use std::collections::BTreeMap;
 use tokio_util::sync::CancellationToken;
 
+pub mod bounds;
 pub mod candles;
 pub mod clock;
 pub mod dist;
@@ -19,7 +20,6 @@ pub mod driver;
 pub mod histo;
 pub mod keys;
 pub mod mix;
-pub mod progress;
 pub mod rng;
 pub mod stores;
 pub mod summary;
@@ -81,6 +81,17 @@ pub enum ErrorBudget {
 impl Default for ErrorBudget {
     fn default() -> Self {
         ErrorBudget::Count(0)
+    }
+}
+
+impl std::fmt::Display for ErrorBudget {
+    /// As a person writes it: `0 errors`, `1 error`, `1%`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.budget(), self) {
+            (Ok(b), _) => write!(f, "{b}"),
+            (Err(_), ErrorBudget::Share(s)) => f.write_str(&crate::error::excerpt(s.trim())),
+            (Err(_), ErrorBudget::Count(n)) => write!(f, "{n} errors"),
+        }
     }
 }
 
@@ -237,12 +248,67 @@ impl Default for WorkloadConfig {
     }
 }
 
+/// One problem of a configuration: the field it is in and what is wrong.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Problem {
+    /// The config field (`threads`, `field_count`); `drive` names the flag.
+    pub field: &'static str,
+    pub message: String,
+}
+
+/// Every problem of a configuration, and how to name their fields.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Problems {
+    pub list: Vec<Problem>,
+    /// Name fields as `drive` flags (`--field-count`) rather than as
+    /// config fields (`field_count`).
+    pub as_flags: bool,
+}
+
+impl Problems {
+    /// One problem.
+    pub fn one(field: &'static str, message: impl Into<String>) -> Problems {
+        let mut p = Problems::default();
+        p.push(field, message);
+        p
+    }
+
+    fn push(&mut self, field: &'static str, message: impl Into<String>) {
+        self.list.push(Problem {
+            field,
+            message: message.into(),
+        });
+    }
+
+    fn refused(&mut self, field: &'static str, r: Result<(), bounds::Refusal>) {
+        if let Err(r) = r {
+            self.push(field, r.to_string());
+        }
+    }
+}
+
+impl std::fmt::Display for Problems {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, p) in self.list.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            if self.as_flags {
+                write!(f, "--{}: {}", p.field.replace('_', "-"), p.message)?;
+            } else {
+                write!(f, "{}: {}", p.field, p.message)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Why a workload could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkloadError {
     /// The configuration is wrong (exit code 2).
-    #[error("workload config: {0}")]
-    Config(String),
+    #[error("{0}")]
+    Config(Problems),
     #[error(transparent)]
     Url(#[from] stores::UrlError),
     /// A load would delete data benchcage did not create (exit code 2).
@@ -276,135 +342,43 @@ pub struct Validated {
 }
 
 impl WorkloadConfig {
-    /// Checks everything up front; every problem in one message.
+    /// Checks everything up front against what this host can hold; every
+    /// problem in one message. For `drive` input (flags or `--config`),
+    /// which nothing has checked before.
     pub fn validate(&self) -> Result<Validated, WorkloadError> {
-        let mut errs: Vec<String> = Vec::new();
-        let url = self.store.clone().unwrap_or_default();
-        let target = if url.is_empty() {
-            errs.push("no store: give `store` (or --store) like redis://127.0.0.1:6379".into());
-            None
-        } else {
-            match stores::StoreTarget::parse(&url) {
-                Ok(t) => Some(t),
-                Err(e @ stores::UrlError::NotLoopback { .. }) => return Err(e.into()),
-                Err(e) => {
-                    errs.push(e.to_string());
-                    None
-                }
-            }
-        };
-        let letter = match self.workload {
-            WorkloadKind::A => Some('a'),
-            WorkloadKind::B => Some('b'),
-            WorkloadKind::C => Some('c'),
-            WorkloadKind::D => Some('d'),
-            WorkloadKind::E => Some('e'),
-            WorkloadKind::F => Some('f'),
-            _ => None,
-        };
-        let (mix, dist) = match (letter, &self.mix) {
-            (Some(l), None) => Mix::ycsb(l).expect("a..f are YCSB workloads"),
-            (Some(l), Some(_)) => {
-                errs.push(format!(
-                    "`mix` is only for workload `custom`, not `{l}`; drop it or set workload: custom"
-                ));
-                Mix::ycsb(l).expect("a..f are YCSB workloads")
-            }
-            (None, Some(m)) if self.workload == WorkloadKind::Custom => {
-                match mix::Mix::from_map(m) {
-                    Ok(m) => (m, Distribution::Zipfian),
-                    Err(e) => {
-                        errs.push(e);
-                        Mix::ycsb('c').expect("c exists")
-                    }
-                }
-            }
-            (None, None) if self.workload == WorkloadKind::Custom => {
-                errs.push("workload `custom` needs `mix`, e.g. {read: 0.9, update: 0.1}".into());
-                Mix::ycsb('c').expect("c exists")
-            }
-            _ => Mix::ycsb('c').expect("c exists"),
-        };
-        let label = match self.workload {
-            WorkloadKind::Candles => {
-                let q = self.queries.unwrap_or_default();
-                format!("candles:{}", q.name())
-            }
-            WorkloadKind::Custom => "ycsb:custom".into(),
-            _ => format!("ycsb:{}", letter.unwrap_or('c')),
-        };
-        let stop = match (self.operations, self.duration) {
-            (Some(_), Some(_)) => {
-                errs.push("give `operations` or `duration`, not both".into());
-                None
-            }
-            (Some(n), None) => Some(driver::Stop::Ops(n)),
-            (None, Some(d)) => Some(driver::Stop::Time(d.std())),
-            (None, None) if self.load => None,
-            (None, None) => {
-                errs.push("give `operations` (a count) or `duration` (like `30s`)".into());
-                None
-            }
-        };
-        let threads = self.threads.list();
-        if threads.is_empty() || threads.contains(&0) {
-            errs.push(format!(
-                "threads {}: give a count of at least 1 or a list of them",
-                crate::display::list(&threads)
-            ));
-        }
-        if self.records == 0 {
-            errs.push("records must be at least 1".into());
-        }
-        if self.field_count == 0 || self.field_length == 0 {
-            errs.push("field_count and field_length must be at least 1".into());
-        }
-        if let Some(b) = self.batch {
-            let sql = target.as_ref().is_some_and(|t| {
-                matches!(
-                    t.kind,
-                    stores::StoreKind::Postgres | stores::StoreKind::Mysql
-                )
-            });
-            // A multi-row INSERT binds every column of every record.
-            let per_record = match self.workload {
-                WorkloadKind::Candles => candles::PG_NCOLS as u64,
-                _ => self.field_count as u64 + 1,
-            };
-            let most = (stores::sql::MAX_PARAMS as u64 / per_record).max(1);
-            if b == 0 {
-                errs.push("batch must be at least 1 (1 inserts one record at a time)".into());
-            } else if sql && b > most {
-                errs.push(format!(
-                    "batch {b} needs {} parameters in one INSERT ({per_record} per record); \
-                     PostgreSQL and MySQL take at most {}: use a batch of at most {most}",
-                    b * per_record,
-                    stores::sql::MAX_PARAMS
-                ));
-            }
-        }
-        if self.max_scan_length == 0 {
-            errs.push("max_scan_length must be at least 1".into());
-        }
-        if let Some(t) = self.target
-            && !(t.is_finite() && t > 0.0)
-        {
-            errs.push(format!("target {t} must be a positive rate"));
-        }
-        if let Some(h) = self.hotspot
-            && !((0.0..=1.0).contains(&h.data) && (0.0..=1.0).contains(&h.ops))
-        {
-            errs.push("hotspot data and ops are shares between 0 and 1".into());
-        }
+        self.validate_on(&bounds::Capacity::probe())
+    }
+
+    /// Checks everything up front against `cap`: nothing is connected or
+    /// allocated for a config that fails here.
+    pub fn validate_on(&self, cap: &bounds::Capacity) -> Result<Validated, WorkloadError> {
+        let mut errs = Problems::default();
+        let target = self.store_target(&mut errs)?;
+        self.check_store_kind(target.as_ref(), &mut errs);
+        let (mix, dist) = self.mix_of(&mut errs);
+        let stop = self.stop_of(&mut errs);
+        self.check_counts(&mix, stop, &mut errs);
+        self.check_batch(target.as_ref(), &mut errs);
+        self.check_ranges(&mut errs);
         let budget = match self.error_budget.budget() {
             Ok(b) => b,
             Err(e) => {
-                errs.push(e);
+                errs.push("error_budget", e);
                 driver::Budget::Count(0)
             }
         };
-        if !errs.is_empty() {
-            return Err(WorkloadError::Config(errs.join("; ")));
+        let threads = self.threads.list();
+        // What the host can hold, once the counts themselves are sane.
+        if errs.list.is_empty() {
+            for (t, shape) in self.worker_shapes(&mix, &threads, stop) {
+                if let Err(r) = bounds::check_threads(t, &shape, cap) {
+                    errs.push("threads", r.to_string());
+                    break;
+                }
+            }
+        }
+        if !errs.list.is_empty() {
+            return Err(WorkloadError::Config(errs));
         }
         Ok(Validated {
             cfg: self.clone(),
@@ -414,8 +388,337 @@ impl WorkloadConfig {
             stop,
             budget,
             threads,
-            label,
+            label: self.label(),
         })
+    }
+
+    /// Checks a config a plan made from a validated scenario: only what
+    /// the scenario cannot say, which depends on the store the cell's
+    /// engine is (candles only on mongodb and postgres, a batch within one
+    /// SQL INSERT). Counts, lengths, the mix and what the host holds were
+    /// checked when the scenario was validated and planned.
+    pub fn check_planned(&self) -> Result<(), WorkloadError> {
+        let mut errs = Problems::default();
+        let target = self.store_target(&mut errs)?;
+        self.check_store_kind(target.as_ref(), &mut errs);
+        if let Some(b) = self.batch
+            && let Some(msg) = self.batch_beyond_sql(b, target.as_ref())
+        {
+            errs.push("batch", msg);
+        }
+        if errs.list.is_empty() {
+            Ok(())
+        } else {
+            Err(WorkloadError::Config(errs))
+        }
+    }
+
+    /// The store URL, parsed; a URL that is not loopback is refused at once.
+    fn store_target(
+        &self,
+        errs: &mut Problems,
+    ) -> Result<Option<stores::StoreTarget>, WorkloadError> {
+        let url = self.store.clone().unwrap_or_default();
+        if url.is_empty() {
+            errs.push(
+                "store",
+                "no store: give `store` (or --store) like redis://127.0.0.1:6379",
+            );
+            return Ok(None);
+        }
+        match stores::StoreTarget::parse(&url) {
+            Ok(t) => Ok(Some(t)),
+            Err(e @ stores::UrlError::NotLoopback { .. }) => Err(e.into()),
+            Err(e) => {
+                errs.push("store", e.to_string());
+                Ok(None)
+            }
+        }
+    }
+
+    /// The candles workload runs on mongodb and postgres only.
+    fn check_store_kind(&self, target: Option<&stores::StoreTarget>, errs: &mut Problems) {
+        if self.workload == WorkloadKind::Candles
+            && let Some(t) = target
+            && !matches!(
+                t.kind,
+                stores::StoreKind::Mongodb | stores::StoreKind::Postgres
+            )
+        {
+            errs.push(
+                "store",
+                format!(
+                    "the candles workload runs on mongodb and postgres, not {}",
+                    t.kind
+                ),
+            );
+        }
+    }
+
+    /// The YCSB letter of workloads `a`..`f`.
+    fn letter(&self) -> Option<char> {
+        match self.workload {
+            WorkloadKind::A => Some('a'),
+            WorkloadKind::B => Some('b'),
+            WorkloadKind::C => Some('c'),
+            WorkloadKind::D => Some('d'),
+            WorkloadKind::E => Some('e'),
+            WorkloadKind::F => Some('f'),
+            _ => None,
+        }
+    }
+
+    /// `ycsb:a`, `ycsb:custom`, `candles:by_ticker`.
+    pub fn label(&self) -> String {
+        match self.workload {
+            WorkloadKind::Candles => {
+                let q = self.queries.unwrap_or_default();
+                format!("candles:{}", q.name())
+            }
+            WorkloadKind::Custom => "ycsb:custom".into(),
+            _ => format!("ycsb:{}", self.letter().unwrap_or('c')),
+        }
+    }
+
+    /// The operation mix and its default distribution: the workload
+    /// letter's, or `mix` for `custom`.
+    fn mix_of(&self, errs: &mut Problems) -> (Mix, Distribution) {
+        let fallback = || Mix::ycsb('c').expect("c exists");
+        match (self.letter(), &self.mix) {
+            (Some(l), None) => Mix::ycsb(l).expect("a..f are YCSB workloads"),
+            (Some(l), Some(_)) => {
+                errs.push(
+                    "workload",
+                    format!(
+                        "`mix` is only for workload `custom`, not `{l}`; drop it or set workload: custom"
+                    ),
+                );
+                Mix::ycsb(l).expect("a..f are YCSB workloads")
+            }
+            (None, Some(m)) if self.workload == WorkloadKind::Custom => {
+                match mix::Mix::from_map(m) {
+                    Ok(m) => (m, Distribution::Zipfian),
+                    Err(e) => {
+                        errs.push("workload", e);
+                        fallback()
+                    }
+                }
+            }
+            (None, None) if self.workload == WorkloadKind::Custom => {
+                errs.push(
+                    "workload",
+                    "workload `custom` needs `mix`, e.g. {read: 0.9, update: 0.1}",
+                );
+                fallback()
+            }
+            _ => fallback(),
+        }
+    }
+
+    /// When a measured phase stops: a count of operations or a time.
+    fn stop_of(&self, errs: &mut Problems) -> Option<driver::Stop> {
+        match (self.operations, self.duration) {
+            (Some(_), Some(_)) => {
+                errs.push("operations", "give `operations` or `duration`, not both");
+                None
+            }
+            (Some(n), None) => {
+                errs.refused("operations", bounds::check_operations(n));
+                Some(driver::Stop::Ops(n))
+            }
+            (None, Some(d)) => {
+                errs.refused(
+                    "duration",
+                    bounds::check_seconds("duration", d.as_secs_f64()),
+                );
+                Some(driver::Stop::Time(d.std()))
+            }
+            (None, None) if self.load => None,
+            (None, None) => {
+                errs.push(
+                    "operations",
+                    "give `operations` (a count) or `duration` (like `30s`)",
+                );
+                None
+            }
+        }
+    }
+
+    /// Warm-up, thread counts, the record shape, key padding and records
+    /// (with what the phase inserts) within their bounds.
+    fn check_counts(&self, mix: &Mix, stop: Option<driver::Stop>, errs: &mut Problems) {
+        if let Some(w) = self.warmup {
+            errs.refused("warmup", bounds::check_seconds("warmup", w.as_secs_f64()));
+        }
+        let threads = self.threads.list();
+        if threads.is_empty() {
+            errs.push("threads", "give a count of at least 1 or a list of them");
+        }
+        if let Some(r) = threads
+            .iter()
+            .find_map(|&t| bounds::check_thread_count(t).err())
+        {
+            errs.push("threads", r.to_string());
+        }
+        if let Err(r) = bounds::check_record_shape(self.field_count, self.field_length) {
+            let field = if self.field_count == 0 || self.field_count > bounds::MAX_FIELDS {
+                "field_count"
+            } else {
+                "field_length"
+            };
+            errs.push(field, r.to_string());
+        }
+        if self.key_padding > bounds::MAX_KEY_PADDING {
+            errs.push(
+                "key_padding",
+                format!(
+                    "{} digits is out of range (0 to {}: MongoDB before 4.2 refuses index keys over 1024 bytes)",
+                    self.key_padding,
+                    bounds::MAX_KEY_PADDING
+                ),
+            );
+        }
+        if self.records == 0 {
+            errs.push("records", "records must be at least 1");
+        }
+        let inserts = match stop {
+            Some(driver::Stop::Ops(n)) => (mix.share(mix::OpKind::Insert) * n as f64).ceil() as u64,
+            _ => 0,
+        };
+        errs.refused("records", bounds::check_records(self.records, inserts));
+    }
+
+    /// A batch of at least 1, within one SQL INSERT's parameters, within
+    /// its bound.
+    fn check_batch(&self, target: Option<&stores::StoreTarget>, errs: &mut Problems) {
+        let Some(b) = self.batch else {
+            return;
+        };
+        if b == 0 {
+            errs.push(
+                "batch",
+                "batch must be at least 1 (1 inserts one record at a time)",
+            );
+        } else if let Some(msg) = self.batch_beyond_sql(b, target) {
+            errs.push("batch", msg);
+        } else {
+            errs.refused("batch", bounds::check_batch(b));
+        }
+    }
+
+    /// Why batch `b` does not fit one multi-row INSERT on a SQL store,
+    /// which binds every column of every record.
+    fn batch_beyond_sql(&self, b: u64, target: Option<&stores::StoreTarget>) -> Option<String> {
+        let sql = target.is_some_and(|t| {
+            matches!(
+                t.kind,
+                stores::StoreKind::Postgres | stores::StoreKind::Mysql
+            )
+        });
+        let per_record = match self.workload {
+            WorkloadKind::Candles => candles::PG_NCOLS as u64,
+            _ => self.field_count as u64 + 1,
+        };
+        let most = (stores::sql::MAX_PARAMS as u64 / per_record).max(1);
+        (sql && b > most).then(|| {
+            format!(
+                "batch {b} needs {} parameters in one INSERT ({per_record} per record); \
+                 PostgreSQL and MySQL take at most {}: use a batch of at most {most}",
+                b * per_record,
+                stores::sql::MAX_PARAMS
+            )
+        })
+    }
+
+    /// Scan length, target rate and hotspot shares within their ranges.
+    fn check_ranges(&self, errs: &mut Problems) {
+        if self.max_scan_length == 0 || self.max_scan_length > bounds::MAX_SCAN {
+            errs.push(
+                "max_scan_length",
+                format!(
+                    "{} is out of range (1 to {} records)",
+                    self.max_scan_length,
+                    bounds::MAX_SCAN
+                ),
+            );
+        }
+        if let Some(t) = self.target {
+            errs.refused("target", bounds::check_target(t));
+        }
+        if let Some(h) = self.hotspot
+            && !((0.0..=1.0).contains(&h.data) && (0.0..=1.0).contains(&h.ops))
+        {
+            errs.push("hotspot", "hotspot data and ops are shares between 0 and 1");
+        }
+    }
+
+    /// Each phase's thread count and what one of its workers holds: the
+    /// load (its batch), then one per measured thread count.
+    fn worker_shapes(
+        &self,
+        mix: &Mix,
+        threads: &[u32],
+        stop: Option<driver::Stop>,
+    ) -> Vec<(u32, bounds::WorkerShape)> {
+        let candles = self.workload == WorkloadKind::Candles;
+        let (kinds, record_bytes) = if candles {
+            (candles::NAMES.len(), candles::RECORD_BYTES)
+        } else {
+            (
+                ycsb::NAMES.len(),
+                bounds::ycsb_record_bytes(self.field_count, self.field_length),
+            )
+        };
+        let shape = bounds::WorkerShape {
+            kinds,
+            paced: self.target.is_some(),
+            record_bytes,
+            field_count: self.field_count,
+            batch: 0,
+            reply_records: 0,
+            seconds: 0,
+        };
+        let mut out = Vec::new();
+        if self.load {
+            let batch = self
+                .batch
+                .unwrap_or(if candles { candles::BATCH } else { 1 });
+            let t = self.load_threads.or(threads.first().copied()).unwrap_or(1);
+            out.push((
+                t,
+                bounds::WorkerShape {
+                    paced: false,
+                    batch,
+                    ..shape
+                },
+            ));
+        }
+        if let Some(stop) = stop {
+            // A candle query reads a ticker's, an interval's or a day's
+            // candles; a YCSB scan up to `max_scan_length` records.
+            let reply = if candles {
+                self.queries.unwrap_or_default().reply_records(self.records)
+            } else if mix.share(mix::OpKind::Scan) > 0.0 {
+                self.max_scan_length
+            } else {
+                0
+            };
+            let seconds = match stop {
+                driver::Stop::Time(d) => d.as_secs().saturating_add(1),
+                driver::Stop::Ops(_) => 0,
+            };
+            for &t in threads {
+                out.push((
+                    t,
+                    bounds::WorkerShape {
+                        reply_records: reply,
+                        seconds,
+                        ..shape
+                    },
+                ));
+            }
+        }
+        out
     }
 }
 
@@ -445,6 +748,7 @@ pub(crate) async fn measured_phase<W: driver::Worker>(
         target: c.target,
         progress: c.progress.then(|| c.name.clone()),
         progress_total: None,
+        budget: v.budget,
     };
     let out = driver::run_phase(workers, names, &plan, cancel).await;
     driver::phase_result(&c.name, &v.label, threads, &out, v.budget)
@@ -466,8 +770,10 @@ pub(crate) async fn load_phase<W: driver::Worker>(
         stop: driver::Stop::Ops(records.div_ceil(batch.max(1))),
         warmup: std::time::Duration::ZERO,
         target: None,
-        progress: (v.cfg.progress || progress::stderr_is_terminal()).then(|| label.to_string()),
+        progress: (v.cfg.progress || crate::progress::stderr_is_terminal())
+            .then(|| label.to_string()),
         progress_total: Some(records),
+        budget: v.budget,
     };
     let out = driver::run_phase(workers, names, &plan, cancel).await;
     driver::phase_result("load", label, threads, &out, v.budget)
@@ -542,6 +848,71 @@ mod tests {
             .to_string();
         assert!(e.contains("at most 5957"), "{e}");
         assert!(cfg("redis://127.0.0.1", 50_000).validate().is_ok());
+    }
+
+    #[test]
+    fn counts_beyond_the_host_are_refused_naming_the_field_or_the_flag() {
+        let small = bounds::Capacity {
+            memory: crate::units::Bytes::from_mib(64),
+            memory_from: "64MiB in this test".into(),
+            open_files: 1 << 20,
+        };
+        let cfg = WorkloadConfig {
+            store: Some("null://".into()),
+            operations: Some(10),
+            threads: Threads::Sweep(vec![1, 100]),
+            ..Default::default()
+        };
+        let Err(WorkloadError::Config(mut p)) = cfg.validate_on(&small) else {
+            panic!("100 threads fit 64 MiB");
+        };
+        assert_eq!(p.list.len(), 1, "{p}");
+        assert!(
+            p.to_string().starts_with("threads: 100 threads may need "),
+            "{p}"
+        );
+        p.as_flags = true;
+        assert!(p.to_string().starts_with("--threads: 100 threads"), "{p}");
+        assert!(p.to_string().contains("64MiB in this test"), "{p}");
+        let most = bounds::most_threads(
+            &cfg.worker_shapes(
+                &Mix::ycsb('a').unwrap().0,
+                &[1],
+                Some(driver::Stop::Ops(10)),
+            )[0]
+            .1,
+            &small,
+        );
+        assert!(
+            p.to_string()
+                .contains(&format!("use at most {most} threads")),
+            "{p}"
+        );
+
+        let huge = WorkloadConfig {
+            store: Some("null://".into()),
+            operations: Some(u64::MAX),
+            records: u64::MAX,
+            field_length: 100 << 20,
+            target: Some(1e-300),
+            key_padding: usize::MAX,
+            ..Default::default()
+        };
+        let Err(WorkloadError::Config(p)) = huge.validate_on(&small) else {
+            panic!("refused");
+        };
+        let fields: Vec<&str> = p.list.iter().map(|x| x.field).collect();
+        assert_eq!(
+            fields,
+            [
+                "operations",
+                "field_length",
+                "key_padding",
+                "records",
+                "target"
+            ],
+            "{p}"
+        );
     }
 
     #[test]

@@ -391,10 +391,15 @@ mod tests {
         rows: Rows,
         calls: Arc<AtomicU64>,
         poison: Option<String>,
+        /// Every write fails, as redis at `maxmemory` with `noeviction`.
+        full: bool,
     }
 
     impl Fake {
         fn put(&self, key: &str, v: Values<'_>) -> Result<(), StoreError> {
+            if self.full {
+                return Err(StoreError::NotFound(format!("full: {key}")));
+            }
             if self.poison.as_deref() == Some(key) {
                 return Err(StoreError::NotFound(format!("poisoned {key}")));
             }
@@ -469,8 +474,18 @@ mod tests {
     }
 
     fn load(batch: u64, threads: u32, fake: &Fake) -> PhaseResult {
+        load_within(batch, threads, fake, serde_json::json!(0))
+    }
+
+    fn load_within(
+        batch: u64,
+        threads: u32,
+        fake: &Fake,
+        budget: serde_json::Value,
+    ) -> PhaseResult {
         let v = config(serde_json::json!({
-            "records": 103, "load": true, "batch": batch, "threads": threads
+            "records": 103, "load": true, "batch": batch, "threads": threads,
+            "error_budget": budget
         }));
         run_on(fake, &v).remove(0)
     }
@@ -505,12 +520,58 @@ mod tests {
             poison: Some(keys.key(42)),
             ..Default::default()
         };
-        let r = load(10, 2, &fake);
+        // Allowed to fail, so the load goes on past the failed batch.
+        let r = load_within(10, 2, &fake, serde_json::json!("100%"));
         assert_eq!(r.ops["INSERT"].errors, 10, "records 40..49 failed together");
         assert_eq!(r.ops["INSERT"].count, 93);
         assert_eq!((r.total_ops, r.total_errors), (93, 10));
-        assert!(!r.status.is_ok());
+        assert!(r.status.is_ok());
         assert_eq!(fake.rows.lock().unwrap().len(), 93);
+    }
+
+    #[test]
+    fn a_load_without_an_error_budget_stops_at_its_first_failure() {
+        let fake = Fake {
+            full: true,
+            ..Default::default()
+        };
+        let v = config(serde_json::json!({"records": 100_000, "load": true, "threads": 4}));
+        let r = run_on(&fake, &v).remove(0);
+        let attempts = r.total_ops + r.total_errors;
+        // One failure stops every worker; each may have had one insert
+        // on its way.
+        assert!((1..=4).contains(&attempts), "{attempts} attempts");
+        assert_eq!(fake.calls.load(Ordering::Relaxed), attempts);
+        let reason = match &r.status {
+            crate::results::model::PhaseStatus::Failed { reason } => reason.clone(),
+            s => panic!("{s:?}"),
+        };
+        assert!(
+            reason.starts_with("stopped when its error budget (0 errors) was spent: "),
+            "{reason}"
+        );
+        assert!(
+            reason.ends_with(&format!(
+                "{attempts} of {attempts} operations failed (100000 planned)"
+            )),
+            "{reason}"
+        );
+    }
+
+    #[test]
+    fn a_load_stops_once_its_error_count_budget_is_spent() {
+        let fake = Fake {
+            full: true,
+            ..Default::default()
+        };
+        let v = config(serde_json::json!({
+            "records": 100_000, "load": true, "threads": 3, "batch": 10, "error_budget": 25
+        }));
+        let r = run_on(&fake, &v).remove(0);
+        // Batches of 10 fail together: the third spends the budget of 25.
+        assert!((30..=50).contains(&r.total_errors), "{}", r.total_errors);
+        assert_eq!(r.total_ops, 0);
+        assert!(!r.status.is_ok());
     }
 
     #[test]

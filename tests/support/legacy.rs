@@ -16,7 +16,7 @@ pub struct LegacyMongo {
 impl LegacyMongo {
     /// Starts a server announcing `wire` (0, 2 or 4) and waits for its port.
     pub fn start(wire: i32) -> LegacyMongo {
-        let port = super::free_port();
+        let port = super::server::free_port();
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/legacy_mongo.py");
         let child = Command::new("python3")
             .arg(script)

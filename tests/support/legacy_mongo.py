@@ -13,7 +13,11 @@ including insert/update/delete/createIndexes and find/getMore/killCursors.
 OP_MSG closes the socket, as on the real server.
 
 The command `legacyStats` returns how many messages of each opcode and
-of each command arrived, so tests can check what the client really sent.
+of each command arrived, so tests can check what the client really sent,
+and what acknowledgement and reads were asked for: the distinct arguments
+of getLastError (`gleArgs`), the distinct writeConcern documents of the
+write commands (`writeConcerns`, `{}` when a command had none), and how
+many reads set the SecondaryOk bit of OP_QUERY (`readFlags`).
 Listens on 127.0.0.1 only. Data is kept in memory.
 """
 
@@ -35,12 +39,25 @@ DATA = {}  # ns -> {repr(_id): doc}
 INDEXES = {}  # ns -> [index doc]
 CURSORS = {}  # id -> (ns, remaining docs)
 STATS = {}
+GLE_ARGS = []  # distinct getLastError arguments, in arrival order
+WRITE_CONCERNS = []  # distinct writeConcern of write commands
+READ_FLAGS = {}  # "secondaryOk" / "primary" -> reads
 NEXT_CURSOR = itertools.count(1000)
 WIRE = 0
 
 
 def count(key):
     STATS[key] = STATS.get(key, 0) + 1
+
+
+def seen(lst, d):
+    if d not in lst:
+        lst.append(d)
+
+
+def read_flag(flags):
+    key = "secondaryOk" if flags & 4 else "primary"
+    READ_FLAGS[key] = READ_FLAGS.get(key, 0) + 1
 
 
 def cstring(buf, at):
@@ -156,8 +173,11 @@ class Conn:
         if lname == "buildinfo":
             return {"version": "2.4.10" if WIRE == 0 else "3.2.6", "ok": 1.0}
         if lname == "legacystats":
-            return {"stats": dict(STATS), "indexes": {k: len(v) for k, v in INDEXES.items()}, "ok": 1.0}
+            return {"stats": dict(STATS), "indexes": {k: len(v) for k, v in INDEXES.items()},
+                    "gleArgs": GLE_ARGS, "writeConcerns": WRITE_CONCERNS,
+                    "readFlags": READ_FLAGS, "ok": 1.0}
         if lname == "getlasterror":
+            seen(GLE_ARGS, {k: v for k, v in cmd.items() if k != name})
             r = dict(self.last_error)
             r["wtimeout"] = False
             r["w"] = cmd.get("w", 1)
@@ -195,6 +215,8 @@ class Conn:
 
     def write_command(self, db, lname, cmd):
         ns = "%s.%s" % (db, cmd[next(iter(cmd))])
+        if lname in ("insert", "update", "delete"):
+            seen(WRITE_CONCERNS, dict(cmd.get("writeConcern", {})))
         if lname == "insert":
             n, errors = insert(ns, cmd["documents"], cmd.get("ordered", True))
             r = {"n": n, "ok": 1.0}
@@ -235,10 +257,13 @@ class Conn:
             return {"ok": 1.0}
         return None
 
-    def query(self, ns, ret, q):
+    def query(self, ns, ret, q, flags=0):
         db, coll = ns.split(".", 1)
         if coll == "$cmd":
+            if next(iter(q)).lower() in ("find", "getmore"):
+                read_flag(flags)
             return [self.command(db, q)], 0, 0
+        read_flag(flags)
         if "$query" in q:
             flt, sort = q["$query"], q.get("$orderby")
         else:
@@ -277,11 +302,11 @@ class Conn:
     def handle(self, op, body):
         """The reply's (docs, cursor id, flags), or None for no reply."""
         if op == OP_QUERY:
-            (_flags,) = struct.unpack_from("<i", body, 0)
+            (flags,) = struct.unpack_from("<i", body, 0)
             ns, at = cstring(body, 4)
             _skip, ret = struct.unpack_from("<ii", body, at)
             q, _ = doc_at(body, at + 8)
-            return self.query(ns, ret, q)
+            return self.query(ns, ret, q, flags)
         if op == OP_GET_MORE:
             _ns, at = cstring(body, 4)
             n, cid = struct.unpack_from("<iq", body, at)

@@ -19,9 +19,11 @@
 mod options;
 mod scram;
 mod session;
+#[cfg(test)]
+mod tests;
 pub mod wire;
 
-pub use options::{MongoOptions, ReadPreference, W, WriteConcern};
+pub use options::{MongoOptions, ReadPreference, STORE_OPTIONS, W, WriteConcern};
 pub use session::Protocol;
 
 use super::{ClientError, Endpoint};
@@ -129,6 +131,12 @@ impl MongoConn {
     /// The protocol chosen for this server.
     pub fn protocol(&self) -> Protocol {
         self.s.protocol()
+    }
+
+    /// False under `w: 0`: writes are not acknowledged, so the count of
+    /// documents a write matched is unknown (reported as 0).
+    pub fn writes_acknowledged(&self) -> bool {
+        !self.s.opts.write_concern.unacknowledged()
     }
 
     /// The wire version in use.

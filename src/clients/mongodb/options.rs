@@ -69,6 +69,11 @@ impl ReadPreference {
     }
 }
 
+/// The URL options a scenario may set through engine knobs (`store:` of
+/// a knob): the write concern and the read preference. `socketTimeoutMS`
+/// and `maxWireVersion` stay the URL's (timeouts and tests).
+pub const STORE_OPTIONS: &[&str] = &["w", "journal", "readPreference"];
+
 /// How long one round trip may take unless the URL says otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -95,7 +100,37 @@ impl Default for MongoOptions {
     }
 }
 
+impl std::fmt::Display for W {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            W::Nodes(n) => write!(f, "{n}"),
+            W::Majority => f.write_str("majority"),
+        }
+    }
+}
+
 impl MongoOptions {
+    /// What writes wait for and where reads go, in words:
+    /// `writes w: 1, j: true; reads primary`.
+    pub fn describe(&self) -> String {
+        let wc = self.write_concern;
+        let writes = if wc.is_default() {
+            "writes with the server's default write concern".to_string()
+        } else if wc.unacknowledged() {
+            "writes unacknowledged (w: 0)".to_string()
+        } else {
+            let mut parts = Vec::new();
+            if let Some(w) = wc.w {
+                parts.push(format!("w: {w}"));
+            }
+            if let Some(j) = wc.j {
+                parts.push(format!("j: {j}"));
+            }
+            format!("writes acknowledged with {}", parts.join(", "))
+        };
+        format!("{writes}; reads from {}", self.read_preference.mode())
+    }
+
     /// Reads the options of a `mongodb://` URL's query string: `w`
     /// (a number or `majority`), `journal` (true/false), `readPreference`,
     /// `socketTimeoutMS`, and `maxWireVersion` (tests). Other keys are
@@ -169,6 +204,24 @@ mod tests {
                 .unacknowledged()
         );
         assert!(MongoOptions::default().write_concern.is_default());
+    }
+
+    #[test]
+    fn options_are_described_in_words() {
+        let d = |q: &str| MongoOptions::from_query(q).unwrap().describe();
+        assert_eq!(
+            d(""),
+            "writes with the server's default write concern; reads from primary"
+        );
+        assert_eq!(
+            d("w=1&journal=true&readPreference=nearest"),
+            "writes acknowledged with w: 1, j: true; reads from nearest"
+        );
+        assert_eq!(
+            d("w=majority"),
+            "writes acknowledged with w: majority; reads from primary"
+        );
+        assert!(d("w=0").starts_with("writes unacknowledged"));
     }
 
     #[test]

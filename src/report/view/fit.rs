@@ -8,13 +8,16 @@
 //! A phase that ran at one cap everywhere (the load of a settle sweep) is
 //! one point: a table row, not a chart.
 
-use super::{
-    Axis, DASHES, Figure, FlatRow, Line, Natural, PhaseObs, Point, Scale, Section, SeriesMap,
-    SeriesStyle, Table, Unit, WIDTH, XyChart, family, mean, slug,
+use super::configs::{PhaseObs, family};
+use super::series::SeriesMap;
+use super::{Figure, Section, Table, slug};
+use crate::report::charts::{
+    Axis, Chart, DASHES, Line, Point, Scale, SeriesStyle, Unit, WIDTH, XyChart,
 };
-use crate::report::charts::Chart;
-use crate::report::fmt;
-use crate::spec::scenario::without_settle_tag;
+use crate::report::fmt::{self, or_dash};
+use crate::report::stats::mean;
+use crate::results::flat::FlatRow;
+use crate::results::order::Natural;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The observations of one line at one cap.
@@ -54,12 +57,13 @@ struct Sweep<'a> {
 type LineKey = (Natural, u32);
 
 /// Names lines: engine@version, plus the environment without its settle
-/// tag when there are several, plus the run when there are several.
+/// sweep's tag (from the recorded cap) when there are several, plus the
+/// run when there are several.
 fn line_name(o: &PhaseObs, multi_env: bool, multi_run: bool) -> String {
     let h = &o.head;
     let mut parts = vec![format!("{}@{}", h.engine, h.version)];
     if multi_env {
-        parts.push(without_settle_tag(&h.environment).to_string());
+        parts.push(h.sweep_environment.clone());
     }
     if multi_run {
         parts.push(h.run_id.clone());
@@ -72,7 +76,7 @@ fn line_name(o: &PhaseObs, multi_env: bool, multi_run: bool) -> String {
 fn sweeps<'a>(obs: &'a [PhaseObs], series: &SeriesMap, phase: &str) -> Vec<Sweep<'a>> {
     let distinct =
         |f: &dyn Fn(&PhaseObs) -> String| obs.iter().map(f).collect::<BTreeSet<String>>().len() > 1;
-    let multi_env = distinct(&|o| without_settle_tag(&o.head.environment).to_string());
+    let multi_env = distinct(&|o| o.head.sweep_environment.clone());
     let multi_run = distinct(&|o| o.head.run_id.clone());
     let mut lines: BTreeMap<LineKey, Sweep> = BTreeMap::new();
     for o in obs.iter().filter(|o| family(&o.head.phase) == phase) {
@@ -138,10 +142,6 @@ fn cols(rest: &[(&'static str, bool)]) -> Vec<(&'static str, bool)> {
     c
 }
 
-fn opt(v: Option<f64>, f: fn(f64) -> String) -> String {
-    v.map(f).unwrap_or_else(|| "—".into())
-}
-
 /// What one figure of a sweep plots and tabulates.
 struct Measure {
     id: &'static str,
@@ -183,10 +183,10 @@ const MEASURES: [Measure; 3] = [
         ],
         cells: |p| {
             vec![
-                opt(p.mean_of(|h| h.major_faults_per_op), fmt::small),
-                opt(p.mean_of(|h| h.major_faults_per_s), fmt::small),
-                opt(p.mean_of(|h| h.major_faults.map(|v| v as f64)), fmt::small),
-                opt(p.mean_of(|h| Some(h.phase_ops as f64)), fmt::small),
+                or_dash(p.mean_of(|h| h.major_faults_per_op), fmt::small),
+                or_dash(p.mean_of(|h| h.major_faults_per_s), fmt::small),
+                or_dash(p.mean_of(|h| h.major_faults.map(|v| v as f64)), fmt::small),
+                or_dash(p.mean_of(|h| Some(h.phase_ops as f64)), fmt::small),
                 p.n().to_string(),
             ]
         },
@@ -207,12 +207,10 @@ const MEASURES: [Measure; 3] = [
         ],
         cells: |p| {
             vec![
-                opt(p.mean_of(|h| h.read_bytes_per_op), fmt::bytes),
-                opt(p.mean_of(|h| h.read_bytes_per_s), |v| {
-                    format!("{}/s", fmt::bytes(v))
-                }),
-                opt(p.mean_of(|h| h.read_bytes.map(|v| v as f64)), fmt::bytes),
-                opt(p.mean_of(|h| Some(h.phase_ops as f64)), fmt::small),
+                or_dash(p.mean_of(|h| h.read_bytes_per_op), fmt::bytes),
+                or_dash(p.mean_of(|h| h.read_bytes_per_s), fmt::bytes_per_sec),
+                or_dash(p.mean_of(|h| h.read_bytes.map(|v| v as f64)), fmt::bytes),
+                or_dash(p.mean_of(|h| Some(h.phase_ops as f64)), fmt::small),
                 p.n().to_string(),
             ]
         },
@@ -289,12 +287,10 @@ fn one_cap_row(phase: &str, s: &Sweep, p: &AtCap) -> Vec<String> {
     row.extend(head(s, p));
     row.extend([
         fmt::ops(p.throughput()),
-        opt(p.mean_of(|h| h.major_faults_per_op), fmt::small),
-        opt(p.mean_of(|h| h.major_faults_per_s), fmt::small),
-        opt(p.mean_of(|h| h.read_bytes_per_op), fmt::bytes),
-        opt(p.mean_of(|h| h.read_bytes_per_s), |v| {
-            format!("{}/s", fmt::bytes(v))
-        }),
+        or_dash(p.mean_of(|h| h.major_faults_per_op), fmt::small),
+        or_dash(p.mean_of(|h| h.major_faults_per_s), fmt::small),
+        or_dash(p.mean_of(|h| h.read_bytes_per_op), fmt::bytes),
+        or_dash(p.mean_of(|h| h.read_bytes_per_s), fmt::bytes_per_sec),
         p.n().to_string(),
     ]);
     row
@@ -338,5 +334,135 @@ pub(super) fn memory_section(obs: &[PhaseObs], series: &SeriesMap, phases: &[Str
         figures,
         tables,
         empty: "No phase ran at more than one memory cap.".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::configs::observations;
+    use super::super::testing::row;
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    /// A cell of a settle sweep of `ram-sweep` over 400 MiB of data, its
+    /// phase `phase` run under `cap_mib`.
+    fn at(cell: &str, phase: &str, cap_mib: u64, tput: f64) -> FlatRow {
+        FlatRow {
+            environment: format!("ram-sweep-mem{}pct", cap_mib * 100 / 400),
+            sweep_environment: "ram-sweep".into(),
+            memory_limit_bytes: Some(cap_mib * MIB),
+            data_size_bytes: Some(400 * MIB),
+            major_faults_per_op: Some(400.0 / cap_mib as f64),
+            ..row("myrocks", cell, phase, 4, tput)
+        }
+    }
+
+    fn section_of(rows: &[FlatRow], phases: &[&str]) -> Section {
+        let phases: Vec<String> = phases.iter().map(|p| p.to_string()).collect();
+        memory_section(&observations(rows), &SeriesMap::new(rows, &[]), &phases)
+    }
+
+    #[test]
+    fn the_cells_of_a_settle_sweep_are_one_line_through_their_caps() {
+        let rows = [
+            at("a", "reads", 800, 900.0),
+            at("b", "reads", 100, 100.0),
+            at("c", "reads", 400, 500.0),
+            at("d", "reads", 200, 300.0),
+        ];
+        let s = section_of(&rows, &["reads"]);
+        let ids: Vec<&str> = s.figures.iter().map(|f| f.chart.id()).collect();
+        assert_eq!(
+            ids,
+            [
+                "fit-throughput-reads",
+                "fit-faults-reads",
+                "fit-reads-reads"
+            ]
+        );
+        let Chart::Xy(chart) = &s.figures[0].chart else {
+            panic!("an x/y chart expected")
+        };
+        let [line] = chart.lines.as_slice() else {
+            panic!("one line expected")
+        };
+        assert_eq!(line.style.name, "myrocks@1.0");
+        let xy: Vec<(f64, f64)> = line.points.iter().map(|p| (p.x, p.y)).collect();
+        assert_eq!(
+            xy,
+            [(0.25, 100.0), (0.5, 300.0), (1.0, 500.0), (2.0, 900.0)]
+        );
+        assert_eq!(
+            s.figures[1].table.rows[0],
+            [
+                "myrocks@1.0",
+                "4",
+                "100 MiB",
+                "0.25×",
+                "4.00",
+                "—",
+                "—",
+                "1,000",
+                "1"
+            ]
+        );
+        assert!(s.tables.is_empty());
+    }
+
+    #[test]
+    fn a_phase_at_one_cap_is_a_table_row_beside_the_sweeps() {
+        let rows = [
+            FlatRow {
+                phase_index: 0,
+                ..at("a", "load", 1024, 50.0)
+            },
+            FlatRow {
+                phase_index: 1,
+                ..at("a", "reads", 800, 900.0)
+            },
+            FlatRow {
+                phase_index: 1,
+                ..at("b", "reads", 100, 100.0)
+            },
+        ];
+        let s = section_of(&rows, &["load", "reads"]);
+        assert_eq!(s.figures.len(), 3);
+        let [single] = s.tables.as_slice() else {
+            panic!("one table expected")
+        };
+        assert_eq!(single.rows.len(), 1);
+        assert_eq!(
+            single.rows[0][..5],
+            ["load", "myrocks@1.0", "4", "1 GiB", "2.56×"]
+        );
+        // Without a sweep there is nothing to stand beside.
+        let s = section_of(&rows[..1], &["load"]);
+        assert!(s.figures.is_empty() && s.tables.is_empty());
+    }
+
+    #[test]
+    fn engines_in_different_sweeps_are_named_by_their_sweep_environment() {
+        let other = |r: FlatRow| FlatRow {
+            environment: r.environment.replace("ram-sweep", "disk-sweep"),
+            sweep_environment: "disk-sweep".into(),
+            ..r
+        };
+        let rows = [
+            at("a", "reads", 800, 900.0),
+            at("b", "reads", 100, 100.0),
+            other(at("c", "reads", 800, 800.0)),
+            other(at("d", "reads", 100, 50.0)),
+        ];
+        let s = section_of(&rows, &["reads"]);
+        let Chart::Xy(chart) = &s.figures[0].chart else {
+            panic!("an x/y chart expected")
+        };
+        let names: Vec<&str> = chart.lines.iter().map(|l| l.style.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["myrocks@1.0 · disk-sweep", "myrocks@1.0 · ram-sweep"]
+        );
+        assert_ne!(chart.lines[0].style.dash, chart.lines[1].style.dash);
     }
 }

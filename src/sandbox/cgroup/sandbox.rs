@@ -1,15 +1,19 @@
 //! [`CgroupSandbox`]: the [`Sandbox`] trait on cgroups v1 or v2.
 
-use super::group::{self, Group, GroupLimits, TOP};
-use super::hierarchy::Hierarchy;
-use super::{io, memory, remove, stats};
+use crate::model::{CellLimits, EngineLaunch, Program, SwapPolicy};
+use crate::sandbox::cgroupfs::group::{self, Group, GroupLimits, TOP};
+use crate::sandbox::cgroupfs::hierarchy::Hierarchy;
+use crate::sandbox::cgroupfs::{io, remove};
 use crate::sandbox::ledger::{self, Ledger, Resource};
-use crate::sandbox::process::{self, Detach, Launch};
+use crate::sandbox::process::{self, ClientPlacer, Launch};
+use crate::sandbox::ready::LOG_TAIL_LINES;
 use crate::sandbox::roots;
+use crate::sandbox::stats::StatsReader;
 use crate::sandbox::{
-    CellLimits, CgroupStats, EngineHandle, EngineId, EngineLaunch, EngineStatus, Program,
-    Provisioned, Sandbox, SandboxError, StopReport, TeardownReport,
+    EngineHandle, EngineId, EngineStatus, Provisioned, Sandbox, SandboxError, StopReport,
+    TeardownReport, check_run_id,
 };
+use crate::units::Bytes;
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -52,23 +56,7 @@ pub struct CgroupSandbox {
     client: Group,
     limits: Option<CellLimits>,
     engine: Option<Engine>,
-}
-
-/// Run ids become directory names: keep them to a safe alphabet.
-pub fn check_run_id(run_id: &str) -> Result<(), SandboxError> {
-    let ok = !run_id.is_empty()
-        && run_id.len() <= 128
-        && !run_id.starts_with('.')
-        && run_id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if ok {
-        Ok(())
-    } else {
-        Err(SandboxError::Unsupported(format!(
-            "run id `{run_id}` must be 1-128 characters of A-Z a-z 0-9 - _ . (not starting with a dot)"
-        )))
-    }
+    stats: StatsReader,
 }
 
 fn is_not_found(e: &SandboxError) -> bool {
@@ -89,6 +77,7 @@ impl CgroupSandbox {
         let run = Group::at(&cfg.hierarchy, &run_rel, "run");
         let server = Group::at(&cfg.hierarchy, &run_rel.join("server"), "server");
         let client = Group::at(&cfg.hierarchy, &run_rel.join("client"), "client");
+        let stats = StatsReader::new(server.dirs.clone(), client.dirs.clone());
         Ok(CgroupSandbox {
             run_id: run_id.to_string(),
             cfg,
@@ -99,6 +88,7 @@ impl CgroupSandbox {
             client,
             limits: None,
             engine: None,
+            stats,
         })
     }
 
@@ -123,14 +113,6 @@ impl CgroupSandbox {
             self.ledger = Some(Ledger::open(&self.cfg.ledger_root, &self.run_id)?);
         }
         Ok(self.ledger.as_mut().expect("opened above"))
-    }
-
-    /// Drop the server's page cache (between load and measurement).
-    pub fn drop_page_cache(&self) -> Result<(), SandboxError> {
-        match self.server.memory_dir() {
-            Some(d) => memory::drop_cache(d, self.server.is_v2()),
-            None => Ok(()),
-        }
     }
 
     fn create_parents(&mut self) -> Result<(), SandboxError> {
@@ -212,6 +194,32 @@ impl CgroupSandbox {
         Ok(())
     }
 
+    /// The engine's data dir, in the ledger before it is made, owned by
+    /// the engine's user.
+    fn prepare_data_dir(
+        &mut self,
+        launch: &EngineLaunch,
+        user: Option<process::Identity>,
+    ) -> Result<(), SandboxError> {
+        if !launch.data_dir.exists() {
+            self.ledger_mut()?.record(Resource::DataDir {
+                path: launch.data_dir.clone(),
+            })?;
+            // Folders on the way get a mode the engine's user can traverse.
+            roots::create_dirs(&launch.data_dir, roots::SEARCHABLE).map_err(|e| {
+                SandboxError::DataDir {
+                    path: launch.data_dir.clone(),
+                    detail: e.to_string(),
+                }
+            })?;
+        }
+        if let Some(id) = user {
+            // postgres and mariadb refuse a data dir they do not own.
+            give_to(&launch.data_dir, id)?;
+        }
+        Ok(())
+    }
+
     fn engine_mut(&mut self) -> Result<&mut Engine, SandboxError> {
         self.engine.as_mut().ok_or(SandboxError::NoEngine)
     }
@@ -248,17 +256,8 @@ impl Sandbox for CgroupSandbox {
         };
         self.make_group("client", &client, &mut read_back)?;
         self.limits = Some(limits.clone());
-        let mut cgroup_paths = BTreeMap::new();
-        for (label, g) in [("server", &self.server), ("client", &self.client)] {
-            for (c, d) in &g.dirs {
-                cgroup_paths.insert(format!("{label}/{c}"), d.clone());
-            }
-        }
         read_back.insert("hierarchy".into(), self.cfg.hierarchy.version().into());
-        Ok(Provisioned {
-            read_back,
-            cgroup_paths,
-        })
+        Ok(Provisioned { read_back })
     }
 
     async fn start_engine(&mut self, launch: &EngineLaunch) -> Result<EngineHandle, SandboxError> {
@@ -282,46 +281,10 @@ impl Sandbox for CgroupSandbox {
                 process::check_program_reachable(p, name, id)?;
             }
         }
-        if !launch.data_dir.exists() {
-            self.ledger_mut()?.record(Resource::DataDir {
-                path: launch.data_dir.clone(),
-            })?;
-            // Folders on the way get a mode the engine's user can traverse.
-            roots::create_dirs(&launch.data_dir, roots::SEARCHABLE).map_err(|e| {
-                SandboxError::DataDir {
-                    path: launch.data_dir.clone(),
-                    detail: e.to_string(),
-                }
-            })?;
-        }
-        if let Some(id) = user {
-            // postgres and mariadb refuse a data dir they do not own.
-            give_to(&launch.data_dir, id)?;
-        }
+        self.prepare_data_dir(launch, user)?;
         self.install_configs(launch, user)?;
         let procs = self.server.procs_files();
-        for argv in &launch.init {
-            let l = Launch {
-                argv,
-                env: &launch.env,
-                procs: &procs,
-                user,
-                log_path: &launch.log_path,
-                cwd: Some(&launch.data_dir),
-            };
-            let status = process::run_to_end(&l).await?;
-            if !status.success() {
-                return Err(SandboxError::Init {
-                    argv: argv.join(" "),
-                    status: process::describe(process::status_of(status)),
-                    log_path: launch.log_path.clone(),
-                    log_tail: process::log_tail(
-                        &launch.log_path,
-                        super::super::ready::LOG_TAIL_LINES,
-                    ),
-                });
-            }
-        }
+        run_inits(launch, &procs, user).await?;
         let l = Launch {
             argv: &launch.argv,
             env: &launch.env,
@@ -346,6 +309,7 @@ impl Sandbox for CgroupSandbox {
         let mut read_back = BTreeMap::new();
         process::read_back_cpus_allowed(pid, &limits.server_cpus, &mut read_back)?;
         Ok(EngineHandle {
+            image: None,
             id: EngineId::Pid(pid),
             port: launch.port,
             log_path: launch.log_path.clone(),
@@ -353,16 +317,24 @@ impl Sandbox for CgroupSandbox {
         })
     }
 
-    async fn stats(&self) -> Result<CgroupStats, SandboxError> {
-        stats::read_cgroup_stats(&self.server.dirs)
+    fn stats_reader(&self) -> StatsReader {
+        self.stats.clone()
     }
 
-    async fn client_stats(&self) -> Result<CgroupStats, SandboxError> {
-        stats::read_cgroup_stats(&self.client.dirs)
+    fn client_placer(&self) -> ClientPlacer {
+        ClientPlacer::new(self.client.procs_files())
     }
 
-    fn prepare_client(&self, cmd: &mut std::process::Command) -> Result<(), SandboxError> {
-        process::join_in_pre_exec(cmd, &self.client.procs_files(), Detach::Group, None)
+    fn set_memory_cap(&self, cap: Bytes, swap: SwapPolicy) -> Result<(), SandboxError> {
+        self.server.set_memory_cap(cap, swap)
+    }
+
+    fn drop_page_cache(&self) -> Result<(), SandboxError> {
+        self.server.drop_page_cache()
+    }
+
+    fn server_pids(&self) -> Vec<u32> {
+        self.server.pids()
     }
 
     async fn engine_status(&mut self) -> Result<EngineStatus, SandboxError> {
@@ -428,6 +400,35 @@ impl Sandbox for CgroupSandbox {
             elapsed_ms: started.elapsed().as_millis() as u64,
         })
     }
+}
+
+/// Run the launch's `init` commands to their end, each inside the server
+/// group (`procs`); a failed one is [`SandboxError::Init`] with the log tail.
+async fn run_inits(
+    launch: &EngineLaunch,
+    procs: &[PathBuf],
+    user: Option<process::Identity>,
+) -> Result<(), SandboxError> {
+    for argv in &launch.init {
+        let l = Launch {
+            argv,
+            env: &launch.env,
+            procs,
+            user,
+            log_path: &launch.log_path,
+            cwd: Some(&launch.data_dir),
+        };
+        let status = process::run_to_end(&l).await?;
+        if !status.success() {
+            return Err(SandboxError::Init {
+                argv: argv.join(" "),
+                status: process::describe(process::status_of(status)),
+                log_path: launch.log_path.clone(),
+                log_tail: process::log_tail(&launch.log_path, LOG_TAIL_LINES),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Make `path` (a folder or file benchcage created) the engine user's.

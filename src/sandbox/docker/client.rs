@@ -79,6 +79,10 @@ pub enum DockerError {
     InspectImage { image: String, cause: Cause },
     #[error("docker pull {image}: {cause}")]
     Pull { image: String, cause: Cause },
+    #[error("docker import {image}: {cause}")]
+    Import { image: String, cause: Cause },
+    #[error("docker rmi {image}: {cause}")]
+    RemoveImage { image: String, cause: Cause },
     #[error("docker create {name}: {cause}")]
     CreateContainer { name: String, cause: Cause },
     #[error("docker create {name} returned warnings (treated as errors): {}", warnings.join("; "))]
@@ -119,6 +123,8 @@ impl DockerError {
             | Info { cause }
             | InspectImage { cause, .. }
             | Pull { cause, .. }
+            | Import { cause, .. }
+            | RemoveImage { cause, .. }
             | CreateContainer { cause, .. }
             | StartContainer { cause, .. }
             | InspectContainer { cause, .. }
@@ -317,6 +323,19 @@ pub struct PullStep {
     pub total: Option<u64>,
 }
 
+/// What `image inspect` says about a local image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageFacts {
+    /// `sha256:...`.
+    pub id: String,
+    pub size: u64,
+    pub env: Vec<String>,
+    pub labels: BTreeMap<String, String>,
+    /// `repo@sha256:...` per registry it came from or went to, sorted;
+    /// empty for an image built here.
+    pub repo_digests: Vec<String>,
+}
+
 /// A connection to the Docker daemon (DOCKER_HOST rules, API version negotiated).
 #[derive(Clone)]
 pub struct DockerClient {
@@ -399,6 +418,88 @@ impl DockerClient {
                 cause,
             }),
         }
+    }
+
+    /// `GET /images/{name}/json`: the facts of a local image, `None` when
+    /// there is no such image.
+    pub async fn image_facts(&self, image: &str) -> Result<Option<ImageFacts>, DockerError> {
+        match bounded(SHORT_CALL, self.inner.inspect_image(image)).await {
+            Ok(i) => {
+                let config = i.config.unwrap_or_default();
+                Ok(Some(ImageFacts {
+                    id: i.id.unwrap_or_default(),
+                    size: i.size.unwrap_or(0).max(0) as u64,
+                    env: config.env.unwrap_or_default(),
+                    labels: config.labels.unwrap_or_default().into_iter().collect(),
+                    repo_digests: {
+                        let mut d = i.repo_digests.unwrap_or_default();
+                        d.sort();
+                        d
+                    },
+                }))
+            }
+            Err(c) if c.status() == Some(404) => Ok(None),
+            Err(cause) => Err(DockerError::InspectImage {
+                image: image.into(),
+                cause,
+            }),
+        }
+    }
+
+    /// `POST /images/create?fromSrc=-` (`docker import`): an image named
+    /// `image` (`repo:tag`) from the root filesystem tar that `body`
+    /// streams, with Dockerfile `changes` (`ENV ...`, `LABEL ...`). An
+    /// error in `body` aborts the upload, and the daemon keeps nothing.
+    pub async fn import(
+        &self,
+        image: &str,
+        changes: Vec<String>,
+        body: impl Stream<Item = Result<Vec<u8>, std::io::Error>> + Send + 'static,
+    ) -> Result<(), DockerError> {
+        let err = |cause| DockerError::Import {
+            image: image.into(),
+            cause,
+        };
+        let (repo, tag) = image.rsplit_once(':').unwrap_or((image, "latest"));
+        let options = CreateImageOptionsBuilder::default()
+            .from_src("-")
+            .repo(repo)
+            .tag(tag)
+            .changes(changes)
+            .build();
+        let body = bollard::body_try_stream(body.map(|chunk| chunk.map(Into::into)));
+        let mut stream = self.inner.create_image(Some(options), Some(body), None);
+        // The daemon answers once it has read the whole tar.
+        let limit = Duration::from_secs(1800);
+        loop {
+            let next = tokio::time::timeout(limit, stream.next())
+                .await
+                .map_err(|_| err(Cause::TimedOut(limit)))?;
+            match next {
+                None => return Ok(()),
+                Some(Err(e)) => return Err(err(cause(e))),
+                Some(Ok(_)) => {}
+            }
+        }
+    }
+
+    /// `DELETE /images/{name}` without force: the daemon refuses (409) an
+    /// image a container uses.
+    pub async fn remove_image(&self, image: &str) -> Result<(), DockerError> {
+        bounded(
+            SHORT_CALL,
+            self.inner.remove_image(
+                image,
+                None::<bollard::query_parameters::RemoveImageOptions>,
+                None,
+            ),
+        )
+        .await
+        .map(|_| ())
+        .map_err(|cause| DockerError::RemoveImage {
+            image: image.into(),
+            cause,
+        })
     }
 
     /// `POST /images/create?fromImage=`: pulls an image; `on_step` sees each

@@ -22,10 +22,20 @@ use std::path::PathBuf;
 pub enum DockerBackendError {
     #[error(transparent)]
     Api(#[from] DockerError),
+    #[error("image {image} is not on this machine ({why}); {hint}")]
+    ImageMissing {
+        image: String,
+        why: String,
+        hint: String,
+    },
     #[error(
-        "image {image} is not on this machine ({why}); build the local engine images with `make images` (benchcage/postgres, benchcage/mariadb, benchcage/redis; import other benchcage/ images with `docker import`), or `docker pull {image}` where a registry is reachable"
+        "image {image} is not on this machine and pulling it from registry {registry} failed: {cause}; check that {registry} is up and serves it, or put the image on this machine (`docker load`)"
     )]
-    ImageMissing { image: String, why: String },
+    PullFailed {
+        image: String,
+        registry: String,
+        cause: String,
+    },
     #[error(
         "container {name} was removed while the run used it (someone ran `docker rm`?); the cell is invalid"
     )]

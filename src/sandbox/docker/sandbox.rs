@@ -8,27 +8,27 @@ use super::client::DockerClient;
 use super::image;
 use super::reap::{Removal, remove_fully};
 use super::spec::{self, Owner, Role};
-use crate::sandbox::cgroup::group::{self, Group, GroupLimits, TOP};
-use crate::sandbox::cgroup::hierarchy::Hierarchy;
-use crate::sandbox::cgroup::io;
-use crate::sandbox::cgroup::sandbox::check_run_id;
+use crate::model::{CellLimits, EngineLaunch, ImageRecord, Program, SwapPolicy};
+use crate::sandbox::cgroupfs::group::{self, Group, GroupLimits, TOP};
+use crate::sandbox::cgroupfs::hierarchy::Hierarchy;
+use crate::sandbox::cgroupfs::{io, memory};
 use crate::sandbox::ledger::{self, Ledger, Resource};
-use crate::sandbox::process::{self, Detach};
+use crate::sandbox::process::{self, ClientPlacer};
 use crate::sandbox::ready::LOG_TAIL_LINES;
+use crate::sandbox::stats::StatsReader;
 use crate::sandbox::{
-    CellLimits, CgroupStats, EngineHandle, EngineId, EngineLaunch, EngineStatus, Program,
-    Provisioned, Sandbox, SandboxError, StopOutcome, StopReport, TeardownReport, read_cgroup_stats,
+    EngineHandle, EngineId, EngineStatus, Provisioned, Sandbox, SandboxError, StopOutcome,
+    StopReport, TeardownReport, check_run_id,
 };
+use crate::units::Bytes;
 use futures::StreamExt;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 
 const SYS_DEV_BLOCK: &str = "/sys/dev/block";
-const KMSG: &str = "/dev/kmsg";
 
 /// The engine container once started.
 #[derive(Debug)]
@@ -37,8 +37,6 @@ struct Engine {
     id: String,
     /// The container's cgroup directories (controller -> dir).
     dirs: BTreeMap<String, PathBuf>,
-    /// Its memory cgroup as the kernel names it (`/docker/<id>`), for OOM records.
-    memcg: String,
     logs: Option<JoinHandle<()>>,
     /// Reaped by `stop_engine`: no longer running, status known.
     stopped: Option<EngineStatus>,
@@ -61,8 +59,8 @@ pub struct DockerSandbox {
     /// Container names created so far, in creation order (ledger order).
     containers: Vec<String>,
     engine: Option<Engine>,
-    last_stats: Mutex<Option<CgroupStats>>,
-    pull_first_answer: Duration,
+    stats: StatsReader,
+    pull: image::PullPolicy,
 }
 
 fn backend(e: impl Into<DockerBackendError>) -> SandboxError {
@@ -95,6 +93,7 @@ impl DockerSandbox {
     ) -> Result<DockerSandbox, SandboxError> {
         check_run_id(run_id)?;
         let run_rel = Path::new(TOP).join(run_id);
+        let client_group = Group::at(&hierarchy, &run_rel.join("client"), "client");
         Ok(DockerSandbox {
             owner: Owner::this_process(run_id, cell_id),
             ledger_root: ledger_root.to_path_buf(),
@@ -102,19 +101,25 @@ impl DockerSandbox {
             client: None,
             top: Group::at(&hierarchy, Path::new(TOP), "top"),
             run: Group::at(&hierarchy, &run_rel, "run"),
-            client_group: Group::at(&hierarchy, &run_rel.join("client"), "client"),
+            stats: StatsReader::new(BTreeMap::new(), client_group.dirs.clone()),
+            client_group,
             hierarchy,
             limits: None,
             containers: Vec::new(),
             engine: None,
-            last_stats: Mutex::new(None),
-            pull_first_answer: image::PULL_FIRST_ANSWER,
+            pull: image::PullPolicy::default(),
         })
     }
 
     /// Bound the wait for a registry's first answer when an image is missing.
     pub fn with_pull_timeout(mut self, first_answer: Duration) -> Self {
-        self.pull_first_answer = first_answer;
+        self.pull = image::PullPolicy::Missing(first_answer);
+        self
+    }
+
+    /// Whether a missing image is pulled (`run --pull`).
+    pub fn with_pull(mut self, policy: image::PullPolicy) -> Self {
+        self.pull = policy;
         self
     }
 
@@ -131,6 +136,17 @@ impl DockerSandbox {
     /// The engine container's cgroup directories, once started.
     pub fn container_cgroup_dirs(&self) -> Option<&BTreeMap<String, PathBuf>> {
         self.engine.as_ref().map(|e| &e.dirs)
+    }
+
+    /// The engine container's cgroup, once it runs.
+    fn server_group(&self) -> Option<Group> {
+        self.engine
+            .as_ref()
+            .filter(|e| !e.dirs.is_empty())
+            .map(|e| Group {
+                label: "server".into(),
+                dirs: e.dirs.clone(),
+            })
     }
 
     fn client(&self) -> Result<&DockerClient, SandboxError> {
@@ -294,6 +310,183 @@ impl DockerSandbox {
             io: io_dev.map(|d| (d, limits.io.clone())),
         }
     }
+
+    /// The launch's image, present (pulled when missing), and what the
+    /// daemon knows of it: by id and registry digest, since a tag may move
+    /// later.
+    async fn image_of(&self, launch: &EngineLaunch) -> Result<(String, ImageRecord), SandboxError> {
+        let image = match &launch.program {
+            Program::Image(i) => i.clone(),
+            Program::Binary(p) => {
+                return Err(backend(DockerBackendError::NotAnImage {
+                    engine: launch.engine.clone(),
+                    version: launch.version.clone(),
+                    program: p.clone(),
+                }));
+            }
+        };
+        image::ensure_image(self.client()?, &image, self.pull)
+            .await
+            .map_err(backend)?;
+        match self.client()?.image_facts(&image).await.map_err(backend)? {
+            Some(f) => Ok((
+                image.clone(),
+                ImageRecord {
+                    reference: image,
+                    id: f.id,
+                    repo_digests: f.repo_digests,
+                },
+            )),
+            None => Err(backend(DockerBackendError::ImageMissing {
+                image,
+                why: "it went away right after it was checked".into(),
+                hint: "run again; if it keeps going, something removes images".into(),
+            })),
+        }
+    }
+
+    /// The data dir (in the ledger first) and the log's folder, and the
+    /// data device (`major:minor`, its /dev node) when IO is throttled.
+    fn prepare_dirs(
+        &mut self,
+        launch: &EngineLaunch,
+        limits: &CellLimits,
+    ) -> Result<(Option<String>, Option<PathBuf>), SandboxError> {
+        if !launch.data_dir.exists() {
+            self.ledger_mut()?.record(Resource::DataDir {
+                path: launch.data_dir.clone(),
+            })?;
+        }
+        for dir in [Some(launch.data_dir.as_path()), launch.log_path.parent()]
+            .into_iter()
+            .flatten()
+        {
+            std::fs::create_dir_all(dir).map_err(|e| SandboxError::DataDir {
+                path: dir.to_path_buf(),
+                detail: e.to_string(),
+            })?;
+        }
+        if limits.io == Default::default() {
+            return Ok((None, None));
+        }
+        let dev = io::data_device(&launch.data_dir, Path::new(SYS_DEV_BLOCK))?;
+        let node = spec::device_path(&dev, Path::new(SYS_DEV_BLOCK)).ok_or_else(|| {
+            backend(DockerBackendError::NoDeviceNode {
+                dev: dev.clone(),
+                path: launch.data_dir.clone(),
+            })
+        })?;
+        Ok((Some(dev), Some(node)))
+    }
+
+    /// The data dir's owner set from inside the image (the engine's user
+    /// exists only there), then the launch's `init` commands, each in a
+    /// container of its own under the cell's limits.
+    async fn run_inits(
+        &mut self,
+        image: &str,
+        launch: &EngineLaunch,
+        io_node: Option<&Path>,
+    ) -> Result<(), SandboxError> {
+        if let Some(user) = launch.user.as_deref().filter(|u| *u != "root") {
+            let argv = vec![
+                "chown".to_string(),
+                "-R".to_string(),
+                format!("{user}:"),
+                launch.data_dir.display().to_string(),
+            ];
+            let role = Role {
+                name: "chown",
+                argv: &argv,
+                user: None,
+            };
+            self.run_init(role, image, launch, io_node).await?;
+        }
+        for (i, argv) in launch.init.iter().enumerate() {
+            let name = format!("init-{i}");
+            let role = Role {
+                name: &name,
+                argv,
+                user: launch.user.as_deref(),
+            };
+            self.run_init(role, image, launch, io_node).await?;
+        }
+        Ok(())
+    }
+
+    /// Create and start the engine's container, stream its log, find its
+    /// cgroup and read every limit back; the container id and the limits.
+    /// An engine that exits at once is reported with its log tail.
+    async fn run_engine(
+        &mut self,
+        image: &str,
+        launch: &EngineLaunch,
+        limits: &CellLimits,
+        io_dev: Option<String>,
+        io_node: Option<&Path>,
+    ) -> Result<(String, BTreeMap<String, String>), SandboxError> {
+        let role = Role {
+            name: "engine",
+            argv: &launch.argv,
+            user: launch.user.as_deref(),
+        };
+        let spec = spec::container_spec(&self.owner, &role, image, launch, limits, io_node)
+            .map_err(backend)?;
+        let id = self.create(&spec).await?;
+        let client = self.client()?.clone();
+        self.engine = Some(Engine {
+            name: spec.name.clone(),
+            id: id.clone(),
+            dirs: BTreeMap::new(),
+            logs: None,
+            stopped: None,
+        });
+        client.start(&id).await.map_err(backend)?;
+        let logs = self.stream_logs(&id, &launch.log_path)?;
+        if let Some(e) = self.engine.as_mut() {
+            e.logs = Some(logs);
+        }
+        let state = client.inspect(&id).await.map_err(backend)?;
+        let checked = if state.running {
+            self.read_back_engine(&id, state.pid, limits, io_dev).await
+        } else {
+            Err(SandboxError::NoEngine)
+        };
+        let (dirs, memcg, mut read_back) = match checked {
+            Ok(c) => c,
+            Err(e) => {
+                // An engine that died at once explains a failed read-back
+                // (its cgroup goes with it): report the exit and its log.
+                // The daemon may still call it running for a moment while
+                // it dies (its cgroup already half gone): give it 2 s.
+                let mut now = client.inspect(&id).await.map_err(backend)?;
+                for _ in 0..20 {
+                    if !now.running {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    now = client.inspect(&id).await.map_err(backend)?;
+                }
+                if now.running {
+                    return Err(e);
+                }
+                if let Some(e) = self.engine.as_mut().and_then(|e| e.logs.take()) {
+                    let _ = tokio::time::timeout(Duration::from_secs(5), e).await;
+                }
+                return Err(SandboxError::EngineExited {
+                    status: process::describe(exited(now.exit_code)),
+                    log_path: launch.log_path.clone(),
+                    log_tail: process::log_tail(&launch.log_path, LOG_TAIL_LINES),
+                });
+            }
+        };
+        read_back.insert("docker/container".into(), id.clone());
+        // The kernel's name of the memory cgroup, for its OOM records.
+        self.stats.set_server(dirs.clone(), memcg);
+        let engine = self.engine.as_mut().expect("set above");
+        engine.dirs = dirs;
+        Ok((id, read_back))
+    }
 }
 
 #[async_trait::async_trait]
@@ -332,9 +525,6 @@ impl Sandbox for DockerSandbox {
         self.client_group.apply(&client_limits)?;
         self.client_group
             .read_back(&client_limits, &mut out.read_back)?;
-        for (c, d) in &self.client_group.dirs {
-            out.cgroup_paths.insert(format!("client/{c}"), d.clone());
-        }
         self.limits = Some(limits.clone());
         Ok(out)
     }
@@ -344,135 +534,14 @@ impl Sandbox for DockerSandbox {
             .limits
             .clone()
             .ok_or_else(|| backend(DockerBackendError::NotProvisioned))?;
-        let image = match &launch.program {
-            Program::Image(i) => i.clone(),
-            Program::Binary(p) => {
-                return Err(backend(DockerBackendError::NotAnImage {
-                    engine: launch.engine.clone(),
-                    version: launch.version.clone(),
-                    program: p.clone(),
-                }));
-            }
-        };
-        image::ensure_image(self.client()?, &image, self.pull_first_answer)
-            .await
-            .map_err(backend)?;
-        if !launch.data_dir.exists() {
-            self.ledger_mut()?.record(Resource::DataDir {
-                path: launch.data_dir.clone(),
-            })?;
-        }
-        for dir in [Some(launch.data_dir.as_path()), launch.log_path.parent()]
-            .into_iter()
-            .flatten()
-        {
-            std::fs::create_dir_all(dir).map_err(|e| SandboxError::DataDir {
-                path: dir.to_path_buf(),
-                detail: e.to_string(),
-            })?;
-        }
-        let io_dev = if limits.io == Default::default() {
-            None
-        } else {
-            Some(io::data_device(&launch.data_dir, Path::new(SYS_DEV_BLOCK))?)
-        };
-        let io_node = match &io_dev {
-            Some(dev) => Some(spec::device_path(dev, Path::new(SYS_DEV_BLOCK)).ok_or_else(
-                || {
-                    backend(DockerBackendError::NoDeviceNode {
-                        dev: dev.clone(),
-                        path: launch.data_dir.clone(),
-                    })
-                },
-            )?),
-            None => None,
-        };
-        // The data dir is created on the host as root; the engine's user
-        // exists only in the image, so its owner is set from inside.
-        if let Some(user) = launch.user.as_deref().filter(|u| *u != "root") {
-            let argv = vec![
-                "chown".to_string(),
-                "-R".to_string(),
-                format!("{user}:"),
-                launch.data_dir.display().to_string(),
-            ];
-            let role = Role {
-                name: "chown",
-                argv: &argv,
-                user: None,
-            };
-            self.run_init(role, &image, launch, io_node.as_deref())
-                .await?;
-        }
-        for (i, argv) in launch.init.iter().enumerate() {
-            let name = format!("init-{i}");
-            let role = Role {
-                name: &name,
-                argv,
-                user: launch.user.as_deref(),
-            };
-            self.run_init(role, &image, launch, io_node.as_deref())
-                .await?;
-        }
-        let role = Role {
-            name: "engine",
-            argv: &launch.argv,
-            user: launch.user.as_deref(),
-        };
-        let spec = spec::container_spec(
-            &self.owner,
-            &role,
-            &image,
-            launch,
-            &limits,
-            io_node.as_deref(),
-        )
-        .map_err(backend)?;
-        let id = self.create(&spec).await?;
-        let client = self.client()?.clone();
-        self.engine = Some(Engine {
-            name: spec.name.clone(),
-            id: id.clone(),
-            dirs: BTreeMap::new(),
-            memcg: String::new(),
-            logs: None,
-            stopped: None,
-        });
-        client.start(&id).await.map_err(backend)?;
-        let logs = self.stream_logs(&id, &launch.log_path)?;
-        if let Some(e) = self.engine.as_mut() {
-            e.logs = Some(logs);
-        }
-        let state = client.inspect(&id).await.map_err(backend)?;
-        let checked = if state.running {
-            self.read_back_engine(&id, state.pid, &limits, io_dev).await
-        } else {
-            Err(SandboxError::NoEngine)
-        };
-        let (dirs, memcg, mut read_back) = match checked {
-            Ok(c) => c,
-            Err(e) => {
-                // An engine that died at once explains a failed read-back
-                // (its cgroup goes with it): report the exit and its log.
-                let now = client.inspect(&id).await.map_err(backend)?;
-                if now.running {
-                    return Err(e);
-                }
-                if let Some(e) = self.engine.as_mut().and_then(|e| e.logs.take()) {
-                    let _ = tokio::time::timeout(Duration::from_secs(5), e).await;
-                }
-                return Err(SandboxError::EngineExited {
-                    status: process::describe(exited(now.exit_code)),
-                    log_path: launch.log_path.clone(),
-                    log_tail: process::log_tail(&launch.log_path, LOG_TAIL_LINES),
-                });
-            }
-        };
-        read_back.insert("docker/container".into(), id.clone());
-        let engine = self.engine.as_mut().expect("set above");
-        engine.dirs = dirs;
-        engine.memcg = memcg;
+        let (image, image_record) = self.image_of(launch).await?;
+        let (io_dev, io_node) = self.prepare_dirs(launch, &limits)?;
+        self.run_inits(&image, launch, io_node.as_deref()).await?;
+        let (id, read_back) = self
+            .run_engine(&image, launch, &limits, io_dev, io_node.as_deref())
+            .await?;
         Ok(EngineHandle {
+            image: Some(image_record),
             id: EngineId::Container(id),
             port: launch.port,
             log_path: launch.log_path.clone(),
@@ -483,48 +552,32 @@ impl Sandbox for DockerSandbox {
     /// Counters from the container's cgroup files while it exists. Once the
     /// engine (PID 1) is gone the daemon removes that cgroup: then the last
     /// reading stands, with OOM kills from the kernel's own records.
-    async fn stats(&self) -> Result<CgroupStats, SandboxError> {
-        // Before the engine's container exists the server has used nothing.
-        let Some(engine) = self.engine.as_ref() else {
-            return Ok(CgroupStats::default());
-        };
-        match read_cgroup_stats(&engine.dirs) {
-            Ok(s) => {
-                *self.last_stats.lock().expect("stats lock") = Some(s.clone());
-                Ok(s)
-            }
-            Err(e) if engine.memcg.is_empty() => Err(e),
-            Err(_) => {
-                // Gone with PID 1: the last reading (none if never sampled),
-                // plus the OOM kills the kernel logged for this cgroup.
-                let mut s = self
-                    .last_stats
-                    .lock()
-                    .expect("stats lock")
-                    .clone()
-                    .unwrap_or_default();
-                s.oom_kills = s
-                    .oom_kills
-                    .max(cgroups::kernel_oom_kills(Path::new(KMSG), &engine.memcg));
-                Ok(s)
-            }
+    fn stats_reader(&self) -> StatsReader {
+        self.stats.clone()
+    }
+
+    fn client_placer(&self) -> ClientPlacer {
+        ClientPlacer::new(self.client_group.procs_files())
+    }
+
+    fn set_memory_cap(&self, cap: Bytes, swap: SwapPolicy) -> Result<(), SandboxError> {
+        match self.server_group() {
+            Some(g) => g.set_memory_cap(cap, swap),
+            None => Err(SandboxError::Unsupported(
+                "this sandbox exposes no server memory cgroup; settle cannot shrink the cap".into(),
+            )),
         }
     }
 
-    fn engine_cgroup_paths(&self) -> BTreeMap<String, PathBuf> {
-        self.engine
-            .iter()
-            .flat_map(|e| e.dirs.iter())
-            .map(|(c, d)| (format!("server/{c}"), d.clone()))
-            .collect()
+    fn drop_page_cache(&self) -> Result<(), SandboxError> {
+        match self.server_group() {
+            Some(g) => g.drop_page_cache(),
+            None => memory::drop_host_cache(),
+        }
     }
 
-    async fn client_stats(&self) -> Result<CgroupStats, SandboxError> {
-        read_cgroup_stats(&self.client_group.dirs)
-    }
-
-    fn prepare_client(&self, cmd: &mut std::process::Command) -> Result<(), SandboxError> {
-        process::join_in_pre_exec(cmd, &self.client_group.procs_files(), Detach::Group, None)
+    fn server_pids(&self) -> Vec<u32> {
+        self.server_group().map(|g| g.pids()).unwrap_or_default()
     }
 
     async fn engine_status(&mut self) -> Result<EngineStatus, SandboxError> {

@@ -3,8 +3,8 @@
 
 use super::DockerBackendError;
 use super::client::{Bind, Blkio, ContainerSpec, DeviceRate};
+use crate::model::{CellLimits, EngineLaunch, SwapPolicy};
 use crate::sandbox::ledger;
-use crate::sandbox::{CellLimits, EngineLaunch, SwapPolicy};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -200,7 +200,7 @@ fn online_mems() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sandbox::{IoLimits, Probe, Program, Readiness};
+    use crate::model::{IoLimits, Probe, Program, Readiness};
     use crate::units::{Bytes, CpuSet};
 
     fn owner() -> Owner {

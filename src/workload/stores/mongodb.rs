@@ -69,7 +69,8 @@ impl StoreConn for MongoStoreConn {
     async fn update(&mut self, key: &str, field: usize, value: &str) -> Result<(), StoreError> {
         let f = &self.schema.fields[field];
         match self.conn.set_field(TABLE, key, f, value).await? {
-            0 => Err(StoreError::NotFound(key.to_string())),
+            // Under `w: 0` nothing says what matched.
+            0 if self.conn.writes_acknowledged() => Err(StoreError::NotFound(key.to_string())),
             _ => Ok(()),
         }
     }

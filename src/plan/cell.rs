@@ -1,0 +1,198 @@
+//! The planned cell: everything one engine version in one environment,
+//! one repetition, needs to run, resolved and typed, and how it becomes
+//! the sandbox's launch description.
+
+use crate::model::{Backend, CellLimits, EngineLaunch, Program, Readiness, ThpNeed, ThpPolicy};
+use crate::render::RenderedConfig;
+use crate::spec::facts::Facts;
+use crate::spec::scenario::{Dataset, Load, Phase, Settle};
+use crate::units::Bytes;
+use crate::workload::WorkloadConfig;
+use crate::workload::tools::ToolConfig;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// One cell: an engine version in an environment, one repetition.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PlannedCell {
+    /// `redis@7.0/quickstart/r0`; `--only` matches a substring of it.
+    pub id: String,
+    pub engine: String,
+    pub version: String,
+    pub environment: String,
+    pub backend: Backend,
+    /// Resolved binary (cgroup) or image (docker).
+    pub program: Program,
+    /// Resolved limits. `memory` is the cap to set: the environment's, or
+    /// without one what the hog leaves, or the host's RAM.
+    pub limits: CellLimits,
+    /// Engine cache (the `cache_size` knob).
+    pub cache: Bytes,
+    /// Memory the hog leaves to everything else, when there is a hog.
+    pub hog_leave: Option<Bytes>,
+    /// Final knobs after defaults, the environment's cache, scenario
+    /// knobs and `--set`, in canonical text.
+    pub knobs: BTreeMap<String, String>,
+    /// Options of the built-in load generator's store URL set by knobs
+    /// (`w`, `journal`, `readPreference` for MongoDB), by option name.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub store_options: Vec<StoreOption>,
+    pub configs: Vec<RenderedConfig>,
+    /// The dataset at this environment's scale.
+    pub dataset: Option<Dataset>,
+    pub load: Option<Load>,
+    /// The load generator's config for `load`; the store URL and the
+    /// thread count are filled in when the cell runs.
+    #[serde(skip)]
+    pub load_config: Option<WorkloadConfig>,
+    pub settle: Option<Settle>,
+    /// Measured runs in order: one per phase and thread count.
+    pub phases: Vec<PlannedPhase>,
+    pub repetition: u32,
+    pub scale: f64,
+    /// argv and init with placeholders, filled by `launch`.
+    pub command: Vec<String>,
+    pub init: Vec<Vec<String>>,
+    /// What the environment asks of the host's transparent huge pages.
+    pub transparent_hugepages: ThpPolicy,
+    /// What the engine needs of them (TokuMX: not `always`).
+    pub thp_need: ThpNeed,
+    /// The user the engine and its `init` commands run as: the engine's
+    /// `user:`, else [`DEFAULT_USER`](crate::spec::engine::DEFAULT_USER).
+    pub user: String,
+    pub env: BTreeMap<String, String>,
+    pub readiness: Readiness,
+    /// How the engine is asked about its data and cache after the load.
+    #[serde(skip)]
+    pub facts: Facts,
+    /// The binary inside the image (docker backend) for `{binary}`.
+    pub image_binary: String,
+    /// Spec files this cell was planned from, relative to the project home
+    /// (scenario, environment, engine, templates), for provenance hashes.
+    pub spec_files: Vec<String>,
+    /// The cell's data on disk, estimated; `None` when it writes nothing
+    /// countable.
+    pub footprint: Option<super::footprint::Footprint>,
+}
+
+/// A store URL option a knob sets: `write_concern=1` gives `w=1`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct StoreOption {
+    pub knob: String,
+    pub option: String,
+    /// The knob's canonical value.
+    pub value: String,
+}
+
+/// One measured run: a phase at one thread count.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PlannedPhase {
+    /// `workload-a/t4`.
+    pub id: String,
+    pub threads: u32,
+    /// The phase as the scenario gives it, scaled; cell keys are made of it.
+    pub phase: Phase,
+    /// What the phase's executor runs.
+    #[serde(skip)]
+    pub config: PhaseConfig,
+}
+
+/// What a measured run runs, typed for its executor.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PhaseConfig {
+    /// The built-in load generator's config; the store URL and the thread
+    /// count are filled in when the cell runs.
+    Builtin(WorkloadConfig),
+    /// An external tool's.
+    Tool(ToolConfig),
+}
+
+impl PlannedCell {
+    /// The launch description for the sandbox, placeholders filled:
+    /// `{binary}`, `{bin_dir}`, `{port}`, `{data_dir}`, `{config_dir}`,
+    /// `{config:<name>}`.
+    pub fn launch(
+        &self,
+        port: u16,
+        data_dir: &Path,
+        config_dir: &Path,
+        log_path: &Path,
+    ) -> EngineLaunch {
+        let port_text = port.to_string();
+        let fill = |arg: &str| self.fill(arg, &port_text, data_dir, config_dir);
+        EngineLaunch {
+            engine: self.engine.clone(),
+            version: self.version.clone(),
+            program: self.program.clone(),
+            argv: self.command.iter().map(|a| fill(a)).collect(),
+            env: self.env.clone(),
+            port,
+            data_dir: data_dir.to_path_buf(),
+            config_files: self
+                .configs
+                .iter()
+                .map(|c| (config_dir.join(&c.name), config_dir.join(&c.name)))
+                .collect(),
+            init: self
+                .init
+                .iter()
+                .map(|argv| argv.iter().map(|a| fill(a)).collect())
+                .collect(),
+            user: Some(self.user.clone()),
+            readiness: self.readiness.clone(),
+            log_path: log_path.to_path_buf(),
+        }
+    }
+
+    /// The binary as the engine's argv sees it (inside the image for docker).
+    fn binary(&self) -> String {
+        match &self.program {
+            Program::Binary(p) => p.display().to_string(),
+            Program::Image(_) => self.image_binary.clone(),
+        }
+    }
+
+    /// `arg` as `plan` shows it: `{binary}` and `{bin_dir}` filled, the
+    /// per-run values left as `{port}`, `{data_dir}`, `{config_dir}`.
+    pub fn shown_arg(&self, arg: &str) -> String {
+        self.fill(
+            arg,
+            "{port}",
+            Path::new("{data_dir}"),
+            Path::new("{config_dir}"),
+        )
+    }
+
+    fn fill(&self, arg: &str, port: &str, data_dir: &Path, config_dir: &Path) -> String {
+        let binary = self.binary();
+        let bin_dir = Path::new(&binary)
+            .parent()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let mut out = arg
+            .replace("{binary}", &binary)
+            .replace("{bin_dir}", &bin_dir)
+            .replace("{port}", port)
+            .replace("{data_dir}", &data_dir.display().to_string())
+            .replace("{config_dir}", &config_dir.display().to_string());
+        for c in &self.configs {
+            out = out.replace(
+                &format!("{{config:{}}}", c.name),
+                &config_dir.join(&c.name).display().to_string(),
+            );
+        }
+        out
+    }
+
+    /// Write the rendered configs into `config_dir`; returns their paths.
+    pub fn write_configs(&self, config_dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+        std::fs::create_dir_all(config_dir)?;
+        let mut out = Vec::new();
+        for c in &self.configs {
+            let p = config_dir.join(&c.name);
+            std::fs::write(&p, &c.content)?;
+            out.push(p);
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,188 @@
+//! An engine entry in an environment expanded into its cells: one per
+//! settle cap of a sweep and repetition, each carrying the scenario's work
+//! at the environment's scale (the dataset, one measured run per phase and
+//! thread count) and everything resolved before it.
+
+use super::env::{scale_phase, scaled_count};
+use super::footprint::{self, Footprint};
+use super::knobs::Knobs;
+use super::{Entry, PlannedCell, PlannedPhase, workload};
+use crate::model::{CellLimits, Program};
+use crate::render::RenderedConfig;
+use crate::spec::Scenario;
+use crate::spec::scenario::{Dataset, Settle};
+use crate::spec::scenario_set::Applied;
+use crate::units::Bytes;
+use crate::workload::WorkloadConfig;
+use std::path::Path;
+
+/// The scenario's work at an environment's scale.
+pub(super) struct ScaledWork {
+    /// The dataset, its records scaled unless `--set records` gave them.
+    pub dataset: Option<Dataset>,
+    /// Measured runs in order: one per phase and thread count.
+    pub phases: Vec<PlannedPhase>,
+    /// The load generator's config for the scenario's load.
+    pub load: Option<WorkloadConfig>,
+    /// The cell's data on disk, estimated.
+    pub footprint: Option<Footprint>,
+}
+
+impl ScaledWork {
+    /// The work of the scenario (`--set` applied) for the entry; `home`
+    /// resolves a pgbench script.
+    pub fn of(e: &Entry, applied: &Applied, home: &Path) -> ScaledWork {
+        let s = &applied.scenario;
+        let scale = e.ep.env.scale;
+        let dataset = s.dataset.clone().map(|mut d| {
+            d.records = applied
+                .records
+                .unwrap_or_else(|| scaled_count(d.records, scale));
+            d
+        });
+        let storage_engine = e.engine.storage_engine.as_deref();
+        let mut phases = Vec::new();
+        for p in s.phases.iter().map(|p| scale_phase(p, scale)) {
+            let config = workload::phase_config(&p, dataset.as_ref(), storage_engine, home);
+            phases.extend(p.threads.iter().map(|&t| PlannedPhase {
+                id: format!("{}/t{t}", p.name),
+                threads: t,
+                phase: p.clone(),
+                config: config.clone(),
+            }));
+        }
+        let load = s
+            .load
+            .as_ref()
+            .map(|l| workload::load_config(l, dataset.as_ref(), storage_engine));
+        let footprint = footprint::estimate(
+            s.load.as_ref(),
+            dataset.as_ref(),
+            &phases,
+            e.engine.disk_factor,
+        );
+        ScaledWork {
+            dataset,
+            phases,
+            load,
+            footprint,
+        }
+    }
+}
+
+/// Everything an entry's cells share, resolved by the steps before.
+pub(super) struct Parts {
+    pub program: Program,
+    pub image_binary: String,
+    pub knobs: Knobs,
+    pub configs: Vec<RenderedConfig>,
+    pub user: String,
+    pub work: ScaledWork,
+    /// The memory the cells may use: the cap, what the hog leaves, or the
+    /// host's RAM.
+    pub memory: Bytes,
+}
+
+/// The entry's cells whose id contains `only` (all without it): one per
+/// settle cap and repetition.
+pub(super) fn expand(
+    e: &Entry,
+    s: &Scenario,
+    parts: &Parts,
+    only: Option<&str>,
+) -> Vec<PlannedCell> {
+    let settles: Vec<Option<Settle>> = match &s.settle {
+        Some(sw) => sw.cells().into_iter().map(Some).collect(),
+        None => vec![None],
+    };
+    let sweep = settles.len() > 1;
+    let mut cells = Vec::new();
+    for (settle, rep) in settles
+        .iter()
+        .flat_map(|st| (0..s.repetitions).map(move |r| (st, r)))
+    {
+        // A sweep of settle caps is one environment per cap in ids,
+        // records and reports, so cells stay apart everywhere.
+        let environment = match settle.as_ref().and_then(|st| st.memory) {
+            Some(m) if sweep => format!("{}-{}", e.ep.name, m.tag()),
+            _ => e.ep.name.clone(),
+        };
+        let id = format!("{}/{environment}/r{rep}", e.cell_label);
+        if only.is_some_and(|o| !id.contains(o)) {
+            continue;
+        }
+        let mut cell = planned_cell(e, s, parts, id, environment);
+        cell.settle = settle.clone();
+        cell.repetition = rep;
+        cells.push(cell);
+    }
+    cells
+}
+
+/// One cell of the entry (repetition 0, no settle).
+fn planned_cell(
+    e: &Entry,
+    s: &Scenario,
+    parts: &Parts,
+    id: String,
+    environment: String,
+) -> PlannedCell {
+    let (engine, env) = (e.engine, &e.ep.env);
+    PlannedCell {
+        id,
+        engine: engine.name.clone(),
+        version: e.version.to_string(),
+        environment,
+        backend: env.backend,
+        program: parts.program.clone(),
+        limits: CellLimits {
+            server_cpus: env.server_cpus.clone(),
+            client_cpus: env.client_cpus.clone(),
+            memory: parts.memory,
+            swap: env.swap,
+            pids: env.pids,
+            io: env.io.clone(),
+        },
+        cache: parts.knobs.cache,
+        hog_leave: e.ep.hog_leave(),
+        knobs: parts.knobs.canonical(),
+        store_options: parts.knobs.store_options.clone(),
+        transparent_hugepages: env.thp,
+        thp_need: engine.transparent_hugepages,
+        configs: parts.configs.clone(),
+        dataset: parts.work.dataset.clone(),
+        load: s.load.clone(),
+        load_config: parts.work.load.clone(),
+        settle: None,
+        phases: parts.work.phases.clone(),
+        repetition: 0,
+        scale: env.scale,
+        command: engine.command.clone(),
+        init: engine.init.clone(),
+        user: parts.user.clone(),
+        env: engine.env.clone(),
+        readiness: engine.readiness.clone(),
+        facts: engine.facts.clone(),
+        image_binary: parts.image_binary.clone(),
+        spec_files: spec_files(e, s),
+        footprint: parts.work.footprint.clone(),
+    }
+}
+
+/// Spec files a cell was planned from, relative to the project home
+/// (scenario, environment, engine, templates), for provenance hashes.
+fn spec_files(e: &Entry, s: &Scenario) -> Vec<String> {
+    let mut files = vec![
+        s.origin.file.clone(),
+        e.ep.spec.origin.file.clone(),
+        e.engine.origin.file.clone(),
+    ];
+    files.extend(
+        e.engine
+            .config_files
+            .iter()
+            .map(|c| format!("templates/{}", c.template)),
+    );
+    files.retain(|f| !f.is_empty());
+    files
+}

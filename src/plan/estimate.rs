@@ -1,0 +1,237 @@
+//! How long a planned cell takes, step by step: start and teardown (with
+//! the engine's `init` commands), the load, a tool's own prepare (sysbench
+//! prepare, pgbench -i), settle, and the measured phases. The rates are
+//! deliberately simple; README.md compares the estimate with measured
+//! runs of the shipped scenarios (it must stay within 2x).
+
+use super::PlannedCell;
+use crate::spec::engine::Pace;
+use crate::spec::scenario::{Length, LoadWorkload, Tool, Work};
+use crate::units::Duration;
+
+/// Provision, start, readiness, collect and teardown of one cell.
+const START_AND_TEARDOWN_S: f64 = 8.0;
+/// Each `init` command (initdb, mariadb-install-db).
+const INIT_S: f64 = 5.0;
+/// One round trip of the load generator to a server on one CPU.
+const ROUND_TRIP_S: f64 = 250e-6;
+/// Bytes per second a server on one CPU writes while loading.
+const LOAD_BYTES_PER_S: f64 = 8.0 * 1024.0 * 1024.0;
+/// Per record inside a batch (parse, index, log).
+const PER_RECORD_S: f64 = 20e-6;
+/// Rows per second of sysbench prepare (about 190 B a row).
+const SYSBENCH_PREPARE_ROWS_PER_S: f64 = 60_000.0;
+/// Rows per second of `pgbench -i` (100000 rows per scale unit).
+const PGBENCH_INIT_ROWS_PER_S: f64 = 150_000.0;
+/// Measuring data size, setting the cap, dropping caches.
+const SETTLE_S: f64 = 5.0;
+/// A tool's start and connections per thread count.
+const TOOL_RUN_OVERHEAD_S: f64 = 3.0;
+/// Operations per second and thread when a phase counts operations.
+const ASSUMED_OPS_PER_THREAD: f64 = 2_000.0;
+
+/// Seconds per step, for one cell or summed over a plan.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct Estimate {
+    pub start_and_teardown: Duration,
+    pub load: Duration,
+    pub tool_prepare: Duration,
+    pub settle: Duration,
+    pub phases: Duration,
+}
+
+/// The longest estimate: 1000 years, beyond which a step is only "too long".
+const MAX_S: f64 = 1000.0 * 365.0 * 86_400.0;
+
+fn secs(s: f64) -> Duration {
+    // A count a spec refuses anyway (a huge sysbench table) must not
+    // overflow a `Duration` before the refusal is shown.
+    let s = if s.is_finite() {
+        s.clamp(0.0, MAX_S)
+    } else {
+        MAX_S
+    };
+    Duration(std::time::Duration::from_secs_f64(s.round()))
+}
+
+impl Estimate {
+    pub fn total(&self) -> Duration {
+        Duration(
+            self.start_and_teardown.std()
+                + self.load.std()
+                + self.tool_prepare.std()
+                + self.settle.std()
+                + self.phases.std(),
+        )
+    }
+
+    /// Step by step sums.
+    pub fn sum<'a>(all: impl IntoIterator<Item = &'a Estimate>) -> Estimate {
+        let mut out = Estimate::default();
+        for e in all {
+            out.start_and_teardown =
+                Duration(out.start_and_teardown.std() + e.start_and_teardown.std());
+            out.load = Duration(out.load.std() + e.load.std());
+            out.tool_prepare = Duration(out.tool_prepare.std() + e.tool_prepare.std());
+            out.settle = Duration(out.settle.std() + e.settle.std());
+            out.phases = Duration(out.phases.std() + e.phases.std());
+        }
+        out
+    }
+}
+
+/// The estimate of a plan's cells, summed, each at its engine's pace.
+pub fn of_cells(project: &crate::spec::Project, cells: &[PlannedCell]) -> Estimate {
+    let per_cell: Vec<Estimate> = cells
+        .iter()
+        .map(|c| {
+            let pace = project.engines.get(&c.engine).and_then(|e| e.pace);
+            cell(c, pace.as_ref())
+        })
+        .collect();
+    Estimate::sum(&per_cell)
+}
+
+/// The estimate of one cell, with the engine's measured pace if it has one.
+pub fn cell(c: &PlannedCell, pace: Option<&Pace>) -> Estimate {
+    Estimate {
+        start_and_teardown: secs(START_AND_TEARDOWN_S + INIT_S * c.init.len() as f64),
+        load: secs(load(c, pace)),
+        tool_prepare: secs(prepare(c)),
+        settle: secs(if c.settle.is_some() { SETTLE_S } else { 0.0 }),
+        phases: secs(phases(c, pace)),
+    }
+}
+
+/// The engine's rate for one server CPU, times the CPUs a phase can use.
+fn paced(rate: Option<f64>, threads: u32, c: &PlannedCell) -> Option<f64> {
+    rate.map(|r| {
+        r * (threads as f64)
+            .min(c.limits.server_cpus.len() as f64)
+            .max(1.0)
+    })
+}
+
+/// Loaders that run at once: beyond the server's CPUs (plus one waiting
+/// on IO) threads only queue.
+fn parallel(threads: u32, c: &PlannedCell) -> f64 {
+    (threads as f64)
+        .min(c.limits.server_cpus.len() as f64 + 1.0)
+        .max(1.0)
+}
+
+fn load(c: &PlannedCell, pace: Option<&Pace>) -> f64 {
+    let (Some(l), Some(d)) = (&c.load, &c.dataset) else {
+        return 0.0;
+    };
+    let record_bytes = match l.workload {
+        LoadWorkload::Candles => 270.0,
+        LoadWorkload::Ycsb => (d.field_count as f64 * d.field_length as f64) + 24.0,
+    };
+    let batch = l.batch.max(1) as f64;
+    let per_batch = ROUND_TRIP_S + batch * (PER_RECORD_S + record_bytes / LOAD_BYTES_PER_S);
+    let batches = d.records as f64 / batch;
+    let generic = batches * per_batch / parallel(l.threads, c);
+    let measured = pace.and_then(|p| match l.workload {
+        LoadWorkload::Candles => p.candles_per_s,
+        LoadWorkload::Ycsb => p.load_records_per_s,
+    });
+    match paced(measured, l.threads, c) {
+        Some(rate) => generic.max(d.records as f64 / rate),
+        None => generic,
+    }
+}
+
+fn prepare(c: &PlannedCell) -> f64 {
+    // A tool prepares once per cell, before its first thread count.
+    let mut seen = Vec::new();
+    let mut t = 0.0;
+    for p in &c.phases {
+        if seen.contains(&&p.phase.name) {
+            continue;
+        }
+        seen.push(&p.phase.name);
+        t += match &p.phase.work {
+            Work::Tool(Tool::Sysbench {
+                tables, table_size, ..
+            }) => (*tables as f64 * *table_size as f64) / SYSBENCH_PREPARE_ROWS_PER_S,
+            Work::Tool(Tool::Pgbench { scale, .. }) => {
+                *scale as f64 * 100_000.0 / PGBENCH_INIT_ROWS_PER_S
+            }
+            _ => 0.0,
+        };
+    }
+    t
+}
+
+fn phases(c: &PlannedCell, pace: Option<&Pace>) -> f64 {
+    let mut t = 0.0;
+    for p in &c.phases {
+        let tool = matches!(p.phase.work, Work::Tool(_));
+        if tool {
+            // Tools run without the phase's warmup.
+            t += TOOL_RUN_OVERHEAD_S;
+        } else {
+            t += p.phase.warmup.as_secs_f64();
+        }
+        t += match p.phase.length {
+            Length::Duration(d) => d.as_secs_f64(),
+            Length::Operations(n) => {
+                let engine = paced(pace.and_then(|p| p.ops_per_s), p.threads, c);
+                let generic = ASSUMED_OPS_PER_THREAD * parallel(p.threads, c);
+                let rate = engine.map_or(generic, |e| e.min(generic));
+                let rate = p.phase.target.map_or(rate, |t| (t as f64).min(rate));
+                n as f64 / rate.max(1.0)
+            }
+        };
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::HostFacts;
+    use crate::plan::plan_on;
+    use crate::spec::Project;
+    use std::path::Path;
+
+    fn quickstart_cell() -> PlannedCell {
+        let p = Project::load(Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap();
+        let mut host = HostFacts::probe();
+        host.online_cpus = "0-1".parse().unwrap();
+        let plan = plan_on(&p, &p.scenarios["quickstart"], &[], None, None, &host).unwrap();
+        plan.cells[0].clone()
+    }
+
+    #[test]
+    fn a_slow_engines_pace_stretches_its_load_and_counted_phases_only() {
+        let mut c = quickstart_cell();
+        let generic = cell(&c, None);
+        // 50,000 records at 500 a second on the one server CPU.
+        let slow = Pace {
+            load_records_per_s: Some(500.0),
+            candles_per_s: None,
+            ops_per_s: Some(100.0),
+        };
+        let e = cell(&c, Some(&slow));
+        assert_eq!(e.load.std().as_secs(), 100);
+        assert!(generic.load.std().as_secs() < 100);
+        // A timed phase lasts its duration, whatever the pace.
+        assert_eq!(e.phases, generic.phases);
+        // An operation-count phase runs at the engine's pace.
+        c.phases[0].phase.length = Length::Operations(1000);
+        c.phases[0].phase.warmup = Duration(std::time::Duration::ZERO);
+        assert_eq!(phases(&c, Some(&slow)).round(), 10.0);
+        // A fast engine is never estimated faster than the generic model.
+        let fast = Pace {
+            load_records_per_s: Some(1e9),
+            candles_per_s: Some(1.0), // a YCSB load: the candles rate is not used
+            ops_per_s: Some(1e9),
+        };
+        assert_eq!(cell(&c, Some(&fast)).load, generic.load);
+        // A target above what the engine does is not reached.
+        c.phases[0].phase.target = Some(1_000_000);
+        assert_eq!(phases(&c, Some(&slow)).round(), 10.0);
+    }
+}

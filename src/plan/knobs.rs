@@ -1,0 +1,269 @@
+//! A cell's knobs, layered from their sources (last wins): the engine's
+//! defaults, the cache the environment gives, the scenario's `knobs:`, the
+//! matrix entry's `knobs:`, then `--set`. Each is parsed by its type,
+//! checked against the knobs it conflicts with, and the cache is rounded to
+//! what the engine version takes. The store URL options knobs set
+//! (`write_concern` gives `w=`) are checked as the load generator reads them.
+
+use super::overrides::{Sets, set_flag};
+use super::{Entry, StoreOption};
+use crate::spec::Scenario;
+use crate::spec::diag::{Diagnostic, Diagnostics, unknown_hint};
+use crate::spec::engine::{Engine, KnobValue};
+use crate::spec::environment::DEFAULT_CACHE_SHARE;
+use crate::units::{Bytes, Share};
+use std::collections::BTreeMap;
+
+/// Where a knob's value came from.
+#[derive(Debug, Clone)]
+enum Source {
+    /// The engine's `default:`.
+    Default,
+    /// The environment's cache (`cache_size`), by environment name.
+    Environment(String),
+    /// A field of the scenario (`knobs.sync_period`,
+    /// `matrix.engines[1].knobs.compression`).
+    Scenario(String),
+    /// `--set KEY=VALUE`.
+    Flag,
+}
+
+/// A knob's value as written, and where.
+struct Layer {
+    value: String,
+    from: Source,
+}
+
+/// A cell's knobs, resolved.
+pub(super) struct Knobs {
+    pub typed: BTreeMap<String, KnobValue>,
+    pub store_options: Vec<StoreOption>,
+    /// The engine cache (`cache_size`, or the environment's cache when the
+    /// engine has no such knob), rounded as the engine takes it.
+    pub cache: Bytes,
+    /// Whether the engine has a `cache_size` knob at all.
+    pub has_cache_knob: bool,
+}
+
+impl Knobs {
+    /// Canonical text of each knob, as cells and records show them.
+    pub fn canonical(&self) -> BTreeMap<String, String> {
+        self.typed
+            .iter()
+            .map(|(k, v)| (k.clone(), v.canonical()))
+            .collect()
+    }
+}
+
+impl Layer {
+    /// A diagnostic at the place this value was written.
+    fn diag(&self, key: &str, s: &Scenario, e: &Engine, msg: String) -> Diagnostic {
+        self.diag_hint(key, s, e, msg, None)
+    }
+
+    fn diag_hint(
+        &self,
+        key: &str,
+        s: &Scenario,
+        e: &Engine,
+        msg: String,
+        hint: Option<String>,
+    ) -> Diagnostic {
+        match &self.from {
+            Source::Flag => set_flag(key, &self.value, msg, hint),
+            Source::Default => e.origin.diag(&format!("knobs.{key}.default"), msg, hint),
+            Source::Environment(env) => s.origin.diag(&format!("environment {env}"), msg, hint),
+            Source::Scenario(field) => s.origin.diag(field, msg, hint),
+        }
+    }
+}
+
+/// Resolve the entry's knobs over the memory a cell may use (`effective`);
+/// `None` when one is refused (the diagnostics say why). A cache the
+/// engine rounds is a deviation.
+pub(super) fn resolve(
+    e: &Entry,
+    sets: &Sets,
+    effective: Bytes,
+    deviations: &mut Vec<String>,
+    diags: &mut Diagnostics,
+) -> Option<Knobs> {
+    let s = sets.scenario();
+    let env_cache = match e.ep.env.cache {
+        Some(c) => c.resolve(effective),
+        None => Share(DEFAULT_CACHE_SHARE).of(effective),
+    };
+    let has_cache_knob = e.engine.knobs.contains_key("cache_size");
+    let raw = layers(e, sets, has_cache_knob.then_some(env_cache));
+    let mut typed = parse(e, s, &raw, diags)?;
+    let store_options = match store_options_of(e.engine, &typed) {
+        Ok(o) => o,
+        Err((k, msg)) => {
+            diags.push(raw[&k].diag(&k, s, e.engine, format!("{}: {msg}", e.label)));
+            return None;
+        }
+    };
+    let mut cache = match typed.get("cache_size") {
+        Some(KnobValue::Size(b)) => *b,
+        _ => env_cache,
+    };
+    if let Some(got) = round_cache(e, s, cache, deviations, diags)? {
+        cache = got;
+        typed.insert("cache_size".into(), KnobValue::Size(got));
+    }
+    Some(Knobs {
+        typed,
+        store_options,
+        cache,
+        has_cache_knob,
+    })
+}
+
+/// Every knob's value as written, last source winning.
+fn layers(e: &Entry, sets: &Sets, env_cache: Option<Bytes>) -> BTreeMap<String, Layer> {
+    let engine = e.engine;
+    let mut raw = BTreeMap::new();
+    let mut put = |k: &str, value: &str, from: Source| {
+        let value = value.to_string();
+        raw.insert(k.to_string(), Layer { value, from });
+    };
+    for (k, knob) in &engine.knobs {
+        if let Some(d) = &knob.default {
+            put(k, d, Source::Default);
+        }
+    }
+    if let Some(c) = env_cache {
+        let from = Source::Environment(e.ep.name.clone());
+        put("cache_size", &c.to_string(), from);
+    }
+    for (k, v) in &sets.scenario().knobs {
+        put(k, v, Source::Scenario(format!("knobs.{k}")));
+    }
+    for (k, v) in &e.er.knobs {
+        put(k, v, Source::Scenario(format!("{}.knobs.{k}", e.er.field)));
+    }
+    for (k, v) in sets
+        .knobs
+        .iter()
+        .filter(|(k, _)| engine.knobs.contains_key(k))
+    {
+        put(k, v, Source::Flag);
+    }
+    raw
+}
+
+/// Every knob parsed by its type, and no two conflicting ones on.
+fn parse(
+    e: &Entry,
+    s: &Scenario,
+    raw: &BTreeMap<String, Layer>,
+    diags: &mut Diagnostics,
+) -> Option<BTreeMap<String, KnobValue>> {
+    let (engine, label) = (e.engine, &e.label);
+    let mut typed = BTreeMap::new();
+    let before = diags.len();
+    for (k, layer) in raw {
+        let Some(knob) = engine.knobs.get(k) else {
+            diags.push(layer.diag_hint(
+                k,
+                s,
+                engine,
+                format!("{label} has no knob `{k}`"),
+                Some(unknown_hint(k, &engine.knob_names())),
+            ));
+            continue;
+        };
+        match knob.parse(&layer.value) {
+            Ok(tv) => {
+                typed.insert(k.clone(), tv);
+            }
+            Err(msg) => diags.push(layer.diag(k, s, engine, msg)),
+        }
+    }
+    for (k, other) in engine.conflicting_knobs(&typed) {
+        // Report where a user turned one of them on, not the default.
+        let (key, layer) = [&k, &other]
+            .into_iter()
+            .filter_map(|n| raw.get(n).map(|l| (n, l)))
+            .find(|(_, l)| !matches!(l.from, Source::Default))
+            .unwrap_or((&k, &raw[&k]));
+        let msg = format!("{label}: knobs `{k}` and `{other}` cannot both be true");
+        let hint = Some(format!(
+            "turn one of them off; {k}: {}",
+            engine.knobs[&k].description
+        ));
+        diags.push(layer.diag_hint(key, s, engine, msg, hint));
+    }
+    (diags.len() == before).then_some(typed)
+}
+
+/// The cache as the engine version takes it: `Some` when it rounds it (a
+/// deviation), `None` when it takes it as is; refused when rounding would
+/// give more than planned.
+fn round_cache(
+    e: &Entry,
+    s: &Scenario,
+    cache: Bytes,
+    deviations: &mut Vec<String>,
+    diags: &mut Diagnostics,
+) -> Option<Option<Bytes>> {
+    let label = &e.label;
+    let Some(step) = e
+        .engine
+        .knobs
+        .get("cache_size")
+        .and_then(|k| k.step.as_ref())
+    else {
+        return Some(None);
+    };
+    let Some(got) = step.round(e.version, cache) else {
+        return Some(None);
+    };
+    if got > cache {
+        diags.push(e.ep.diag(
+            s,
+            "cache",
+            format!(
+                "{label} takes cache_size in whole {}: {cache} would become {got}, more than planned",
+                step.size
+            ),
+            Some(format!(
+                "give a cache of at least {}, or a version from {} on",
+                step.size,
+                step.before.as_deref().unwrap_or("?")
+            )),
+        ));
+        return None;
+    }
+    deviations.push(format!(
+        "{}: {}: cache {cache} becomes {got} ({label} takes cache_size in whole {})",
+        e.ep.name, e.cell_label, step.size
+    ));
+    Some(Some(got))
+}
+
+/// The store URL options the set knobs give (`store:` of a knob), checked
+/// as the load generator will read them; the error names the knob.
+fn store_options_of(
+    engine: &Engine,
+    typed: &BTreeMap<String, KnobValue>,
+) -> Result<Vec<StoreOption>, (String, String)> {
+    let mut out = Vec::new();
+    for (k, v) in typed {
+        let Some(opt) = engine.knobs.get(k).and_then(|kn| kn.store.as_deref()) else {
+            continue;
+        };
+        let value = v.canonical();
+        if engine.readiness.probe == crate::model::Probe::Mongodb {
+            crate::clients::mongodb::MongoOptions::from_query(&format!("{opt}={value}"))
+                .map_err(|e| (k.clone(), format!("knob `{k}`: {e}")))?;
+        }
+        out.push(StoreOption {
+            knob: k.clone(),
+            option: opt.to_string(),
+            value,
+        });
+    }
+    out.sort_by(|a, b| a.option.cmp(&b.option));
+    Ok(out)
+}

@@ -1,0 +1,855 @@
+//! A scenario turned into cells: engine@version x environment x repetition,
+//! each with resolved limits, cache, knobs, rendered configs, the scaled
+//! dataset and its phase runs. Planning creates nothing; it refuses a cell
+//! that does not fit this host (CPUs, RAM, hog, swap accounting, cache).
+//!
+//! One step a file, in the order a cell is planned:
+//! - `overrides`: `--set` split into scenario fields, environment fields
+//!   and knobs;
+//! - `env`: each environment of the matrix scaled and overridden;
+//! - `program`: the binary or image, and the user it runs as;
+//! - `knobs`: knobs layered from their sources, the cache rounded;
+//! - `fit`, `host_fit`: what the environment, the cache, the load generator
+//!   and the data need of this host;
+//! - `workload`: the scenario's work as the load generator's and the
+//!   tools' typed configs;
+//! - `cells`: the entry expanded into typed cells;
+//! - `estimate`, `footprint`, `deviations`: how long, how much disk, and
+//!   how the plan differs from the specs and the write-up.
+
+use crate::host::HostFacts;
+use crate::spec::Project;
+use crate::spec::diag::{Diagnostic, Diagnostics, unknown_hint};
+use crate::spec::engine::{Engine, EngineVersion};
+use crate::spec::scenario::{EngineRef, EnvRef, Scenario, Work};
+use crate::units::{Bytes, Duration};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+mod cell;
+mod cells;
+pub mod deviations;
+mod env;
+pub mod estimate;
+mod fit;
+pub mod footprint;
+mod host_fit;
+mod knobs;
+mod overrides;
+mod program;
+mod workload;
+
+pub use cell::{PhaseConfig, PlannedCell, PlannedPhase, StoreOption};
+pub use program::resolve_binary;
+
+/// Memory kept free beside the hog so the host stays responsive.
+pub const HOG_MARGIN: Bytes = crate::sandbox::hog::SAFETY_MARGIN;
+
+/// A planned scenario.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Plan {
+    pub scenario: String,
+    pub description: String,
+    pub cells: Vec<PlannedCell>,
+    /// Rough wall time of the whole matrix (start, load, tool prepares,
+    /// settle, phases, teardown).
+    pub estimated_duration: Duration,
+    /// `estimated_duration` step by step.
+    pub estimate: estimate::Estimate,
+    /// How the plan departs from the specs as written (scale, `set`,
+    /// `--set`, sizes an engine rounds).
+    pub deviations: Vec<String>,
+    /// The write-up the scenario reproduces, and every way the plan
+    /// differs from what it published.
+    pub reproduces: Option<deviations::WriteupComparison>,
+}
+
+/// Plan a scenario (name or path) on this host.
+pub fn plan(
+    project: &Project,
+    scenario: &str,
+    overrides: &[(String, String)],
+    env_filter: Option<&str>,
+    only: Option<&str>,
+) -> Result<Plan, Diagnostics> {
+    let host = HostFacts::probe();
+    let s = project.find_scenario(scenario)?;
+    plan_on(project, &s, overrides, env_filter, only, &host)
+}
+
+/// What a `plan` or `run` command line names.
+#[derive(Debug)]
+pub struct CommandPlan {
+    pub scenario: Scenario,
+    /// The `--set` flags, parsed.
+    pub overrides: Vec<(String, String)>,
+    pub plan: Plan,
+    /// Problems of specs in the home that this scenario does not use:
+    /// worth a warning, not a stop.
+    pub warnings: Diagnostics,
+}
+
+/// The scenario (name or path) of the project under `home` and its plan
+/// on `host`, with the `--set` flags parsed and applied.
+pub fn plan_command_line(
+    home: &Path,
+    scenario: &str,
+    set_flags: &[String],
+    env_filter: Option<&str>,
+    only: Option<&str>,
+    host: &HostFacts,
+) -> Result<CommandPlan, Diagnostics> {
+    let overrides = crate::spec::overrides::parse_set_flags(set_flags)?;
+    let (project, diags) = Project::load_all(home);
+    let scenario = match project.find_scenario(scenario) {
+        Ok(s) => s,
+        Err(own) => {
+            // Problems of the home itself (no specs at all) come first.
+            let mut all = Diagnostics(
+                diags
+                    .0
+                    .into_iter()
+                    .filter(|d| !project.is_spec_file(&d.file))
+                    .collect(),
+            );
+            all.extend(own);
+            return Err(all);
+        }
+    };
+    let (fatal, warnings) = project.split_for(&scenario, diags);
+    fatal.into_result(())?;
+    let plan = plan_on(&project, &scenario, &overrides, env_filter, only, host)?;
+    Ok(CommandPlan {
+        scenario,
+        overrides,
+        plan,
+        warnings,
+    })
+}
+
+/// Plan every scenario of `project` on this host: CPUs, RAM, hog, swap
+/// accounting, cache under the cap, binaries or images present.
+pub fn validate_on_host(project: &Project, host: &HostFacts) -> Result<(), Diagnostics> {
+    let mut diags = Diagnostics::default();
+    for s in project.scenarios.values() {
+        if let Err(d) = plan_on(project, s, &[], None, None, host) {
+            diags.extend(d);
+        }
+    }
+    diags.into_result(())
+}
+
+/// Plan a parsed scenario against given host facts.
+pub fn plan_on(
+    project: &Project,
+    s: &Scenario,
+    overrides: &[(String, String)],
+    env_filter: Option<&str>,
+    only: Option<&str>,
+    host: &HostFacts,
+) -> Result<Plan, Diagnostics> {
+    plan_inner(project, s, overrides, env_filter, only, host, true)
+}
+
+/// Render one engine's configs for one environment, as `benchcage render`
+/// does: the same knob resolution as a plan, without the host checks (a
+/// config for a bigger machine may be rendered anywhere).
+pub fn render_engine(
+    project: &Project,
+    engine: &str,
+    env: &str,
+    overrides: &[(String, String)],
+) -> Result<PlannedCell, Diagnostics> {
+    let (name, version) = match engine.split_once('@') {
+        Some((e, v)) => (e.to_string(), Some(v.to_string())),
+        None => (engine.to_string(), None),
+    };
+    check_render_args(project, engine, &name, version.as_deref(), env)?;
+    let s = Scenario {
+        name: format!("render-{engine}-{env}"),
+        description: String::new(),
+        matrix: crate::spec::scenario::Matrix {
+            engines: vec![EngineRef {
+                engine: name,
+                version,
+                knobs: BTreeMap::new(),
+                label: None,
+                field: engine.into(),
+            }],
+            environments: vec![EnvRef {
+                name: env.into(),
+                scale: None,
+                set: Vec::new(),
+                field: env.into(),
+            }],
+        },
+        knobs: BTreeMap::new(),
+        dataset: None,
+        repetitions: 1,
+        load: None,
+        settle: None,
+        phases: Vec::new(),
+        reproduces: None,
+        origin: Default::default(),
+    };
+    let host = HostFacts::probe();
+    let plan = plan_inner(project, &s, overrides, None, None, &host, false)?;
+    Ok(plan
+        .cells
+        .into_iter()
+        .next()
+        .expect("one engine x one environment"))
+}
+
+/// `render`'s engine (and version) and environment exist.
+fn check_render_args(
+    project: &Project,
+    engine: &str,
+    name: &str,
+    version: Option<&str>,
+    env: &str,
+) -> Result<(), Diagnostics> {
+    let mut diags = Diagnostics::default();
+    let flag = |field: &str, msg: String, hint: Option<String>| {
+        Diagnostic::flag("render", field, msg, hint)
+    };
+    match project.engines.get(name) {
+        None => {
+            let known: Vec<&str> = project.engines.keys().map(String::as_str).collect();
+            diags.push(flag(
+                engine,
+                format!("unknown engine `{name}`"),
+                Some(unknown_hint(name, &known)),
+            ));
+        }
+        Some(e) => {
+            if let Some(v) = version
+                && e.version(Some(v)).is_none()
+            {
+                diags.push(flag(
+                    engine,
+                    format!("{name} has no version `{v}`"),
+                    Some(unknown_hint(v, &e.version_names())),
+                ));
+            }
+        }
+    }
+    if !project.environments.contains_key(env) {
+        let known: Vec<&str> = project.environments.keys().map(String::as_str).collect();
+        diags.push(flag(
+            env,
+            format!("unknown environment `{env}`"),
+            Some(unknown_hint(env, &known)),
+        ));
+    }
+    diags.into_result(())
+}
+
+/// What every step of a plan reads.
+struct Planning<'a> {
+    project: &'a Project,
+    sets: &'a overrides::Sets<'a>,
+    host: &'a HostFacts,
+    /// Off for `render`: a config for a bigger machine renders anywhere.
+    host_checks: bool,
+    /// `--only`: cells whose id contains it.
+    only: Option<&'a str>,
+}
+
+/// One engine entry of the matrix in one environment.
+struct Entry<'a> {
+    ep: &'a env::EnvPlan<'a>,
+    engine: &'a Engine,
+    er: &'a EngineRef,
+    version: &'a str,
+    ev: &'a EngineVersion,
+    /// `engine@version`.
+    label: String,
+    /// The entry's `label:`, else `label`; cell ids start with it.
+    cell_label: String,
+}
+
+fn plan_inner(
+    project: &Project,
+    s: &Scenario,
+    overrides: &[(String, String)],
+    env_filter: Option<&str>,
+    only: Option<&str>,
+    host: &HostFacts,
+    host_checks: bool,
+) -> Result<Plan, Diagnostics> {
+    let mut diags = Diagnostics::default();
+    // Scenario fields first (`records`, `phases.NAME.threads`), then
+    // environment fields and knobs.
+    let sets = overrides::split(project, s, overrides, &mut diags);
+    let s = sets.scenario();
+    overrides::check_env_filter(s, env_filter, &mut diags);
+    let mut deviations = sets.applied.deviations.clone();
+    for (k, v) in &sets.knobs {
+        deviations.push(format!("{k} = {} (--set)", v.trim()));
+    }
+    if host_checks {
+        fit::check_work_free(host, &mut diags);
+    }
+    let cx = Planning {
+        project,
+        sets: &sets,
+        host,
+        host_checks,
+        only,
+    };
+    let mut cells = Vec::new();
+    for eref in &s.matrix.environments {
+        if env_filter.is_none_or(|f| f == eref.name) {
+            cells.extend(cx.environment(eref, &mut deviations, &mut diags));
+        }
+    }
+    if diags.is_empty() && cells.is_empty() {
+        diags.push(Diagnostic::flag(
+            "--only",
+            only.unwrap_or_default(),
+            "no cell matches",
+            Some("`benchcage plan SCENARIO` without --only lists the cell ids".into()),
+        ));
+    }
+    let estimate = estimate::of_cells(project, &cells);
+    deviations.extend(unrun_warmups(s));
+    deviations.dedup();
+    let reproduces = s
+        .reproduces
+        .as_ref()
+        .map(|r| deviations::compare(project, r, s, &cells));
+    diags.into_result(Plan {
+        scenario: s.name.clone(),
+        description: s.description.clone(),
+        cells,
+        estimated_duration: estimate.total(),
+        estimate,
+        deviations,
+        reproduces,
+    })
+}
+
+/// Tools start measuring at once: a tool phase's warmup is not run.
+fn unrun_warmups(s: &Scenario) -> Vec<String> {
+    s.phases
+        .iter()
+        .filter(|p| matches!(p.work, Work::Tool(_)) && !p.warmup.std().is_zero())
+        .map(|p| {
+            format!(
+                "phase {}: warmup {} is not run, tools start measuring at once",
+                p.name, p.warmup
+            )
+        })
+        .collect()
+}
+
+/// A step's refusal goes into `diags`.
+fn ok_or_push<T>(r: Result<T, Diagnostic>, diags: &mut Diagnostics) -> Option<T> {
+    r.map_err(|d| diags.push(d)).ok()
+}
+
+impl Planning<'_> {
+    /// The cells of every engine of the matrix in one environment.
+    fn environment(
+        &self,
+        eref: &EnvRef,
+        deviations: &mut Vec<String>,
+        diags: &mut Diagnostics,
+    ) -> Vec<PlannedCell> {
+        let (s, sets) = (self.sets.scenario(), self.sets);
+        let Some(ep) = env::resolve(self.project, &sets.applied, eref, &sets.env, diags) else {
+            return Vec::new();
+        };
+        let before = diags.len();
+        if self.host_checks {
+            fit::check_env_on_host(s, &ep, self.host, diags);
+        }
+        for d in &ep.deviations {
+            deviations.push(format!("{}: {d}", ep.name));
+        }
+        if diags.len() > before {
+            return Vec::new();
+        }
+        let mut cells = Vec::new();
+        for er in &s.matrix.engines {
+            if let Some(entry) = self.entry(&ep, er, diags) {
+                cells.extend(self.cells_of(&entry, deviations, diags).unwrap_or_default());
+            }
+        }
+        cells
+    }
+
+    /// The matrix entry `er` in environment `ep`, its version resolved.
+    fn entry<'e>(
+        &'e self,
+        ep: &'e env::EnvPlan<'e>,
+        er: &'e EngineRef,
+        diags: &mut Diagnostics,
+    ) -> Option<Entry<'e>> {
+        let engine = self.project.engines.get(&er.engine)?;
+        let Some((version, ev)) = engine.version(er.version.as_deref()) else {
+            let v = er.version.as_deref().unwrap_or("");
+            diags.push(self.sets.scenario().origin.diag(
+                &er.field,
+                format!("{} has no version `{v}`", engine.name),
+                Some(unknown_hint(v, &engine.version_names())),
+            ));
+            return None;
+        };
+        let label = format!("{}@{version}", engine.name);
+        Some(Entry {
+            ep,
+            engine,
+            er,
+            version,
+            ev,
+            cell_label: er.label.clone().unwrap_or_else(|| label.clone()),
+            label,
+        })
+    }
+
+    /// The cells of one entry, each step in turn; `None` when a step
+    /// refuses it (the diagnostics say why).
+    fn cells_of(
+        &self,
+        e: &Entry,
+        deviations: &mut Vec<String>,
+        diags: &mut Diagnostics,
+    ) -> Option<Vec<PlannedCell>> {
+        let (s, host) = (self.sets.scenario(), self.host);
+        let program = ok_or_push(program::resolve(e, s, self.host_checks), diags)?;
+        if self.host_checks
+            && let Some(d) = fit::thp_refusal(e, s, host)
+        {
+            diags.push(d);
+            return None;
+        }
+        let memory = e.ep.effective_memory(host.mem_total);
+        let knobs = knobs::resolve(e, self.sets, memory, deviations, diags)?;
+        fit::check_cache(e, self.sets, &knobs, diags)?;
+        let configs = self.render(e, &knobs, diags)?;
+        let work = cells::ScaledWork::of(e, &self.sets.applied, &self.project.home);
+        if self.host_checks {
+            self.check_work(e, &work, diags)?;
+        }
+        let user = ok_or_push(program::user(e), diags)?;
+        let parts = cells::Parts {
+            program,
+            image_binary: program::image_binary(e),
+            knobs,
+            configs,
+            user,
+            work,
+            memory,
+        };
+        Some(cells::expand(e, s, &parts, self.only))
+    }
+
+    /// The engine's config files from its templates and the cell's knobs.
+    fn render(
+        &self,
+        e: &Entry,
+        knobs: &knobs::Knobs,
+        diags: &mut Diagnostics,
+    ) -> Option<Vec<crate::render::RenderedConfig>> {
+        let input = crate::render::RenderInput {
+            engine: e.engine,
+            version: e.version,
+            environment: &e.ep.name,
+            cache: knobs.cache,
+            memory: e.ep.env.memory,
+            cpus: e.ep.env.server_cpus.len(),
+            knobs: &knobs.typed,
+        };
+        let rendered = crate::render::render_all(&self.project.home, &input).map_err(|err| {
+            e.engine.origin.diag(
+                "config_files",
+                format!("{}: {err}", e.label),
+                Some("fix the template".into()),
+            )
+        });
+        ok_or_push(rendered, diags)
+    }
+
+    /// The load generator's threads and records, and the data on disk, fit
+    /// this host.
+    fn check_work(
+        &self,
+        e: &Entry,
+        work: &cells::ScaledWork,
+        diags: &mut Diagnostics,
+    ) -> Option<()> {
+        let before = diags.len();
+        let at = host_fit::SetOrSpec {
+            sets: self.sets.all,
+            s: self.sets.scenario(),
+        };
+        let client = host_fit::client_capacity(self.host, e.ep.env.memory, e.ep.hog_leave());
+        host_fit::check_generator(
+            &at,
+            work.dataset.as_ref(),
+            &work.phases,
+            work.footprint.as_ref(),
+            &client,
+            diags,
+        );
+        if let Some(fp) = &work.footprint {
+            host_fit::check_disk(&at, &e.label, e.ep.env.scale, fp, self.host, diags);
+        }
+        (diags.len() == before).then_some(())
+    }
+}
+
+/// A scale that brings `want` under `have`, as a power of two fraction.
+pub(super) fn suggest_scale(want: Bytes, have: Bytes) -> f64 {
+    let mut s = 1.0f64;
+    while want.0 as f64 * s > have.0 as f64 && s > 1.0 / 1024.0 {
+        s /= 2.0;
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ThpNeed, ThpPolicy};
+    use crate::sandbox::thp::ThpMode;
+    use crate::spec::scenario::{Builtin, Length, Tool, YcsbWorkload};
+    use crate::units::CpuSet;
+    use crate::workload::bounds;
+    use std::path::PathBuf;
+
+    fn project() -> Project {
+        Project::load(Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap()
+    }
+
+    fn host(cpus: &str, total_gib: u64, avail_gib: u64) -> HostFacts {
+        let mut h = HostFacts::probe();
+        h.online_cpus = cpus.parse::<CpuSet>().unwrap();
+        h.mem_total = Bytes::from_gib(total_gib);
+        h.mem_available = Bytes::from_gib(avail_gib);
+        h.swap_accounting = true;
+        // Room for every shipped scenario, whatever this host's disk holds.
+        h.work_free = Some(Bytes::from_gib(1024));
+        h.work_free_set = None;
+        h
+    }
+
+    #[test]
+    fn tokumx_cells_on_a_host_with_thp_always_are_refused_unless_the_environment_turns_it_off() {
+        use crate::sandbox::thp::ThpState;
+        let p = project();
+        let s = &p.scenarios["003-mongodb-3.2"];
+        let mut h = host("0-1", 24, 20);
+        h.thp = Ok(Some(ThpState {
+            enabled: ThpMode::Always,
+            defrag: Some("madvise".into()),
+        }));
+        let e = plan_on(&p, s, &[], Some("c4-16g"), None, &h).unwrap_err();
+        let text = e.to_string();
+        assert_eq!(e.len(), 2, "the two TokuMX cells, not MongoDB's: {text}");
+        for v in ["tokumx@1.5", "tokumx@2.0.2"] {
+            assert!(
+                text.contains(&format!(
+                    "{v} refuses to start while transparent huge pages are `always`"
+                )),
+                "{text}"
+            );
+        }
+        assert!(
+            text.contains("--set host.transparent_hugepages=off") && text.contains("echo never >"),
+            "{text}"
+        );
+        let off = [("host.transparent_hugepages".to_string(), "off".to_string())];
+        let plan = plan_on(&p, s, &off, Some("c4-16g"), None, &h).unwrap();
+        assert_eq!(plan.cells.len(), 4);
+        assert!(
+            plan.cells
+                .iter()
+                .all(|c| c.transparent_hugepages == ThpPolicy::Off)
+        );
+        // madvise (and never) are fine for TokuMX as they are.
+        h.thp = Ok(Some(ThpState {
+            enabled: ThpMode::Madvise,
+            defrag: None,
+        }));
+        let plan = plan_on(&p, s, &[], Some("c4-16g"), None, &h).unwrap();
+        let toku = plan.cells.iter().find(|c| c.engine == "tokumx").unwrap();
+        assert_eq!(
+            (toku.transparent_hugepages, toku.thp_need),
+            (ThpPolicy::Leave, ThpNeed::NotAlways)
+        );
+        let bad = [(
+            "host.transparent_hugepages".to_string(),
+            "never".to_string(),
+        )];
+        let e = plan_on(&p, s, &bad, Some("c4-16g"), None, &h)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`never` is not off or leave"), "{e}");
+    }
+
+    #[test]
+    fn a_thread_sweep_gives_one_measured_run_per_value() {
+        let p = project();
+        let s = &p.scenarios["003-mongodb-3.2"];
+        let plan = plan_on(&p, s, &[], Some("c4-16g"), None, &host("0-1", 24, 20)).unwrap();
+        assert_eq!(plan.cells.len(), 4);
+        let ids: Vec<&str> = plan.cells[0].phases.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(
+            ids[..3],
+            [
+                "read-update-50-50/t16",
+                "read-update-50-50/t32",
+                "read-update-50-50/t64"
+            ]
+        );
+        assert_eq!(plan.cells[0].phases.len(), 9);
+    }
+
+    #[test]
+    fn a_myrocks_cell_carries_its_table_engine_and_its_cache_question_from_its_spec() {
+        use crate::spec::facts::FactQuery;
+        let p = project();
+        let s = &p.scenarios["doesnt-fit-in-ram"];
+        let plan = plan_on(&p, s, &[], None, None, &host("0-1", 24, 20)).unwrap();
+        let c = &plan.cells[0];
+        assert_eq!(c.engine, "myrocks");
+        let load = c.load_config.as_ref().unwrap();
+        assert_eq!((load.engine.as_deref(), load.load), (Some("rocksdb"), true));
+        for pp in &c.phases {
+            match &pp.config {
+                PhaseConfig::Builtin(w) => assert_eq!(w.engine.as_deref(), Some("rocksdb")),
+                PhaseConfig::Tool(t) => panic!("{}: a tool, {t:?}", pp.id),
+            }
+        }
+        assert_eq!(
+            c.facts.cache_size,
+            FactQuery::Sql("SELECT CAST(@@rocksdb_block_cache_size AS CHAR)".into())
+        );
+        // MariaDB keeps the probe's defaults: InnoDB tables, its buffer pool.
+        let mariadb = &p.engines["mariadb"];
+        assert_eq!(mariadb.storage_engine, None);
+        assert_eq!(
+            mariadb.facts,
+            crate::spec::facts::Facts::defaults(&mariadb.readiness.probe)
+        );
+    }
+
+    #[test]
+    fn scale_shrinks_memory_cache_hog_dataset_and_tool_tables_alike() {
+        let p = project();
+        let s = &p.scenarios["002-sysbench-fractal-tree"];
+        let plan = plan_on(&p, s, &[], None, None, &host("0-1", 24, 20)).unwrap();
+        let c = &plan.cells[0];
+        assert_eq!(c.hog_leave, Some(Bytes::from_gib(8)));
+        assert_eq!(c.cache, Bytes::from_gib(4));
+        assert_eq!(c.limits.memory, Bytes::from_gib(8));
+        match &c.phases[0].phase.work {
+            Work::Tool(Tool::Sysbench { table_size, .. }) => assert_eq!(*table_size, 8_000_000),
+            w => panic!("{w:?}"),
+        }
+    }
+
+    #[test]
+    fn a_smaller_host_refuses_what_a_bigger_one_accepts() {
+        let p = project();
+        let s = &p.scenarios["002-sysbench-fractal-tree"];
+        let e = plan_on(&p, s, &[], None, None, &host("0-1", 8, 6)).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("the hog should leave 8GiB but only 6.0GiB"),
+            "{e}"
+        );
+        let e = plan_on(&p, s, &[], None, None, &host("0", 24, 20)).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("this host has 1 CPUs online (0); `server.cpus: 1` asks for 1"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn repetitions_make_one_cell_each_with_its_index() {
+        let p = project();
+        let mut s = p.scenarios["quickstart"].clone();
+        s.repetitions = 3;
+        let plan = plan_on(&p, &s, &[], None, None, &host("0-1", 24, 20)).unwrap();
+        let reps: Vec<u32> = plan.cells.iter().map(|c| c.repetition).collect();
+        assert_eq!(reps, vec![0, 1, 2]);
+        assert_eq!(plan.cells[2].id, "redis@7.0/quickstart/r2");
+        let only = plan_on(&p, &s, &[], None, Some("/r1"), &host("0-1", 24, 20)).unwrap();
+        assert_eq!(only.cells.len(), 1);
+        let none = plan_on(&p, &s, &[], None, Some("nope"), &host("0-1", 24, 20)).unwrap_err();
+        assert!(none.to_string().contains("no cell matches"));
+    }
+
+    fn sets(kv: &[(&str, &str)]) -> Vec<(String, String)> {
+        kv.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_dataset_that_does_not_fit_the_free_disk_is_refused_with_a_record_count_that_does() {
+        let p = project();
+        let s = &p.scenarios["quickstart"];
+        let mut h = host("0-1", 24, 20);
+        h.work_dir = PathBuf::from("/work/here");
+        // 50000 records x 1083 B x 3 (redis) is about 155 MiB.
+        h.work_free = Some(Bytes::from_mib(100));
+        let e = plan_on(&p, s, &[], None, None, &h).unwrap_err();
+        let text = e.to_string();
+        assert_eq!(e.len(), 1, "{text}");
+        assert!(text.starts_with("scenarios/quickstart.yaml:6:"), "{text}");
+        assert!(
+            text.contains(
+                "redis@7.0: the data would take about 154.9MiB (50000 records x 1083 B x 3 for the engine), but /work/here (where the engine's data dir goes) has 100.0MiB free"
+            ),
+            "{text}"
+        );
+        // 100 MiB / 3 / 1083 B.
+        assert!(text.contains("--set records=32273 fits"), "{text}");
+        let ok = plan_on(&p, s, &sets(&[("records", "32273")]), None, None, &h).unwrap();
+        let fp = ok.cells[0].footprint.as_ref().unwrap();
+        assert!(fp.estimate <= Bytes::from_mib(100), "{fp}");
+        let e = plan_on(&p, s, &sets(&[("records", "32274")]), None, None, &h).unwrap_err();
+        assert!(
+            e.to_string().contains("--set: records=32274: redis@7.0"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_tool_dataset_that_does_not_fit_the_free_disk_is_refused_with_a_scale() {
+        let p = project();
+        let s = &p.scenarios["002-sysbench-fractal-tree"];
+        let mut h = host("0-1", 24, 20);
+        h.work_free = Some(Bytes::from_gib(4));
+        let e = plan_on(&p, s, &[], None, None, &h).unwrap_err().to_string();
+        // 8 tables x 8000000 rows at scale 0.5, 400 B each on disk: 23.8
+        // GiB; an eighth of that fits, at scale 0.5 / 8.
+        assert!(
+            e.contains("the data would take about 23.8GiB (8 x 8000000 sysbench rows x 400 B (sysbench-oltp))"),
+            "{e}"
+        );
+        assert!(e.contains("phases[0].tool"), "{e}");
+        assert!(e.contains("--set scale=0.0625"), "{e}");
+        assert!(plan_on(&p, s, &sets(&[("scale", "0.0625")]), None, None, &h).is_ok());
+        h.work_free = None;
+        assert!(plan_on(&p, s, &[], None, None, &h).is_ok());
+    }
+
+    #[test]
+    fn threads_beyond_what_the_client_memory_holds_are_refused_at_their_phase() {
+        let p = project();
+        let s = &p.scenarios["quickstart"];
+        // 2 GiB of RAM, a 256 MiB server cap: the generator may take 1.75 GiB.
+        let h = host("0-1", 2, 2);
+        assert!(plan_on(&p, s, &[], None, None, &h).is_ok());
+        let e = plan_on(&p, s, &sets(&[("threads", "4096")]), None, None, &h)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("--set: threads=4096: phase workload-a: 4096 threads may need"),
+            "{e}"
+        );
+        assert!(
+            e.contains("more than the load generator may take: 1.8GiB, this host's 2.0GiB of RAM less the server's 256.0MiB cap"),
+            "{e}"
+        );
+        assert!(e.contains("(hint: use at most"), "{e}");
+        // Written in the scenario, the error points at its line.
+        let mut big = s.clone();
+        big.phases[0].threads = vec![4096];
+        let e = plan_on(&p, &big, &[], None, None, &h)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("scenarios/quickstart.yaml:"), "{e}");
+        assert!(
+            e.contains("phases[0].threads: phase workload-a: 4096 threads"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn threads_beyond_the_open_files_limit_are_refused() {
+        let p = project();
+        let s = &p.scenarios["quickstart"];
+        let mut h = host("0-1", 24, 20);
+        h.open_files = 100;
+        assert!(plan_on(&p, s, &sets(&[("threads", "36")]), None, None, &h).is_ok());
+        let e = plan_on(&p, s, &sets(&[("threads", "37")]), None, None, &h)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("37 threads need 101 open files"), "{e}");
+        assert!(e.contains("use at most 36 threads"), "{e}");
+    }
+
+    #[test]
+    fn records_and_what_a_phase_inserts_stay_within_the_key_space() {
+        let p = project();
+        let mut s = p.scenarios["quickstart"].clone();
+        s.phases[0].work = Work::Builtin(Builtin::Ycsb {
+            workload: YcsbWorkload::D,
+            distribution: crate::workload::Distribution::Latest,
+        });
+        s.phases[0].length = Length::Operations(2_000_000);
+        let mut h = host("0-1", 24, 20);
+        h.work_free = None;
+        let max = bounds::MAX_RECORDS;
+        // Workload D inserts 5%: 100000 records on top.
+        let fits = (max - 100_000).to_string();
+        assert!(plan_on(&p, &s, &sets(&[("records", &fits)]), None, None, &h).is_ok());
+        let over = (max - 99_999).to_string();
+        let e = plan_on(&p, &s, &sets(&[("records", &over)]), None, None, &h)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("and up to 100000 inserted ones"), "{e}");
+    }
+
+    #[test]
+    fn swap_allowed_on_a_host_without_swap_is_refused_and_off_is_not() {
+        let p = project();
+        let s = &p.scenarios["quickstart"];
+        let set = |v: &str| vec![("server.swap".to_string(), v.to_string())];
+        let mut h = host("0-1", 24, 20);
+        h.swap_total = Bytes(0);
+        let e = plan_on(&p, s, &set("1GiB"), None, None, &h).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("the server may swap 1GiB but this host has no swap"),
+            "{e}"
+        );
+        assert!(plan_on(&p, s, &set("off"), None, None, &h).is_ok());
+        h.swap_total = Bytes::from_gib(4);
+        assert!(plan_on(&p, s, &set("1GiB"), None, None, &h).is_ok());
+    }
+
+    #[test]
+    fn a_hog_scaled_under_the_floor_is_refused() {
+        let p = project();
+        let s = &p.scenarios["002-sysbench-fractal-tree"];
+        let set = vec![("scale".to_string(), "0.015625".to_string())];
+        let e = plan_on(&p, s, &set, None, None, &host("0-1", 24, 20)).unwrap_err();
+        assert!(
+            e.to_string().contains(
+                "after scaling: a hog that leaves 256MiB would leave the host no room to run"
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn suggested_scales_are_powers_of_two_that_fit() {
+        assert_eq!(
+            suggest_scale(Bytes::from_gib(50), Bytes::from_gib(24)).to_string(),
+            "0.25"
+        );
+        assert_eq!(
+            suggest_scale(Bytes::from_gib(1), Bytes::from_gib(24)).to_string(),
+            "1"
+        );
+    }
+}

@@ -1,0 +1,118 @@
+//! What runs a cell's engine: a local binary (cgroup backend) or an image
+//! (docker backend), and the user it runs as.
+
+use super::Entry;
+use crate::model::{Backend, Program};
+use crate::spec::Scenario;
+use crate::spec::diag::Diagnostic;
+use std::path::PathBuf;
+
+/// Resolve a binary: a path must exist; a bare name is looked up on PATH.
+pub fn resolve_binary(b: &str) -> Option<PathBuf> {
+    if b.contains('/') {
+        let p = PathBuf::from(b);
+        return p.is_file().then_some(p);
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(b))
+            .find(|p| p.is_file())
+    })
+}
+
+/// The program for the entry's backend. Without host checks (`render`),
+/// whatever the version names stands in, so a config shows whatever the
+/// backend can run.
+pub(super) fn resolve(e: &Entry, s: &Scenario, host_checks: bool) -> Result<Program, Diagnostic> {
+    let ev = e.ev;
+    match e.ep.env.backend {
+        Backend::Cgroup if !host_checks && ev.binary.is_none() => {
+            Ok(Program::Image(ev.image.clone().unwrap_or_default()))
+        }
+        Backend::Docker if !host_checks && ev.image.is_none() => Ok(Program::Binary(
+            PathBuf::from(ev.binary.clone().unwrap_or_default()),
+        )),
+        Backend::Cgroup => local_binary(e, s, host_checks),
+        Backend::Docker => match &ev.image {
+            Some(i) => Ok(Program::Image(i.clone())),
+            None => Err(e.ep.diag(
+                s,
+                "backend",
+                format!("{} has no image for the docker backend", e.label),
+                Some("use the cgroup backend (--set backend=cgroup) or add `image:` to the engine version".into()),
+            )),
+        },
+    }
+}
+
+/// The version's `binary:`, installed on this host.
+fn local_binary(e: &Entry, s: &Scenario, host_checks: bool) -> Result<Program, Diagnostic> {
+    let (ev, label) = (e.ev, &e.label);
+    let Some(b) = &ev.binary else {
+        return Err(e.ep.diag(
+            s,
+            "backend",
+            format!("{label} has no local binary for the cgroup backend"),
+            Some(match &ev.image {
+                Some(i) => format!(
+                    "run it in docker (image {i}): set `backend: docker` or --set backend=docker"
+                ),
+                None => "add `binary:` to the engine version".into(),
+            }),
+        ));
+    };
+    if ev.source.as_ref().is_some_and(|s| s.fetchable()) {
+        // Where the cache has it, or will once fetched (`plan` lists what a
+        // run must fetch first).
+        let root = crate::fetch::cache::root();
+        let dir = crate::fetch::cache::dir_of(&root, &e.engine.name, e.version);
+        return Ok(Program::Binary(dir.join(b)));
+    }
+    match resolve_binary(b) {
+        Some(p) => Ok(Program::Binary(p)),
+        None if !host_checks => Ok(Program::Binary(PathBuf::from(b))),
+        None => Err(e.engine.origin.diag(
+            &format!("versions.{}.binary", e.version),
+            format!("{label}: binary `{b}` is not installed on this host"),
+            Some(match &ev.image {
+                Some(i) => {
+                    format!(
+                        "install it (make deps), or run the image {i} with --set backend=docker"
+                    )
+                }
+                None => "install it (make deps)".into(),
+            }),
+        )),
+    }
+}
+
+/// The binary inside the image (docker backend) for `{binary}`.
+pub(super) fn image_binary(e: &Entry) -> String {
+    e.ev.image_binary
+        .clone()
+        .or_else(|| e.ev.binary.clone())
+        .unwrap_or_else(|| e.engine.name.clone())
+}
+
+/// The user the engine and its `init` commands run as. The cgroup backend
+/// runs the engine as a host user, who must exist; a container's users
+/// live in its image.
+pub(super) fn user(e: &Entry) -> Result<String, Diagnostic> {
+    let user = e
+        .engine
+        .user
+        .clone()
+        .unwrap_or_else(|| crate::spec::engine::DEFAULT_USER.into());
+    if e.ep.env.backend == Backend::Cgroup
+        && let Err(err) = crate::sandbox::process::lookup_user(&user)
+    {
+        return Err(e.engine.origin.diag(
+            "user",
+            format!("{}: {err}", e.label),
+            Some(format!(
+                "create it (`useradd --system {user}`), name an existing user, or `user: root`"
+            )),
+        ));
+    }
+    Ok(user)
+}

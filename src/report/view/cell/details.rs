@@ -1,0 +1,145 @@
+//! A cell's records, one click away: the cell, its planned limits, its
+//! fidelity record, its knobs and the host.
+
+use super::super::header::host_facts;
+use super::super::{Table, kv_table};
+use crate::report::fmt;
+use crate::results::layout::CellData;
+use crate::results::model::{CellRecord, FidelityRecord, RunRecord};
+use std::collections::BTreeMap;
+
+/// The tables of a cell's details.
+pub(super) fn tables(run: &RunRecord, cell: &CellData) -> Vec<Table> {
+    let rec = &cell.record;
+    let mut host = host_facts(&run.host);
+    host.extend(
+        run.host
+            .transparent_hugepages
+            .clone()
+            .map(|t| ("Transparent huge pages".into(), t)),
+    );
+    vec![
+        kv_table("Cell", cell_facts(rec)),
+        kv_table("Limits (planned)", pairs(&rec.limits)),
+        kv_table("Fidelity record", fidelity_facts(&rec.fidelity)),
+        kv_table("Knobs", pairs(&rec.knobs)),
+        kv_table("Host", host),
+    ]
+}
+
+fn pairs(m: &BTreeMap<String, String>) -> Vec<(String, String)> {
+    m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+/// Key, engine, environment (and image), threads, data size, status.
+fn cell_facts(rec: &CellRecord) -> Vec<(String, String)> {
+    let mut facts = vec![
+        ("Cell key".to_string(), rec.key.clone()),
+        ("Engine".into(), format!("{}@{}", rec.engine, rec.version)),
+        (
+            "Engine reports version".into(),
+            rec.engine_reported_version.clone(),
+        ),
+        (
+            "Environment".into(),
+            format!("{} ({})", rec.environment, rec.backend),
+        ),
+        ("Threads".into(), rec.threads.to_string()),
+        ("Repetition".into(), rec.repetition.to_string()),
+        ("Data size".into(), fmt::bytes_or_dash(rec.data_size_bytes)),
+        ("Status".into(), rec.status.clone()),
+        (
+            "Failure".into(),
+            rec.failure.clone().unwrap_or_else(|| fmt::DASH.into()),
+        ),
+        ("Overhead (s)".into(), format!("{:.1}", rec.overhead_s)),
+    ];
+    if let Some(image) = &rec.image {
+        // Right after the environment it ran in.
+        facts.insert(4, ("Image".into(), image.describe()));
+    }
+    facts
+}
+
+/// The verdict, kills and restarts, CPUs, the hog, and what was read back.
+fn fidelity_facts(f: &FidelityRecord) -> Vec<(String, String)> {
+    let mut cpus: BTreeMap<&str, usize> = BTreeMap::new();
+    for list in f.engine_thread_cpus.values() {
+        *cpus.entry(list.as_str()).or_default() += 1;
+    }
+    let mut facts = vec![
+        (
+            "Verdict".to_string(),
+            if f.is_valid() {
+                "valid".to_string()
+            } else {
+                format!("INVALID: {}", f.violations.join("; "))
+            },
+        ),
+        ("OOM kills".into(), f.oom_kills.to_string()),
+        ("Engine restarts".into(), f.engine_restarts.to_string()),
+        (
+            "Engine threads by CPUs allowed".into(),
+            if cpus.is_empty() {
+                fmt::DASH.into()
+            } else {
+                cpus.iter()
+                    .map(|(l, n)| format!("{n} on {l}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
+        ),
+        (
+            "Hog locked".into(),
+            f.hog_locked_bytes
+                .map_or_else(|| "no hog".into(), |b| fmt::bytes(b as f64)),
+        ),
+        (
+            "Engine-reported cache".into(),
+            fmt::bytes_or_dash(f.engine_reported_cache_bytes),
+        ),
+    ];
+    facts.extend(
+        f.limits_read_back
+            .iter()
+            .map(|(k, v)| (format!("read back: {k}"), v.clone())),
+    );
+    facts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fidelity_facts_say_what_was_violated_and_count_threads_by_cpus() {
+        let f = FidelityRecord {
+            violations: vec!["hog lost its lock".into()],
+            engine_thread_cpus: [("1", "2"), ("2", "2"), ("3", "0-1")]
+                .into_iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect(),
+            ..FidelityRecord::default()
+        };
+        let facts = fidelity_facts(&f);
+        assert_eq!(facts[0].1, "INVALID: hog lost its lock");
+        assert_eq!(facts[3].1, "1 on 0-1, 2 on 2");
+        assert_eq!(facts[4].1, "no hog");
+        assert_eq!(facts[5].1, "—");
+    }
+
+    #[test]
+    fn cell_facts_dash_what_is_unknown() {
+        let facts = cell_facts(&CellRecord {
+            engine: "redis".into(),
+            version: "7.0".into(),
+            environment: "small".into(),
+            backend: "cgroup".into(),
+            ..CellRecord::default()
+        });
+        assert_eq!(facts[1].1, "redis@7.0");
+        assert_eq!(facts[3].1, "small (cgroup)");
+        assert_eq!(facts[6], ("Data size".to_string(), "—".to_string()));
+        assert_eq!(facts[8], ("Failure".to_string(), "—".to_string()));
+    }
+}

@@ -152,6 +152,15 @@ pub fn supervision_violations(oom_kills: u64, restarts: u64) -> Vec<String> {
 /// environment. Interrupt time is not counted (see `procfs::cpu_busy_s`).
 pub const CONTENTION_LIMIT: f64 = 0.10;
 
+/// CPU-seconds per server CPU that foreign work must also exceed before a
+/// phase counts as shared. `/proc/stat` counts in ticks of 10 ms, so each
+/// CPU's busy time is off by up to a tick at either end of the phase, and
+/// benchcage's own sampler wakes at both ends: in a phase of a few hundred
+/// milliseconds that noise alone is over 10%. A quarter second per CPU is
+/// more than ten times that error, and any neighbour that matters (a CPU
+/// hog takes 30-50% of a 4 s phase, 1.2 s or more) clears it.
+pub const CONTENTION_FLOOR_S_PER_CPU: f64 = 0.25;
+
 /// A share rounded to three decimals, for stable records.
 pub fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
@@ -165,9 +174,13 @@ pub fn foreign_share(busy_s: f64, server_s: f64, wall_s: f64, cpus: usize) -> Op
     (capacity > 0.0).then(|| round3(((busy_s - server_s) / capacity).clamp(0.0, 1.0)))
 }
 
-/// Contention beyond [`CONTENTION_LIMIT`] on the server's `cpus`.
-pub fn contention_violation(share: f64, cpus: &CpuSet) -> Option<String> {
-    (share > CONTENTION_LIMIT).then(|| {
+/// Contention beyond [`CONTENTION_LIMIT`] on the server's `cpus` over a
+/// phase of `wall_s` seconds, once the foreign CPU time also clears the
+/// counters' resolution ([`CONTENTION_FLOOR_S_PER_CPU`]).
+pub fn contention_violation(share: f64, wall_s: f64, cpus: &CpuSet) -> Option<String> {
+    let n = cpus.len().max(1) as f64;
+    let foreign_s = share * wall_s * n;
+    (share > CONTENTION_LIMIT && foreign_s > CONTENTION_FLOOR_S_PER_CPU * n).then(|| {
         format!(
             "something outside the server's cgroup used {:.0}% of the server's CPUs ({cpus}) during the phase (limit {:.0}%): another run, a build or a CPU hog shared them, so the result is not the environment's",
             share * 100.0,
@@ -268,12 +281,19 @@ mod tests {
         // The engine used 3 of 10 s and the CPU was busy 3.1 s: quiet.
         let quiet = foreign_share(3.1, 3.0, 10.0, 1).unwrap();
         assert_eq!(quiet, 0.01);
-        assert_eq!(contention_violation(quiet, &cpus), None);
+        assert_eq!(contention_violation(quiet, 10.0, &cpus), None);
         // A burner took the other 6 s.
         let busy = foreign_share(9.0, 3.0, 10.0, 1).unwrap();
         assert_eq!(busy, 0.6);
-        let why = contention_violation(busy, &cpus).unwrap();
+        let why = contention_violation(busy, 10.0, &cpus).unwrap();
         assert!(why.contains("60% of the server's CPUs (1)"), "{why}");
+        // 11% of a 0.2 s phase is two ticks of the counters: noise.
+        assert_eq!(contention_violation(0.11, 0.2, &cpus), None);
+        // 11% of 1 s on each of two CPUs is 0.22 s, under 0.5: noise too;
+        // 11% of 10 s on each is 2.2 s: contention.
+        let two: CpuSet = "1-2".parse().unwrap();
+        assert_eq!(contention_violation(0.11, 1.0, &two), None);
+        assert!(contention_violation(0.11, 10.0, &two).is_some());
         // Tick rounding can put busy below the engine's time: never negative.
         assert_eq!(foreign_share(2.9, 3.0, 10.0, 2), Some(0.0));
         assert_eq!(foreign_share(1.0, 0.0, 0.0, 1), None);

@@ -998,7 +998,7 @@ impl CpuSnapshot {
         }
         io.contention_violation = io
             .cpu_foreign_share
-            .and_then(|s| fidelity::contention_violation(s, cpus));
+            .and_then(|s| fidelity::contention_violation(s, wall_s, cpus));
     }
 }
 

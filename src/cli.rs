@@ -66,7 +66,7 @@ pub enum Command {
     History(HistoryArgs),
     /// Compare a candidate run with a baseline; exit 1 on regression.
     #[command(
-        after_help = "Exit codes: 0 no regression, 1 regression (or a phase that failed where the base had a result), 2 bad input.\n\nExamples:\n  benchcage compare 20261129-020000-aa11 20261130-020000-bb22 --threshold 5%\n  benchcage compare best-of-last:5 20261130-020000-bb22 --metric throughput --metric p99"
+        after_help = "Exit codes: 0 no regression, 1 regression (or a phase that failed where the base had a result), 2 bad input.\n\nExamples:\n  benchcage compare 20261129-020000-aa11 20261130-020000-bb22 --threshold 5%\n  benchcage compare best-of-last:5 20261130-020000-bb22 --metric throughput --metric p99\n  benchcage compare --by-version 20261130-020000-bb22 --threshold 10%"
     )]
     Compare(CompareArgs),
     /// Remove what dead runs left behind (cgroups, containers, processes, hog, dirs).
@@ -313,10 +313,18 @@ pub struct HistoryArgs {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// Baseline run id, or `best-of-last:N` from the history.
+    /// Baseline run id, or `best-of-last:N` from the history; with
+    /// --by-version, the one run whose versions are compared.
     pub base: String,
-    /// Candidate run id.
-    pub candidate: String,
+    /// Candidate run id (not with --by-version).
+    pub candidate: Option<String>,
+    /// Compare, within the run BASE, each version of an engine with the
+    /// version before it (12 -> 13 -> ... -> 17), cell by cell on the same
+    /// environment, threads and knobs; exit 1 if any step regressed beyond
+    /// the noise band (2 standard deviations of the older version's
+    /// repetitions) plus the threshold.
+    #[arg(long)]
+    pub by_version: bool,
     /// Worse than this (beyond the noise band) is a regression.
     #[arg(long, default_value = "5%")]
     pub threshold: String,

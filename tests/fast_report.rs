@@ -273,7 +273,12 @@ impl Synth {
     }
 
     fn cell(&self, e: &Engine, t: u32, cap: u64, rep: u32) -> (CellRecord, Vec<ResourceSample>) {
-        let factor = self.factor.get(e.name).copied().unwrap_or(1.0);
+        let factor = self
+            .factor
+            .get(format!("{}@{}", e.name, e.version).as_str())
+            .or_else(|| self.factor.get(e.name))
+            .copied()
+            .unwrap_or(1.0);
         let sweep: Vec<u32> = if self.sweep_in_cell {
             self.threads.clone()
         } else {
@@ -849,6 +854,86 @@ fn compare_exits_1_on_a_planted_ten_percent_regression() {
         &["--metric", "p99"],
     );
     assert_eq!(code, 1, "{out}");
+}
+
+/// A version matrix: postgres 12, 13 and 14 and redis 6.2 and 7.0 on the
+/// same setup, no planted faults.
+fn version_matrix(run_id: &str) -> Synth {
+    let mut s = Synth::new(run_id, "2026-11-30T02:00:00Z");
+    s.faults = false;
+    s.engines = ["12", "13", "14"]
+        .into_iter()
+        .map(|version| Engine {
+            name: "postgres",
+            version,
+            base: 18_000.0,
+            data_bytes: 420 * MIB,
+        })
+        .chain(["6.2", "7.0"].into_iter().map(|version| Engine {
+            name: "redis",
+            version,
+            base: 42_000.0,
+            data_bytes: 300 * MIB,
+        }))
+        .collect();
+    s
+}
+
+#[test]
+fn compare_by_version_takes_each_version_against_the_one_before_and_exits_1_on_a_regression() {
+    let home = tempfile::tempdir().unwrap();
+    let steady = version_matrix("20261130-020000-vers");
+    let mut slower = version_matrix("20261130-030000-ver2");
+    slower.factor.insert("postgres@14", 0.85);
+    steady.write(&results(home.path()));
+    slower.write(&results(home.path()));
+    let by_version = |run: &str| {
+        let out = bc_home(home.path())
+            .args(["compare", "--by-version", run, "--threshold", "5%"])
+            .output()
+            .unwrap();
+        (out.status.code().unwrap_or(-1), combined(&out))
+    };
+
+    let (code, out) = by_version(&steady.run_id);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("postgres 12 -> 13, postgres 13 -> 14, redis 6.2 -> 7.0"),
+        "{out}"
+    );
+    assert!(!out.contains("REGRESSION"), "{out}");
+
+    let (code, out) = by_version(&slower.run_id);
+    assert_eq!(code, 1, "{out}");
+    let regressed: Vec<&str> = out.lines().filter(|l| l.contains("REGRESSION")).collect();
+    // workload-a: 3 thread counts x READ and UPDATE, only from 13 to 14.
+    assert_eq!(regressed.len(), 6, "{out}");
+    assert!(
+        regressed
+            .iter()
+            .all(|l| l.contains("postgres 13 -> 14") && l.contains("-15.0%")),
+        "{out}"
+    );
+
+    // One run, one version per engine: nothing to compare is bad input.
+    let single = Synth::new("20261130-040000-one1", "2026-11-30T04:00:00Z");
+    single.write(&results(home.path()));
+    let (code, out) = by_version(&single.run_id);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("no engine at two or more versions"), "{out}");
+    // --by-version takes one run; without it, compare takes two.
+    let out = bc_home(home.path())
+        .args(["compare", "--by-version", &steady.run_id, &slower.run_id])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", combined(&out));
+    assert!(combined(&out).contains("give one run"));
+    let out = bc_home(home.path())
+        .args(["compare", &steady.run_id])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", combined(&out));
+    assert!(combined(&out).contains("--by-version"), "{}", combined(&out));
 }
 
 #[test]

@@ -5,7 +5,8 @@ use crate::cli::CompareArgs;
 use crate::commands::report::load_runs;
 use crate::error::bad_input;
 use crate::report::compare::{self, Metric, Threshold};
-use crate::results::flat::{FlatRow, flatten};
+use crate::report::by_version;
+use crate::results::flat::{FlatRow, flatten, setup_group};
 use crate::results::history;
 use crate::results::layout;
 use std::collections::BTreeMap;
@@ -22,7 +23,8 @@ fn history_input(e: history::HistoryError) -> anyhow::Error {
     }
 }
 
-pub async fn run(home: &Path, args: &CompareArgs) -> anyhow::Result<ExitCode> {
+/// `--threshold` and `--metric` (throughput when none), checked.
+fn criteria(args: &CompareArgs) -> anyhow::Result<(Threshold, Vec<Metric>)> {
     let threshold: Threshold = args.threshold.parse().map_err(bad_input)?;
     let mut metrics: Vec<Metric> = args
         .metric
@@ -34,6 +36,30 @@ pub async fn run(home: &Path, args: &CompareArgs) -> anyhow::Result<ExitCode> {
     }
     metrics.sort();
     metrics.dedup();
+    Ok((threshold, metrics))
+}
+
+/// Exit 1 when the comparison found a regression or a new failure.
+fn verdict(result: &compare::Comparison) -> ExitCode {
+    if result.failures() > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+pub async fn run(home: &Path, args: &CompareArgs) -> anyhow::Result<ExitCode> {
+    let (threshold, metrics) = criteria(args)?;
+    if args.by_version {
+        return by_version(home, args, threshold, &metrics);
+    }
+    let Some(candidate) = &args.candidate else {
+        return Err(bad_input(format!(
+            "compare needs a BASE and a CANDIDATE run (got only `{}`); \
+             to compare the versions inside one run, use `benchcage compare --by-version {}`",
+            args.base, args.base
+        )));
+    };
     let best_of = match args.base.strip_prefix(BEST_OF) {
         Some(n) => Some(n.parse::<usize>().ok().filter(|n| *n >= 1).ok_or_else(|| {
             bad_input(format!(
@@ -43,7 +69,7 @@ pub async fn run(home: &Path, args: &CompareArgs) -> anyhow::Result<ExitCode> {
         })?),
         None => None,
     };
-    let cand = load_runs(home, std::slice::from_ref(&args.candidate))?.remove(0);
+    let cand = load_runs(home, std::slice::from_ref(candidate))?.remove(0);
     let cand_rows = flatten(&cand);
 
     let (base_runs, base_name): (Vec<Vec<FlatRow>>, String) = match best_of {
@@ -106,9 +132,68 @@ pub async fn run(home: &Path, args: &CompareArgs) -> anyhow::Result<ExitCode> {
     let base_failed = compare::failed_phases(base_runs.iter().flatten());
     let result = compare::compare(&bases, &base_failed, &labels, &cand_rows, threshold);
     print!("{}", compare::render(&result, &base_name, &cand.run.run_id));
-    Ok(if result.failures() > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(verdict(&result))
+}
+
+/// `compare --by-version RUN`: each version of an engine in RUN against the
+/// version before it.
+fn by_version(
+    home: &Path,
+    args: &CompareArgs,
+    threshold: Threshold,
+    metrics: &[Metric],
+) -> anyhow::Result<ExitCode> {
+    if let Some(c) = &args.candidate {
+        return Err(bad_input(format!(
+            "--by-version compares the versions inside one run: give one run, not `{}` and `{c}`",
+            args.base
+        )));
+    }
+    if args.base.starts_with(BEST_OF) {
+        return Err(bad_input(format!(
+            "--by-version takes a run id, not `{}`",
+            args.base
+        )));
+    }
+    let run = load_runs(home, std::slice::from_ref(&args.base))?.remove(0);
+    let setup: BTreeMap<String, String> = run
+        .cells
+        .iter()
+        .map(|c| (c.record.key.clone(), setup_group(&c.record)))
+        .collect();
+    let steps = by_version::steps(&flatten(&run), &setup);
+    if steps.steps.is_empty() {
+        return Err(bad_input(format!(
+            "run {} has no engine at two or more versions on the same setup, so there is no \
+             version to compare with the one before it; run a version matrix \
+             (e.g. scenarios/version-matrix.yaml) and compare that run",
+            run.run.run_id
+        )));
+    }
+    let bases = metrics
+        .iter()
+        .map(|m| (*m, compare::base_from_run(&steps.base, *m)))
+        .collect();
+    let base_failed = compare::failed_phases(&steps.base);
+    let result = compare::compare(
+        &bases,
+        &base_failed,
+        &steps.labels,
+        &steps.candidate,
+        threshold,
+    );
+    let names: Vec<String> = steps
+        .steps
+        .iter()
+        .map(|s| format!("{} {} -> {}", s.engine, s.from, s.to))
+        .collect();
+    print!(
+        "{}",
+        compare::render(
+            &result,
+            &format!("each version of run {}", run.run.run_id),
+            &format!("the next version ({})", names.join(", "))
+        )
+    );
+    Ok(verdict(&result))
 }

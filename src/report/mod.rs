@@ -6,6 +6,7 @@
 //! `stats` holds the statistics `view` and `compare` share, `fmt` the
 //! number formatting, `charts` the SVG.
 
+pub mod by_version;
 pub mod charts;
 pub mod compare;
 pub mod csv;

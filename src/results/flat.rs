@@ -481,6 +481,21 @@ pub fn phase_cost(cell: &CellData, index: usize) -> PhaseCost {
     }
 }
 
+/// What a cell ran on apart from its engine's version (engine,
+/// environment, backend, threads, limits, knobs): cells of two versions
+/// with the same setup are what `compare --by-version` pairs.
+pub fn setup_group(rec: &CellRecord) -> String {
+    let canonical = serde_json::json!({
+        "engine": rec.engine,
+        "environment": rec.environment,
+        "backend": rec.backend,
+        "threads": rec.threads,
+        "limits": rec.limits,
+        "knobs": rec.knobs,
+    });
+    format!("s{:016x}", fnv1a64(canonical.to_string().as_bytes()))
+}
+
 /// The cell's group: `CellRecord::group` when the run recorded one, else
 /// a stable hash of what distinguishes one configuration from another
 /// (everything but the repetition index).

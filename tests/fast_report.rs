@@ -5,6 +5,7 @@
 
 mod support;
 
+use benchcage::model::{CellStatus, RunStatus};
 use benchcage::results::history;
 use benchcage::results::layout::{RunPaths, load_run};
 use benchcage::results::model::{
@@ -374,7 +375,11 @@ impl Synth {
                 oom_kills: u64::from(oom),
                 ..Default::default()
             },
-            status: if oom { "failed" } else { "finished" }.into(),
+            status: if oom {
+                CellStatus::Failed
+            } else {
+                CellStatus::Finished
+            },
             failure: oom.then(|| "engine OOM-killed during workload-c".to_string()),
             overhead_s: 3.5,
             memory_limit_bytes: Some(cap),
@@ -412,7 +417,7 @@ impl Synth {
                 .iter()
                 .map(|(e, t, c, r)| Self::key(e, *t, *c, *r))
                 .collect(),
-            status: "finished".into(),
+            status: RunStatus::Finished,
             ..Default::default()
         };
         write_json(&paths.run_json(), &run);

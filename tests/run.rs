@@ -8,6 +8,7 @@
 
 mod support;
 
+use benchcage::model::{CellStatus, RunStatus};
 use benchcage::results::model::{
     CellRecord, FidelityRecord, PhaseResult, PhaseStatus, ResourceSample, RunRecord,
 };
@@ -265,7 +266,7 @@ fn a_small_scenario_finishes_with_results_and_a_valid_fidelity_record() {
     assert_eq!(dirs.len(), 1);
     assert!(stdout.contains(&dirs[0].display().to_string()), "{stdout}");
     let run: RunRecord = read_json(&dirs[0].join("run.json"));
-    assert_eq!(run.status, "finished");
+    assert_eq!(run.status, RunStatus::Finished);
     assert_eq!(run.scenario, "run-small");
     assert_eq!(run.host.cores as usize, num_cpus());
     assert!(!run.benchcage_version.is_empty() && !run.git_rev.is_empty());
@@ -282,7 +283,7 @@ fn a_small_scenario_finishes_with_results_and_a_valid_fidelity_record() {
     let cells = cell_dirs(&dirs[0]);
     assert_eq!(cells.len(), 1);
     let cell: CellRecord = read_json(&cells[0].join("cell.json"));
-    assert_eq!(cell.status, "finished", "{:?}", cell.failure);
+    assert_eq!(cell.status, CellStatus::Finished, "{:?}", cell.failure);
     assert_eq!(run.cells, vec![cell.key.clone()]);
     assert!(
         cell.engine_reported_version.starts_with("7."),
@@ -388,7 +389,7 @@ fn a_settle_sweep_runs_one_cell_per_cap_each_capped_at_its_share_of_the_measured
     let mut seen = Vec::new();
     for dir in &cells {
         let cell: CellRecord = read_json(&dir.join("cell.json"));
-        assert_eq!(cell.status, "finished", "{:?}", cell.failure);
+        assert_eq!(cell.status, CellStatus::Finished, "{:?}", cell.failure);
         let share = match cell.environment.as_str() {
             "quickstart-mem300pct" => 3.0,
             "quickstart-mem600pct" => 6.0,
@@ -468,7 +469,7 @@ fn a_myrocks_sweep_with_mmap_reads_takes_more_major_faults_and_runs_slower_at_th
     let mut by_env = std::collections::BTreeMap::new();
     for dir in cell_dirs(&dirs[0]) {
         let cell: CellRecord = read_json(&dir.join("cell.json"));
-        assert_eq!(cell.status, "finished", "{:?}", cell.failure);
+        assert_eq!(cell.status, CellStatus::Finished, "{:?}", cell.failure);
         assert!(cell.fidelity.is_valid(), "{:?}", cell.fidelity.violations);
         let my_cnf = std::fs::read_to_string(dir.join("config/my.cnf")).unwrap();
         assert!(my_cnf.contains("rocksdb_allow_mmap_reads = ON"), "{my_cnf}");
@@ -532,7 +533,7 @@ fn kill_at_stage_then_resume(stage: &str, sig: nix::sys::signal::Signal) {
     let rec: RunRecord = read_json(&dir.join("run.json"));
     if sig == nix::sys::signal::Signal::SIGINT {
         assert_eq!(status.code(), Some(130), "{}", run.stderr());
-        assert_eq!(rec.status, "interrupted");
+        assert_eq!(rec.status, RunStatus::Interrupted);
         assert!(
             run.stderr().contains(&format!("--resume {id}")),
             "{}",
@@ -554,10 +555,10 @@ fn kill_at_stage_then_resume(stage: &str, sig: nix::sys::signal::Signal) {
     let after = std::fs::read(dir.join("cells").join(&first).join("cell.json")).unwrap();
     assert_eq!(before, after, "the finished cell was rewritten");
     let rec: RunRecord = read_json(&dir.join("run.json"));
-    assert_eq!(rec.status, "finished");
+    assert_eq!(rec.status, RunStatus::Finished);
     for key in &rec.cells {
         let c: CellRecord = read_json(&dir.join("cells").join(key).join("cell.json"));
-        assert_eq!(c.status, "finished", "{key}: {:?}", c.failure);
+        assert_eq!(c.status, CellStatus::Finished, "{key}: {:?}", c.failure);
     }
     assert_clean(&place, &id);
 }
@@ -590,9 +591,9 @@ fn an_engine_that_dies_mid_phase_fails_its_cell_and_the_matrix_goes_on() {
     assert_eq!(status.code(), Some(1), "{}", run.stderr());
     let dir = place.results().join(&id);
     let rec: RunRecord = read_json(&dir.join("run.json"));
-    assert_eq!(rec.status, "failed");
+    assert_eq!(rec.status, RunStatus::Failed);
     let first: CellRecord = read_json(&dir.join("cells").join(&rec.cells[0]).join("cell.json"));
-    assert_eq!(first.status, "failed");
+    assert_eq!(first.status, CellStatus::Failed);
     let why = first.failure.unwrap();
     assert!(
         why.contains("engine exited during phase workload-c"),
@@ -603,7 +604,7 @@ fn an_engine_that_dies_mid_phase_fails_its_cell_and_the_matrix_goes_on() {
         "no measured phase recorded as a result"
     );
     let second: CellRecord = read_json(&dir.join("cells").join(&rec.cells[1]).join("cell.json"));
-    assert_eq!(second.status, "finished", "{:?}", second.failure);
+    assert_eq!(second.status, CellStatus::Finished, "{:?}", second.failure);
     assert_clean(&place, &id);
 }
 
@@ -659,7 +660,7 @@ fn a_full_results_disk_fails_the_run_and_keeps_earlier_results_intact() {
         "an earlier result changed"
     );
     let cell: CellRecord = read_json(&first);
-    assert_eq!(cell.status, "finished");
+    assert_eq!(cell.status, CellStatus::Finished);
     assert!(
         !dir.join("cells")
             .join(&rec.cells[2])
@@ -719,7 +720,7 @@ fn an_external_tool_runs_in_the_client_group_and_its_raw_output_is_kept() {
     let dir = &place.run_dirs()[0];
     let cell_dir = &cell_dirs(dir)[0];
     let cell: CellRecord = read_json(&cell_dir.join("cell.json"));
-    assert_eq!(cell.status, "finished", "{:?}", cell.failure);
+    assert_eq!(cell.status, CellStatus::Finished, "{:?}", cell.failure);
     let phase = &cell.phases[0];
     assert_eq!(phase.workload, "sysbench:oltp_read_only");
     assert!(phase.status.is_ok() && phase.total_ops > 0, "{phase:?}");
@@ -759,7 +760,7 @@ fn a_second_ctrl_c_still_tears_everything_down() {
     let status = run.wait(90);
     assert_eq!(status.code(), Some(130), "{}", run.stderr());
     let rec: RunRecord = read_json(&place.results().join(&id).join("run.json"));
-    assert_eq!(rec.status, "interrupted");
+    assert_eq!(rec.status, RunStatus::Interrupted);
     assert_clean(&place, &id);
 }
 
@@ -812,7 +813,7 @@ fn a_project_and_results_in_private_folders_run_every_engine_that_runs_here() {
         let cell: CellRecord = read_json(&cell_dir.join("cell.json"));
         assert_eq!(
             cell.status,
-            "finished",
+            CellStatus::Finished,
             "{}: {}",
             cell.engine,
             cell.failure.unwrap_or_default()
@@ -925,10 +926,10 @@ fn resuming_a_run_that_is_still_live_is_refused_and_touches_nothing_of_it() {
     let status = run.wait(120);
     assert!(status.success(), "{}", run.stderr());
     let rec: RunRecord = read_json(&dir.join("run.json"));
-    assert_eq!(rec.status, "finished");
+    assert_eq!(rec.status, RunStatus::Finished);
     for key in &rec.cells {
         let c: CellRecord = read_json(&dir.join("cells").join(key).join("cell.json"));
-        assert_eq!(c.status, "finished", "{key}: {:?}", c.failure);
+        assert_eq!(c.status, CellStatus::Finished, "{key}: {:?}", c.failure);
     }
     assert_clean(&place, &id);
 }
@@ -945,7 +946,7 @@ fn sighup_sigquit_and_sigusr1_tear_the_run_down_like_sigterm() {
         let status = run.wait(90);
         assert_eq!(status.code(), Some(130), "{sig}: {}", run.stderr());
         let rec: RunRecord = read_json(&place.results().join(&id).join("run.json"));
-        assert_eq!(rec.status, "interrupted", "{sig}");
+        assert_eq!(rec.status, RunStatus::Interrupted, "{sig}");
         assert_clean(&place, &id);
     }
 }
@@ -1020,7 +1021,7 @@ fn the_printed_resume_command_keeps_home_only_set_and_results_and_resumes_the_ru
         assert!(printed.contains(&part), "{part} missing: {printed}");
     }
     let rec: RunRecord = read_json(&results.join(&id).join("run.json"));
-    assert_eq!(rec.status, "interrupted");
+    assert_eq!(rec.status, RunStatus::Interrupted);
     assert!(
         rec.note.as_deref().unwrap_or("").contains(&printed),
         "{:?}",
@@ -1045,7 +1046,7 @@ fn the_printed_resume_command_keeps_home_only_set_and_results_and_resumes_the_ru
     assert!(out.status.success(), "{line}\n{stderr}");
     assert_eq!(stderr.matches("] finished in").count(), 1, "{stderr}");
     let rec: RunRecord = read_json(&results.join(&id).join("run.json"));
-    assert_eq!(rec.status, "finished");
+    assert_eq!(rec.status, RunStatus::Finished);
     assert_eq!(rec.cells.len(), 1);
     assert!(
         !place.results().exists(),
@@ -1090,7 +1091,8 @@ fn cleanup_marks_a_killed_run_interrupted_and_removes_its_empty_work_folders() {
     run.wait(30);
     let rec: RunRecord = read_json(&run_json);
     assert_eq!(
-        rec.status, "running",
+        rec.status,
+        RunStatus::Running,
         "the killed run could not say otherwise"
     );
     let said = cleanup();
@@ -1099,7 +1101,7 @@ fn cleanup_marks_a_killed_run_interrupted_and_removes_its_empty_work_folders() {
         "{said}"
     );
     let rec: RunRecord = read_json(&run_json);
-    assert_eq!(rec.status, "interrupted");
+    assert_eq!(rec.status, RunStatus::Interrupted);
     let note = rec.note.unwrap_or_default();
     assert!(note.contains(&format!("--resume {id}")), "{note}");
     assert!(note.contains("tests/scenarios/run-three.yaml"), "{note}");
@@ -1108,7 +1110,10 @@ fn cleanup_marks_a_killed_run_interrupted_and_removes_its_empty_work_folders() {
     assert_clean(&place, &id);
     // Nothing is left to do, and a second cleanup says so.
     assert!(cleanup().contains("nothing to clean up"));
-    assert_eq!(read_json::<RunRecord>(&run_json).status, "interrupted");
+    assert_eq!(
+        read_json::<RunRecord>(&run_json).status,
+        RunStatus::Interrupted
+    );
 }
 
 #[test]
@@ -1119,7 +1124,7 @@ fn an_engine_oom_killed_mid_phase_is_counted_and_its_phase_is_recorded_as_oom() 
     let dir = &place.run_dirs()[0];
     let cell_dir = &cell_dirs(dir)[0];
     let cell: CellRecord = read_json(&cell_dir.join("cell.json"));
-    assert_eq!(cell.status, "failed");
+    assert_eq!(cell.status, CellStatus::Failed);
     let why = cell.failure.clone().unwrap();
     assert!(
         why.contains("OOM-killed the engine during phase grow"),
@@ -1166,7 +1171,7 @@ fn a_frozen_engine_fails_its_phase_at_the_deadline_and_is_still_torn_down() {
     let dir = place.results().join(&id);
     let rec: RunRecord = read_json(&dir.join("run.json"));
     let cell: CellRecord = read_json(&dir.join("cells").join(&rec.cells[0]).join("cell.json"));
-    assert_eq!(cell.status, "failed");
+    assert_eq!(cell.status, CellStatus::Failed);
     let why = cell.failure.unwrap();
     assert!(
         why.contains("did not end within its 4s plus 15s of grace"),
@@ -1252,7 +1257,7 @@ fn a_run_whose_cpus_a_live_run_holds_waits_for_them_and_names_that_run() {
     assert!(second.wait(90).success(), "{}", second.stderr());
     for dir in place.run_dirs() {
         let rec: RunRecord = read_json(&dir.join("run.json"));
-        assert_eq!(rec.status, "finished");
+        assert_eq!(rec.status, RunStatus::Finished);
         assert_clean(&place, &rec.run_id);
     }
 }
@@ -1265,7 +1270,7 @@ fn a_mongodb_cell_writes_with_its_write_concern_and_records_it() {
     let dir = &place.run_dirs()[0];
     let cell_dir = &cell_dirs(dir)[0];
     let cell: CellRecord = read_json(&cell_dir.join("cell.json"));
-    assert_eq!(cell.status, "finished", "{:?}", cell.failure);
+    assert_eq!(cell.status, CellStatus::Finished, "{:?}", cell.failure);
     for (k, v) in [
         ("write_concern", "majority"),
         ("write_journal", "true"),
@@ -1406,7 +1411,7 @@ fn thp_is_never_during_a_cell_that_asks_and_comes_back_after_the_run_and_after_s
     assert_eq!(host.now(), ThpMode::Always, "after the run");
     let dir = place.results().join(&id);
     let cell: CellRecord = read_json(&cell_dirs(&dir)[0].join("cell.json"));
-    assert_eq!(cell.status, "finished", "{:?}", cell.failure);
+    assert_eq!(cell.status, CellStatus::Finished, "{:?}", cell.failure);
     assert_eq!(
         cell.limits.get("transparent_hugepages").map(String::as_str),
         Some("never (the host's always is restored after the cell)")

@@ -76,7 +76,7 @@ pub async fn run(home: &Path, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
                 r.run_id.clone(),
                 r.started_at.clone(),
                 r.scenario.clone(),
-                r.status.clone(),
+                r.status.to_string(),
                 r.cells.to_string(),
                 r.phases_ok.to_string(),
                 r.phases_excluded.to_string(),

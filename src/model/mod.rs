@@ -1,8 +1,9 @@
 //! The shared vocabulary: the types that flow from the specs through the
 //! plan and the run to the sandbox and into the results (limits, launch,
-//! readiness, probe, backend, image record). Every layer depends on it; it
-//! depends on nothing in the crate but `units`. Types only, with their
-//! `Display` for people: behaviour lives with the layer that acts.
+//! readiness, probe, backend, image record, run and cell status). Every
+//! layer depends on it; it depends on nothing in the crate but `units`.
+//! Types only, with their `Display` for people: behaviour lives with the
+//! layer that acts.
 
 pub mod backend;
 pub mod image;
@@ -11,6 +12,7 @@ pub mod limits;
 pub mod probe;
 pub mod readiness;
 pub mod source;
+pub mod status;
 pub mod thp;
 
 pub use backend::Backend;
@@ -20,4 +22,5 @@ pub use limits::{CellLimits, IoLimits, SwapPolicy};
 pub use probe::Probe;
 pub use readiness::Readiness;
 pub use source::Source;
+pub use status::{CellStatus, RunStatus};
 pub use thp::{ThpNeed, ThpPolicy};

@@ -2,6 +2,7 @@
 //! of the CSV and JSON exports, of the history table, and what `compare`
 //! matches on.
 
+use crate::model::CellStatus;
 use crate::results::layout::{CellData, RunData, phase_stem, sample_in_phase};
 use crate::results::model::{CellRecord, Percentiles, PhaseResult, PhaseStatus};
 use crate::results::order::natural_cmp;
@@ -300,7 +301,7 @@ fn cell_rows(run: &RunData, cell: &CellData) -> Vec<FlatRow> {
         .map(|i| phase_verdict(rec, i))
         .collect();
     let mut rows = Vec::new();
-    if rec.status == "failed" && verdicts.iter().all(|(v, _)| *v == Verdict::Ok) {
+    if rec.status == CellStatus::Failed && verdicts.iter().all(|(v, _)| *v == Verdict::Ok) {
         rows.push(FlatRow {
             status: Verdict::Failed,
             reason: rec
@@ -649,7 +650,7 @@ mod tests {
     #[test]
     fn a_cell_that_failed_before_its_phases_gets_a_row_with_its_reason() {
         let mut c = cell(1);
-        c.status = "failed".into();
+        c.status = CellStatus::Failed;
         c.failure = Some("engine never became ready".into());
         let run = RunData {
             dir: std::path::PathBuf::from("/r"),

@@ -5,6 +5,7 @@
 //! is written in one transaction, so a writer killed mid-run leaves the
 //! database as it was before that run: whole runs only, never half of one.
 
+use crate::model::RunStatus;
 use crate::results::flat::{COLUMNS, FlatRow, Verdict, flatten};
 use crate::results::layout::RunData;
 use rusqlite::{Connection, OpenFlags, Row, params, params_from_iter};
@@ -223,7 +224,7 @@ fn write_run(conn: &mut Connection, db_path: &Path, run: &RunData) -> Result<usi
             r.run_id,
             r.scenario,
             r.scenario_hash,
-            r.status,
+            r.status.as_str(),
             r.started_at,
             r.finished_at,
             r.host.hostname,
@@ -287,6 +288,15 @@ fn write_run(conn: &mut Connection, db_path: &Path, run: &RunData) -> Result<usi
     Ok(rows.len())
 }
 
+/// Column `i` of `r`, a run status as `run.json` spells it.
+fn run_status(r: &Row<'_>, i: usize) -> rusqlite::Result<RunStatus> {
+    let text: String = r.get(i)?;
+    RunStatus::parse(&text).ok_or_else(|| {
+        let why = format!("unknown run status `{text}`");
+        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, why.into())
+    })
+}
+
 fn read_row(r: &Row<'_>) -> rusqlite::Result<FlatRow> {
     let status: String = r.get(15)?;
     Ok(FlatRow {
@@ -343,7 +353,7 @@ pub struct RunFilter {
 pub struct RunSummary {
     pub run_id: String,
     pub scenario: String,
-    pub status: String,
+    pub status: RunStatus,
     pub started_at: String,
     pub finished_at: Option<String>,
     pub hostname: String,
@@ -387,7 +397,7 @@ pub fn list_runs(db_path: &Path, filter: &RunFilter) -> Result<Vec<RunSummary>, 
             Ok(RunSummary {
                 run_id: r.get(0)?,
                 scenario: r.get(1)?,
-                status: r.get(2)?,
+                status: run_status(r, 2)?,
                 started_at: r.get(3)?,
                 finished_at: r.get(4)?,
                 hostname: r.get(5)?,

@@ -4,6 +4,7 @@
 //!
 //! Maps are `BTreeMap` so serialized output is stable.
 
+use crate::model::{CellStatus, RunStatus};
 use crate::spec::scenario::{SettleMemory, without_settle_tag};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -256,8 +257,7 @@ pub struct RunRecord {
     pub overrides: BTreeMap<String, String>,
     /// Cell keys in plan order.
     pub cells: Vec<String>,
-    /// running, finished, interrupted, failed.
-    pub status: String,
+    pub status: RunStatus,
     /// Peak resident memory of benchcage itself during the run (VmHWM).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub benchcage_peak_rss_bytes: Option<u64>,
@@ -302,8 +302,8 @@ pub struct CellRecord {
     /// Phase results in order (also on disk one file each).
     pub phases: Vec<PhaseResult>,
     pub fidelity: FidelityRecord,
-    /// finished, failed.
-    pub status: String,
+    /// `running` while the cell runs, then how it ended.
+    pub status: CellStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
     /// Seconds spent outside the phases (provision, start, ready, load, teardown).

@@ -7,7 +7,7 @@
 use crate::metrics::fidelity::{self, IoBoundThresholds};
 use crate::metrics::procfs;
 use crate::metrics::sampler::{Sampler, StatsSource, Target};
-use crate::model::{Backend, CellLimits, EngineLaunch, ThpNeed, ThpPolicy};
+use crate::model::{Backend, CellLimits, CellStatus, EngineLaunch, ThpNeed, ThpPolicy};
 use crate::results::model::{CellRecord, FidelityRecord, PhaseResult, PhaseStatus, SettleRecord};
 use crate::run::disk;
 use crate::run::live::{Live, Status};
@@ -333,20 +333,20 @@ pub async fn run_cell(
 /// teardown is a violation, and fails a cell that had finished.
 fn conclude(rec: &mut CellRecord, outcome: Result<(), Stop>, leak: Option<String>) {
     match outcome {
-        Ok(()) => rec.status = "finished".into(),
+        Ok(()) => rec.status = CellStatus::Finished,
         Err(Stop::Interrupted) => {
-            rec.status = "interrupted".into();
+            rec.status = CellStatus::Interrupted;
             rec.failure = Some("interrupted before the cell finished".into());
         }
         Err(Stop::Failed(why)) => {
-            rec.status = "failed".into();
+            rec.status = CellStatus::Failed;
             rec.failure = Some(why);
         }
     }
     if let Some(leak) = leak {
         rec.fidelity.violations.push(leak.clone());
-        if rec.status == "finished" {
-            rec.status = "failed".into();
+        if rec.status == CellStatus::Finished {
+            rec.status = CellStatus::Failed;
             rec.failure = Some(leak);
         }
     }
@@ -457,7 +457,7 @@ fn base_record(work: &CellWork) -> CellRecord {
         repetition: work.repetition,
         limits: work.limits_record.clone(),
         knobs: work.knobs.clone(),
-        status: "running".into(),
+        status: CellStatus::Running,
         settle: Some(work.settle.record()),
         ..Default::default()
     }

@@ -5,6 +5,7 @@
 
 use crate::error::bad_input;
 use crate::metrics::procfs;
+use crate::model::{CellStatus, RunStatus};
 use crate::results::atomic::{write_atomic, write_json_atomic};
 use crate::results::layout::{CellPaths, RunPaths};
 use crate::results::model::{
@@ -65,7 +66,7 @@ pub struct MatrixOutcome {
     /// Cells that ran in this invocation.
     pub ran: Vec<String>,
     pub interrupted: bool,
-    pub status: String,
+    pub status: RunStatus,
 }
 
 /// Writes cell files atomically (temp, fsync, rename, fsync folder).
@@ -163,7 +164,7 @@ pub async fn run_matrix(
         ..Default::default()
     };
     if let Some(note) = m.cells(&cells, &states, &mut out).await? {
-        record.status = "failed".into();
+        record.status = RunStatus::Failed;
         record.note = Some(note);
     }
     let _ = std::fs::remove_dir(&m.work_dir);
@@ -173,7 +174,7 @@ pub async fn run_matrix(
 
     out.interrupted = interrupts.stop.is_cancelled();
     conclude(&mut record, &out, &info, &run_id);
-    out.status = record.status.clone();
+    out.status = record.status;
     write_json_atomic(&paths.run_json(), &record)
         .with_context(|| format!("writing the run record of {run_id}"))?;
     if let Some(note) = &record.note {
@@ -196,7 +197,7 @@ fn new_run(info: &RunInfo, keys: Vec<String>) -> (RunId, RunRecord, BTreeMap<Str
         git_rev: info.git_rev.clone(),
         overrides: info.overrides.clone(),
         cells: keys,
-        status: "running".into(),
+        status: RunStatus::Running,
         ..Default::default()
     };
     (id, rec, BTreeMap::new())
@@ -205,7 +206,7 @@ fn new_run(info: &RunInfo, keys: Vec<String>) -> (RunId, RunRecord, BTreeMap<Str
 /// The run record as this process starts (or resumes) the run: running,
 /// owned by this process.
 fn restart(record: &mut RunRecord, info: &RunInfo) {
-    record.status = "running".into();
+    record.status = RunStatus::Running;
     record.finished_at = None;
     record.note = None;
     // A resume keeps the command line of the run's first start.
@@ -223,12 +224,16 @@ fn restart(record: &mut RunRecord, info: &RunInfo) {
 fn conclude(record: &mut RunRecord, out: &MatrixOutcome, info: &RunInfo, run_id: &RunId) {
     let resume_hint = resume::resume_command(&info.command_line, run_id.as_str());
     if out.interrupted {
-        record.status = "interrupted".into();
+        record.status = RunStatus::Interrupted;
         record.note = Some(format!(
             "interrupted; to finish the remaining cells: {resume_hint}"
         ));
-    } else if record.status != "failed" {
-        record.status = if out.failed > 0 { "failed" } else { "finished" }.into();
+    } else if record.status != RunStatus::Failed {
+        record.status = if out.failed > 0 {
+            RunStatus::Failed
+        } else {
+            RunStatus::Finished
+        };
         if out.failed > 0 {
             record.note = Some(format!(
                 "{} cell(s) failed; to run them again: {resume_hint}",
@@ -407,7 +412,7 @@ impl Matrix<'_> {
                 out.failed += 1;
                 self.say(&format!("[{position} {label}] FAILED: {why}"));
             }
-            Ok(Ok(rec)) if rec.status == "finished" => {
+            Ok(Ok(rec)) if rec.status == CellStatus::Finished => {
                 out.finished += 1;
                 let valid = if rec.fidelity.is_valid() {
                     "valid"
@@ -421,7 +426,7 @@ impl Matrix<'_> {
                     crate::run::cell::own_overhead_s(&rec),
                 ));
             }
-            Ok(Ok(rec)) if rec.status == "interrupted" => {
+            Ok(Ok(rec)) if rec.status == CellStatus::Interrupted => {
                 self.say(&format!("[{position} {label}] interrupted, torn down"));
             }
             Ok(Ok(rec)) => {
@@ -455,7 +460,7 @@ fn failed_before_start(cell: &CellWork, ctx: &CellCtx, why: &str) -> anyhow::Res
         repetition: cell.repetition,
         limits: cell.limits_record.clone(),
         knobs: cell.knobs.clone(),
-        status: "failed".into(),
+        status: CellStatus::Failed,
         failure: Some(why.to_string()),
         settle: Some(cell.settle.record()),
         ..Default::default()

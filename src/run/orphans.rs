@@ -3,6 +3,7 @@
 //! folders. `benchcage cleanup` marks such runs `interrupted` and removes
 //! the folders; runs whose benchcage is alive are never touched.
 
+use crate::model::RunStatus;
 use crate::results::atomic::write_json_atomic;
 use crate::results::layout::{self, RunPaths};
 use crate::results::model::RunRecord;
@@ -45,7 +46,7 @@ pub fn mark_dead_runs(results_root: &Path, dry_run: bool) -> Vec<Result<DeadRun,
         let Some(rec) = read_record(&path) else {
             continue;
         };
-        if rec.status != "running" || owner_alive(&rec) {
+        if rec.status != RunStatus::Running || owner_alive(&rec) {
             continue;
         }
         let dead = DeadRun {
@@ -69,7 +70,7 @@ pub fn live_runs(results_root: &Path) -> Vec<String> {
         .into_iter()
         .filter(|id| {
             read_record(&RunPaths::new(results_root, id).run_json())
-                .is_some_and(|r| r.status == "running" && owner_alive(&r))
+                .is_some_and(|r| r.status == RunStatus::Running && owner_alive(&r))
         })
         .collect()
 }
@@ -86,7 +87,7 @@ fn mark_interrupted(path: &Path, mut rec: RunRecord) -> Result<(), String> {
         _ => return Ok(()),
     }
     let pid = rec.owner_pid.unwrap_or_default();
-    rec.status = "interrupted".into();
+    rec.status = RunStatus::Interrupted;
     rec.note = Some(format!(
         "benchcage (pid {pid}) died before the run ended; `benchcage cleanup` marked it \
          interrupted; to finish the remaining cells: {}",
@@ -157,10 +158,10 @@ fn remove_empty_tree(dir: &Path, dry_run: bool, removed: &mut Vec<PathBuf>) -> b
 mod tests {
     use super::*;
 
-    fn record(dir: &Path, id: &str, status: &str, owner: Option<(i32, u64)>) -> PathBuf {
+    fn record(dir: &Path, id: &str, status: RunStatus, owner: Option<(i32, u64)>) -> PathBuf {
         let rec = RunRecord {
             run_id: id.into(),
-            status: status.into(),
+            status,
             owner_pid: owner.map(|o| o.0),
             owner_start: owner.map(|o| o.1),
             ..Default::default()
@@ -178,20 +179,20 @@ mod tests {
         let me = Some((pid, start.unwrap()));
         // A pid's start time can never be in the future: that owner is gone.
         let gone = Some((pid, u64::MAX));
-        let dead = record(t.path(), "20261130-101500-aaaa", "running", gone);
-        let live = record(t.path(), "20261130-101500-bbbb", "running", me);
-        let done = record(t.path(), "20261130-101500-cccc", "finished", gone);
+        let dead = record(t.path(), "20261130-101500-aaaa", RunStatus::Running, gone);
+        let live = record(t.path(), "20261130-101500-bbbb", RunStatus::Running, me);
+        let done = record(t.path(), "20261130-101500-cccc", RunStatus::Finished, gone);
         let before: Vec<Vec<u8>> = [&live, &done]
             .iter()
             .map(|p| std::fs::read(p).unwrap())
             .collect();
         let dry = mark_dead_runs(t.path(), true);
         assert_eq!(dry.len(), 1);
-        assert_eq!(read_record(&dead).unwrap().status, "running");
+        assert_eq!(read_record(&dead).unwrap().status, RunStatus::Running);
         let marked = mark_dead_runs(t.path(), false);
         assert_eq!(marked[0].as_ref().unwrap().run_id, "20261130-101500-aaaa");
         let rec = read_record(&dead).unwrap();
-        assert_eq!(rec.status, "interrupted");
+        assert_eq!(rec.status, RunStatus::Interrupted);
         assert!(rec.note.unwrap().contains("--resume 20261130-101500-aaaa"));
         assert_eq!(rec.owner_pid, None);
         for (p, b) in [&live, &done].iter().zip(before) {

@@ -2,6 +2,7 @@
 //! again. A cell counts as done only when its `cell.json` says `finished`;
 //! a failed, interrupted or half-written cell runs again on `--resume`.
 
+use crate::model::CellStatus;
 use crate::results::model::CellRecord;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -65,8 +66,8 @@ fn cell_state(dir: &Path) -> CellState {
         return CellState::Incomplete;
     };
     match serde_json::from_slice::<CellRecord>(&text) {
-        Ok(rec) if rec.status == "finished" => CellState::Finished,
-        Ok(rec) if rec.status == "failed" => {
+        Ok(rec) if rec.status == CellStatus::Finished => CellState::Finished,
+        Ok(rec) if rec.status == CellStatus::Failed => {
             CellState::Failed(rec.failure.unwrap_or_else(|| "no reason recorded".into()))
         }
         _ => CellState::Incomplete,
@@ -119,13 +120,13 @@ mod tests {
         assert!(resume_command(&[], "x").contains("<same scenario and flags> --resume x"));
     }
 
-    fn write_cell(cells: &Path, key: &str, status: &str) {
+    fn write_cell(cells: &Path, key: &str, status: CellStatus) {
         let dir = cells.join(key);
         std::fs::create_dir_all(&dir).unwrap();
         let rec = CellRecord {
             key: key.into(),
-            status: status.into(),
-            failure: (status == "failed").then(|| "engine exited".to_string()),
+            status,
+            failure: (status == CellStatus::Failed).then(|| "engine exited".to_string()),
             ..Default::default()
         };
         std::fs::write(dir.join("cell.json"), serde_json::to_vec(&rec).unwrap()).unwrap();
@@ -135,8 +136,8 @@ mod tests {
     fn only_finished_cells_are_skipped_on_resume() {
         let tmp = tempfile::tempdir().unwrap();
         let cells = tmp.path();
-        write_cell(cells, "a", "finished");
-        write_cell(cells, "b", "failed");
+        write_cell(cells, "a", CellStatus::Finished);
+        write_cell(cells, "b", CellStatus::Failed);
         std::fs::create_dir_all(cells.join("c")).unwrap();
         std::fs::create_dir_all(cells.join("e")).unwrap();
         std::fs::write(cells.join("e/cell.json"), b"{\"key\":").unwrap();

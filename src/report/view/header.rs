@@ -68,7 +68,7 @@ pub(super) fn run_table(run: &RunRecord) -> Table {
             "Scenario".to_string(),
             format!("{} ({})", run.scenario, short(&run.scenario_hash)),
         ),
-        ("Status".into(), run.status.clone()),
+        ("Status".into(), run.status.to_string()),
         ("Started".into(), fmt::timestamp(&run.started_at)),
         (
             "Finished".into(),

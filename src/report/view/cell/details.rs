@@ -47,7 +47,7 @@ fn cell_facts(rec: &CellRecord) -> Vec<(String, String)> {
         ("Threads".into(), rec.threads.to_string()),
         ("Repetition".into(), rec.repetition.to_string()),
         ("Data size".into(), fmt::bytes_or_dash(rec.data_size_bytes)),
-        ("Status".into(), rec.status.clone()),
+        ("Status".into(), rec.status.to_string()),
         (
             "Failure".into(),
             rec.failure.clone().unwrap_or_else(|| fmt::DASH.into()),

@@ -31,37 +31,75 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
         scenario,
         overrides,
         plan,
-        warnings,
-    } = plan_command_line(
+        ..
+    } = plan_or_refuse(home, args, &host)?;
+    // The planner has reported (or refused) broken specs already.
+    let project = crate::spec::Project::load_all(home).0;
+    fetch_pending(&project, &plan, args.fetch).await?;
+    let results_root = results_root(home, args)?;
+    reap_leftovers().await?;
+    let cells = cell_works(&project, &plan)?;
+    let info = RunInfo {
+        overrides: overrides.into_iter().collect(),
+        host: host_info(&host),
+        command_line: command_line(home, args, &results_root),
+        ..provenance_of(home, &scenario, &plan)
+    };
+    let pull = match args.pull {
+        crate::cli::Pull::Missing => PullPolicy::default(),
+        crate::cli::Pull::Never => PullPolicy::Never,
+    };
+    let out = matrix::run_matrix(
+        info.clone(),
+        cells,
+        &results_root,
+        args.resume.as_deref(),
+        sandbox_factory(pull),
+        image_preparer(pull),
+        interrupts,
+    )
+    .await?;
+    println!("results: {}", out.dir.display());
+    index_and_report(&out.dir, &results_root.join(layout::HISTORY_FILE));
+    Ok(exit_code(&out, plan.cells.len(), &info.command_line))
+}
+
+/// The plan of the command line, its unused-spec warnings printed; bad
+/// input when it refuses or has no cell.
+fn plan_or_refuse(home: &Path, args: &RunArgs, host: &HostFacts) -> anyhow::Result<CommandPlan> {
+    let cp = plan_command_line(
         home,
         &args.scenario,
         &args.set,
         args.env.as_deref(),
         args.only.as_deref(),
-        &host,
+        host,
     )
     .map_err(crate::error::BadInput::from)?;
-    crate::commands::plan::warn_unused(&warnings);
-    if plan.cells.is_empty() {
+    crate::commands::plan::warn_unused(&cp.warnings);
+    if cp.plan.cells.is_empty() {
         return Err(crate::error::bad_input(format!(
             "scenario `{}` has no cell matching --env/--only; `benchcage plan {}` lists them",
-            plan.scenario, args.scenario
+            cp.plan.scenario, args.scenario
         )));
     }
-    // The planner has reported (or refused) broken specs already.
-    let project = crate::spec::Project::load_all(home).0;
-    fetch_pending(&project, &plan, args.fetch).await?;
+    Ok(cp)
+}
 
-    // Absolute: engines run with their data dir as working directory and
-    // read their configs from the cell folder.
-    let results_root = std::path::absolute(
+/// The results folder, absolute: engines run with their data dir as
+/// working directory and read their configs from the cell folder.
+fn results_root(home: &Path, args: &RunArgs) -> anyhow::Result<PathBuf> {
+    std::path::absolute(
         args.results
             .clone()
             .unwrap_or_else(|| layout::results_root(home)),
     )
-    .context("resolving the results folder")?;
-    // Leftovers of runs that died (SIGKILL, power cut) go first, so this run
-    // starts from a clean machine.
+    .context("resolving the results folder")
+}
+
+/// Leftovers of runs that died (SIGKILL, power cut) go first, so this run
+/// starts from a clean machine.
+async fn reap_leftovers() -> anyhow::Result<()> {
     let state_dir = ledger::default_root();
     crate::sandbox::roots::check_state_dir(&state_dir)
         .map_err(|e| crate::error::bad_input(e.to_string()))?;
@@ -70,7 +108,15 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
         Ok(dead) => say_reaped(&dead),
         Err(e) => eprintln!("warning: checking for leftovers of dead runs: {e}"),
     }
+    Ok(())
+}
 
+/// What the run loop needs of each planned cell, its configs checked and
+/// its expected version and package filled in.
+fn cell_works(
+    project: &crate::spec::Project,
+    plan: &crate::plan::Plan,
+) -> anyhow::Result<Vec<CellWork>> {
     let exe = std::env::current_exe().context("finding the benchcage binary")?;
     let cells: Vec<CellWork> = plan
         .cells
@@ -89,8 +135,17 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
     for c in &cells {
         adapt::check_configs(c).map_err(crate::error::bad_input)?;
     }
-    let cells = with_versions(&project, cells);
+    Ok(with_versions(project, cells))
+}
 
+/// The run's provenance: scenario, the hash of every spec file it read,
+/// benchcage's version and git revision (overrides, host and command line
+/// left empty).
+fn provenance_of(
+    home: &Path,
+    scenario: &crate::spec::scenario::Scenario,
+    plan: &crate::plan::Plan,
+) -> RunInfo {
     let scenario_file = resolve(home, &scenario.origin.file);
     let mut spec_files: Vec<PathBuf> = vec![scenario_file.clone()];
     for c in &plan.cells {
@@ -98,24 +153,20 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
     }
     spec_files.sort();
     spec_files.dedup();
-    let info = RunInfo {
+    RunInfo {
         scenario: plan.scenario.clone(),
         scenario_hash: provenance::file_hash(&scenario_file).unwrap_or_default(),
         spec_hashes: provenance::spec_hashes(home, spec_files.iter().map(PathBuf::as_path)),
-        overrides: overrides.into_iter().collect(),
-        host: host_info(&host),
         benchcage_version: provenance::version(),
         git_rev: provenance::git_rev(home),
-        command_line: command_line(home, args, &results_root),
-    };
-    let resume_hint = |id: &str| crate::run::resume::resume_command(&info.command_line, id);
+        ..RunInfo::default()
+    }
+}
 
-    let pull = match args.pull {
-        crate::cli::Pull::Missing => PullPolicy::default(),
-        crate::cli::Pull::Never => PullPolicy::Never,
-    };
+/// Each cell's sandbox: a cgroup or a container, by its backend.
+fn sandbox_factory(pull: PullPolicy) -> SandboxFactory {
     let work_root = matrix::work_root();
-    let factory: SandboxFactory = Box::new(move |cell: &CellWork, id: &str| {
+    Box::new(move |cell: &CellWork, id: &str| {
         let sb: Box<dyn Sandbox + Sync> = match cell.backend {
             Backend::Cgroup => {
                 crate::sandbox::roots::create_dirs(&work_root, crate::sandbox::roots::SEARCHABLE)?;
@@ -127,9 +178,12 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
             ),
         };
         Ok(sb)
-    });
+    })
+}
 
-    let prepare: PrepareFn = Box::new(move |cell: &CellWork| {
+/// Before a docker cell: its image, pulled under `pull`.
+fn image_preparer(pull: PullPolicy) -> PrepareFn {
+    Box::new(move |cell: &CellWork| {
         Box::pin(async move {
             if let (Backend::Docker, Some(image)) = (cell.backend, &cell.image) {
                 let client = DockerClient::connect().await?;
@@ -137,41 +191,38 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
             }
             Ok(())
         })
-    });
+    })
+}
 
-    let out = matrix::run_matrix(
-        info.clone(),
-        cells,
-        &results_root,
-        args.resume.as_deref(),
-        factory,
-        prepare,
-        interrupts,
-    )
-    .await?;
-
-    let db = results_root.join(layout::HISTORY_FILE);
-    println!("results: {}", out.dir.display());
-    match layout::load_run(&out.dir) {
+/// The finished run indexed in the history `db` and its HTML report
+/// written; a failure of either is a warning, the results stand.
+fn index_and_report(run_dir: &Path, db: &Path) {
+    match layout::load_run(run_dir) {
         Ok(data) => {
-            if let Err(e) = history::index_run(&db, &data) {
+            if let Err(e) = history::index_run(db, &data) {
                 eprintln!("warning: indexing the run in {}: {e}", db.display());
             }
-            match report::write_run_report(data, &db, report::Format::Html, None) {
+            match report::write_run_report(data, db, report::Format::Html, None) {
                 Ok(path) => println!("report: {}", path.display()),
                 Err(e) => eprintln!("warning: writing the HTML report: {e}"),
             }
         }
         Err(e) => eprintln!("warning: reading the run back for the history: {e}"),
     }
+}
+
+/// 130 for an interrupted run, 1 when a cell failed, each with the
+/// command that resumes it; else success.
+fn exit_code(out: &matrix::MatrixOutcome, planned: usize, command_line: &[String]) -> ExitCode {
+    let resume_hint = |id: &str| crate::run::resume::resume_command(command_line, id);
     if out.interrupted {
         eprintln!(
             "interrupted: {} of {} cell(s) finished; resume with:\n  {}",
             out.finished,
-            out.finished + out.failed + (plan.cells.len() - out.finished - out.failed),
+            out.finished + out.failed + (planned - out.finished - out.failed),
             resume_hint(&out.run_id)
         );
-        return Ok(ExitCode::from(130));
+        return ExitCode::from(130);
     }
     if out.failed > 0 {
         eprintln!(
@@ -179,9 +230,9 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
             out.failed,
             resume_hint(&out.run_id)
         );
-        return Ok(ExitCode::from(1));
+        return ExitCode::from(1);
     }
-    Ok(ExitCode::SUCCESS)
+    ExitCode::SUCCESS
 }
 
 /// One line for what the start of the run reaped, and a warning for every
@@ -214,10 +265,6 @@ fn say_reaped(dead: &reap::DeadRuns) {
     }
 }
 
-/// This run's command line without `--resume`, for the resume hint: the
-/// home (when it is not the current folder), the scenario (absolute when
-/// it is a file under the current folder), `--env`, `--only`, every
-/// `--set` in order, and the results folder when one was given.
 /// What each cell's server must report as its version, and the package
 /// its binary came from (a fetched version).
 fn with_versions(project: &crate::spec::Project, mut cells: Vec<CellWork>) -> Vec<CellWork> {
@@ -279,6 +326,10 @@ async fn fetch_pending(
     Ok(())
 }
 
+/// This run's command line without `--resume`, for the resume hint: the
+/// home (when it is not the current folder), the scenario (absolute when
+/// it is a file under the current folder), `--env`, `--only`, every
+/// `--set` in order, and the results folder when one was given.
 fn command_line(home: &Path, args: &RunArgs, results_root: &Path) -> Vec<String> {
     let text = |p: &Path| p.to_string_lossy().into_owned();
     let mut argv = vec!["benchcage".to_string()];

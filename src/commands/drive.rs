@@ -66,29 +66,44 @@ pub async fn run(_home: &Path, args: &DriveArgs) -> anyhow::Result<ExitCode> {
 
 /// The workload config from `--config` or from the flags.
 fn config(args: &DriveArgs) -> anyhow::Result<WorkloadConfig> {
-    if let Some(path) = &args.config {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading workload config {}", path.display()))?;
-        let mut cfg: WorkloadConfig = serde_json::from_str(&text).map_err(|e| {
-            bad_input(format!(
-                "{}:{}:{}: {e}",
-                path.display(),
-                e.line(),
-                e.column()
-            ))
-        })?;
-        if args.store.is_some() {
-            cfg.store = args.store.clone();
-        }
-        if args.progress {
-            cfg.progress = true;
-        }
-        if args.reset {
-            cfg.reset = true;
-        }
-        return Ok(cfg);
+    match &args.config {
+        Some(path) => config_file(path, args),
+        None => config_from_flags(args),
     }
-    let bad = |flag: &str, e: String| bad_input(format!("--{flag}: {e}"));
+}
+
+/// The workload config of a `--config` file, with `--store`,
+/// `--progress` and `--reset` over it.
+fn config_file(path: &std::path::Path, args: &DriveArgs) -> anyhow::Result<WorkloadConfig> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading workload config {}", path.display()))?;
+    let mut cfg: WorkloadConfig = serde_json::from_str(&text).map_err(|e| {
+        bad_input(format!(
+            "{}:{}:{}: {e}",
+            path.display(),
+            e.line(),
+            e.column()
+        ))
+    })?;
+    if args.store.is_some() {
+        cfg.store = args.store.clone();
+    }
+    if args.progress {
+        cfg.progress = true;
+    }
+    if args.reset {
+        cfg.reset = true;
+    }
+    Ok(cfg)
+}
+
+/// `--FLAG: what is wrong` as bad input.
+fn bad(flag: &str, e: String) -> anyhow::Error {
+    bad_input(format!("--{flag}: {e}"))
+}
+
+/// The workload config from the flags.
+fn config_from_flags(args: &DriveArgs) -> anyhow::Result<WorkloadConfig> {
     let mut cfg = WorkloadConfig {
         name: "run".into(),
         store: args.store.clone(),
@@ -105,51 +120,14 @@ fn config(args: &DriveArgs) -> anyhow::Result<WorkloadConfig> {
         progress: args.progress,
         ..Default::default()
     };
-    let w = args.workload.trim().to_ascii_lowercase();
-    if w.contains('=') {
-        let mut mix = BTreeMap::new();
-        for part in w.split(',').filter(|p| !p.trim().is_empty()) {
-            let (k, val) = part
-                .split_once('=')
-                .ok_or_else(|| bad("workload", format!("`{part}` is not kind=share")))?;
-            let val: f64 = val
-                .trim()
-                .parse()
-                .map_err(|_| bad("workload", format!("`{val}` is not a number")))?;
-            mix.insert(k.trim().to_string(), val);
-        }
-        cfg.workload = WorkloadKind::Custom;
-        cfg.mix = Some(mix);
-    } else {
-        cfg.workload =
-            serde_json::from_value(serde_json::Value::String(w.clone())).map_err(|_| {
-                bad(
-                    "workload",
-                    format!("`{w}` is not a..f, candles, or a mix like read=0.9,update=0.1"),
-                )
-            })?;
-    }
+    (cfg.workload, cfg.mix) = workload_of(&args.workload)?;
     if let Some(d) = &args.duration {
         cfg.duration = Some(d.parse().map_err(|e| bad("duration", format!("{e}")))?);
     }
     if let Some(d) = &args.warmup {
         cfg.warmup = Some(d.parse().map_err(|e| bad("warmup", format!("{e}")))?);
     }
-    let threads: Vec<u32> = args
-        .threads
-        .split(',')
-        .map(|t| t.trim().parse::<u32>())
-        .collect::<Result<_, _>>()
-        .map_err(|_| {
-            bad(
-                "threads",
-                format!("`{}` is not a count or a list like 1,4,16", args.threads),
-            )
-        })?;
-    cfg.threads = match threads.as_slice() {
-        [one] => Threads::One(*one),
-        _ => Threads::Sweep(threads),
-    };
+    cfg.threads = threads_of(&args.threads)?;
     if let Some(d) = &args.distribution {
         cfg.distribution = Some(d.parse().map_err(|e: String| bad("distribution", e))?);
     }
@@ -168,6 +146,50 @@ fn config(args: &DriveArgs) -> anyhow::Result<WorkloadConfig> {
         Err(_) => ErrorBudget::Share(args.error_budget.clone()),
     };
     Ok(cfg)
+}
+
+/// `--workload`: a..f, candles, or a mix like `read=0.9,update=0.1`.
+fn workload_of(flag: &str) -> anyhow::Result<(WorkloadKind, Option<BTreeMap<String, f64>>)> {
+    let w = flag.trim().to_ascii_lowercase();
+    if !w.contains('=') {
+        let kind = serde_json::from_value(serde_json::Value::String(w.clone())).map_err(|_| {
+            bad(
+                "workload",
+                format!("`{w}` is not a..f, candles, or a mix like read=0.9,update=0.1"),
+            )
+        })?;
+        return Ok((kind, None));
+    }
+    let mut mix = BTreeMap::new();
+    for part in w.split(',').filter(|p| !p.trim().is_empty()) {
+        let (k, val) = part
+            .split_once('=')
+            .ok_or_else(|| bad("workload", format!("`{part}` is not kind=share")))?;
+        let val: f64 = val
+            .trim()
+            .parse()
+            .map_err(|_| bad("workload", format!("`{val}` is not a number")))?;
+        mix.insert(k.trim().to_string(), val);
+    }
+    Ok((WorkloadKind::Custom, Some(mix)))
+}
+
+/// `--threads`: a count, or a list like `1,4,16` to sweep.
+fn threads_of(flag: &str) -> anyhow::Result<Threads> {
+    let threads: Vec<u32> = flag
+        .split(',')
+        .map(|t| t.trim().parse::<u32>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| {
+            bad(
+                "threads",
+                format!("`{flag}` is not a count or a list like 1,4,16"),
+            )
+        })?;
+    Ok(match threads.as_slice() {
+        [one] => Threads::One(*one),
+        _ => Threads::Sweep(threads),
+    })
 }
 
 fn print_summary(results: &[PhaseResult]) {

@@ -23,113 +23,192 @@ pub async fn run(home: &Path, args: &ImageArgs) -> anyhow::Result<ExitCode> {
 const CHUNK: usize = 1 << 20;
 
 async fn build(home: &Path, args: &ImageBuildArgs) -> anyhow::Result<ExitCode> {
-    let recipe = images::recipe(&args.engine).ok_or_else(|| {
-        let known: Vec<&str> = images::RECIPES.iter().map(|r| r.engine).collect();
-        bad_input(format!(
-            "`benchcage image build` builds {} from a release tarball, not `{}`; the images of postgres, mariadb and redis come from `make images`",
-            known.join(", "),
-            crate::error::excerpt(&args.engine)
-        ))
-    })?;
-    let path = args.tarball.clone();
-    let file_name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .ok_or_else(|| bad_input(format!("--tarball {}: not a file name", path.display())))?
-        .to_string();
-    let version = tarball::version_from_name(recipe.engine, &file_name)
-        .map_err(|e| bad_input(format!("--tarball {e}")))?;
-    let tag = match &args.tag {
-        Some(t) if images::is_tag(t) => t.clone(),
-        Some(t) => {
-            return Err(bad_input(format!(
-                "--tag `{}`: a tag is letters, digits, `_`, `.` and `-` (not first), at most 128",
-                crate::error::excerpt(t)
-            )));
-        }
-        None => version.clone(),
-    };
-    // A FIFO or a device would block or never end; only a file is read.
-    match std::fs::metadata(&path) {
-        Ok(m) if m.is_file() => {}
-        Ok(_) => {
-            return Err(bad_input(format!(
-                "--tarball {}: not a regular file",
-                path.display()
-            )));
-        }
-        Err(e) => {
-            return Err(bad_input(format!(
-                "--tarball {}: {e}; give the path of the release tarball you downloaded",
-                path.display()
-            )));
-        }
+    let input = BuildInput::of(args)?;
+    let layout = scan_checked(&input).await?;
+    let image = input.recipe.image(&input.tag);
+    let client = DockerClient::connect().await?;
+    let old = client.image_facts(&image).await?;
+    if let (Some(old), false) = (&old, args.replace) {
+        return Err(bad_input(format!(
+            "{image} exists already ({}); give --replace to build it again from {}",
+            short_id(&old.id),
+            input.file_name
+        )));
     }
-    let layout = {
-        let (p, binary) = (path.clone(), recipe.binary);
-        tokio::task::spawn_blocking(move || {
-            let f = std::fs::File::open(&p).map_err(|e| tarball::TarballError::Unreadable {
-                path: p.clone(),
-                detail: e.to_string(),
-            })?;
-            tarball::scan(&p, std::io::BufReader::new(f), binary)
-        })
-        .await
-        .context("scanning the tarball")?
-        .map_err(|e| bad_input(format!("--tarball {e}")))?
+    let stop = stop_on_signal().context("installing the Ctrl-C handler")?;
+    let Some(base_tar) = base_root(&stop, &image).await? else {
+        return Ok(ExitCode::from(130));
     };
-    if let Some(from_folder) = tarball::version_of_folder(recipe.engine, &layout.top)
-        && from_folder != version
+    eprintln!(
+        "image: {image} from {} ({} files, {}) on {}",
+        input.path.display(),
+        layout.entries,
+        crate::units::Bytes(layout.bytes),
+        base_tar.display()
+    );
+    if import(&client, &input, layout, base_tar, &image, &stop).await? == Imported::Cancelled {
+        return Ok(ExitCode::from(130));
+    }
+    let facts = client
+        .image_facts(&image)
+        .await?
+        .with_context(|| format!("the daemon accepted {image} but does not list it"))?;
+    println!(
+        "built {image} ({}, {}) from {}",
+        short_id(&facts.id),
+        crate::units::Bytes(facts.size),
+        input.file_name
+    );
+    // The image it replaced lost its name; it would stay as a nameless
+    // leftover.
+    if let Some(old) = old.filter(|o| o.id != facts.id) {
+        remove_replaced(&client, &old.id).await;
+    }
+    say_engine_match(home, input.recipe, &image);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `image build` was asked for, checked before anything is read.
+struct BuildInput {
+    recipe: &'static Recipe,
+    /// `--tarball` and its file name.
+    path: PathBuf,
+    file_name: String,
+    /// The version the file name says.
+    version: String,
+    /// `--tag`, else the version.
+    tag: String,
+}
+
+impl BuildInput {
+    /// The recipe of the engine, the version from the tarball's name, the
+    /// tag; bad input when any is wrong or the tarball is not a file.
+    fn of(args: &ImageBuildArgs) -> anyhow::Result<BuildInput> {
+        let recipe = images::recipe(&args.engine).ok_or_else(|| {
+            let known: Vec<&str> = images::RECIPES.iter().map(|r| r.engine).collect();
+            bad_input(format!(
+                "`benchcage image build` builds {} from a release tarball, not `{}`; the images of postgres, mariadb and redis come from `make images`",
+                known.join(", "),
+                crate::error::excerpt(&args.engine)
+            ))
+        })?;
+        let path = args.tarball.clone();
+        let file_name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| bad_input(format!("--tarball {}: not a file name", path.display())))?
+            .to_string();
+        let version = tarball::version_from_name(recipe.engine, &file_name)
+            .map_err(|e| bad_input(format!("--tarball {e}")))?;
+        let tag = match &args.tag {
+            Some(t) if images::is_tag(t) => t.clone(),
+            Some(t) => {
+                return Err(bad_input(format!(
+                    "--tag `{}`: a tag is letters, digits, `_`, `.` and `-` (not first), at most 128",
+                    crate::error::excerpt(t)
+                )));
+            }
+            None => version.clone(),
+        };
+        check_regular_file(&path)?;
+        Ok(BuildInput {
+            recipe,
+            path,
+            file_name,
+            version,
+            tag,
+        })
+    }
+}
+
+/// A FIFO or a device would block or never end; only a file is read.
+fn check_regular_file(path: &Path) -> anyhow::Result<()> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => Ok(()),
+        Ok(_) => Err(bad_input(format!(
+            "--tarball {}: not a regular file",
+            path.display()
+        ))),
+        Err(e) => Err(bad_input(format!(
+            "--tarball {}: {e}; give the path of the release tarball you downloaded",
+            path.display()
+        ))),
+    }
+}
+
+/// The tarball's layout; bad input when it is not a release of the
+/// recipe's engine or its folder names another version than its file.
+async fn scan_checked(input: &BuildInput) -> anyhow::Result<tarball::Layout> {
+    let (p, binary) = (input.path.clone(), input.recipe.binary);
+    let layout = tokio::task::spawn_blocking(move || {
+        let f = std::fs::File::open(&p).map_err(|e| tarball::TarballError::Unreadable {
+            path: p.clone(),
+            detail: e.to_string(),
+        })?;
+        tarball::scan(&p, std::io::BufReader::new(f), binary)
+    })
+    .await
+    .context("scanning the tarball")?
+    .map_err(|e| bad_input(format!("--tarball {e}")))?;
+    if let Some(from_folder) = tarball::version_of_folder(input.recipe.engine, &layout.top)
+        && from_folder != input.version
     {
         return Err(bad_input(format!(
             "--tarball {}",
             tarball::TarballError::VersionMismatch {
-                path: path.clone(),
-                from_name: version,
+                path: input.path.clone(),
+                from_name: input.version.clone(),
                 folder: layout.top.display().to_string(),
                 from_folder,
             }
         )));
     }
-    let image = recipe.image(&tag);
-    let client = DockerClient::connect().await?;
-    let old = client.image_facts(&image).await?;
-    if let (Some(old), false) = (&old, args.replace) {
-        return Err(bad_input(format!(
-            "{image} exists already ({}); give --replace to build it again from {file_name}",
-            short_id(&old.id)
-        )));
-    }
+    Ok(layout)
+}
 
-    let stop = stop_on_signal().context("installing the Ctrl-C handler")?;
-    let cache = base::cache_dir();
-    let base_tar = match base::ensure(&cache, &stop, |m| eprintln!("image: {m}")).await {
+/// The debootstrap base's tar, built when the cache lacks it; `None`
+/// when a signal stopped it (said on stderr).
+async fn base_root(stop: &CancellationToken, image: &str) -> anyhow::Result<Option<PathBuf>> {
+    match base::ensure(&base::cache_dir(), stop, |m| eprintln!("image: {m}")).await {
         Err(base::BaseError::Interrupted) => {
             eprintln!(
                 "{}; no image {image} was made",
                 base::BaseError::Interrupted
             );
-            return Ok(ExitCode::from(130));
+            Ok(None)
         }
-        other => other.with_context(|| format!("building the base root filesystem of {image}"))?,
-    };
-    eprintln!(
-        "image: {image} from {} ({} files, {}) on {}",
-        path.display(),
-        layout.entries,
-        crate::units::Bytes(layout.bytes),
-        base_tar.display()
-    );
-    let changes = recipe.changes(&layout, &file_name);
+        other => other
+            .with_context(|| format!("building the base root filesystem of {image}"))
+            .map(Some),
+    }
+}
+
+/// How an import ended when it did not fail.
+#[derive(Debug, PartialEq)]
+enum Imported {
+    Done,
+    Cancelled,
+}
+
+/// The base and the tarball streamed into the daemon as `image`.
+async fn import(
+    client: &DockerClient,
+    input: &BuildInput,
+    layout: tarball::Layout,
+    base_tar: PathBuf,
+    image: &str,
+    stop: &CancellationToken,
+) -> anyhow::Result<Imported> {
+    let changes = input.recipe.changes(&layout, &input.file_name);
     let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Vec<u8>>>(4);
-    let producer = spawn_producer(*recipe, base_tar.clone(), path.clone(), layout, tx);
+    let producer = spawn_producer(*input.recipe, base_tar, input.path.clone(), layout, tx);
     let body = tokio_stream_of(rx);
     let imported = tokio::select! {
-        r = client.import(&image, changes, body) => r,
+        r = client.import(image, changes, body) => r,
         _ = stop.cancelled() => {
             producer.abort();
             eprintln!("interrupted: the import was cancelled; no image {image} was made");
-            return Ok(ExitCode::from(130));
+            return Ok(Imported::Cancelled);
         }
     };
     // The producer's own error says more than the aborted upload.
@@ -138,28 +217,18 @@ async fn build(home: &Path, args: &ImageBuildArgs) -> anyhow::Result<ExitCode> {
         .context("writing the image's root filesystem")?;
     produced.with_context(|| format!("building {image}"))?;
     imported.with_context(|| format!("importing {image}"))?;
-    let facts = client
-        .image_facts(&image)
-        .await?
-        .with_context(|| format!("the daemon accepted {image} but does not list it"))?;
-    println!(
-        "built {image} ({}, {}) from {file_name}",
-        short_id(&facts.id),
-        crate::units::Bytes(facts.size)
-    );
-    // The image it replaced lost its name; it would stay as a nameless
-    // leftover.
-    if let Some(old) = old.filter(|o| o.id != facts.id) {
-        match client.remove_image(&old.id).await {
-            Ok(()) => println!("removed the image it replaced ({})", short_id(&old.id)),
-            Err(e) => eprintln!(
-                "warning: the image it replaced ({}) stays: {e}",
-                short_id(&old.id)
-            ),
-        }
+    Ok(Imported::Done)
+}
+
+/// The image a rebuild replaced, removed (a warning when it stays).
+async fn remove_replaced(client: &DockerClient, old_id: &str) {
+    match client.remove_image(old_id).await {
+        Ok(()) => println!("removed the image it replaced ({})", short_id(old_id)),
+        Err(e) => eprintln!(
+            "warning: the image it replaced ({}) stays: {e}",
+            short_id(old_id)
+        ),
     }
-    say_engine_match(home, recipe, &image);
-    Ok(ExitCode::SUCCESS)
 }
 
 /// A token cancelled by Ctrl-C, SIGTERM or SIGHUP: the build stops, keeps

@@ -115,6 +115,35 @@ pub async fn ensure(
     if which("debootstrap").is_none() {
         return Err(BaseError::NoDebootstrap);
     }
+    let started = Instant::now();
+    let dir = debootstrap(cache, stop, &say).await?;
+    // Nothing inside an image needs the package cache, docs or locales.
+    for sub in [
+        "var/cache/apt/archives",
+        "var/lib/apt/lists",
+        "usr/share/doc",
+        "usr/share/man",
+        "usr/share/info",
+    ] {
+        clear_dir(&dir.path().join(sub));
+    }
+    pack(cache, dir.path(), &tar_path, stop).await?;
+    say(&format!(
+        "base root filesystem built in {:.0}s: {}",
+        started.elapsed().as_secs_f64(),
+        tar_path.display()
+    ));
+    Ok(tar_path)
+}
+
+/// A minimal Debian in a temporary folder under /var/tmp, its packages
+/// cached under `cache`; the folder is removed when the returned handle
+/// drops, unless it still has mounts.
+async fn debootstrap(
+    cache: &Path,
+    stop: &CancellationToken,
+    say: impl Fn(&str),
+) -> Result<tempfile::TempDir, BaseError> {
     let debs = cache.join("debs");
     std::fs::create_dir_all(&debs).map_err(io(&debs))?;
     let url = mirror(Path::new("/etc/apt"), SUITE);
@@ -127,7 +156,6 @@ pub async fn ensure(
         "debootstrap --variant=minbase {SUITE} from {url} (about a minute; log {})",
         log.display()
     ));
-    let started = Instant::now();
     let argv = [
         "debootstrap".to_string(),
         "--variant=minbase".into(),
@@ -149,35 +177,35 @@ pub async fn ensure(
         });
     }
     match result? {
-        Exit::Interrupted => return Err(BaseError::Interrupted),
+        Exit::Interrupted => Err(BaseError::Interrupted),
         Exit::Failed(status) => {
             let text = std::fs::read_to_string(&log).unwrap_or_default();
             let lines: Vec<&str> = text.lines().collect();
             let tail = lines[lines.len().saturating_sub(15)..].join("\n");
-            return Err(BaseError::Debootstrap {
+            Err(BaseError::Debootstrap {
                 mirror: url,
                 status,
                 log,
                 tail,
-            });
+            })
         }
-        Exit::Ok => {}
+        Exit::Ok => Ok(dir),
     }
-    // Nothing inside an image needs the package cache, docs or locales.
-    for sub in [
-        "var/cache/apt/archives",
-        "var/lib/apt/lists",
-        "usr/share/doc",
-        "usr/share/man",
-        "usr/share/info",
-    ] {
-        clear_dir(&dir.path().join(sub));
-    }
+}
+
+/// The root filesystem in `dir` packed into `tar_path` (through a
+/// temporary file, so a partial tar never has its name).
+async fn pack(
+    cache: &Path,
+    dir: &Path,
+    tar_path: &Path,
+    stop: &CancellationToken,
+) -> Result<(), BaseError> {
     let tmp = tar_path.with_extension("tar.tmp");
     let pack = [
         "tar".to_string(),
         "-C".into(),
-        dir.path().display().to_string(),
+        dir.display().to_string(),
         "--numeric-owner".into(),
         "-cf".into(),
         tmp.display().to_string(),
@@ -188,7 +216,7 @@ pub async fn ensure(
     let fail = |detail: String| {
         let _ = std::fs::remove_file(&tmp);
         BaseError::Pack {
-            path: tar_path.clone(),
+            path: tar_path.to_path_buf(),
             detail,
         }
     };
@@ -204,14 +232,9 @@ pub async fn ensure(
         }
         Err(e) => return Err(fail(e.to_string())),
     }
-    std::fs::rename(&tmp, &tar_path).map_err(|e| fail(e.to_string()))?;
+    std::fs::rename(&tmp, tar_path).map_err(|e| fail(e.to_string()))?;
     let _ = std::fs::remove_file(&pack_log);
-    say(&format!(
-        "base root filesystem built in {:.0}s: {}",
-        started.elapsed().as_secs_f64(),
-        tar_path.display()
-    ));
-    Ok(tar_path)
+    Ok(())
 }
 
 enum Exit {

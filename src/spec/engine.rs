@@ -817,53 +817,76 @@ fn disk_factor_of(f: &Fields, cx: &mut Cx) -> f64 {
     disk_factor
 }
 
+/// The fields an engine spec may have.
+const ENGINE_FIELDS: &[&str] = &[
+    "name",
+    "description",
+    "default_version",
+    "versions",
+    "command",
+    "init",
+    "user",
+    "port",
+    "readiness",
+    "config_files",
+    "knobs",
+    "cache_overhead",
+    "pace",
+    "disk_factor",
+    "env",
+    "transparent_hugepages",
+    "storage_engine",
+    "facts",
+    "reports_own_version",
+];
+
+/// `default_version:`, one of `versions`; else the last version.
+fn default_version_of(f: &Fields, cx: &mut Cx, versions: &[(String, EngineVersion)]) -> String {
+    let Some(d) = f.opt::<String>(cx, "default_version") else {
+        return versions.last().map(|(v, _)| v.clone()).unwrap_or_default();
+    };
+    if !versions.is_empty() && !versions.iter().any(|(v, _)| *v == d) {
+        let known: Vec<&str> = versions.iter().map(|(v, _)| v.as_str()).collect();
+        cx.error(
+            f.pos_of("default_version"),
+            "default_version",
+            format!("default version `{d}` is not among the versions"),
+            Some(unknown_hint(&d, &known)),
+        );
+    }
+    d
+}
+
+/// `readiness:`, which every engine needs.
+fn readiness_of(f: &Fields, cx: &mut Cx) -> Option<Readiness> {
+    match f.get("readiness") {
+        Some(n) => readiness_from_node(n, cx),
+        None => {
+            f.req::<String>(cx, "readiness");
+            None
+        }
+    }
+}
+
+/// `command:` names at least the program.
+fn check_command_not_empty(f: &Fields, cx: &mut Cx, command: &[String]) {
+    if command.is_empty() {
+        cx.error(
+            f.pos_of("command"),
+            "command",
+            "the command is empty",
+            Some("an argv array like [\"{binary}\", --port, \"{port}\"]".into()),
+        );
+    }
+}
+
 impl Engine {
     /// Read an engine from its YAML tree, reporting every problem.
     pub fn from_node(name: &str, node: &Node, cx: &mut Cx) -> Option<Engine> {
-        let f = Fields::open(
-            node,
-            cx,
-            "",
-            &[
-                "name",
-                "description",
-                "default_version",
-                "versions",
-                "command",
-                "init",
-                "user",
-                "port",
-                "readiness",
-                "config_files",
-                "knobs",
-                "cache_overhead",
-                "pace",
-                "disk_factor",
-                "env",
-                "transparent_hugepages",
-                "storage_engine",
-                "facts",
-                "reports_own_version",
-            ],
-        )?;
+        let f = Fields::open(node, cx, "", ENGINE_FIELDS)?;
         check_spec_name(&f, cx, name);
         let versions = versions_from_node(&f, cx);
-        let default_version: Option<String> = f.opt(cx, "default_version");
-        let default_version = match default_version {
-            Some(d) => {
-                if !versions.is_empty() && !versions.iter().any(|(v, _)| *v == d) {
-                    let known: Vec<&str> = versions.iter().map(|(v, _)| v.as_str()).collect();
-                    cx.error(
-                        f.pos_of("default_version"),
-                        "default_version",
-                        format!("default version `{d}` is not among the versions"),
-                        Some(unknown_hint(&d, &known)),
-                    );
-                }
-                d
-            }
-            None => versions.last().map(|(v, _)| v.clone()).unwrap_or_default(),
-        };
+        let default_version = default_version_of(&f, cx, &versions);
         let command: Option<Vec<String>> = f.req(cx, "command");
         let init: Vec<Vec<String>> = f.or(cx, "init", Vec::new());
         let config_files = match f.get("config_files") {
@@ -874,13 +897,7 @@ impl Engine {
             Some(n) => knobs_from_node(n, cx).unwrap_or_default(),
             None => BTreeMap::new(),
         };
-        let readiness = match f.get("readiness") {
-            Some(n) => readiness_from_node(n, cx),
-            None => {
-                f.req::<String>(cx, "readiness");
-                None
-            }
-        };
+        let readiness = readiness_of(&f, cx);
         if let Some(r) = &readiness {
             check_store_knobs(&knobs, &r.probe, cx, f.pos_of("knobs"));
         }
@@ -889,14 +906,7 @@ impl Engine {
             .map(|c: &ConfigFile| c.name().to_string())
             .collect();
         let command = command?;
-        if command.is_empty() {
-            cx.error(
-                f.pos_of("command"),
-                "command",
-                "the command is empty",
-                Some("an argv array like [\"{binary}\", --port, \"{port}\"]".into()),
-            );
-        }
+        check_command_not_empty(&f, cx, &command);
         check_argvs(&f, cx, &command, &init);
         let user = user_of(&f, cx);
         let env = env_of(&f, cx);

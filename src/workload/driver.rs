@@ -216,35 +216,122 @@ fn claim(remaining: &AtomicU64) -> u64 {
 /// (`run::cell::PHASE_GRACE`).
 pub const OP_TIMEOUT: Duration = Duration::from_secs(30);
 
-#[allow(clippy::too_many_arguments)]
-async fn work<W: Worker>(
-    mut w: W,
-    ctl: Arc<Control>,
-    mut rec: Recorder,
+/// When a phase measures and how it ends, the same for every worker.
+#[derive(Debug, Clone, Copy)]
+struct Window {
     start: Instant,
+    /// End of the warmup: operations from then on are measured.
     warm_end: Instant,
     stop: Stop,
+    /// Between two operations of one worker, when the phase has a target
+    /// rate.
     interval: Option<Duration>,
-) -> Recorder {
-    let end = match stop {
-        Stop::Time(d) => Some(warm_end + d),
-        Stop::Ops(_) => None,
-    };
-    let mut measuring = warm_end <= start;
-    let mut claimed = 0u64;
+}
+
+/// Whether a worker measures yet, and whether it may run one more
+/// operation: before the deadline of a timed phase, or with an operation
+/// claimed from the shared counter of a counted one.
+struct Quota {
+    warm_end: Instant,
+    end: Option<Instant>,
+    measuring: bool,
+    /// Operations claimed from `Control::remaining` and not yet run.
+    claimed: u64,
+}
+
+impl Quota {
+    fn new(w: &Window) -> Quota {
+        Quota {
+            warm_end: w.warm_end,
+            end: match w.stop {
+                Stop::Time(d) => Some(w.warm_end + d),
+                Stop::Ops(_) => None,
+            },
+            measuring: w.warm_end <= w.start,
+            claimed: 0,
+        }
+    }
+
+    /// False once the measured window is over for this worker.
+    #[inline]
+    fn allows(&mut self, now: Instant, remaining: &AtomicU64) -> bool {
+        if !self.measuring && now >= self.warm_end {
+            self.measuring = true;
+        }
+        if !self.measuring {
+            return true;
+        }
+        match self.end {
+            Some(e) => now < e,
+            None => {
+                if self.claimed == 0 {
+                    self.claimed = claim(remaining);
+                    if self.claimed == 0 {
+                        return false;
+                    }
+                }
+                self.claimed -= 1;
+                true
+            }
+        }
+    }
+}
+
+/// What a worker has told the shared counters so far.
+struct Told {
+    /// Operations (records, for a batch) already added to `ctl.done`.
+    flushed: u64,
+    /// Failures already added to `ctl.errors`.
+    errors: u64,
+    next_flush: Instant,
+}
+
+impl Told {
+    /// Failures are counted at once, not at the next flush: a budget of 0
+    /// stops the phase at its first failure.
+    #[inline]
+    fn failures(&mut self, ctl: &Control, rec: &Recorder) {
+        let errors = rec.total_errors();
+        ctl.failed(errors - self.errors);
+        self.errors = errors;
+    }
+}
+
+/// Open-loop pacing: each operation's intended start is `interval` after
+/// the one before; the worker waits for it when it is early.
+#[inline]
+async fn pace(
+    interval: Option<Duration>,
+    next_at: &mut Instant,
+    now: &mut Instant,
+) -> Option<Instant> {
+    let iv = interval?;
+    let t = *next_at;
+    *next_at += iv;
+    if *now < t {
+        tokio::time::sleep_until(t.to_std().into()).await;
+        *now = Instant::now();
+    }
+    Some(t)
+}
+
+/// One worker's loop: pace, claim, run, time and record each operation
+/// until the window ends, the phase stops or an operation times out.
+async fn work<W: Worker>(mut w: W, ctl: Arc<Control>, mut rec: Recorder, win: Window) -> Recorder {
+    let mut quota = Quota::new(&win);
     let mut n = 0u64;
     let mut now = Instant::now();
     let mut next_at = now;
-    // Operations (records, for a batch) already added to `ctl.done`.
-    let mut flushed = 0u64;
-    // Failures already added to `ctl.errors`.
-    let mut errors_told = 0u64;
-    let mut next_flush = now + FLUSH_EVERY;
+    let mut told = Told {
+        flushed: 0,
+        errors: 0,
+        next_flush: now + FLUSH_EVERY,
+    };
     loop {
         n += 1;
-        if n.is_multiple_of(BATCH) || now >= next_flush {
-            flushed = flush_progress(&ctl, &rec, flushed);
-            next_flush = now + FLUSH_EVERY;
+        if n.is_multiple_of(BATCH) || now >= told.next_flush {
+            told.flushed = flush_progress(&ctl, &rec, told.flushed);
+            told.next_flush = now + FLUSH_EVERY;
             if n.is_multiple_of(BATCH) {
                 tokio::task::yield_now().await;
             }
@@ -252,35 +339,9 @@ async fn work<W: Worker>(
         if ctl.stop.load(Ordering::Relaxed) {
             break;
         }
-        let intended = match interval {
-            Some(iv) => {
-                let t = next_at;
-                next_at += iv;
-                if now < t {
-                    tokio::time::sleep_until(t.to_std().into()).await;
-                    now = Instant::now();
-                }
-                Some(t)
-            }
-            None => None,
-        };
-        if !measuring && now >= warm_end {
-            measuring = true;
-        }
-        if measuring {
-            match end {
-                Some(e) if now >= e => break,
-                Some(_) => {}
-                None => {
-                    if claimed == 0 {
-                        claimed = claim(&ctl.remaining);
-                        if claimed == 0 {
-                            break;
-                        }
-                    }
-                    claimed -= 1;
-                }
-            }
+        let intended = pace(win.interval, &mut next_at, &mut now).await;
+        if !quota.allows(now, &ctl.remaining) {
+            break;
         }
         let Some(kind) = w.plan() else { break };
         let t0 = Instant::now();
@@ -289,8 +350,8 @@ async fn work<W: Worker>(
             Err(_) => (Err(StoreError::TimedOut(OP_TIMEOUT.as_secs())), true),
         };
         now = Instant::now();
-        if measuring {
-            let second = (now.saturating_duration_since(warm_end)).as_secs() as usize;
+        if quota.measuring {
+            let second = (now.saturating_duration_since(win.warm_end)).as_secs() as usize;
             let t = Timing {
                 kind,
                 sent: t0,
@@ -301,11 +362,7 @@ async fn work<W: Worker>(
             let failed = r.is_err();
             w.record(&mut rec, &t, r);
             if failed {
-                // Counted at once, not at the next flush: a budget of 0
-                // stops the phase at its first failure.
-                let errors = rec.total_errors();
-                ctl.failed(errors - errors_told);
-                errors_told = errors;
+                told.failures(&ctl, &rec);
             }
         }
         if timed_out {
@@ -314,7 +371,7 @@ async fn work<W: Worker>(
             break;
         }
     }
-    flush_progress(&ctl, &rec, flushed);
+    flush_progress(&ctl, &rec, told.flushed);
     rec
 }
 
@@ -350,72 +407,31 @@ pub async fn run_phase<W: Worker>(
     let start = Instant::now();
     let warm_end = start + plan.warmup;
     let watcher = {
-        let ctl = ctl.clone();
-        let cancel = cancel.clone();
+        let (ctl, cancel) = (ctl.clone(), cancel.clone());
         tokio::spawn(async move {
             cancel.cancelled().await;
             ctl.stop.store(true, Ordering::Relaxed);
         })
     };
-    let bar = plan.progress.as_ref().map(|label| {
-        let total = match plan.stop {
-            Stop::Ops(n) => crate::progress::Total::Ops(plan.progress_total.unwrap_or(n)),
-            Stop::Time(d) => crate::progress::Total::Time(d),
-        };
-        crate::progress::spawn(label.clone(), total, warm_end.to_std(), {
-            let ctl = ctl.clone();
-            move || ctl.done.load(Ordering::Relaxed)
-        })
-    });
+    let bar = progress_bar(plan, &ctl, warm_end);
     // Without a bar, YCSB-style status lines on stderr (`-s`), which log
     // readers and the live view of `benchcage run` understand.
-    let status = bar.is_none().then(|| {
-        let ctl = ctl.clone();
-        let warm_end = warm_end.to_std();
-        tokio::spawn(async move {
-            let first = tokio::time::Instant::from_std(warm_end.max(std::time::Instant::now()));
-            let mut tick =
-                tokio::time::interval_at(first + Duration::from_secs(1), Duration::from_secs(1));
-            let mut last = 0;
-            loop {
-                let at = tick.tick().await;
-                let done = ctl.done.load(Ordering::Relaxed);
-                let secs = at.into_std().saturating_duration_since(warm_end).as_secs();
-                eprintln!(
-                    "{secs} sec: {done} operations; {} current ops/sec;",
-                    done - last
-                );
-                last = done;
-            }
-        })
-    });
+    let status = bar
+        .is_none()
+        .then(|| tokio::spawn(status_lines(ctl.clone(), warm_end)));
     let share_watch = match (plan.budget, plan.stop) {
         (Budget::Fraction(f), Stop::Time(d)) => {
             Some(tokio::spawn(watch_share(ctl.clone(), f, d, warm_end)))
         }
         _ => None,
     };
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    for w in workers {
-        let tx = tx.clone();
-        let fut = work(
-            w,
-            ctl.clone(),
-            Recorder::new(names, interval.is_some()),
-            start,
-            warm_end,
-            plan.stop,
-            interval,
-        );
-        tokio::spawn(async move {
-            let _ = tx.send(fut.await);
-        });
-    }
-    drop(tx);
-    let mut total = Recorder::new(names, interval.is_some());
-    while let Some(r) = rx.recv().await {
-        total.merge(&r);
-    }
+    let window = Window {
+        start,
+        warm_end,
+        stop: plan.stop,
+        interval,
+    };
+    let total = run_workers(workers, names, &ctl, window).await;
     let finished = Instant::now();
     watcher.abort();
     if let Some(w) = share_watch {
@@ -437,6 +453,70 @@ pub async fn run_phase<W: Worker>(
             Stop::Time(_) => None,
         },
     }
+}
+
+/// The progress bar of a phase that asks for one.
+fn progress_bar(
+    plan: &PhasePlan,
+    ctl: &Arc<Control>,
+    warm_end: Instant,
+) -> Option<crate::progress::Bar> {
+    let label = plan.progress.as_ref()?;
+    let total = match plan.stop {
+        Stop::Ops(n) => crate::progress::Total::Ops(plan.progress_total.unwrap_or(n)),
+        Stop::Time(d) => crate::progress::Total::Time(d),
+    };
+    let ctl = ctl.clone();
+    Some(crate::progress::spawn(
+        label.clone(),
+        total,
+        warm_end.to_std(),
+        move || ctl.done.load(Ordering::Relaxed),
+    ))
+}
+
+/// Every second of the measured window, a YCSB-style status line on
+/// stderr: `10 sec: 5000 operations; 500 current ops/sec;`.
+async fn status_lines(ctl: Arc<Control>, warm_end: Instant) {
+    let warm_end = warm_end.to_std();
+    let first = tokio::time::Instant::from_std(warm_end.max(std::time::Instant::now()));
+    let mut tick = tokio::time::interval_at(first + Duration::from_secs(1), Duration::from_secs(1));
+    let mut last = 0;
+    loop {
+        let at = tick.tick().await;
+        let done = ctl.done.load(Ordering::Relaxed);
+        let secs = at.into_std().saturating_duration_since(warm_end).as_secs();
+        eprintln!(
+            "{secs} sec: {done} operations; {} current ops/sec;",
+            done - last
+        );
+        last = done;
+    }
+}
+
+/// Each worker on its own task until the phase ends; their recorders
+/// merged as they finish.
+async fn run_workers<W: Worker>(
+    workers: Vec<W>,
+    names: &[&'static str],
+    ctl: &Arc<Control>,
+    window: Window,
+) -> Recorder {
+    let paced = window.interval.is_some();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    for w in workers {
+        let tx = tx.clone();
+        let fut = work(w, ctl.clone(), Recorder::new(names, paced), window);
+        tokio::spawn(async move {
+            let _ = tx.send(fut.await);
+        });
+    }
+    drop(tx);
+    let mut total = Recorder::new(names, paced);
+    while let Some(r) = rx.recv().await {
+        total.merge(&r);
+    }
+    total
 }
 
 /// Spends a share budget of a timed phase once its failures exceed the
@@ -580,15 +660,13 @@ mod tests {
             let ctl = Arc::new(Control::new(20, None));
             let start = Instant::now();
             let rec = Recorder::new(&["INSERT"], false);
-            let task = tokio::spawn(work(
-                SlowPairs,
-                ctl.clone(),
-                rec,
+            let window = Window {
                 start,
-                start,
-                Stop::Ops(20),
-                None,
-            ));
+                warm_end: start,
+                stop: Stop::Ops(20),
+                interval: None,
+            };
+            let task = tokio::spawn(work(SlowPairs, ctl.clone(), rec, window));
             tokio::time::sleep(Duration::from_millis(300)).await;
             // About 14 calls (28 records) are done; at most 100 ms of them
             // may still be unflushed.

@@ -246,13 +246,8 @@ impl StoreTarget {
         let (scheme, rest) = url
             .split_once("://")
             .ok_or_else(|| UrlError::Scheme(shown.clone()))?;
-        let (kind, default_port) = match scheme {
-            "null" => (StoreKind::Null, 0),
-            "redis" => (StoreKind::Redis, 6379),
-            "postgres" | "postgresql" => (StoreKind::Postgres, 5432),
-            "mysql" | "mariadb" => (StoreKind::Mysql, 3306),
-            "mongodb" => (StoreKind::Mongodb, 27017),
-            _ => return Err(UrlError::Scheme(shown)),
+        let Some((kind, default_port)) = scheme_kind(scheme) else {
+            return Err(UrlError::Scheme(shown));
         };
         let mut endpoint = Endpoint::loopback(default_port);
         if kind == StoreKind::Null {
@@ -276,18 +271,7 @@ impl StoreTarget {
             endpoint.user = Some(percent_decode(user));
             endpoint.password = pass.map(percent_decode);
         }
-        let (host, port) = if let Some(h) = hostport.strip_prefix('[') {
-            let (h, p) = h.split_once(']').ok_or_else(|| UrlError::Malformed {
-                url: shown.clone(),
-                msg: "unclosed `[` in host".into(),
-            })?;
-            (h.to_string(), p.strip_prefix(':'))
-        } else {
-            match hostport.rsplit_once(':') {
-                Some((h, p)) => (h.to_string(), Some(p)),
-                None => (hostport.to_string(), None),
-            }
-        };
+        let (host, port) = split_host_port(hostport, &shown)?;
         if let Some(p) = port {
             endpoint.port = p.parse().map_err(|_| UrlError::Malformed {
                 url: shown.clone(),
@@ -306,13 +290,7 @@ impl StoreTarget {
         if !path.is_empty() {
             endpoint.database = Some(path.to_string());
         }
-        let param = |name: &str| {
-            query
-                .split('&')
-                .filter_map(|kv| kv.split_once('='))
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| percent_decode(v))
-        };
+        let param = |name: &str| query_param(query, name);
         let engine = param("engine");
         if kind == StoreKind::Mongodb {
             // As in mongod's URLs: authSource, else the URL's database.
@@ -342,6 +320,45 @@ impl StoreTarget {
             mongo,
         })
     }
+}
+
+/// The store a URL scheme names, and its default port.
+fn scheme_kind(scheme: &str) -> Option<(StoreKind, u16)> {
+    Some(match scheme {
+        "null" => (StoreKind::Null, 0),
+        "redis" => (StoreKind::Redis, 6379),
+        "postgres" | "postgresql" => (StoreKind::Postgres, 5432),
+        "mysql" | "mariadb" => (StoreKind::Mysql, 3306),
+        "mongodb" => (StoreKind::Mongodb, 27017),
+        _ => return None,
+    })
+}
+
+/// `host:port`, `host` or `[v6]:port` split into host and port text.
+fn split_host_port<'a>(
+    hostport: &'a str,
+    shown: &str,
+) -> Result<(String, Option<&'a str>), UrlError> {
+    if let Some(h) = hostport.strip_prefix('[') {
+        let (h, p) = h.split_once(']').ok_or_else(|| UrlError::Malformed {
+            url: shown.to_string(),
+            msg: "unclosed `[` in host".into(),
+        })?;
+        return Ok((h.to_string(), p.strip_prefix(':')));
+    }
+    Ok(match hostport.rsplit_once(':') {
+        Some((h, p)) => (h.to_string(), Some(p)),
+        None => (hostport.to_string(), None),
+    })
+}
+
+/// The value of `name` in a URL's query, percent-decoded.
+fn query_param(query: &str, name: &str) -> Option<String> {
+    query
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| percent_decode(v))
 }
 
 /// Any store, for dispatch to the generic driver.

@@ -119,17 +119,12 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
     })
 }
 
-/// Init once, then one run per thread count.
-pub async fn run(
-    c: &PgbenchConfig,
-    ctx: &Ctx<'_, impl Fn(&mut tokio::process::Command)>,
-) -> Result<Vec<PhaseResult>, ToolError> {
-    let (t, threads, duration, out_dir, hook) =
-        (ctx.target, ctx.threads, ctx.duration, ctx.out_dir, ctx.hook);
-    if t.kind != StoreKind::Postgres {
+/// A config pgbench can run against a store of `kind`.
+fn check(c: &PgbenchConfig, kind: StoreKind) -> Result<(), ToolError> {
+    if kind != StoreKind::Postgres {
         return Err(ToolError::Unsupported {
             tool: "pgbench",
-            kind: t.kind,
+            kind,
             hint: "pgbench only talks to postgres",
         });
     }
@@ -146,6 +141,57 @@ pub async fn run(
             s.display()
         )));
     }
+    Ok(())
+}
+
+/// `pgbench:NAME` of the builtin or script the phase runs.
+fn label(c: &PgbenchConfig) -> String {
+    match (&c.builtin, &c.script) {
+        (Some(b), _) => format!("pgbench:{b}"),
+        (None, Some(s)) => format!(
+            "pgbench:{}",
+            s.file_stem()
+                .map(|x| x.to_string_lossy())
+                .unwrap_or_default()
+        ),
+        (None, None) => "pgbench:tpcb-like".into(),
+    }
+}
+
+/// The run's argv with `n` clients for `duration`, before the connection
+/// flags and the database.
+fn run_argv(c: &PgbenchConfig, n: u32, duration: Duration) -> Vec<String> {
+    let mut argv = vec![
+        "pgbench".to_string(),
+        "-c".into(),
+        n.to_string(),
+        "-j".into(),
+        n.to_string(),
+        "-T".into(),
+        duration.as_secs().max(1).to_string(),
+        "-P".into(),
+        "1".into(),
+        "-r".into(),
+        "-n".into(),
+    ];
+    if let Some(b) = &c.builtin {
+        argv.extend(["-b".to_string(), b.clone()]);
+    }
+    if let Some(s) = &c.script {
+        argv.extend(["-f".to_string(), s.display().to_string()]);
+    }
+    argv.extend(c.args.iter().cloned());
+    argv
+}
+
+/// Init once, then one run per thread count.
+pub async fn run(
+    c: &PgbenchConfig,
+    ctx: &Ctx<'_, impl Fn(&mut tokio::process::Command)>,
+) -> Result<Vec<PhaseResult>, ToolError> {
+    let (t, threads, duration, out_dir, hook) =
+        (ctx.target, ctx.threads, ctx.duration, ctx.out_dir, ctx.hook);
+    check(c, t.kind)?;
     let conn = [
         "-h".to_string(),
         "127.0.0.1".into(),
@@ -174,38 +220,10 @@ pub async fn run(
         let r = exec(argv, &env, out_dir, "pgbench-init.txt".into(), limit, hook).await?;
         raw_setup.push(r.file);
     }
-    let label = match (&c.builtin, &c.script) {
-        (Some(b), _) => format!("pgbench:{b}"),
-        (None, Some(s)) => format!(
-            "pgbench:{}",
-            s.file_stem()
-                .map(|x| x.to_string_lossy())
-                .unwrap_or_default()
-        ),
-        (None, None) => "pgbench:tpcb-like".into(),
-    };
+    let label = label(c);
     let mut results = Vec::new();
     for &n in threads {
-        let mut argv = vec![
-            "pgbench".to_string(),
-            "-c".into(),
-            n.to_string(),
-            "-j".into(),
-            n.to_string(),
-            "-T".into(),
-            duration.as_secs().max(1).to_string(),
-            "-P".into(),
-            "1".into(),
-            "-r".into(),
-            "-n".into(),
-        ];
-        if let Some(b) = &c.builtin {
-            argv.extend(["-b".to_string(), b.clone()]);
-        }
-        if let Some(s) = &c.script {
-            argv.extend(["-f".to_string(), s.display().to_string()]);
-        }
-        argv.extend(c.args.iter().cloned());
+        let mut argv = run_argv(c, n, duration);
         argv.extend(conn.iter().cloned());
         argv.push(db.clone());
         let file = format!("pgbench-run-{n}.txt");

@@ -66,7 +66,7 @@ pub enum Command {
     History(HistoryArgs),
     /// Compare a candidate run with a baseline; exit 1 on regression.
     #[command(
-        after_help = "Exit codes: 0 no regression, 1 regression (or a phase that failed where the base had a result), 2 bad input.\n\nExamples:\n  benchcage compare 20261129-020000-aa11 20261130-020000-bb22 --threshold 5%\n  benchcage compare best-of-last:5 20261130-020000-bb22 --metric throughput --metric p99\n  benchcage compare --by-version 20261130-020000-bb22 --threshold 10%"
+        after_help = "Exit codes: 0 no regression, 1 regression (or a phase that failed where the base had a result, or nothing valid on both sides to compare), 2 bad input.\n\nExamples:\n  benchcage compare 20261129-020000-aa11 20261130-020000-bb22 --threshold 5%\n  benchcage compare best-of-last:5 20261130-020000-bb22 --metric throughput --metric p99\n  benchcage compare --by-version 20261130-020000-bb22 --threshold 10%"
     )]
     Compare(CompareArgs),
     /// Remove what dead runs left behind (cgroups, containers, processes, hog, dirs).

@@ -920,6 +920,28 @@ fn compare_by_version_takes_each_version_against_the_one_before_and_exits_1_on_a
         "{out}"
     );
 
+    // A run whose phases are all invalid gives the guard nothing to see:
+    // that is not a pass.
+    let mut blind = version_matrix("20261130-050000-ver3");
+    blind.faults = false;
+    blind.write(&results(home.path()));
+    for cell in std::fs::read_dir(results(home.path()).join(&blind.run_id).join("cells")).unwrap() {
+        let path = cell.unwrap().path().join("cell.json");
+        let mut rec: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        for phase in rec["phases"].as_array_mut().unwrap() {
+            phase["status"] = "invalid".into();
+            phase["reason"] = "a CPU hog shared the server's CPU".into();
+        }
+        std::fs::write(&path, rec.to_string()).unwrap();
+    }
+    let (code, out) = by_version(&blind.run_id);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("0 compared") && out.contains("nothing was compared"),
+        "{out}"
+    );
+
     // One run, one version per engine: nothing to compare is bad input.
     let single = Synth::new("20261130-040000-one1", "2026-11-30T04:00:00Z");
     single.write(&results(home.path()));
@@ -938,7 +960,11 @@ fn compare_by_version_takes_each_version_against_the_one_before_and_exits_1_on_a
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", combined(&out));
-    assert!(combined(&out).contains("--by-version"), "{}", combined(&out));
+    assert!(
+        combined(&out).contains("--by-version"),
+        "{}",
+        combined(&out)
+    );
 }
 
 #[test]

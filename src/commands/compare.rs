@@ -4,8 +4,8 @@
 use crate::cli::CompareArgs;
 use crate::commands::report::load_runs;
 use crate::error::bad_input;
-use crate::report::compare::{self, Metric, Threshold};
 use crate::report::by_version;
+use crate::report::compare::{self, Metric, Threshold};
 use crate::results::flat::{FlatRow, flatten, setup_group};
 use crate::results::history;
 use crate::results::layout;
@@ -39,9 +39,10 @@ fn criteria(args: &CompareArgs) -> anyhow::Result<(Threshold, Vec<Metric>)> {
     Ok((threshold, metrics))
 }
 
-/// Exit 1 when the comparison found a regression or a new failure.
+/// Exit 1 when the comparison found a regression or a new failure, or
+/// could compare nothing (a guard that saw nothing must not pass).
 fn verdict(result: &compare::Comparison) -> ExitCode {
-    if result.failures() > 0 {
+    if result.failures() > 0 || result.compared() == 0 {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

@@ -54,7 +54,10 @@ pub fn steps(rows: &[FlatRow], setup: &BTreeMap<String, String>) -> Steps {
                     .collect::<Vec<_>>()
             };
             let cand = of(to);
-            let env = cand.first().map(|r| r.environment.clone()).unwrap_or_default();
+            let env = cand
+                .first()
+                .map(|r| r.environment.clone())
+                .unwrap_or_default();
             out.labels
                 .insert(key.clone(), format!("{engine} {from} -> {to} / {env}"));
             out.base.extend(of(from));
@@ -93,7 +96,12 @@ mod tests {
 
     fn setups(rows: &[FlatRow]) -> BTreeMap<String, String> {
         rows.iter()
-            .map(|r| (r.cell_key.clone(), r.cell_key.rsplit('-').next().unwrap().to_string()))
+            .map(|r| {
+                (
+                    r.cell_key.clone(),
+                    r.cell_key.rsplit('-').next().unwrap().to_string(),
+                )
+            })
             .collect()
     }
 
@@ -113,7 +121,10 @@ mod tests {
             .iter()
             .map(|st| format!("{} {}->{}", st.engine, st.from, st.to))
             .collect();
-        assert_eq!(names, ["postgres 9.6->12", "postgres 12->17", "redis 6.2->8.2"]);
+        assert_eq!(
+            names,
+            ["postgres 9.6->12", "postgres 12->17", "redis 6.2->8.2"]
+        );
         // A version in the middle is the candidate of one step and the base
         // of the next; the two sides of a step share a group.
         assert_eq!(s.base.len(), 3);
@@ -123,7 +134,11 @@ mod tests {
             assert_eq!(b.engine, c.engine);
             assert!(natural_cmp(&b.version, &c.version).is_lt());
         }
-        assert!(s.labels.values().any(|l| l == "postgres 12 -> 17 / quickstart"));
+        assert!(
+            s.labels
+                .values()
+                .any(|l| l == "postgres 12 -> 17 / quickstart")
+        );
     }
 
     #[test]

@@ -272,6 +272,14 @@ impl Comparison {
     pub fn failures(&self) -> usize {
         self.rows.iter().filter(|r| r.verdict.fails()).count()
     }
+
+    /// Rows with a value on both sides.
+    pub fn compared(&self) -> usize {
+        self.rows
+            .iter()
+            .filter(|r| r.candidate.is_some() && r.base.is_some())
+            .count()
+    }
 }
 
 /// The candidate's new failures: (group, phase, threads) where it has a
@@ -476,14 +484,17 @@ pub fn render(c: &Comparison, base_name: &str, cand_name: &str) -> String {
         out,
         "\n{} compared, {} regression{} (worse than {:.1}% beyond the noise band; \
          band = 2 × standard deviation of the base's repetitions / mean)\n",
-        c.rows
-            .iter()
-            .filter(|r| r.candidate.is_some() && r.base.is_some())
-            .count(),
+        c.compared(),
         fails,
         if fails == 1 { "" } else { "s" },
         c.threshold.0 * 100.0
     );
+    if c.compared() == 0 {
+        out.push_str(
+            "nothing was compared: no phase has a valid result on both sides (see the \
+             reports for why phases were invalid or failed), so no regression can be ruled out\n",
+        );
+    }
     out
 }
 

@@ -352,7 +352,7 @@ fn a_run_with_fetch_runs_three_postgres_majors_and_two_redis_versions_and_record
     assert!(cells(&run_dir)[1]["fidelity"]["engine_package"].is_null());
     // Each version against the one before it, in version order. One
     // repetition of a 2 s phase on a shared host may or may not regress
-    // by 5%: exit 0 or 1, never bad input.
+    // by 5% (or be invalid for contention): exit 0 or 1, never bad input.
     let run_arg = run_dir.to_string_lossy().into_owned();
     let o = benchcage(home, &cache, &["compare", "--by-version", &run_arg], &[]);
     assert!(matches!(o.status.code(), Some(0 | 1)), "{}", text(&o));
@@ -361,5 +361,4 @@ fn a_run_with_fetch_runs_three_postgres_majors_and_two_redis_versions_and_record
         out.contains("postgres 12 -> 15, postgres 15 -> 17, redis 7.0 -> 8.2"),
         "{out}"
     );
-    assert!(out.contains("postgres 15 -> 17 / quickstart"), "{out}");
 }

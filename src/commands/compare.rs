@@ -49,6 +49,60 @@ fn verdict(result: &compare::Comparison) -> ExitCode {
     }
 }
 
+/// N of a `best-of-last:N` base; `None` for a run id.
+fn best_of_n(args: &CompareArgs) -> anyhow::Result<Option<usize>> {
+    let Some(n) = args.base.strip_prefix(BEST_OF) else {
+        return Ok(None);
+    };
+    let n = n.parse::<usize>().ok().filter(|n| *n >= 1).ok_or_else(|| {
+        bad_input(format!(
+            "`{}`: N must be a whole number of runs, 1 or more (e.g. best-of-last:5)",
+            args.base
+        ))
+    })?;
+    Ok(Some(n))
+}
+
+/// The rows of the last `n` finished runs of the candidate's scenario
+/// before it, one list a run, and the base's name.
+fn best_of_history(
+    home: &Path,
+    args: &CompareArgs,
+    cand: &layout::RunData,
+    n: usize,
+) -> anyhow::Result<(Vec<Vec<FlatRow>>, String)> {
+    let db = layout::history_db(home);
+    let ids = history::last_finished_runs(
+        &db,
+        &cand.run.scenario,
+        n,
+        Some(&cand.run.started_at),
+        Some(&cand.run.run_id),
+    )
+    .map_err(history_input)?;
+    if ids.is_empty() {
+        return Err(bad_input(format!(
+            "`{}`: the history {} holds no finished run of scenario `{}` before {}; \
+             give a run id as BASE, or index past runs with `benchcage history --index RUN`",
+            args.base,
+            db.display(),
+            cand.run.scenario,
+            cand.run.run_id
+        )));
+    }
+    let rows = history::rows_of_runs(&db, &ids).map_err(history_input)?;
+    let mut per: BTreeMap<String, Vec<FlatRow>> = BTreeMap::new();
+    for r in rows {
+        per.entry(r.run_id.clone()).or_default().push(r);
+    }
+    let name = format!(
+        "best of the last {} finished runs ({})",
+        ids.len(),
+        ids.join(", ")
+    );
+    Ok((per.into_values().collect(), name))
+}
+
 pub async fn run(home: &Path, args: &CompareArgs) -> anyhow::Result<ExitCode> {
     let (threshold, metrics) = criteria(args)?;
     if args.by_version {
@@ -61,51 +115,11 @@ pub async fn run(home: &Path, args: &CompareArgs) -> anyhow::Result<ExitCode> {
             args.base, args.base
         )));
     };
-    let best_of = match args.base.strip_prefix(BEST_OF) {
-        Some(n) => Some(n.parse::<usize>().ok().filter(|n| *n >= 1).ok_or_else(|| {
-            bad_input(format!(
-                "`{}`: N must be a whole number of runs, 1 or more (e.g. best-of-last:5)",
-                args.base
-            ))
-        })?),
-        None => None,
-    };
+    let best_of = best_of_n(args)?;
     let cand = load_runs(home, std::slice::from_ref(candidate))?.remove(0);
     let cand_rows = flatten(&cand);
-
-    let (base_runs, base_name): (Vec<Vec<FlatRow>>, String) = match best_of {
-        Some(n) => {
-            let db = layout::history_db(home);
-            let ids = history::last_finished_runs(
-                &db,
-                &cand.run.scenario,
-                n,
-                Some(&cand.run.started_at),
-                Some(&cand.run.run_id),
-            )
-            .map_err(history_input)?;
-            if ids.is_empty() {
-                return Err(bad_input(format!(
-                    "`{}`: the history {} holds no finished run of scenario `{}` before {}; \
-                     give a run id as BASE, or index past runs with `benchcage history --index RUN`",
-                    args.base,
-                    db.display(),
-                    cand.run.scenario,
-                    cand.run.run_id
-                )));
-            }
-            let rows = history::rows_of_runs(&db, &ids).map_err(history_input)?;
-            let mut per: BTreeMap<String, Vec<FlatRow>> = BTreeMap::new();
-            for r in rows {
-                per.entry(r.run_id.clone()).or_default().push(r);
-            }
-            let name = format!(
-                "best of the last {} finished runs ({})",
-                ids.len(),
-                ids.join(", ")
-            );
-            (per.into_values().collect(), name)
-        }
+    let (base_runs, base_name) = match best_of {
+        Some(n) => best_of_history(home, args, &cand, n)?,
         None => {
             let base = load_runs(home, std::slice::from_ref(&args.base))?.remove(0);
             let name = base.run.run_id.clone();

@@ -23,21 +23,10 @@ pub async fn run(home: &Path, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let since = match &args.since {
-        Some(s) => {
-            chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").map_err(|_| {
-                bad_input(format!(
-                    "--since `{s}` is not a date; write YYYY-MM-DD, e.g. 2026-11-01"
-                ))
-            })?;
-            Some(s.clone())
-        }
-        None => None,
-    };
     let filter = RunFilter {
         engine: args.engine.clone(),
         scenario: args.scenario.clone(),
-        since,
+        since: since_of(args)?,
     };
     if !db.is_file() {
         if !args.ids {
@@ -59,6 +48,25 @@ pub async fn run(home: &Path, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
         println!("no runs match in {}", db.display());
         return Ok(ExitCode::SUCCESS);
     }
+    print_runs(&runs);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--since`, checked to be a date.
+fn since_of(args: &HistoryArgs) -> anyhow::Result<Option<String>> {
+    let Some(s) = &args.since else {
+        return Ok(None);
+    };
+    chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").map_err(|_| {
+        bad_input(format!(
+            "--since `{s}` is not a date; write YYYY-MM-DD, e.g. 2026-11-01"
+        ))
+    })?;
+    Ok(Some(s.clone()))
+}
+
+/// The runs as a table, one line each, columns padded to their widths.
+fn print_runs(runs: &[history::RunSummary]) {
     let head = [
         "run",
         "started",
@@ -104,5 +112,4 @@ pub async fn run(home: &Path, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
     for r in &rows {
         println!("{}", line(r.iter().map(String::as_str).collect()));
     }
-    Ok(ExitCode::SUCCESS)
 }

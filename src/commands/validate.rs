@@ -8,22 +8,7 @@ use std::process::ExitCode;
 
 pub async fn run(home: &Path, args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     if args.paths.is_empty() {
-        // Specs first: a refusal needs no host probe and comes at once.
-        let p = Project::load(home)?;
-        let host = HostFacts::probe();
-        crate::plan::validate_on_host(&p, &host)?;
-        for note in host_notes(&p, &host) {
-            println!("note: {note}");
-        }
-        println!(
-            "ok: {} environments, {} engines, {} scenarios valid on this host ({} CPUs, {} RAM)",
-            p.environments.len(),
-            p.engines.len(),
-            p.scenarios.len(),
-            host.online_cpus.len(),
-            crate::display::approx(host.mem_total)
-        );
-        return Ok(ExitCode::SUCCESS);
+        return validate_home(home);
     }
     let files = expand(&args.paths);
     let loaded = Project::load(home);
@@ -64,35 +49,65 @@ pub async fn run(home: &Path, args: &ValidateArgs) -> anyhow::Result<ExitCode> {
             }
             continue;
         }
-        let mut own = Diagnostics::default();
-        let Some(text) = crate::spec::read_spec(&f.display().to_string(), f, &mut own) else {
-            diags.extend(own);
-            continue;
-        };
-        let parsed = crate::spec::parse_text(
-            &f.display().to_string(),
-            &crate::spec::spec_name(f),
-            &text,
-            kind,
-            &mut own,
-        );
-        if let (Some(Parsed::Scenario(s)), Ok(project)) = (&parsed, &loaded) {
-            let refs = project.check_scenario(s);
-            if refs.is_empty() {
-                if let Err(d) = crate::plan::plan_on(project, s, &[], None, None, &host) {
-                    own.extend(d);
-                }
-            } else {
-                own.extend(refs);
-            }
-        }
-        diags.extend(own);
+        diags.extend(outside_spec(f, kind, &loaded, &host));
     }
     if !diags.is_empty() {
         return Err(diags.into());
     }
     println!("ok: {} files valid", files.len());
     Ok(ExitCode::SUCCESS)
+}
+
+/// Every spec of the home, planned on this host.
+fn validate_home(home: &Path) -> anyhow::Result<ExitCode> {
+    // Specs first: a refusal needs no host probe and comes at once.
+    let p = Project::load(home)?;
+    let host = HostFacts::probe();
+    crate::plan::validate_on_host(&p, &host)?;
+    for note in host_notes(&p, &host) {
+        println!("note: {note}");
+    }
+    println!(
+        "ok: {} environments, {} engines, {} scenarios valid on this host ({} CPUs, {} RAM)",
+        p.environments.len(),
+        p.engines.len(),
+        p.scenarios.len(),
+        host.online_cpus.len(),
+        crate::display::approx(host.mem_total)
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The problems of a spec outside the home: read and parsed on its own;
+/// a scenario is checked against the home's specs and planned on `host`.
+fn outside_spec(
+    f: &Path,
+    kind: Kind,
+    loaded: &Result<Project, Diagnostics>,
+    host: &HostFacts,
+) -> Diagnostics {
+    let mut own = Diagnostics::default();
+    let Some(text) = crate::spec::read_spec(&f.display().to_string(), f, &mut own) else {
+        return own;
+    };
+    let parsed = crate::spec::parse_text(
+        &f.display().to_string(),
+        &crate::spec::spec_name(f),
+        &text,
+        kind,
+        &mut own,
+    );
+    if let (Some(Parsed::Scenario(s)), Ok(project)) = (&parsed, loaded) {
+        let refs = project.check_scenario(s);
+        if refs.is_empty() {
+            if let Err(d) = crate::plan::plan_on(project, s, &[], None, None, host) {
+                own.extend(d);
+            }
+        } else {
+            own.extend(refs);
+        }
+    }
+    own
 }
 
 /// Environments bigger than this host: fine as specs (scenarios scale or

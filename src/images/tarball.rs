@@ -188,34 +188,12 @@ pub fn scan(path: &Path, file: impl Read, binary: &str) -> Result<Layout, Tarbal
     }
     // Read to the end so that the hash covers the whole file.
     std::io::copy(&mut hashing, &mut std::io::sink()).map_err(unreadable)?;
-    let want = Path::new("bin").join(binary);
-    let top = if executables.contains(&want) {
-        PathBuf::new()
-    } else {
-        match (tops.len(), tops.iter().next()) {
-            (1, Some(t)) if dirs.contains(t) && executables.contains(&t.join(&want)) => t.clone(),
-            _ => {
-                let found = if executables.is_empty() {
-                    "no executable file at all".to_string()
-                } else {
-                    let mut names: Vec<String> = executables
-                        .iter()
-                        .take(5)
-                        .map(|p| p.display().to_string())
-                        .collect();
-                    if executables.len() > 5 {
-                        names.push(format!("and {} more", executables.len() - 5));
-                    }
-                    format!("executables: {}", names.join(", "))
-                };
-                return Err(TarballError::NoBinary {
-                    path: path.to_path_buf(),
-                    wanted: format!("bin/{binary} or FOLDER/bin/{binary}"),
-                    found,
-                });
-            }
-        }
-    };
+    let top =
+        binary_top(&tops, &dirs, &executables, binary).ok_or_else(|| TarballError::NoBinary {
+            path: path.to_path_buf(),
+            wanted: format!("bin/{binary} or FOLDER/bin/{binary}"),
+            found: describe_executables(&executables),
+        })?;
     let lib_dirs = ["lib64", "lib"]
         .iter()
         .filter(|d| dirs.contains(&top.join(d)))
@@ -228,6 +206,40 @@ pub fn scan(path: &Path, file: impl Read, binary: &str) -> Result<Layout, Tarbal
         bytes,
         lib_dirs,
     })
+}
+
+/// Where `bin/<binary>` is: the tarball's top (an empty path) or its one
+/// top folder.
+fn binary_top(
+    tops: &std::collections::BTreeSet<PathBuf>,
+    dirs: &std::collections::BTreeSet<PathBuf>,
+    executables: &[PathBuf],
+    binary: &str,
+) -> Option<PathBuf> {
+    let want = Path::new("bin").join(binary);
+    if executables.contains(&want) {
+        return Some(PathBuf::new());
+    }
+    match (tops.len(), tops.iter().next()) {
+        (1, Some(t)) if dirs.contains(t) && executables.contains(&t.join(&want)) => Some(t.clone()),
+        _ => None,
+    }
+}
+
+/// The first five executables of a tarball that lacks the binary.
+fn describe_executables(executables: &[PathBuf]) -> String {
+    if executables.is_empty() {
+        return "no executable file at all".to_string();
+    }
+    let mut names: Vec<String> = executables
+        .iter()
+        .take(5)
+        .map(|p| p.display().to_string())
+        .collect();
+    if executables.len() > 5 {
+        names.push(format!("and {} more", executables.len() - 5));
+    }
+    format!("executables: {}", names.join(", "))
 }
 
 /// The version the top folder names (`tokumx-2.0.2-linux-x86_64` gives

@@ -501,6 +501,40 @@ fn knob_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Knob> {
             "store",
         ],
     )?;
+    let kind = knob_type_of(&f, cx, path);
+    let values: Vec<String> = f.or(cx, "values", Vec::new());
+    let kind = kind?;
+    check_enum_values(&f, cx, path, kind, &values);
+    let conflicts_with: Vec<String> = f.or(cx, "conflicts_with", Vec::new());
+    if kind != KnobType::Bool && !conflicts_with.is_empty() {
+        cx.error(
+            f.pos_of("conflicts_with"),
+            &join(path, "conflicts_with"),
+            "only a bool knob can conflict with other knobs",
+            None,
+        );
+    }
+    let step = step_of(&f, cx, path, kind);
+    let mut knob = Knob {
+        kind,
+        default: None,
+        values,
+        conflicts_with,
+        description: f.or(cx, "description", String::new()),
+        step,
+        store: f.opt(cx, "store"),
+    };
+    if let Some(Text(d)) = f.opt::<Text>(cx, "default") {
+        match knob.parse(&d) {
+            Ok(v) => knob.default = Some(v.canonical()),
+            Err(e) => cx.error(f.pos_of("default"), &join(path, "default"), e, None),
+        }
+    }
+    Some(knob)
+}
+
+/// A knob's `type:`, which it must have.
+fn knob_type_of(f: &Fields, cx: &mut Cx, path: &str) -> Option<KnobType> {
     let kind = f.get("type").and_then(|n| {
         choice(
             n,
@@ -519,12 +553,15 @@ fn knob_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Knob> {
     if f.get("type").is_none() {
         f.req::<String>(cx, "type");
     }
-    let values: Vec<String> = f.or(cx, "values", Vec::new());
-    let kind = kind?;
+    kind
+}
+
+/// An enum knob has `values`, each a plain word.
+fn check_enum_values(f: &Fields, cx: &mut Cx, path: &str, kind: KnobType, values: &[String]) {
     if kind == KnobType::Enum && values.is_empty() {
         cx.error(f.pos, path, "an enum knob needs `values`", None);
     }
-    for v in &values {
+    for v in values {
         if !v
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "_.+-".contains(c))
@@ -538,15 +575,10 @@ fn knob_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Knob> {
             );
         }
     }
-    let conflicts_with: Vec<String> = f.or(cx, "conflicts_with", Vec::new());
-    if kind != KnobType::Bool && !conflicts_with.is_empty() {
-        cx.error(
-            f.pos_of("conflicts_with"),
-            &join(path, "conflicts_with"),
-            "only a bool knob can conflict with other knobs",
-            None,
-        );
-    }
+}
+
+/// A size knob's `step:` (size, and the value it applies before).
+fn step_of(f: &Fields, cx: &mut Cx, path: &str, kind: KnobType) -> Option<KnobStep> {
     let step = f.get("step").and_then(|n| {
         let sf = Fields::open(n, cx, &join(path, "step"), &["size", "before"])?;
         Some(KnobStep {
@@ -562,22 +594,7 @@ fn knob_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Knob> {
             None,
         );
     }
-    let mut knob = Knob {
-        kind,
-        default: None,
-        values,
-        conflicts_with,
-        description: f.or(cx, "description", String::new()),
-        step,
-        store: f.opt(cx, "store"),
-    };
-    if let Some(Text(d)) = f.opt::<Text>(cx, "default") {
-        match knob.parse(&d) {
-            Ok(v) => knob.default = Some(v.canonical()),
-            Err(e) => cx.error(f.pos_of("default"), &join(path, "default"), e, None),
-        }
-    }
-    Some(knob)
+    step
 }
 
 fn readiness_from_node(node: &Node, cx: &mut Cx) -> Option<Readiness> {

@@ -165,6 +165,58 @@ fn io_limits(node: &Node, cx: &mut Cx, path: &str) -> Option<IoLimits> {
     Some(limits)
 }
 
+/// `server:`: its CPUs, memory cap, swap, IO limits and pids.
+fn server_from_node(n: &Node, cx: &mut Cx) -> Option<Server> {
+    let s = Fields::open(n, cx, "server", &["cpus", "memory", "swap", "io", "pids"])?;
+    let cpus = s.req::<CpuSet>(cx, "cpus");
+    let memory = s.opt::<Bytes>(cx, "memory");
+    let swap = s.or(cx, "swap", SwapPolicy::Off);
+    let io = s
+        .get("io")
+        .and_then(|n| io_limits(n, cx, "server.io"))
+        .unwrap_or_default();
+    let pids = s.or(cx, "pids", 4096u64);
+    if pids == 0 {
+        cx.error(
+            s.pos_of("pids"),
+            "server.pids",
+            "pids must be at least 1",
+            None,
+        );
+    }
+    if let Some(m) = memory
+        && m < MIN_MEMORY
+    {
+        cx.error(
+            s.pos_of("memory"),
+            "server.memory",
+            format!("a memory cap of {m} is too small for any engine"),
+            Some(format!("use at least {MIN_MEMORY}")),
+        );
+    }
+    Some(Server {
+        cpus: cpus?,
+        memory,
+        swap,
+        io,
+        pids,
+    })
+}
+
+/// `scale:`, above 0 and at most 64.
+fn scale_of(f: &Fields, cx: &mut Cx) -> f64 {
+    let scale = f.or(cx, "scale", 1.0f64);
+    if !(scale > 0.0 && scale <= 64.0) {
+        cx.error(
+            f.pos_of("scale"),
+            "scale",
+            format!("scale {scale} is out of range"),
+            Some("a factor above 0 and at most 64, e.g. 0.125 for 1/8".into()),
+        );
+    }
+    scale
+}
+
 impl Environment {
     /// Read an environment from its YAML tree, reporting every problem.
     pub fn from_node(name: &str, node: &Node, cx: &mut Cx) -> Option<Environment> {
@@ -186,42 +238,7 @@ impl Environment {
             ],
         )?;
         check_spec_name(&f, cx, name);
-        let server = f.get("server").and_then(|n| {
-            let s = Fields::open(n, cx, "server", &["cpus", "memory", "swap", "io", "pids"])?;
-            let cpus = s.req::<CpuSet>(cx, "cpus");
-            let memory = s.opt::<Bytes>(cx, "memory");
-            let swap = s.or(cx, "swap", SwapPolicy::Off);
-            let io = s
-                .get("io")
-                .and_then(|n| io_limits(n, cx, "server.io"))
-                .unwrap_or_default();
-            let pids = s.or(cx, "pids", 4096u64);
-            if pids == 0 {
-                cx.error(
-                    s.pos_of("pids"),
-                    "server.pids",
-                    "pids must be at least 1",
-                    None,
-                );
-            }
-            if let Some(m) = memory
-                && m < MIN_MEMORY
-            {
-                cx.error(
-                    s.pos_of("memory"),
-                    "server.memory",
-                    format!("a memory cap of {m} is too small for any engine"),
-                    Some(format!("use at least {MIN_MEMORY}")),
-                );
-            }
-            Some(Server {
-                cpus: cpus?,
-                memory,
-                swap,
-                io,
-                pids,
-            })
-        });
+        let server = f.get("server").and_then(|n| server_from_node(n, cx));
         if f.get("server").is_none() {
             f.req::<String>(cx, "server");
         }
@@ -234,15 +251,7 @@ impl Environment {
                 None
             }
         };
-        let scale = f.or(cx, "scale", 1.0f64);
-        if !(scale > 0.0 && scale <= 64.0) {
-            cx.error(
-                f.pos_of("scale"),
-                "scale",
-                format!("scale {scale} is out of range"),
-                Some("a factor above 0 and at most 64, e.g. 0.125 for 1/8".into()),
-            );
-        }
+        let scale = scale_of(&f, cx);
         let env = Environment {
             name: name.to_string(),
             description: f.or(cx, "description", String::new()),

@@ -77,13 +77,7 @@ impl CellEnv {
         let v = value.trim();
         let e = |m: crate::units::UnitError| (m.0, None);
         match key {
-            "backend" => {
-                self.backend = match v {
-                    "cgroup" => Backend::Cgroup,
-                    "docker" => Backend::Docker,
-                    _ => return Err((format!("backend `{v}` is not cgroup or docker"), None)),
-                }
-            }
+            "backend" => self.backend = backend_of(v)?,
             "server.cpus" => self.server_cpus = v.parse().map_err(e)?,
             "client.cpus" => self.client_cpus = v.parse().map_err(e)?,
             "server.memory" => {
@@ -114,42 +108,15 @@ impl CellEnv {
             "server.io.read_iops" => self.io.read_iops = Some(io_limit(parse_u64(v)?)?),
             "server.io.write_iops" => self.io.write_iops = Some(io_limit(parse_u64(v)?)?),
             "cache" => self.cache = Some(v.parse().map_err(e)?),
-            "hog" => {
-                self.hog = match v {
-                    "none" | "off" => Hog::None,
-                    _ => {
-                        return Err((
-                            format!("hog `{v}` must be `none`; size it with hog.leave=SIZE"),
-                            None,
-                        ));
-                    }
-                }
-            }
+            "hog" => self.hog = hog_of(v)?,
             "hog.leave" => {
                 self.hog = Hog::Leave(crate::sandbox::hog::parse_leave(v).map_err(|m| (m, None))?)
             }
             "scale" => {
                 parse_scale(v)?;
             }
-            "allow_cache_overcommit" => {
-                self.allow_cache_overcommit = match v {
-                    "true" => true,
-                    "false" => false,
-                    _ => return Err((format!("`{v}` is not true or false"), None)),
-                }
-            }
-            "host.transparent_hugepages" => {
-                self.thp = match v {
-                    "off" => ThpPolicy::Off,
-                    "leave" => ThpPolicy::Leave,
-                    _ => {
-                        return Err((
-                            format!("`{v}` is not off or leave"),
-                            Some("off: `never` for each cell, restored after; leave: as the host has it".into()),
-                        ));
-                    }
-                }
-            }
+            "allow_cache_overcommit" => self.allow_cache_overcommit = bool_of(v)?,
+            "host.transparent_hugepages" => self.thp = thp_of(v)?,
             _ => {
                 return Err((
                     format!("unknown environment field `{key}`"),
@@ -158,6 +125,47 @@ impl CellEnv {
             }
         }
         Ok(())
+    }
+}
+
+/// `backend=`: cgroup or docker.
+fn backend_of(v: &str) -> Result<Backend, (String, Option<String>)> {
+    match v {
+        "cgroup" => Ok(Backend::Cgroup),
+        "docker" => Ok(Backend::Docker),
+        _ => Err((format!("backend `{v}` is not cgroup or docker"), None)),
+    }
+}
+
+/// `hog=`: only `none` (a hog is sized with `hog.leave`).
+fn hog_of(v: &str) -> Result<Hog, (String, Option<String>)> {
+    match v {
+        "none" | "off" => Ok(Hog::None),
+        _ => Err((
+            format!("hog `{v}` must be `none`; size it with hog.leave=SIZE"),
+            None,
+        )),
+    }
+}
+
+/// `true` or `false`.
+fn bool_of(v: &str) -> Result<bool, (String, Option<String>)> {
+    match v {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err((format!("`{v}` is not true or false"), None)),
+    }
+}
+
+/// `host.transparent_hugepages=`: off or leave.
+fn thp_of(v: &str) -> Result<ThpPolicy, (String, Option<String>)> {
+    match v {
+        "off" => Ok(ThpPolicy::Off),
+        "leave" => Ok(ThpPolicy::Leave),
+        _ => Err((
+            format!("`{v}` is not off or leave"),
+            Some("off: `never` for each cell, restored after; leave: as the host has it".into()),
+        )),
     }
 }
 

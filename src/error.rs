@@ -11,13 +11,10 @@ pub struct BadInput(pub String);
 #[error("{0}")]
 pub struct Regression(pub String);
 
-/// Exit code for an error chain: 2 for bad input (including spec
-/// diagnostics), 1 otherwise.
+/// Exit code for an error chain: 2 for bad input (spec diagnostics
+/// become bad input as they become an `anyhow::Error`), 1 otherwise.
 pub fn exit_code_for(err: &anyhow::Error) -> u8 {
-    if err.chain().any(|e| {
-        e.downcast_ref::<BadInput>().is_some()
-            || e.downcast_ref::<crate::spec::Diagnostics>().is_some()
-    }) {
+    if err.chain().any(|e| e.downcast_ref::<BadInput>().is_some()) {
         2
     } else {
         1

@@ -58,6 +58,69 @@ pub const V1_CONTROLLERS: &[&str] = &[
     "cpuset", "cpu", "cpuacct", "memory", "blkio", "pids", "freezer",
 ];
 
+/// The online CPUs under `root`, else as many as this process may use.
+fn online_cpus(root: &Path) -> CpuSet {
+    std::fs::read_to_string(root.join("sys/devices/system/cpu/online"))
+        .ok()
+        .and_then(|s| s.trim().parse::<CpuSet>().ok())
+        .unwrap_or_else(|| {
+            CpuSet::new(
+                0..std::thread::available_parallelism()
+                    .map(|n| n.get() as u32)
+                    .unwrap_or(1),
+            )
+        })
+}
+
+/// A `KEY: N kB` line of /proc/meminfo, in bytes.
+fn meminfo_value(meminfo: &str, key: &str) -> Option<Bytes> {
+    meminfo.lines().find_map(|l| {
+        let rest = l.strip_prefix(key)?.strip_prefix(':')?;
+        let n: u64 = rest.trim().trim_end_matches("kB").trim().parse().ok()?;
+        Some(Bytes(n * 1024))
+    })
+}
+
+/// This host's memory (total, available), kernel, CPU model and host
+/// name from sysinfo; zeros and empty strings when it cannot tell.
+fn system_facts() -> (Bytes, Bytes, String, String, String) {
+    let Ok(mut sys) = sysinfo::System::new() else {
+        return (
+            Bytes(0),
+            Bytes(0),
+            String::new(),
+            String::new(),
+            String::new(),
+        );
+    };
+    sys.refresh_memory();
+    sys.refresh_cpu_list(sysinfo::CpuRefreshKind::nothing());
+    let model = sys
+        .cpus()
+        .first()
+        .map(|c| c.brand().trim().to_string())
+        .unwrap_or_default();
+    (
+        Bytes(sys.total_memory()),
+        Bytes(sys.available_memory()),
+        sysinfo::System::kernel_version().unwrap_or_default(),
+        model,
+        sysinfo::System::host_name().unwrap_or_default(),
+    )
+}
+
+/// The CPU model of `proc/cpuinfo` under `root`.
+fn cpu_model_at(root: &Path) -> String {
+    std::fs::read_to_string(root.join("proc/cpuinfo"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("model name")
+                .map(|r| r.trim_start_matches([' ', '\t', ':']).to_string())
+        })
+        .unwrap_or_default()
+}
+
 impl HostFacts {
     /// Read the facts of this host.
     pub fn probe() -> HostFacts {
@@ -66,60 +129,14 @@ impl HostFacts {
 
     /// Read the facts from a root holding `proc/` and `sys/` (tests use a temp dir).
     pub fn probe_at(root: &Path) -> HostFacts {
-        let online = std::fs::read_to_string(root.join("sys/devices/system/cpu/online"))
-            .ok()
-            .and_then(|s| s.trim().parse::<CpuSet>().ok())
-            .unwrap_or_else(|| {
-                CpuSet::new(
-                    0..std::thread::available_parallelism()
-                        .map(|n| n.get() as u32)
-                        .unwrap_or(1),
-                )
-            });
+        let online = online_cpus(root);
         let meminfo = std::fs::read_to_string(root.join("proc/meminfo")).unwrap_or_default();
-        let kb = |key: &str| -> Option<Bytes> {
-            meminfo.lines().find_map(|l| {
-                let rest = l.strip_prefix(key)?.strip_prefix(':')?;
-                let n: u64 = rest.trim().trim_end_matches("kB").trim().parse().ok()?;
-                Some(Bytes(n * 1024))
-            })
-        };
+        let kb = |key: &str| meminfo_value(&meminfo, key);
         let is_real_root = root == Path::new("/");
         let (sys_total, sys_avail, kernel, cpu_model, hostname) = if is_real_root {
-            match sysinfo::System::new() {
-                Ok(mut sys) => {
-                    sys.refresh_memory();
-                    sys.refresh_cpu_list(sysinfo::CpuRefreshKind::nothing());
-                    let model = sys
-                        .cpus()
-                        .first()
-                        .map(|c| c.brand().trim().to_string())
-                        .unwrap_or_default();
-                    (
-                        Bytes(sys.total_memory()),
-                        Bytes(sys.available_memory()),
-                        sysinfo::System::kernel_version().unwrap_or_default(),
-                        model,
-                        sysinfo::System::host_name().unwrap_or_default(),
-                    )
-                }
-                Err(_) => (
-                    Bytes(0),
-                    Bytes(0),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                ),
-            }
+            system_facts()
         } else {
-            let model = std::fs::read_to_string(root.join("proc/cpuinfo"))
-                .unwrap_or_default()
-                .lines()
-                .find_map(|l| {
-                    l.strip_prefix("model name")
-                        .map(|r| r.trim_start_matches([' ', '\t', ':']).to_string())
-                })
-                .unwrap_or_default();
+            let model = cpu_model_at(root);
             (Bytes(0), Bytes(0), String::new(), model, String::new())
         };
         let cmdline = std::fs::read_to_string(root.join("proc/cmdline")).unwrap_or_default();
@@ -228,6 +245,17 @@ fn read_words(p: &Path) -> Vec<String> {
         .collect()
 }
 
+impl std::fmt::Display for CgroupLayout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CgroupLayout::V1 => "v1",
+            CgroupLayout::Hybrid => "hybrid",
+            CgroupLayout::V2 => "v2",
+            CgroupLayout::None => "none",
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,5 +324,10 @@ mod tests {
         let h = HostFacts::probe();
         assert!(!h.online_cpus.is_empty());
         assert!(h.mem_total.0 > 0 && h.mem_available <= h.mem_total);
+    }
+
+    #[test]
+    fn a_cgroup_layout_reads_as_its_name() {
+        assert_eq!(CgroupLayout::Hybrid.to_string(), "hybrid");
     }
 }

@@ -110,11 +110,18 @@ impl fmt::Display for Diagnostics {
     }
 }
 
-impl std::error::Error for Diagnostics {}
-
 impl From<Diagnostics> for crate::error::BadInput {
     fn from(d: Diagnostics) -> Self {
         crate::error::BadInput(d.to_string())
+    }
+}
+
+/// Spec diagnostics in a command's error chain are bad input (exit 2).
+/// `Diagnostics` is deliberately not a `std::error::Error`, so that `?`
+/// always goes through here.
+impl From<Diagnostics> for anyhow::Error {
+    fn from(d: Diagnostics) -> Self {
+        anyhow::Error::new(crate::error::BadInput::from(d))
     }
 }
 

@@ -1134,6 +1134,85 @@ fn phases_from_node(f: &Fields, cx: &mut Cx) -> Option<Vec<Phase>> {
     phases
 }
 
+impl std::fmt::Display for LoadWorkload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            LoadWorkload::Ycsb => "YCSB records",
+            LoadWorkload::Candles => "trade candles",
+        })
+    }
+}
+
+impl std::fmt::Display for Mix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts: Vec<String> = [
+            ("read", self.read),
+            ("update", self.update),
+            ("insert", self.insert),
+            ("scan", self.scan),
+            ("read-modify-write", self.read_modify_write),
+        ]
+        .iter()
+        .filter(|(_, share)| *share > 0.0)
+        .map(|(name, share)| format!("{name} {share}"))
+        .collect();
+        f.write_str(&parts.join(", "))
+    }
+}
+
+impl std::fmt::Display for YcsbWorkload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            YcsbWorkload::A => f.write_str("A"),
+            YcsbWorkload::B => f.write_str("B"),
+            YcsbWorkload::C => f.write_str("C"),
+            YcsbWorkload::D => f.write_str("D"),
+            YcsbWorkload::E => f.write_str("E"),
+            YcsbWorkload::F => f.write_str("F"),
+            YcsbWorkload::Custom(m) => write!(f, "custom ({m})"),
+        }
+    }
+}
+
+impl std::fmt::Display for Builtin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Builtin::Ycsb {
+                workload,
+                distribution,
+            } => write!(f, "YCSB workload {workload}, {distribution}"),
+            Builtin::Candles { queries } => write!(f, "candles, {} queries", queries.name()),
+        }
+    }
+}
+
+impl std::fmt::Display for Tool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Tool::Sysbench {
+                test,
+                tables,
+                table_size,
+            } => write!(f, "sysbench {test}, {tables} tables x {table_size} rows"),
+            Tool::Pgbench { scale, script } => match script {
+                PgbenchScript::Builtin(b) => write!(f, "pgbench -b {b}, scale {scale}"),
+                PgbenchScript::Script(p) => write!(f, "pgbench -f {p}, scale {scale}"),
+            },
+            Tool::Ycsb { argv } => write!(f, "YCSB: {}", argv.join(" ")),
+            Tool::Command { argv, .. } => write!(f, "command: {}", argv.join(" ")),
+        }
+    }
+}
+
+impl std::fmt::Display for Work {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Work::Builtin(b) => write!(f, "{b}"),
+            Work::Tool(t) => write!(f, "{t}"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1152,5 +1231,31 @@ mod tests {
         for name in ["ram-sweep", "no-memory", "x-mem", "-mem25pct", "a-memfoo"] {
             assert_eq!(without_settle_tag(name), name);
         }
+    }
+
+    #[test]
+    fn work_reads_as_words_not_as_rust() {
+        let t = Tool::Sysbench {
+            test: "oltp_read_write".into(),
+            tables: 8,
+            table_size: 1000,
+        };
+        assert_eq!(
+            t.to_string(),
+            "sysbench oltp_read_write, 8 tables x 1000 rows"
+        );
+        let w = Builtin::Ycsb {
+            workload: YcsbWorkload::Custom(Mix {
+                read: 0.9,
+                update: 0.05,
+                insert: 0.05,
+                ..Default::default()
+            }),
+            distribution: crate::workload::Distribution::Zipfian,
+        };
+        assert_eq!(
+            w.to_string(),
+            "YCSB workload custom (read 0.9, update 0.05, insert 0.05), zipfian"
+        );
     }
 }

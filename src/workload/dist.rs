@@ -213,6 +213,18 @@ impl KeyChooser {
     }
 }
 
+impl std::fmt::Display for Distribution {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Distribution::Uniform => "uniform",
+            Distribution::Zipfian => "zipfian",
+            Distribution::Latest => "latest",
+            Distribution::Hotspot => "hotspot",
+            Distribution::Sequential => "sequential",
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

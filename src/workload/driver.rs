@@ -614,6 +614,17 @@ pub fn phase_result(
     }
 }
 
+/// An error budget as a person writes it: `0 errors`, `1 error`, `1%`.
+impl std::fmt::Display for Budget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Budget::Count(1) => f.write_str("1 error"),
+            Budget::Count(n) => write!(f, "{n} errors"),
+            Budget::Fraction(x) => write!(f, "{}", crate::units::Share(*x)),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -857,5 +868,16 @@ mod tests {
         assert!(out.elapsed < Duration::from_secs(5));
         let r = phase_result("p", "test", 1, &out, Budget::Count(u64::MAX));
         assert!(!r.status.is_ok());
+    }
+
+    #[test]
+    fn budgets_read_as_a_person_writes_them() {
+        assert_eq!(Budget::Count(0).to_string(), "0 errors");
+        assert_eq!(Budget::Count(1).to_string(), "1 error");
+        assert_eq!(Budget::Fraction(0.01).to_string(), "1%");
+        assert_eq!(Budget::Fraction(0.005).to_string(), "0.5%");
+        use crate::workload::ErrorBudget;
+        assert_eq!(ErrorBudget::Count(0).to_string(), "0 errors");
+        assert_eq!(ErrorBudget::Share(" 1% ".into()).to_string(), "1%");
     }
 }

@@ -134,6 +134,15 @@ impl ValuePool {
     }
 }
 
+impl std::fmt::Display for InsertOrder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            InsertOrder::Hashed => "hashed",
+            InsertOrder::Ordered => "ordered",
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

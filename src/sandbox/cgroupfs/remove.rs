@@ -79,11 +79,19 @@ pub async fn rmdir(dir: &Path, deadline: Instant) -> Result<(), SandboxError> {
                 let left = files::pids(&dir.join(CGROUP_PROCS));
                 return Err(SandboxError::CgroupRemove {
                     path: dir.to_path_buf(),
-                    detail: format!("{e}; pids still inside: {}", crate::display::list(&left)),
+                    detail: format!("{e}; pids still inside: {}", pid_list(&left)),
                 });
             }
         }
     }
+}
+
+/// Pids as a message lists them: `12, 34`.
+fn pid_list(pids: &[i32]) -> String {
+    pids.iter()
+        .map(i32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Kill everything in the group, then remove its directories (every
@@ -98,7 +106,7 @@ pub async fn remove_group(
             path: any,
             detail: format!(
                 "pids {} still inside after SIGKILL; is one stuck in D state?",
-                crate::display::list(&left)
+                pid_list(&left)
             ),
         });
     }

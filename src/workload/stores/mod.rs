@@ -406,6 +406,18 @@ macro_rules! with_store {
     };
 }
 
+impl std::fmt::Display for StoreKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StoreKind::Null => "null",
+            StoreKind::Redis => "redis",
+            StoreKind::Postgres => "postgres",
+            StoreKind::Mysql => "mysql",
+            StoreKind::Mongodb => "mongodb",
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

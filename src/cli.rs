@@ -34,7 +34,19 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Render an engine's config files for an environment.
     #[command(
-        after_help = "Example:\n  benchcage render mongodb@3.2 --env c4-16g --set sync_period=1s -o /tmp/cfg"
+        after_help = "--check runs the engine's own check of the rendered files (`config_check:` in \
+                      engines/ENGINE.yaml) with that version's binary, as the engine's user: \
+                      `postgres -D DIR -C shared_buffers`, `mariadbd --help --verbose`, or for redis a \
+                      server started with no TCP port that must stay up for 2s. A fetched version must be \
+                      fetched first (`benchcage fetch ENGINE@VERSION`). --all-versions renders (and \
+                      checks) every version the engine lists, each reported on its own line.\n\n\
+                      Exit codes: 0 rendered (and every check passed), 1 the engine refused a config \
+                      (its output is shown), 2 bad input: an unknown engine, version or environment, \
+                      an engine without a config check, a version not fetched or not installed here \
+                      (with --all-versions the others are still checked).\n\n\
+                      Examples:\n  benchcage render mongodb@3.2 --env c4-16g --set sync_period=1s -o /tmp/cfg\n  \
+                      benchcage render postgres@12 --env quickstart --check\n  \
+                      benchcage render redis --all-versions --env quickstart --check"
     )]
     Render(RenderArgs),
     /// Show the cells, pinned CPUs, memory and configs of a scenario; creates nothing.
@@ -119,9 +131,17 @@ pub struct RenderArgs {
     /// Knob override, `k=v`; repeatable.
     #[arg(long = "set", value_name = "K=V")]
     pub set: Vec<String>,
-    /// Write the files here (printed paths); default: a folder under results/rendered/.
+    /// Write the files here (printed paths); default: a folder under
+    /// results/rendered/. With --all-versions, one folder per version in it.
     #[arg(short = 'o', long = "out")]
     pub out: Option<PathBuf>,
+    /// Then run the engine's own config check with the version's binary;
+    /// exit 1 with the engine's output when it refuses the files.
+    #[arg(long)]
+    pub check: bool,
+    /// Every version the engine lists (ENGINE without @VERSION).
+    #[arg(long)]
+    pub all_versions: bool,
 }
 
 #[derive(Debug, Args)]

@@ -7,6 +7,7 @@
 //! - `spec`: environment, engine and scenario models and their validation.
 //! - `plan`: a scenario turned into typed cells (nothing created).
 //! - `render`: engine config files from Tera templates.
+//! - `config_check`: an engine's own check of its rendered configs.
 //! - `host`: facts about this machine.
 //! - `images`: engine images built locally from a release tarball.
 //! - `progress`: progress bars on stderr (loads, image pulls).
@@ -20,6 +21,7 @@
 pub mod cli;
 pub mod clients;
 pub mod commands;
+pub mod config_check;
 pub mod display;
 pub mod error;
 pub mod fetch;

@@ -1469,6 +1469,61 @@ fn render_writes_the_files_and_prints_their_paths() {
 }
 
 #[test]
+fn render_check_refuses_an_engine_without_a_check_and_a_version_not_fetched_writing_nothing() {
+    let t = tempfile::tempdir().unwrap();
+    let dest = t.path().join("cfg");
+    let dest_s = dest.to_str().unwrap();
+    let o = run(
+        &repo(),
+        &[
+            "render",
+            "tokumx@2.0.2",
+            "--env",
+            "c4-16g",
+            "--check",
+            "-o",
+            dest_s,
+        ],
+    );
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("tokumx has no config check"),
+        "{}",
+        o.stderr
+    );
+    let o = Out::of(
+        &bc(&repo())
+            .env("BENCHCAGE_CACHE", t.path().join("empty-cache"))
+            .args([
+                "render",
+                "redis@6.2",
+                "--env",
+                "c4-16g",
+                "--check",
+                "-o",
+                dest_s,
+            ])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("redis@6.2 is not fetched yet; run `benchcage fetch redis@6.2` first"),
+        "{}",
+        o.stderr
+    );
+    assert!(!dest.exists() && !t.path().join("empty-cache").exists());
+    let o = run(&repo(), &["render", "--help"]);
+    assert!(
+        o.stdout
+            .contains("benchcage render postgres@12 --env quickstart --check"),
+        "{}",
+        o.stdout
+    );
+}
+
+#[test]
 fn list_shows_every_shipped_spec() {
     let o = run(&repo(), &["list"]);
     assert_eq!(o.code, 0, "{}", o.stderr);

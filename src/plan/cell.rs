@@ -164,13 +164,36 @@ impl PlannedCell {
     }
 
     fn fill(&self, arg: &str, port: &str, data_dir: &Path, config_dir: &Path) -> String {
-        let binary = self.binary();
+        self.fill_as(&self.binary(), arg, port, data_dir, config_dir)
+    }
+
+    /// `arg` of a config check (no `{port}`): the placeholders filled with
+    /// a host `binary`, whatever the cell's backend.
+    pub fn fill_with_binary(
+        &self,
+        arg: &str,
+        binary: &Path,
+        data_dir: &Path,
+        config_dir: &Path,
+    ) -> String {
+        let binary = binary.display().to_string();
+        self.fill_as(&binary, arg, "{port}", data_dir, config_dir)
+    }
+
+    fn fill_as(
+        &self,
+        binary: &str,
+        arg: &str,
+        port: &str,
+        data_dir: &Path,
+        config_dir: &Path,
+    ) -> String {
         let bin_dir = Path::new(&binary)
             .parent()
             .map(|p| p.display().to_string())
             .unwrap_or_default();
         let mut out = arg
-            .replace("{binary}", &binary)
+            .replace("{binary}", binary)
             .replace("{bin_dir}", &bin_dir)
             .replace("{port}", port)
             .replace("{data_dir}", &data_dir.display().to_string())

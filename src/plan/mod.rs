@@ -40,7 +40,7 @@ mod program;
 mod workload;
 
 pub use cell::{PhaseConfig, PlannedCell, PlannedPhase, StoreOption};
-pub use program::resolve_binary;
+pub use program::{HostBinaryError, host_binary, resolve_binary};
 
 /// Memory kept free beside the hog so the host stays responsive.
 pub const HOG_MARGIN: Bytes = crate::sandbox::hog::SAFETY_MARGIN;

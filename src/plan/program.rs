@@ -20,6 +20,62 @@ pub fn resolve_binary(b: &str) -> Option<PathBuf> {
     })
 }
 
+/// Why a version's binary cannot run on this host.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum HostBinaryError {
+    #[error(
+        "{label} has no host binary, only {image}; its config can only be checked where the engine runs"
+    )]
+    NoBinary { label: String, image: String },
+    #[error("{label} is not fetched yet; run `benchcage fetch {label}` first")]
+    NotFetched { label: String },
+    #[error("{label}: binary `{binary}` is not installed on this host; install it ({how})")]
+    NotInstalled {
+        label: String,
+        binary: String,
+        how: String,
+    },
+}
+
+/// The host binary of `engine@version`, whatever backend an environment
+/// names: a fetched version's from the cache (when fetched), else the
+/// `binary:` on this host.
+pub fn host_binary(
+    engine: &crate::spec::Engine,
+    version: &str,
+    ev: &crate::spec::engine::EngineVersion,
+) -> Result<PathBuf, HostBinaryError> {
+    let label = format!("{}@{version}", engine.name);
+    let Some(b) = &ev.binary else {
+        return Err(HostBinaryError::NoBinary {
+            label,
+            image: ev
+                .image
+                .as_deref()
+                .map_or("an image".into(), |i| format!("the image {i}")),
+        });
+    };
+    match &ev.source {
+        Some(source) if source.fetchable() => {
+            let root = crate::fetch::cache::root();
+            crate::fetch::cache::installed(&root, &engine.name, version, source)
+                .map(|i| i.dir.join(b))
+                .filter(|p| p.is_file())
+                .ok_or(HostBinaryError::NotFetched { label })
+        }
+        source => resolve_binary(b).ok_or_else(|| HostBinaryError::NotInstalled {
+            label,
+            binary: b.clone(),
+            how: match source {
+                Some(crate::model::Source::Debian { package }) => {
+                    format!("`apt-get install {package}`, or make deps")
+                }
+                _ => "make deps".into(),
+            },
+        }),
+    }
+}
+
 /// The program for the entry's backend. Without host checks (`render`),
 /// whatever the version names stands in, so a config shows whatever the
 /// backend can run.

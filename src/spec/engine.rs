@@ -43,6 +43,14 @@
 //! Placeholders in `command` and `init`: `{binary}` (the version's binary,
 //! or `image_binary` inside a container), `{bin_dir}` (its folder),
 //! `{port}`, `{data_dir}`, `{config_dir}`, `{config:<file name>}`.
+//!
+//! `config_check:` says how the engine itself checks its rendered config
+//! files (`benchcage render --check`), run with the version's host binary
+//! as the engine's user: `{command: ARGV, stays_up: 2s}`. The argv takes
+//! the placeholders of `command` but `{port}` (`{data_dir}` is an empty
+//! folder made for the check). Without `stays_up` the check passes when the
+//! command exits 0; with it (a server without a check mode) when the process
+//! is still running after that long, and it is then killed.
 
 use super::de::{Fields, FromNode, Text, check_spec_name, choice, word};
 use super::diag::{Cx, Origin, join, unknown_hint};
@@ -68,6 +76,13 @@ pub const MAX_READINESS: std::time::Duration = std::time::Duration::from_secs(36
 
 /// Placeholders an engine's argv may use.
 pub const PLACEHOLDERS: &[&str] = &["binary", "bin_dir", "port", "data_dir", "config_dir"];
+
+/// Placeholders a `config_check` argv may use: no port, since a check
+/// listens on nothing.
+pub const CHECK_PLACEHOLDERS: &[&str] = &["binary", "bin_dir", "data_dir", "config_dir"];
+
+/// The longest `stays_up` of a config check.
+pub const MAX_STAYS_UP: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// An engine spec (`engines/<name>.yaml`).
 #[derive(Debug, Clone, PartialEq)]
@@ -117,7 +132,31 @@ pub struct Engine {
     /// false for a server that reports the protocol it speaks (SecantusDB
     /// answers with a MongoDB version, TokuMX with the MongoDB it forked).
     pub reports_own_version: bool,
+    /// How the engine checks its rendered config (`render --check`);
+    /// `None` for an engine without a real check.
+    pub config_check: Option<ConfigCheck>,
     pub origin: Origin,
+}
+
+/// `config_check: {command: ARGV, stays_up: 2s}`: how an engine checks its
+/// own rendered config files.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigCheck {
+    /// argv with the placeholders of [`CHECK_PLACEHOLDERS`] and
+    /// `{config:NAME}`.
+    pub command: Vec<String>,
+    /// How the check passes.
+    pub pass: CheckPass,
+}
+
+/// When a config check passes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckPass {
+    /// The command exits 0 (`postgres -C`, `mariadbd --help --verbose`).
+    ExitsZero,
+    /// The process still runs after this long (a server without a check
+    /// mode, which exits at once on a config it refuses); it is then killed.
+    StaysUp(Duration),
 }
 
 /// Measured rates of an engine on one server CPU, for `plan`'s duration
@@ -820,6 +859,64 @@ fn check_placeholders_in(
     }
 }
 
+/// `config_check: {command: ARGV, stays_up: DURATION}`.
+fn config_check_from_node(
+    node: &Node,
+    cx: &mut Cx,
+    config_names: &[String],
+) -> Option<ConfigCheck> {
+    let path = "config_check";
+    let f = Fields::open(node, cx, path, &["command", "stays_up"])?;
+    let command: Vec<String> = f.req(cx, "command")?;
+    let at = |cx: &Cx, p: &str| cx.positions.get(p).copied().unwrap_or(f.pos_of("command"));
+    let mut ok = true;
+    if command.first().is_none_or(|a| a.trim().is_empty()) {
+        let p = "config_check.command";
+        cx.error(
+            at(cx, p),
+            p,
+            "the check command names no program",
+            Some(
+                r#"an argv array like ["{binary}", -D, "{config_dir}", -C, shared_buffers]"#.into(),
+            ),
+        );
+        ok = false;
+    }
+    for (j, arg) in command.iter().enumerate() {
+        let p = format!("config_check.command[{j}]");
+        let err = if arg.contains('\0') {
+            Err("an argument contains a NUL byte, which no program can receive".to_string())
+        } else {
+            check_placeholders_among(arg, CHECK_PLACEHOLDERS, config_names)
+        };
+        if let Err(e) = err {
+            let hint = format!(
+                "placeholders: {{binary}}, {{bin_dir}}, {{data_dir}}, {{config_dir}}, {{config:NAME}} with NAME one of: {} (no {{port}}: a check listens on nothing)",
+                config_names.join(", ")
+            );
+            cx.error(at(cx, &p), &p, e, Some(hint));
+            ok = false;
+        }
+    }
+    let pass = match f.get("stays_up") {
+        None => CheckPass::ExitsZero,
+        Some(_) => {
+            let d: Duration = f.opt(cx, "stays_up")?;
+            if d.std().is_zero() || d.std() > MAX_STAYS_UP {
+                cx.error(
+                    f.pos_of("stays_up"),
+                    "config_check.stays_up",
+                    format!("stays_up {d} is out of range"),
+                    Some("how long a server must keep running on its config: above 0 and at most 1m, e.g. `2s`".into()),
+                );
+                return None;
+            }
+            CheckPass::StaysUp(d)
+        }
+    };
+    ok.then_some(ConfigCheck { command, pass })
+}
+
 /// `disk_factor:`, above 0 and at most 100.
 fn disk_factor_of(f: &Fields, cx: &mut Cx) -> f64 {
     let disk_factor = f.or(cx, "disk_factor", DEFAULT_DISK_FACTOR);
@@ -855,6 +952,7 @@ const ENGINE_FIELDS: &[&str] = &[
     "storage_engine",
     "facts",
     "reports_own_version",
+    "config_check",
 ];
 
 /// `default_version:`, one of `versions`; else the last version.
@@ -933,6 +1031,9 @@ impl Engine {
         let facts = readiness
             .as_ref()
             .map(|r| facts_from_node(f.get("facts"), &r.probe, cx));
+        let config_check = f
+            .get("config_check")
+            .and_then(|n| config_check_from_node(n, cx, &config_names));
         Some(Engine {
             name: name.to_string(),
             description: f.or(cx, "description", String::new()),
@@ -963,6 +1064,7 @@ impl Engine {
             storage_engine,
             facts: facts?,
             reports_own_version: f.or(cx, "reports_own_version", true),
+            config_check,
             origin: Origin::default(),
         })
     }
@@ -1166,13 +1268,23 @@ pub const ENV_OVERRIDE_ROOTS: &[&str] = &[
 
 /// Check that every `{...}` in an argument is a known placeholder.
 pub fn check_placeholders(arg: &str, config_names: &[String]) -> Result<(), String> {
+    check_placeholders_among(arg, PLACEHOLDERS, config_names)
+}
+
+/// Check that every `{...}` in an argument is one of `known` or
+/// `{config:NAME}` of a config file.
+pub fn check_placeholders_among(
+    arg: &str,
+    known: &[&str],
+    config_names: &[String],
+) -> Result<(), String> {
     let mut rest = arg;
     while let Some(start) = rest.find('{') {
         let Some(end) = rest[start..].find('}') else {
             return Err(format!("`{arg}` has an unclosed `{{`"));
         };
         let name = &rest[start + 1..start + end];
-        let ok = PLACEHOLDERS.contains(&name)
+        let ok = known.contains(&name)
             || name
                 .strip_prefix("config:")
                 .is_some_and(|c| config_names.iter().any(|n| n == c));
@@ -1254,5 +1366,106 @@ mod tests {
         assert!(check_placeholders("{config:other.cnf}", &names).is_err());
         assert!(check_placeholders("{dta_dir}", &names).is_err());
         assert!(check_placeholders("{port", &names).is_err());
+    }
+
+    /// The diagnostics of a small engine spec with `extra` appended, and
+    /// the engine when it parsed.
+    fn engine_with(extra: &str) -> (Vec<String>, Option<Engine>) {
+        let text = format!(
+            "versions:\n  \"1\": {{binary: /bin/true}}\ncommand: [\"{{binary}}\", \"{{config:r.conf}}\"]\nreadiness: {{probe: redis}}\nconfig_files:\n  - {{template: x/r.conf.tera, path: \"{{config_dir}}/r.conf\", format: redis}}\n{extra}\n"
+        );
+        let mut diags = crate::spec::Diagnostics::default();
+        let parsed = crate::spec::parse_text(
+            "engines/x.yaml",
+            "x",
+            &text,
+            crate::spec::Kind::Engine,
+            &mut diags,
+        );
+        let engine = match parsed {
+            Some(crate::spec::Parsed::Engine(e)) => Some(e),
+            _ => None,
+        };
+        (diags.iter().map(|d| d.to_string()).collect(), engine)
+    }
+
+    #[test]
+    fn a_config_check_is_read_with_its_placeholders_and_stays_up() {
+        let (diags, engine) = engine_with(
+            r#"config_check: {command: ["{binary}", "{config:r.conf}", --dir, "{data_dir}"], stays_up: 2s}"#,
+        );
+        assert!(diags.is_empty(), "{diags:?}");
+        let check = engine.unwrap().config_check.unwrap();
+        assert_eq!(check.command[1], "{config:r.conf}");
+        assert_eq!(check.pass, CheckPass::StaysUp(Duration::from_secs(2)));
+        let (diags, engine) =
+            engine_with(r#"config_check: {command: ["{bin_dir}/x", -D, "{config_dir}"]}"#);
+        assert!(diags.is_empty(), "{diags:?}");
+        assert_eq!(
+            engine.unwrap().config_check.unwrap().pass,
+            CheckPass::ExitsZero
+        );
+        let (_, engine) = engine_with("");
+        assert_eq!(engine.unwrap().config_check, None);
+    }
+
+    #[test]
+    fn a_config_check_with_a_bad_placeholder_names_the_file_and_argument() {
+        let (diags, engine) = engine_with(
+            r#"config_check: {command: ["{binary}", --port, "{port}", "{config:other.conf}"]}"#,
+        );
+        assert!(engine.is_none());
+        assert_eq!(diags.len(), 2, "{diags:?}");
+        assert!(diags[0].starts_with("engines/x.yaml:7:"), "{diags:?}");
+        assert!(
+            diags[0].contains("config_check.command[2]: unknown placeholder `{port}`"),
+            "{diags:?}"
+        );
+        assert!(diags[0].contains("no {port}"), "{diags:?}");
+        assert!(
+            diags[1].contains("config_check.command[3]: unknown placeholder `{config:other.conf}`"),
+            "{diags:?}"
+        );
+        assert!(diags[1].contains("NAME one of: r.conf"), "{diags:?}");
+    }
+
+    #[test]
+    fn a_config_check_with_a_bad_stays_up_or_no_program_is_refused() {
+        for (extra, want) in [
+            (
+                r#"config_check: {command: ["{binary}"], stays_up: soon}"#,
+                "config_check.stays_up: ",
+            ),
+            (
+                r#"config_check: {command: ["{binary}"], stays_up: 0s}"#,
+                "config_check.stays_up: stays_up 0s is out of range",
+            ),
+            (
+                r#"config_check: {command: ["{binary}"], stays_up: 2h}"#,
+                "is out of range",
+            ),
+            (
+                r#"config_check: {command: "{binary} --check"}"#,
+                "config_check.command: expected a list",
+            ),
+            (r#"config_check: {command: []}"#, "names no program"),
+            (
+                r#"config_check: {stays_up: 2s}"#,
+                "missing required field `command`",
+            ),
+            (
+                r#"config_check: {command: ["{binary}"], stay_up: 2s}"#,
+                "config_check.stay_up: unknown field `stay_up`",
+            ),
+        ] {
+            let (diags, engine) = engine_with(extra);
+            assert!(engine.is_none(), "{extra} was accepted");
+            assert!(
+                diags
+                    .iter()
+                    .any(|d| d.starts_with("engines/x.yaml:7:") && d.contains(want)),
+                "{extra}: {diags:?}"
+            );
+        }
     }
 }

@@ -202,7 +202,7 @@ fn mariadb_and_myrocks_pass_their_config_check() {
         assert_eq!(o.code, 0, "{}", text(&o));
         assert!(
             o.stderr.contains(&format!(
-                "{engine}@10.11: ran as mysql: /usr/sbin/mariadbd '--defaults-file="
+                "{engine}@10.11: ran as mysql: /usr/sbin/mariadbd --defaults-file="
             )) && o.stderr.contains("config check passed"),
             "{}",
             o.stderr
@@ -337,7 +337,7 @@ fn check_on_an_engine_without_one_or_a_version_not_fetched_exits_2_leaving_nothi
             "render",
             "mongodb@7.0",
             "--env",
-            "quickstart",
+            "c4-16g",
             "--check",
             "-o",
             dest_s,

@@ -165,16 +165,30 @@ pub fn render_engine(
         None => (engine.to_string(), None),
     };
     check_render_args(project, engine, &name, version.as_deref(), env)?;
-    let s = Scenario {
-        name: format!("render-{engine}-{env}"),
+    let s = render_scenario(engine, name, version, env);
+    let host = HostFacts::probe();
+    let plan = plan_inner(project, &s, overrides, None, None, &host, false)?;
+    Ok(plan
+        .cells
+        .into_iter()
+        .next()
+        .expect("one engine x one environment"))
+}
+
+/// What `render` plans: a scenario of one engine in one environment, with
+/// no data and no phases, so that its one cell has the engine's configs
+/// as a run would render them.
+fn render_scenario(flag: &str, engine: String, version: Option<String>, env: &str) -> Scenario {
+    Scenario {
+        name: format!("render-{flag}-{env}"),
         description: String::new(),
         matrix: crate::spec::scenario::Matrix {
             engines: vec![EngineRef {
-                engine: name,
+                engine,
                 version,
                 knobs: BTreeMap::new(),
                 label: None,
-                field: engine.into(),
+                field: flag.into(),
             }],
             environments: vec![EnvRef {
                 name: env.into(),
@@ -191,14 +205,7 @@ pub fn render_engine(
         phases: Vec::new(),
         reproduces: None,
         origin: Default::default(),
-    };
-    let host = HostFacts::probe();
-    let plan = plan_inner(project, &s, overrides, None, None, &host, false)?;
-    Ok(plan
-        .cells
-        .into_iter()
-        .next()
-        .expect("one engine x one environment"))
+    }
 }
 
 /// `render`'s engine (and version) and environment exist.
@@ -284,10 +291,7 @@ fn plan_inner(
     let sets = overrides::split(project, s, overrides, &mut diags);
     let s = sets.scenario();
     overrides::check_env_filter(s, env_filter, &mut diags);
-    let mut deviations = sets.applied.deviations.clone();
-    for (k, v) in &sets.knobs {
-        deviations.push(format!("{k} = {} (--set)", v.trim()));
-    }
+    let mut deviations = set_deviations(&sets);
     if host_checks {
         fit::check_work_free(host, &mut diags);
     }
@@ -305,12 +309,7 @@ fn plan_inner(
         }
     }
     if diags.is_empty() && cells.is_empty() {
-        diags.push(Diagnostic::flag(
-            "--only",
-            only.unwrap_or_default(),
-            "no cell matches",
-            Some("`benchcage plan SCENARIO` without --only lists the cell ids".into()),
-        ));
+        diags.push(no_cell_matches(only));
     }
     let estimate = estimate::of_cells(project, &cells);
     deviations.extend(unrun_warmups(s));
@@ -328,6 +327,26 @@ fn plan_inner(
         deviations,
         reproduces,
     })
+}
+
+/// The deviations `--set` makes: scenario and environment fields, then
+/// knobs.
+fn set_deviations(sets: &overrides::Sets) -> Vec<String> {
+    let mut deviations = sets.applied.deviations.clone();
+    for (k, v) in &sets.knobs {
+        deviations.push(format!("{k} = {} (--set)", v.trim()));
+    }
+    deviations
+}
+
+/// `--only` left no cell.
+fn no_cell_matches(only: Option<&str>) -> Diagnostic {
+    Diagnostic::flag(
+        "--only",
+        only.unwrap_or_default(),
+        "no cell matches",
+        Some("`benchcage plan SCENARIO` without --only lists the cell ids".into()),
+    )
 }
 
 /// Tools start measuring at once: a tool phase's warmup is not run.

@@ -1,0 +1,324 @@
+//! The measured part of a cell: each phase at each thread count, the
+//! engine watched while it runs (exit, OOM kill, deadline), the CPU time
+//! others took from its CPUs, and the verdict on its result.
+
+use super::*;
+
+/// Every measured phase at every thread count, each written as it ends;
+/// `index` is the first phase file's.
+pub(super) async fn measure(
+    work: &CellWork,
+    ctx: &CellCtx,
+    r: &mut Running,
+    writer: &dyn CellWriter,
+    mut index: usize,
+) -> Result<(), Stop> {
+    for step in &work.phases {
+        for &threads in &step.threads {
+            check(ctx)?;
+            r.enter(ctx, &format!("{} t{threads}", step.name));
+            let res = run_one(work, ctx, r, step, threads, index, true).await?;
+            writer.phase(
+                &ctx.cell_dir,
+                index,
+                &stem(index, &step.name, threads),
+                &res,
+            )?;
+            index += 1;
+            r.record.phases.push(res);
+            if let Some(why) = r.abort.take() {
+                return Err(Stop::Failed(why));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One run of one phase at one thread count: stats before and after, the
+/// engine watched while it runs, the io-bound claim checked.
+pub(super) async fn run_one(
+    work: &CellWork,
+    ctx: &CellCtx,
+    r: &mut Running,
+    step: &PhaseStep,
+    threads: u32,
+    index: usize,
+    measured: bool,
+) -> Result<PhaseResult, Stop> {
+    let stem = stem(index, &step.name, threads);
+    let before = r.stats.server()?;
+    let cpu_before = CpuSnapshot::take(&work.limits.server_cpus, &r.sandbox().server_pids());
+    let started = Instant::now();
+    let Watched {
+        result,
+        mut died,
+        overran,
+    } = watch_phase(work, ctx, r, step, threads, &stem, started).await;
+    if measured {
+        r.phase_time += started.elapsed();
+    }
+    if died.is_none() {
+        died = exited_meanwhile(r, result.is_err() && !ctx.stop.is_cancelled()).await;
+    }
+    if let Some(status) = died {
+        return engine_died(r, step, &before, status, result).await;
+    }
+    if ctx.stop.is_cancelled() {
+        return Err(Stop::Interrupted);
+    }
+    if let Some(why) = overran {
+        let status = PhaseStatus::Failed {
+            reason: why.clone(),
+        };
+        return end_cell(r, result, status, why);
+    }
+    let mut res = result.map_err(|e| Stop::Failed(format!("phase {}: {e:#}", step.name)))?;
+    let after = r.stats.server()?;
+    let mut io = fidelity::phase_io(&before, &after, step.expect_io_bound, work.io_bound);
+    cpu_before.finish(
+        &mut io,
+        &work.limits.server_cpus,
+        &r.sandbox().server_pids(),
+    );
+    if !measured {
+        // Recorded for the load too, but only a measured phase's result
+        // is invalidated by a shared CPU.
+        io.contention_violation = None;
+    }
+    judge(
+        &mut res,
+        after.oom_kills.saturating_sub(before.oom_kills),
+        &io,
+    );
+    r.record.fidelity.phase_io.insert(stem, io);
+    Ok(res)
+}
+
+/// A phase that ends the cell for `why`: its result is recorded with
+/// `status`; without a result, the cell fails.
+fn end_cell(
+    r: &mut Running,
+    result: anyhow::Result<PhaseResult>,
+    status: PhaseStatus,
+    why: String,
+) -> Result<PhaseResult, Stop> {
+    match result {
+        Ok(mut res) => {
+            res.status = status;
+            r.abort = Some(why);
+            Ok(res)
+        }
+        Err(_) => Err(Stop::Failed(why)),
+    }
+}
+
+/// A finished phase's status from what the kernel saw: OOM kills in the
+/// server's cgroup, else a broken io-bound or contention claim.
+fn judge(res: &mut PhaseResult, ooms: u64, io: &crate::results::model::PhaseIo) {
+    if ooms > 0 {
+        res.status = PhaseStatus::Oom {
+            reason: format!(
+                "the kernel OOM-killed {ooms} process(es) in the server's cgroup during the phase"
+            ),
+        };
+    } else if let Some(why) = io
+        .io_bound_violation
+        .as_ref()
+        .or(io.contention_violation.as_ref())
+        && res.status.is_ok()
+    {
+        res.status = PhaseStatus::Invalid {
+            reason: why.clone(),
+        };
+    }
+}
+
+/// How watching a phase ended.
+struct Watched {
+    result: anyhow::Result<PhaseResult>,
+    /// The engine's exit, seen while the phase ran.
+    died: Option<EngineStatus>,
+    /// Why the phase was stopped: it ran past its length plus grace.
+    overran: Option<String>,
+}
+
+/// Run the phase with its client processes placed in the client group,
+/// and watch it every half second: the engine's status, the live view,
+/// and its deadline (its length plus [`PHASE_GRACE`] from `started`).
+async fn watch_phase(
+    work: &CellWork,
+    ctx: &CellCtx,
+    r: &mut Running,
+    step: &PhaseStep,
+    threads: u32,
+    stem: &str,
+    started: Instant,
+) -> Watched {
+    let cancel = ctx.stop.child_token();
+    let (progress, mut progress_rx) = watch::channel(None);
+    let placer = r.sandbox().client_placer();
+    let place: PlaceHook = Arc::new(move |cmd: &mut std::process::Command| {
+        placer.place(cmd).map_err(std::io::Error::other)
+    });
+    let env = PhaseEnv {
+        port: r.port,
+        threads,
+        cell_dir: ctx.cell_dir.clone(),
+        stem: stem.to_string(),
+        cancel: cancel.clone(),
+        place,
+        progress,
+    };
+    let latest = r.sampler.as_ref().map(|s| s.latest());
+    let fut = step.exec.run(env);
+    tokio::pin!(fut);
+    let mut died: Option<EngineStatus> = None;
+    let mut tick = tokio::time::interval(Duration::from_millis(500));
+    let label = format!("{} t{threads}", step.name);
+    // Past its length plus a grace the phase is stopped; if it then does
+    // not hand back its result either, it is abandoned.
+    let mut deadline = step.length.map(|l| started + l + PHASE_GRACE);
+    let mut overran: Option<String> = None;
+    let result = loop {
+        tokio::select! {
+            res = &mut fut => break res,
+            _ = until(deadline) => {
+                if overran.is_some() {
+                    break Err(anyhow::anyhow!("abandoned after it did not stop"));
+                }
+                let length = step.length.unwrap_or_default();
+                overran = Some(format!(
+                    "phase {} did not end within its {} plus {}s of grace: the engine stopped answering (frozen?) or the tool hung; it was stopped",
+                    step.name,
+                    crate::units::Duration(length),
+                    PHASE_GRACE.as_secs()
+                ));
+                cancel.cancel();
+                deadline = Some(Instant::now() + CANCEL_GRACE);
+            }
+            _ = tick.tick() => {
+                if died.is_none() {
+                    let status = r.sandbox().engine_status().await;
+                    if let Ok(s @ EngineStatus::Exited { .. }) = status {
+                        died = Some(s);
+                        cancel.cancel();
+                    }
+                }
+                let ops = *progress_rx.borrow_and_update();
+                let mem = latest
+                    .as_ref()
+                    .and_then(|l| l.borrow().as_ref().map(|s| (s.memory_bytes, s.memory_limit_bytes)));
+                show(ctx, &work.label, &label, ops, mem);
+            }
+        }
+    };
+    Watched {
+        result,
+        died,
+        overran,
+    }
+}
+
+/// Whether the engine exited since the last tick of the phase. Its clients
+/// may see the connection refused, and the phase fail, before the tick
+/// notices the exit (a slow or busy host, issue 20): a failed phase waits
+/// up to a second for the exit to show before it is blamed on the client.
+async fn exited_meanwhile(r: &mut Running, phase_failed: bool) -> Option<EngineStatus> {
+    let tries = if phase_failed { 10 } else { 1 };
+    for i in 0..tries {
+        if i > 0 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        if let Ok(s @ EngineStatus::Exited { .. }) = r.sandbox().engine_status().await {
+            return Some(s);
+        }
+    }
+    None
+}
+
+/// Sleep until `deadline`, or forever without one.
+async fn until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The engine exited during a phase: an OOM kill (from the kernel's
+/// counter, read while the cgroup still exists) records the phase as OOM
+/// and ends the cell; any other exit fails the cell without a result.
+async fn engine_died(
+    r: &mut Running,
+    step: &PhaseStep,
+    before: &CgroupStats,
+    status: EngineStatus,
+    result: anyhow::Result<PhaseResult>,
+) -> Result<PhaseResult, Stop> {
+    let how = crate::sandbox::process::describe(status);
+    let ooms = match r.stats.server() {
+        Ok(after) => after.oom_kills.saturating_sub(before.oom_kills),
+        Err(_) => 0,
+    };
+    if ooms == 0 {
+        return Err(Stop::Failed(format!(
+            "the engine exited during phase {} ({how}); see engine.log",
+            step.name
+        )));
+    }
+    let why = format!(
+        "the kernel OOM-killed the engine during phase {} ({ooms} OOM kill(s) in the server's cgroup; engine {how}): raise server.memory or lower the cache; see engine.log",
+        step.name
+    );
+    let status = PhaseStatus::Oom {
+        reason: why.clone(),
+    };
+    end_cell(r, result, status, why)
+}
+
+/// What the server's CPUs did at the start of a phase: their busy time
+/// (everyone's) and the run-queue wait of the engine's threads.
+struct CpuSnapshot {
+    at: Instant,
+    busy_s: Option<f64>,
+    delay_ns: BTreeMap<u32, u64>,
+}
+
+impl CpuSnapshot {
+    /// `pids`: the server's, whose threads' run-queue wait is summed.
+    fn take(cpus: &crate::units::CpuSet, pids: &[u32]) -> CpuSnapshot {
+        let proc_root = Path::new(procfs::PROC);
+        CpuSnapshot {
+            at: Instant::now(),
+            busy_s: procfs::cpu_busy_s(proc_root, cpus),
+            delay_ns: procfs::run_delay_ns(proc_root, pids),
+        }
+    }
+
+    /// Fill the phase's contention figures from a snapshot taken now
+    /// (`io.cpu_usec` is the server cgroup's CPU time over the phase).
+    fn finish(
+        self,
+        io: &mut crate::results::model::PhaseIo,
+        cpus: &crate::units::CpuSet,
+        pids: &[u32],
+    ) {
+        let now = CpuSnapshot::take(cpus, pids);
+        let wall_s = now.at.duration_since(self.at).as_secs_f64();
+        let n = cpus.len().max(1) as f64;
+        if let (Some(a), Some(b)) = (self.busy_s, now.busy_s) {
+            io.cpu_foreign_share =
+                fidelity::foreign_share(b - a, io.cpu_usec as f64 / 1e6, wall_s, cpus.len());
+        }
+        let waited: u64 = now
+            .delay_ns
+            .iter()
+            .map(|(tid, ns)| ns.saturating_sub(self.delay_ns.get(tid).copied().unwrap_or(0)))
+            .sum();
+        if wall_s > 0.0 {
+            io.engine_run_delay_share = Some(fidelity::round3(waited as f64 / 1e9 / wall_s / n));
+        }
+        io.contention_violation = io
+            .cpu_foreign_share
+            .and_then(|s| fidelity::contention_violation(s, wall_s, cpus));
+    }
+}

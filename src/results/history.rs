@@ -235,57 +235,65 @@ fn write_run(conn: &mut Connection, db_path: &Path, run: &RunData) -> Result<usi
         ],
     )
     .map_err(sql_err(db_path, "insert the run"))?;
-    {
-        let placeholders: Vec<String> = (1..=COLUMNS.len()).map(|i| format!("?{i}")).collect();
-        let mut stmt = tx
-            .prepare(&format!(
-                "INSERT INTO results ({}) VALUES ({})",
-                COLUMNS.join(", "),
-                placeholders.join(", ")
-            ))
-            .map_err(sql_err(db_path, "prepare the row insert"))?;
-        for row in &rows {
-            stmt.execute(params![
-                row.run_id,
-                row.run_started_at,
-                row.scenario,
-                row.cell_key,
-                row.cell_group,
-                row.group_label,
-                row.engine,
-                row.version,
-                row.environment,
-                row.backend,
-                row.threads,
-                row.repetition,
-                row.phase_index,
-                row.phase,
-                row.workload,
-                row.status.as_str(),
-                row.reason,
-                row.op,
-                row.count as i64,
-                row.errors as i64,
-                row.throughput,
-                row.lat_min_us,
-                row.lat_mean_us,
-                row.lat_p50_us,
-                row.lat_p95_us,
-                row.lat_p99_us,
-                row.lat_p999_us,
-                row.lat_max_us,
-                row.phase_throughput,
-                row.duration_s,
-                row.data_size_bytes.map(|b| b as i64),
-                row.memory_limit_bytes.map(|b| b as i64),
-                row.fidelity_valid,
-                row.tool_phase_throughput,
-            ])
-            .map_err(sql_err(db_path, "insert a row"))?;
-        }
-    }
+    insert_rows(&tx, db_path, &rows)?;
     tx.commit().map_err(sql_err(db_path, "commit the run"))?;
     Ok(rows.len())
+}
+
+/// The flat rows of a run into `results`, in the open transaction.
+fn insert_rows(
+    tx: &rusqlite::Transaction<'_>,
+    db_path: &Path,
+    rows: &[FlatRow],
+) -> Result<(), HistoryError> {
+    let placeholders: Vec<String> = (1..=COLUMNS.len()).map(|i| format!("?{i}")).collect();
+    let mut stmt = tx
+        .prepare(&format!(
+            "INSERT INTO results ({}) VALUES ({})",
+            COLUMNS.join(", "),
+            placeholders.join(", ")
+        ))
+        .map_err(sql_err(db_path, "prepare the row insert"))?;
+    for row in rows {
+        stmt.execute(params![
+            row.run_id,
+            row.run_started_at,
+            row.scenario,
+            row.cell_key,
+            row.cell_group,
+            row.group_label,
+            row.engine,
+            row.version,
+            row.environment,
+            row.backend,
+            row.threads,
+            row.repetition,
+            row.phase_index,
+            row.phase,
+            row.workload,
+            row.status.as_str(),
+            row.reason,
+            row.op,
+            row.count as i64,
+            row.errors as i64,
+            row.throughput,
+            row.lat_min_us,
+            row.lat_mean_us,
+            row.lat_p50_us,
+            row.lat_p95_us,
+            row.lat_p99_us,
+            row.lat_p999_us,
+            row.lat_max_us,
+            row.phase_throughput,
+            row.duration_s,
+            row.data_size_bytes.map(|b| b as i64),
+            row.memory_limit_bytes.map(|b| b as i64),
+            row.fidelity_valid,
+            row.tool_phase_throughput,
+        ])
+        .map_err(sql_err(db_path, "insert a row"))?;
+    }
+    Ok(())
 }
 
 /// Column `i` of `r`, a run status as `run.json` spells it.

@@ -27,9 +27,13 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+mod end;
 mod measure;
+mod stages;
 
+use end::{collect, restore_host, teardown};
 use measure::{measure, run_one};
+use stages::{load_data, provision, render, settle_memory, start};
 
 /// Builds the engine launch for a port, data dir, config dir and log path,
 /// with the rendered config files (file name -> content) to write first.
@@ -394,24 +398,6 @@ fn host_settings(work: &CellWork, ctx: &CellCtx, r: &mut Running) -> Result<(), 
     Ok(())
 }
 
-/// Undo what the cell's THP ledger records; the leak in words, if any.
-async fn restore_host(ledger: Ledger) -> Option<String> {
-    let entries = match ledger.entries() {
-        Ok(e) => e,
-        Err(e) => return Some(format!("the host's THP setting: {e}")),
-    };
-    let report = ledger::reap_entries(&entries, TEARDOWN_BUDGET).await;
-    if report.is_done() {
-        let _ = ledger.finish();
-        None
-    } else {
-        Some(format!(
-            "the host's THP setting was not restored: {}",
-            report.leaked.join("; ")
-        ))
-    }
-}
-
 /// Record `kills` OOM kills in the fidelity record, with their violation,
 /// unless `collect` already counted as many.
 fn count_oom_kills(f: &mut FidelityRecord, kills: u64) {
@@ -521,137 +507,6 @@ fn check(ctx: &CellCtx) -> Result<(), Stop> {
     }
 }
 
-/// Host settings, the sandbox with its limits read back, and the sampler.
-async fn provision(work: &CellWork, ctx: &CellCtx, r: &mut Running) -> Result<(), Stop> {
-    host_settings(work, ctx, r)?;
-    let provisioned = r.sandbox().provision(&work.limits).await?;
-    // Extended, not replaced: the host settings read back come first.
-    r.record
-        .fidelity
-        .limits_read_back
-        .extend(provisioned.read_back);
-    let before = r.stats.server()?;
-    r.oom_at_start = before.oom_kills;
-    r.sampler = Some(Sampler::start(
-        Arc::new(r.stats.clone()),
-        Duration::from_secs(1),
-        r.epoch,
-    ));
-    Ok(())
-}
-
-/// A free port and the engine's launch, its config files kept with the
-/// results and `launch.json` written.
-fn render(
-    work: &CellWork,
-    ctx: &CellCtx,
-    r: &mut Running,
-    writer: &dyn CellWriter,
-) -> Result<EngineLaunch, Stop> {
-    r.port = crate::sandbox::free_port()?;
-    let data_dir = cell_work_dir(ctx).join("data");
-    // The engine reads its configs from benchcage's work dir, which its
-    // unprivileged user can reach; the results (maybe a private folder)
-    // keep the copy the sandbox installs from.
-    let engine_config_dir = cell_work_dir(ctx).join("config");
-    let kept_config_dir = ctx.cell_dir.join("config");
-    let log_path = ctx.cell_dir.join("engine.log");
-    std::fs::create_dir_all(&kept_config_dir).map_err(anyhow::Error::from)?;
-    let (mut launch, files) = (work.launch)(r.port, &data_dir, &engine_config_dir, &log_path)?;
-    for (name, content) in &files {
-        writer.file(&kept_config_dir.join(name), content.as_bytes())?;
-    }
-    for (kept, engine_path) in &mut launch.config_files {
-        if let Some(name) = engine_path.file_name() {
-            *kept = kept_config_dir.join(name);
-        }
-    }
-    writer.file(
-        &ctx.cell_dir.join("launch.json"),
-        &serde_json::to_vec_pretty(&launch).map_err(anyhow::Error::from)?,
-    )?;
-    Ok(launch)
-}
-
-/// Start the engine and wait until it answers its probe.
-async fn start(ctx: &CellCtx, r: &mut Running, launch: &EngineLaunch) -> Result<(), Stop> {
-    let handle = r.sandbox().start_engine(launch).await?;
-    r.record.image = handle.image.clone();
-    if let EngineId::Pid(pid) = handle.id {
-        r.engine_pid = Some(pid);
-    }
-    for (k, v) in handle.read_back {
-        r.record.fidelity.limits_read_back.insert(k, v);
-    }
-    r.launch = Some(launch.clone());
-
-    r.enter(ctx, "ready");
-    let version = tokio::select! {
-        res = crate::sandbox::ready::wait_ready(r.sandbox(), launch) => res?,
-        _ = ctx.stop.cancelled() => return Err(Stop::Interrupted),
-    };
-    r.record.engine_reported_version = version;
-    Ok(())
-}
-
-/// The load phase, the first phase file; a failed load ends the cell.
-async fn load_data(
-    work: &CellWork,
-    ctx: &CellCtx,
-    r: &mut Running,
-    writer: &dyn CellWriter,
-    load: &PhaseStep,
-) -> Result<(), Stop> {
-    let threads = load.threads.first().copied().unwrap_or(1);
-    let res = run_one(work, ctx, r, load, threads, 0, false).await?;
-    writer.phase(&ctx.cell_dir, 0, &stem(0, &load.name, threads), &res)?;
-    let ok = res.status.is_ok();
-    r.record.phases.push(res);
-    if let Some(why) = r.abort.take() {
-        return Err(Stop::Failed(why));
-    }
-    if !ok {
-        return Err(Stop::Failed(
-            "the load phase failed; see its phase file".into(),
-        ));
-    }
-    Ok(())
-}
-
-/// Measure the data, then shrink the memory cap to a share of it and drop
-/// the page cache, as the cell asks.
-async fn settle_memory(work: &CellWork, ctx: &CellCtx, r: &mut Running) -> Result<(), Stop> {
-    let on_disk = disk::dir_size(&cell_work_dir(ctx).join("data"));
-    let reported = work.facts.data_size(r.port).await;
-    let data_size = reported.filter(|b| *b > 0).unwrap_or(on_disk);
-    r.record.data_size_bytes = Some(data_size);
-    if let Some(want) = work.settle.memory {
-        let (cap, why) = match want {
-            SettleCap::OfData(share) => (
-                settle::settled_cap(share, Bytes(data_size)),
-                format!("{share} of data {}", Bytes(data_size)),
-            ),
-            SettleCap::Absolute(b) => (b, "absolute".to_string()),
-        };
-        r.sandbox().set_memory_cap(cap, work.limits.swap)?;
-        r.record
-            .limits
-            .insert("memory_settled".into(), format!("{cap} ({why})"));
-    }
-    if work.settle.drop_caches {
-        r.sandbox().drop_page_cache()?;
-    }
-    let settled = r.stats.server()?;
-    r.record.memory_limit_bytes = Some(settled.memory_limit);
-    if work.settle.memory.is_some() {
-        r.record.fidelity.limits_read_back.insert(
-            "server/memory limit after settle".into(),
-            settled.memory_limit.to_string(),
-        );
-    }
-    Ok(())
-}
-
 /// The cell's folder under the run's work dir: short (`<work>/<run>/01`),
 /// since engines put unix sockets in their data dir and a socket path may
 /// not exceed 107 bytes.
@@ -685,95 +540,6 @@ pub fn stem(index: usize, name: &str, threads: u32) -> String {
         index + 1,
         crate::results::layout::file_safe(name)
     )
-}
-
-async fn collect(work: &CellWork, ctx: &CellCtx, r: &mut Running) -> Result<(), Stop> {
-    let _ = ctx;
-    let cache = work.facts.cache_size(r.port).await;
-    let pids = r
-        .sandbox()
-        .server_pids()
-        .into_iter()
-        .chain(r.engine_pid)
-        .collect::<std::collections::BTreeSet<u32>>()
-        .into_iter()
-        .collect::<Vec<_>>();
-    let stats = r.stats.server()?;
-    let status = r.sandbox().engine_status().await?;
-    let f = &mut r.record.fidelity;
-    f.engine_reported_cache_bytes = cache;
-    f.engine_thread_cpus = procfs::thread_cpus(Path::new(procfs::PROC), &pids);
-    f.violations.extend(fidelity::thread_cpu_violations(
-        &f.engine_thread_cpus,
-        &work.limits.server_cpus,
-    ));
-    if let Some(planned) = r.record.memory_limit_bytes
-        && let Some(v) = fidelity::memory_limit_violation(planned, stats.memory_limit)
-    {
-        f.violations.push(v);
-    }
-    f.oom_kills = stats.oom_kills.saturating_sub(r.oom_at_start);
-    f.engine_restarts = u64::from(!matches!(status, EngineStatus::Running));
-    if let Some((hog, _)) = &r.hog {
-        let now = crate::sandbox::hog::vm_lck(hog.pid()).map(|b| b.as_u64());
-        f.hog_locked_bytes = now;
-        if let Some(v) = fidelity::hog_violation(hog.locked().as_u64(), now) {
-            f.violations.push(v);
-        }
-    }
-    let reported = r.record.engine_reported_version.clone();
-    if let Some(v) = work
-        .expect_version
-        .as_deref()
-        .and_then(|want| fidelity::version_violation(want, &reported))
-    {
-        f.violations.push(v);
-    }
-    f.engine_reported_version = Some(reported).filter(|v| !v.is_empty());
-    f.engine_package = work.package.clone();
-    let sup = fidelity::supervision_violations(f.oom_kills, f.engine_restarts);
-    f.violations.extend(sup);
-    for (stem, io) in &f.phase_io {
-        for v in [&io.io_bound_violation, &io.contention_violation]
-            .into_iter()
-            .flatten()
-        {
-            f.violations.push(format!("{stem}: {v}"));
-        }
-    }
-    Ok(())
-}
-
-/// Stop the engine and remove the sandbox within the budget; a second
-/// Ctrl-C skips the grace period but not the teardown. Returns a leak
-/// report when something could not be removed.
-async fn teardown(mut sb: Box<dyn Sandbox + Sync>, hurry: &CancellationToken) -> Option<String> {
-    let hurry = hurry.clone();
-    // A task of its own: dropping the run's future (a panic, a cancelled
-    // caller) must not cancel the teardown half way.
-    let task = tokio::spawn(async move {
-        let grace = if hurry.is_cancelled() {
-            Duration::ZERO
-        } else {
-            STOP_GRACE
-        };
-        let stopped = match sb.stop_engine(grace).await {
-            Ok(_) | Err(SandboxError::NoEngine) => None,
-            Err(e) => Some(format!("stopping the engine: {e}")),
-        };
-        match sb.teardown(TEARDOWN_BUDGET).await {
-            Ok(rep) if rep.is_clean() => stopped,
-            Ok(rep) => Some(format!(
-                "teardown left {}; run `benchcage cleanup`",
-                rep.leaked.join(", ")
-            )),
-            Err(e) => Some(format!("teardown: {e}; run `benchcage cleanup`")),
-        }
-    });
-    match task.await {
-        Ok(r) => r,
-        Err(e) => Some(format!("teardown task: {e}; run `benchcage cleanup`")),
-    }
 }
 
 #[cfg(test)]

@@ -145,7 +145,9 @@ pub struct RenderArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct PlanArgs {
+/// The scenario a `plan` or `run` names, and how the command line
+/// narrows and overrides it.
+pub struct ScenarioArgs {
     /// Scenario name or path.
     pub scenario: String,
     /// Restrict to one environment.
@@ -165,6 +167,12 @@ pub struct PlanArgs {
     /// `.operations`, `.warmup`). An unknown key exits 2 listing the valid ones.
     #[arg(long = "set", value_name = "K=V")]
     pub set: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub target: ScenarioArgs,
     /// Print the plan as JSON.
     #[arg(long)]
     pub json: bool,
@@ -172,25 +180,8 @@ pub struct PlanArgs {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Scenario name or path.
-    pub scenario: String,
-    /// Restrict to one environment.
-    #[arg(long)]
-    pub env: Option<String>,
-    /// Only cells whose id contains this text.
-    #[arg(long)]
-    pub only: Option<String>,
-    /// Override, `k=v`; repeatable. Knobs (`cache_size=64MiB`),
-    /// environment fields (`server.memory=1GiB`, `server.cpus=1`,
-    /// `backend=docker`, `scale=0.125`) and scenario fields:
-    /// `dataset.records` (alias `records`; not scaled), `dataset.field_count`,
-    /// `dataset.field_length`, `load.threads`, `load.batch`, `repetitions`,
-    /// `phases.threads` (alias `threads`; `4` or `1,4,16`), `phases.duration`
-    /// (`duration`), `phases.operations` (`operations`), `phases.warmup`
-    /// (`warmup`), and for one phase `phases.NAME.threads` (`.duration`,
-    /// `.operations`, `.warmup`). An unknown key exits 2 listing the valid ones.
-    #[arg(long = "set", value_name = "K=V")]
-    pub set: Vec<String>,
+    #[command(flatten)]
+    pub target: ScenarioArgs,
     /// Resume this run id: only cells that did not finish run again.
     #[arg(long)]
     pub resume: Option<String>,

@@ -1,12 +1,12 @@
 //! `benchcage plan SCENARIO`: the cells, pinned CPUs, memory (hog included),
 //! rendered configs and estimated duration. Creates nothing.
 
-use crate::cli::PlanArgs;
+use crate::cli::{PlanArgs, ScenarioArgs};
 use crate::display::approx;
 use crate::display::span;
 use crate::host::HostFacts;
 use crate::model::{Backend, Probe, Program};
-use crate::plan::{HOG_MARGIN, Plan, PlannedCell, plan_command_line};
+use crate::plan::{CommandPlan, HOG_MARGIN, Plan, PlannedCell, plan_command_line};
 use crate::spec::Diagnostics;
 use crate::spec::scenario::{Length, Work};
 use std::collections::BTreeMap;
@@ -16,16 +16,7 @@ use std::process::ExitCode;
 
 pub async fn run(home: &Path, args: &PlanArgs) -> anyhow::Result<ExitCode> {
     let host = HostFacts::probe();
-    let cp = plan_command_line(
-        home,
-        &args.scenario,
-        &args.set,
-        args.env.as_deref(),
-        args.only.as_deref(),
-        &host,
-    )?;
-    warn_unused(&cp.warnings);
-    let plan = cp.plan;
+    let plan = command_plan(home, &args.target, &host)?.plan;
     // The planner has reported (or refused) broken specs already.
     let project = crate::spec::Project::load_all(home).0;
     let pending = crate::fetch::pending(&project, &plan.cells, &crate::fetch::cache::root());
@@ -64,6 +55,25 @@ pub fn describe_pending(pending: &[crate::fetch::Pending]) -> String {
         labels.join(" ")
     );
     o
+}
+
+/// The plan of the scenario a command line names, on `host`; the specs
+/// it does not use but that have problems are warned about.
+pub fn command_plan(
+    home: &Path,
+    target: &ScenarioArgs,
+    host: &HostFacts,
+) -> anyhow::Result<CommandPlan> {
+    let cp = plan_command_line(
+        home,
+        &target.scenario,
+        &target.set,
+        target.env.as_deref(),
+        target.only.as_deref(),
+        host,
+    )?;
+    warn_unused(&cp.warnings);
+    Ok(cp)
 }
 
 /// Problems of specs the scenario does not use, on stderr: they stop

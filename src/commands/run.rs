@@ -4,7 +4,7 @@
 use crate::cli::RunArgs;
 use crate::host::HostFacts;
 use crate::model::Backend;
-use crate::plan::{CommandPlan, plan_command_line};
+use crate::plan::CommandPlan;
 use crate::report;
 use crate::results::{history, layout};
 use crate::run::adapt;
@@ -67,20 +67,11 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
 /// The plan of the command line, its unused-spec warnings printed; bad
 /// input when it refuses or has no cell.
 fn plan_or_refuse(home: &Path, args: &RunArgs, host: &HostFacts) -> anyhow::Result<CommandPlan> {
-    let cp = plan_command_line(
-        home,
-        &args.scenario,
-        &args.set,
-        args.env.as_deref(),
-        args.only.as_deref(),
-        host,
-    )
-    .map_err(crate::error::BadInput::from)?;
-    crate::commands::plan::warn_unused(&cp.warnings);
+    let cp = crate::commands::plan::command_plan(home, &args.target, host)?;
     if cp.plan.cells.is_empty() {
         return Err(crate::error::bad_input(format!(
             "scenario `{}` has no cell matching --env/--only; `benchcage plan {}` lists them",
-            cp.plan.scenario, args.scenario
+            cp.plan.scenario, args.target.scenario
         )));
     }
     Ok(cp)
@@ -343,17 +334,17 @@ fn command_line(home: &Path, args: &RunArgs, results_root: &Path) -> Vec<String>
         argv.extend(["--home".into(), text(&abs_home)]);
     }
     argv.push("run".into());
-    let scenario = Path::new(&args.scenario);
+    let scenario = Path::new(&args.target.scenario);
     argv.push(match std::path::absolute(scenario) {
         Ok(abs) if scenario.is_file() => text(&abs),
-        _ => args.scenario.clone(),
+        _ => args.target.scenario.clone(),
     });
-    for (flag, value) in [("--env", &args.env), ("--only", &args.only)] {
+    for (flag, value) in [("--env", &args.target.env), ("--only", &args.target.only)] {
         if let Some(v) = value {
             argv.extend([flag.to_string(), v.clone()]);
         }
     }
-    for kv in &args.set {
+    for kv in &args.target.set {
         argv.extend(["--set".to_string(), kv.clone()]);
     }
     if args.results.is_some() {

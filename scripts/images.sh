@@ -31,7 +31,11 @@ mirror() {
   if [[ -z $uri && -f /etc/apt/sources.list ]]; then
     uri=$(awk '$1 == "deb" && $0 ~ / '"$suite"' / { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { print $i; exit } }' /etc/apt/sources.list)
   fi
-  echo "${uri:-http://deb.debian.org/debian}"
+  if [[ -z $uri ]]; then
+    echo "images.sh: no apt source for $suite in /etc/apt/sources.list(.d); images are built from the Debian mirror apt already uses: add one" >&2
+    return 1
+  fi
+  echo "$uri"
 }
 
 docker info >/dev/null 2>&1 || bash scripts/dockerd.sh
@@ -39,7 +43,7 @@ command -v debootstrap >/dev/null || { echo "images.sh: debootstrap missing; run
 
 engines=("$@")
 ((${#engines[@]})) || engines=(postgres mariadb redis)
-url=$(mirror)
+url=$(mirror) || exit 2
 mkdir -p "$cache/debs"
 
 for engine in "${engines[@]}"; do

@@ -31,6 +31,12 @@ pub enum BaseError {
         "debootstrap is not installed; install it with `make deps` (Debian package debootstrap)"
     )]
     NoDebootstrap,
+    #[error(
+        "no apt source for {SUITE} in /etc/apt/sources.list or /etc/apt/sources.list.d/*.sources: \
+         the base image is built from the Debian mirror apt already uses; add a `deb` line (or a \
+         deb822 stanza) for {SUITE} pointing at your mirror"
+    )]
+    NoMirror,
     #[error("{path}: {detail}")]
     Io { path: PathBuf, detail: String },
     #[error("debootstrap {SUITE} from {mirror} failed ({status}); its log is {log}:\n{tail}")]
@@ -58,8 +64,8 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> BaseError + '_ {
 }
 
 /// The mirror apt uses for `suite`: deb822 sources first, then one-line
-/// sources, else deb.debian.org.
-pub fn mirror(apt_dir: &Path, suite: &str) -> String {
+/// sources; `None` when apt has none (benchcage names no mirror itself).
+pub fn mirror(apt_dir: &Path, suite: &str) -> Option<String> {
     let mut sources: Vec<PathBuf> = std::fs::read_dir(apt_dir.join("sources.list.d"))
         .map(|d| {
             d.flatten()
@@ -83,7 +89,7 @@ pub fn mirror(apt_dir: &Path, suite: &str) -> String {
                 field("Suites").is_some_and(|s| s.split_whitespace().any(|x| x == suite));
             if has_suite && let Some(uri) = field("URIs").and_then(|u| u.split_whitespace().next())
             {
-                return uri.to_string();
+                return Some(uri.to_string());
             }
         }
     }
@@ -94,10 +100,10 @@ pub fn mirror(apt_dir: &Path, suite: &str) -> String {
             && words.contains(&suite)
             && let Some(uri) = words.iter().find(|w| w.contains("://"))
         {
-            return uri.to_string();
+            return Some(uri.to_string());
         }
     }
-    "http://deb.debian.org/debian".to_string()
+    None
 }
 
 /// The cached base tar, built first when it is missing (about a minute;
@@ -146,7 +152,7 @@ async fn debootstrap(
 ) -> Result<tempfile::TempDir, BaseError> {
     let debs = cache.join("debs");
     std::fs::create_dir_all(&debs).map_err(io(&debs))?;
-    let url = mirror(Path::new("/etc/apt"), SUITE);
+    let url = mirror(Path::new("/etc/apt"), SUITE).ok_or(BaseError::NoMirror)?;
     let dir = tempfile::Builder::new()
         .prefix("benchcage-rootfs-base.")
         .tempdir_in("/var/tmp")
@@ -327,18 +333,24 @@ mod tests {
     fn the_mirror_is_the_one_apt_uses_for_the_suite() {
         let d = tempfile::tempdir().unwrap();
         std::fs::create_dir(d.path().join("sources.list.d")).unwrap();
-        assert_eq!(mirror(d.path(), "bookworm"), "http://deb.debian.org/debian");
+        assert_eq!(mirror(d.path(), "bookworm"), None);
         std::fs::write(
             d.path().join("sources.list"),
             "# comment\ndeb [arch=amd64] http://old.example/debian bookworm main\n",
         )
         .unwrap();
-        assert_eq!(mirror(d.path(), "bookworm"), "http://old.example/debian");
+        assert_eq!(
+            mirror(d.path(), "bookworm").as_deref(),
+            Some("http://old.example/debian")
+        );
         std::fs::write(
             d.path().join("sources.list.d/debian.sources"),
             "Types: deb\nURIs: http://sec.example/debian-security\nSuites: bookworm-security\n\nTypes: deb\nURIs: http://new.example/debian\nSuites: bookworm bookworm-updates\nComponents: main\n",
         )
         .unwrap();
-        assert_eq!(mirror(d.path(), "bookworm"), "http://new.example/debian");
+        assert_eq!(
+            mirror(d.path(), "bookworm").as_deref(),
+            Some("http://new.example/debian")
+        );
     }
 }

@@ -74,6 +74,22 @@ fn bc(home: &Path, tmp: &Path, args: &[&str], env: &[(&str, &Path)]) -> Out {
     o
 }
 
+/// `benchcage render TARGET --env ENV --check -o OUT`, TARGET being
+/// `engine@version` or `engine --all-versions`.
+fn check(
+    home: &Path,
+    tmp: &Path,
+    target: &[&str],
+    env_name: &str,
+    out: &str,
+    env: &[(&str, &Path)],
+) -> Out {
+    let mut args = vec!["render"];
+    args.extend_from_slice(target);
+    args.extend(["--env", env_name, "--check", "-o", out]);
+    bc(home, tmp, &args, env)
+}
+
 /// Neither a folder in `tmp` nor a process whose command line names it.
 fn assert_nothing_left(tmp: &Path, o: &Out) {
     let left: Vec<PathBuf> = std::fs::read_dir(tmp)
@@ -100,19 +116,12 @@ fn every_listed_postgres_and_redis_version_passes_its_config_check() {
     let out_s = out.path().to_str().unwrap();
     for (engine, n) in [("postgres", 6), ("redis", 3)] {
         let started = std::time::Instant::now();
-        let o = bc(
+        let o = check(
             &repo(),
             tmp.path(),
-            &[
-                "render",
-                engine,
-                "--all-versions",
-                "--env",
-                "quickstart",
-                "--check",
-                "-o",
-                out_s,
-            ],
+            &[engine, "--all-versions"],
+            "quickstart",
+            out_s,
             &[],
         );
         eprintln!("{engine}: {n} versions checked in {:?}", started.elapsed());
@@ -133,18 +142,12 @@ fn every_listed_postgres_and_redis_version_passes_its_config_check() {
             "postgres@{v}"
         );
     }
-    let o = bc(
+    let o = check(
         &repo(),
         tmp.path(),
-        &[
-            "render",
-            "postgres@12",
-            "--env",
-            "quickstart",
-            "--check",
-            "-o",
-            out_s,
-        ],
+        &["postgres@12"],
+        "quickstart",
+        out_s,
         &[],
     );
     assert_eq!(o.code, 0, "{}", text(&o));
@@ -157,18 +160,12 @@ fn every_listed_postgres_and_redis_version_passes_its_config_check() {
         o.stderr
     );
     // A redis that stays up passes; it ran on port 0 as nobody.
-    let o = bc(
+    let o = check(
         &repo(),
         tmp.path(),
-        &[
-            "render",
-            "redis@6.2",
-            "--env",
-            "quickstart",
-            "--check",
-            "-o",
-            out_s,
-        ],
+        &["redis@6.2"],
+        "quickstart",
+        out_s,
         &[],
     );
     assert_eq!(o.code, 0, "{}", text(&o));
@@ -185,18 +182,12 @@ fn mariadb_and_myrocks_pass_their_config_check() {
     let tmp = private_tmp();
     let out = tempfile::tempdir().unwrap();
     for engine in ["mariadb", "myrocks"] {
-        let o = bc(
+        let o = check(
             &repo(),
             tmp.path(),
-            &[
-                "render",
-                engine,
-                "--env",
-                "tiny-128m",
-                "--check",
-                "-o",
-                out.path().to_str().unwrap(),
-            ],
+            &[engine],
+            "tiny-128m",
+            out.path().to_str().unwrap(),
             &[],
         );
         assert_eq!(o.code, 0, "{}", text(&o));
@@ -228,22 +219,7 @@ fn a_postgres_setting_removed_in_13_passes_on_12_and_fails_on_13_naming_it() {
     let home = home_with_line("postgres/postgresql.conf.tera", "wal_keep_segments = 8");
     let out = tempfile::tempdir().unwrap();
     let out_s = out.path().to_str().unwrap();
-    let render = |label: &str| {
-        bc(
-            home.path(),
-            tmp.path(),
-            &[
-                "render",
-                label,
-                "--env",
-                "quickstart",
-                "--check",
-                "-o",
-                out_s,
-            ],
-            &[],
-        )
-    };
+    let render = |label: &str| check(home.path(), tmp.path(), &[label], "quickstart", out_s, &[]);
     let o = render("postgres@12");
     assert_eq!(o.code, 0, "{}", text(&o));
     let o = render("postgres@13");
@@ -257,19 +233,12 @@ fn a_postgres_setting_removed_in_13_passes_on_12_and_fails_on_13_naming_it() {
         o.stderr
     );
     // Every version at once: 12 passes, the five after it fail.
-    let o = bc(
+    let o = check(
         home.path(),
         tmp.path(),
-        &[
-            "render",
-            "postgres",
-            "--all-versions",
-            "--env",
-            "quickstart",
-            "--check",
-            "-o",
-            out_s,
-        ],
+        &["postgres", "--all-versions"],
+        "quickstart",
+        out_s,
         &[],
     );
     assert_eq!(o.code, 1, "{}", text(&o));
@@ -289,22 +258,7 @@ fn a_redis_directive_new_in_7_0_fails_on_6_2_and_passes_on_7_0() {
     let home = home_with_line("redis/redis.conf.tera", "enable-debug-command no");
     let out = tempfile::tempdir().unwrap();
     let out_s = out.path().to_str().unwrap();
-    let render = |label: &str| {
-        bc(
-            home.path(),
-            tmp.path(),
-            &[
-                "render",
-                label,
-                "--env",
-                "quickstart",
-                "--check",
-                "-o",
-                out_s,
-            ],
-            &[],
-        )
-    };
+    let render = |label: &str| check(home.path(), tmp.path(), &[label], "quickstart", out_s, &[]);
     let started = std::time::Instant::now();
     let o = render("redis@6.2");
     assert_eq!(o.code, 1, "{}", text(&o));
@@ -330,20 +284,7 @@ fn check_on_an_engine_without_one_or_a_version_not_fetched_exits_2_leaving_nothi
     let out = tempfile::tempdir().unwrap();
     let dest = out.path().join("cfg");
     let dest_s = dest.to_str().unwrap();
-    let o = bc(
-        &repo(),
-        tmp.path(),
-        &[
-            "render",
-            "mongodb@7.0",
-            "--env",
-            "c4-16g",
-            "--check",
-            "-o",
-            dest_s,
-        ],
-        &[],
-    );
+    let o = check(&repo(), tmp.path(), &["mongodb@7.0"], "c4-16g", dest_s, &[]);
     assert_eq!(o.code, 2, "{}", text(&o));
     assert!(
         o.stderr.contains("mongodb has no config check")
@@ -358,18 +299,12 @@ fn check_on_an_engine_without_one_or_a_version_not_fetched_exits_2_leaving_nothi
     // An empty cache: the fetched versions are not there.
     let cache = tempfile::tempdir().unwrap();
     let env = [("BENCHCAGE_CACHE", cache.path())];
-    let o = bc(
+    let o = check(
         &repo(),
         tmp.path(),
-        &[
-            "render",
-            "postgres@12",
-            "--env",
-            "quickstart",
-            "--check",
-            "-o",
-            dest_s,
-        ],
+        &["postgres@12"],
+        "quickstart",
+        dest_s,
         &env,
     );
     assert_eq!(o.code, 2, "{}", text(&o));
@@ -382,19 +317,12 @@ fn check_on_an_engine_without_one_or_a_version_not_fetched_exits_2_leaving_nothi
     assert!(!dest.exists());
 
     // Every version: the Debian one is checked, the others are named.
-    let o = bc(
+    let o = check(
         &repo(),
         tmp.path(),
-        &[
-            "render",
-            "postgres",
-            "--all-versions",
-            "--env",
-            "quickstart",
-            "--check",
-            "-o",
-            dest_s,
-        ],
+        &["postgres", "--all-versions"],
+        "quickstart",
+        dest_s,
         &env,
     );
     assert_eq!(o.code, 2, "{}", text(&o));

@@ -794,6 +794,11 @@ fn html_report_renders_every_chart_with_data_points_in_chromium() {
     );
 }
 
+/// The lines of a comparison that are regressions.
+fn regressions(out: &str) -> Vec<&str> {
+    out.lines().filter(|l| l.contains("REGRESSION")).collect()
+}
+
 fn compare(home: &Path, base: &str, cand: &str, extra: &[&str]) -> (i32, String) {
     let out = bc_home(home)
         .args(["compare", base, cand])
@@ -819,7 +824,7 @@ fn compare_exits_1_on_a_planted_ten_percent_regression() {
         &["--threshold", "5%"],
     );
     assert_eq!(code, 1, "{out}");
-    let regressed: Vec<&str> = out.lines().filter(|l| l.contains("REGRESSION")).collect();
+    let regressed = regressions(&out);
     // postgres workload-a: 3 thread counts x READ and UPDATE.
     assert_eq!(regressed.len(), 6, "{out}");
     assert!(
@@ -910,7 +915,7 @@ fn compare_by_version_takes_each_version_against_the_one_before_and_exits_1_on_a
 
     let (code, out) = by_version(&slower.run_id);
     assert_eq!(code, 1, "{out}");
-    let regressed: Vec<&str> = out.lines().filter(|l| l.contains("REGRESSION")).collect();
+    let regressed = regressions(&out);
     // workload-a: 3 thread counts x READ and UPDATE, only from 13 to 14.
     assert_eq!(regressed.len(), 6, "{out}");
     assert!(
@@ -1002,7 +1007,7 @@ fn a_thread_sweep_inside_each_cell_is_charted_and_compared_per_thread_count() {
 
     let (code, out) = compare(home.path(), &base.run_id, &cand.run_id, &[]);
     assert_eq!(code, 1, "{out}");
-    let regressed: Vec<&str> = out.lines().filter(|l| l.contains("REGRESSION")).collect();
+    let regressed = regressions(&out);
     assert_eq!(regressed.len(), 6, "{out}");
     for t in ["workload-a t1 ", "workload-a t16 ", "workload-a t256 "] {
         assert_eq!(

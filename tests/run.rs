@@ -743,6 +743,39 @@ fn an_external_tool_runs_in_the_client_group_and_its_raw_output_is_kept() {
 }
 
 #[test]
+fn a_sysbench_prepare_longer_than_the_phase_and_its_grace_is_not_cut_short() {
+    let place = Place::new();
+    let (status, _, stderr) = place.run(&["tests/scenarios/run-tool-long-prepare.yaml"]);
+    assert!(status.success(), "{stderr}");
+    let dir = &place.run_dirs()[0];
+    let cell_dir = &cell_dirs(dir)[0];
+    let cell: CellRecord = read_json(&cell_dir.join("cell.json"));
+    assert_eq!(cell.status, CellStatus::Finished, "{:?}", cell.failure);
+    assert!(cell.phases[0].total_ops > 0, "{:?}", cell.phases[0]);
+    // The prepare really outlasted the phase's 1 s plus its 15 s of grace
+    // (otherwise this test proves nothing): from the table's pre-cleanup
+    // to the end of the prepare, by the raw outputs' times.
+    let raw = std::fs::read_dir(cell_dir.join("raw"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let written = |f: &str| std::fs::metadata(raw.join(f)).unwrap().modified().unwrap();
+    let prepare = written("sysbench-prepare.txt")
+        .duration_since(written("sysbench-precleanup.txt"))
+        .unwrap();
+    assert!(
+        prepare > Duration::from_secs(16),
+        "the prepare took only {prepare:?}: give the scenario more rows"
+    );
+    assert_clean(
+        &place,
+        &read_json::<RunRecord>(&dir.join("run.json")).run_id,
+    );
+}
+
+#[test]
 fn a_second_ctrl_c_still_tears_everything_down() {
     use nix::sys::signal::Signal;
     let place = Place::new();

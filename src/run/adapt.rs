@@ -190,9 +190,13 @@ fn phase_step(cell: &Arc<PlannedCell>, pp: &PlannedPhase, exe: &Path) -> PhaseSt
         exec: phase_exec(cell, pp, exe),
         threads: vec![pp.threads],
         expect_io_bound: matches!(pp.phase.expect, Some(Expect::IoBound)),
-        length: match pp.phase.length {
-            Length::Duration(d) => Some(pp.phase.warmup.std() + d.std()),
-            Length::Operations(_) => None,
+        length: match (&pp.config, pp.phase.length) {
+            // The phase's deadline would cut the set-up short (a sysbench
+            // prepare of 64M rows outlasts any measured run); the tool's
+            // own per-step limits bound it instead.
+            (PhaseConfig::Tool(t), _) if t.has_setup() => None,
+            (_, Length::Duration(d)) => Some(pp.phase.warmup.std() + d.std()),
+            (_, Length::Operations(_)) => None,
         },
     }
 }
@@ -251,6 +255,24 @@ mod tests {
         );
         assert_eq!(load.describe(), "ycsb:load");
         assert!(load.check(3).is_ok());
+    }
+
+    #[test]
+    fn a_tool_phase_with_a_set_up_step_has_no_phase_deadline_and_a_measured_phase_has_one() {
+        let project = project();
+        let builtin = crate::plan::plan(&project, "quickstart", &[], None, None).unwrap();
+        let cell = Arc::new(builtin.cells[0].clone());
+        let step = phase_step(&cell, &cell.phases[0], Path::new("bc"));
+        assert!(step.length.is_some());
+        // sysbench prepares its tables inside the phase's first run: 64M
+        // rows outlast any measured length, so only the tool's own step
+        // limits bound it.
+        let tool =
+            crate::plan::plan(&project, "tests/scenarios/run-tool.yaml", &[], None, None).unwrap();
+        let cell = Arc::new(tool.cells[0].clone());
+        let pp = &cell.phases[0];
+        assert!(matches!(&pp.config, PhaseConfig::Tool(t) if t.has_setup()));
+        assert_eq!(phase_step(&cell, pp, Path::new("bc")).length, None);
     }
 
     #[test]

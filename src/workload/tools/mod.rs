@@ -34,6 +34,20 @@ pub struct ToolConfig {
     pub error_budget: ErrorBudget,
 }
 
+impl ToolConfig {
+    /// Whether a run of the tool starts with a set-up step (sysbench
+    /// prepare, pgbench init) that can take far longer than the measured
+    /// run: 64M sysbench rows take many minutes. Each step is bounded by
+    /// its own limit instead of the phase's length.
+    pub fn has_setup(&self) -> bool {
+        match &self.tool {
+            Tool::Sysbench(c) => c.prepare,
+            Tool::Pgbench(c) => c.init,
+            Tool::Ycsb(_) | Tool::Command(_) => false,
+        }
+    }
+}
+
 /// The engine a tool talks to (always 127.0.0.1).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolTarget {

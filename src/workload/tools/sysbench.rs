@@ -307,7 +307,10 @@ pub async fn run(
         v
     };
     let name = c.short_name();
-    let setup_limit = Duration::from_secs(3600);
+    // An hour, or longer for big tables: prepare inserts at well over
+    // 10,000 rows a second on one CPU, so a slower one is stuck.
+    let rows = u64::from(c.tables).saturating_mul(c.table_size);
+    let setup_limit = Duration::from_secs((rows / 10_000).max(3600));
     let setup = |step: &str, tag: &str| {
         let file = format!("sysbench-{tag}.txt");
         exec(

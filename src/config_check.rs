@@ -66,15 +66,19 @@ pub enum CheckError {
     },
     #[error("config check: {0}")]
     User(#[from] crate::sandbox::SandboxError),
+    #[error("interrupted: the check's processes were killed and its folder removed")]
+    Interrupted,
 }
 
 /// Run `check` on `cell`'s rendered configs with `binary`, as `user` when
-/// benchcage is root (as itself otherwise).
+/// benchcage is root (as itself otherwise). Cancelling `stop` ends the
+/// check at once, cleaning up as a finished one does.
 pub fn run(
     cell: &PlannedCell,
     check: &ConfigCheck,
     binary: &Path,
     user: &str,
+    stop: &tokio_util::sync::CancellationToken,
 ) -> Result<CheckReport, CheckError> {
     let identity = identity(user, binary)?;
     let folder = Folder::make(cell, identity)?;
@@ -109,10 +113,13 @@ pub fn run(
     })?;
     let mut group = Group(child, false);
     let ended = match check.pass {
-        CheckPass::ExitsZero => group.wait_up_to(CHECK_TIMEOUT),
-        CheckPass::StaysUp(d) => group.wait_up_to(d.std()),
+        CheckPass::ExitsZero => group.wait_up_to(CHECK_TIMEOUT, stop),
+        CheckPass::StaysUp(d) => group.wait_up_to(d.std(), stop),
     };
     group.kill();
+    if stop.is_cancelled() {
+        return Err(CheckError::Interrupted);
+    }
     let seconds = started.elapsed().as_secs_f64();
     let outcome = match (check.pass, ended) {
         (CheckPass::ExitsZero, Some(s)) if s.success() => Outcome::Passed,
@@ -160,13 +167,18 @@ fn current_user() -> String {
 struct Group(Child, bool);
 
 impl Group {
-    /// Its exit status if it ends within `limit`; `None` if still running.
-    fn wait_up_to(&mut self, limit: Duration) -> Option<ExitStatus> {
+    /// Its exit status if it ends within `limit`; `None` if still running
+    /// then, or when `stop` is cancelled first.
+    fn wait_up_to(
+        &mut self,
+        limit: Duration,
+        stop: &tokio_util::sync::CancellationToken,
+    ) -> Option<ExitStatus> {
         let deadline = Instant::now() + limit;
         loop {
             match self.0.try_wait() {
                 Ok(Some(s)) => return Some(s),
-                Ok(None) if Instant::now() < deadline => {
+                Ok(None) if Instant::now() < deadline && !stop.is_cancelled() => {
                     std::thread::sleep(Duration::from_millis(20))
                 }
                 Ok(None) | Err(_) => return None,

@@ -356,3 +356,46 @@ fn check_on_an_engine_without_one_or_a_version_not_fetched_exits_2_leaving_nothi
         o.stderr
     );
 }
+
+#[test]
+fn ctrl_c_during_a_check_kills_the_engine_and_removes_its_folder() {
+    let tmp = private_tmp();
+    let out = tempfile::tempdir().unwrap();
+    // redis must stay up 2 s to pass: interrupt it half way.
+    let child = Command::new(BIN)
+        .arg("--home")
+        .arg(repo())
+        .args([
+            "render",
+            "redis@7.0",
+            "--env",
+            "quickstart",
+            "--check",
+            "-o",
+        ])
+        .arg(out.path())
+        .env("TMPDIR", tmp.path())
+        .env_remove("BENCHCAGE_HOME")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    // Wait for the check's folder to appear, then interrupt.
+    while std::fs::read_dir(tmp.path()).unwrap().next().is_none() {
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let o = Out::of(&child.wait_with_output().unwrap());
+    assert_ne!(o.code, 0, "{}", text(&o));
+    assert!(o.stderr.contains("interrupted"), "{}", o.stderr);
+    assert!(!o.stderr.contains("config check passed"), "{}", o.stderr);
+    assert_nothing_left(tmp.path(), &o);
+}

@@ -33,6 +33,12 @@ pub async fn run(home: &Path, args: &RenderArgs) -> anyhow::Result<ExitCode> {
         true => Some(config_check_of(&project, &cells[0].engine)?),
         false => None,
     };
+    // Ctrl-C (or SIGTERM, SIGHUP) during a check kills its process group
+    // and removes its folder before benchcage exits.
+    let stop = match check {
+        Some(_) => crate::run::signals::Interrupts::install()?.stop,
+        None => tokio_util::sync::CancellationToken::new(),
+    };
     if !args.all_versions {
         let cell = &cells[0];
         let binary = match check {
@@ -43,7 +49,7 @@ pub async fn run(home: &Path, args: &RenderArgs) -> anyhow::Result<ExitCode> {
         let (Some(check), Some(binary)) = (check, binary) else {
             return Ok(ExitCode::SUCCESS);
         };
-        let passed = check_one(&project, cell, check, &binary)?;
+        let passed = check_one(&project, cell, check, &binary, &stop)?;
         return Ok(ExitCode::from(if passed { 0 } else { 1 }));
     }
     let (mut passed, mut failed, mut unchecked) = (0, Vec::new(), Vec::new());
@@ -55,7 +61,7 @@ pub async fn run(home: &Path, args: &RenderArgs) -> anyhow::Result<ExitCode> {
                 eprintln!("{}@{}: not checked: {e}", cell.engine, cell.version);
                 unchecked.push(format!("{}@{}", cell.engine, cell.version));
             }
-            Ok(binary) if check_one(&project, cell, check, &binary)? => passed += 1,
+            Ok(binary) if check_one(&project, cell, check, &binary, &stop)? => passed += 1,
             Ok(_) => failed.push(format!("{}@{}", cell.engine, cell.version)),
         }
     }
@@ -180,13 +186,14 @@ fn check_one(
     cell: &PlannedCell,
     check: &ConfigCheck,
     binary: &Path,
+    stop: &tokio_util::sync::CancellationToken,
 ) -> anyhow::Result<bool> {
     let label = format!("{}@{}", cell.engine, cell.version);
     let user = engine_of(project, &cell.engine)
         .user
         .clone()
         .unwrap_or_else(|| crate::spec::engine::DEFAULT_USER.into());
-    let report = config_check::run(cell, check, binary, &user)
+    let report = config_check::run(cell, check, binary, &user, stop)
         .with_context(|| format!("{label}: config check"))?;
     let argv: Vec<String> = report.argv.iter().map(|a| shell_quote(a)).collect();
     eprintln!(

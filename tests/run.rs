@@ -743,6 +743,39 @@ fn an_external_tool_runs_in_the_client_group_and_its_raw_output_is_kept() {
 }
 
 #[test]
+fn a_sysbench_thread_sweep_prepares_once_and_cleans_up_once() {
+    let place = Place::new();
+    let (status, _, stderr) = place.run(&["tests/scenarios/run-tool-sweep.yaml"]);
+    assert!(status.success(), "{stderr}");
+    let dir = &place.run_dirs()[0];
+    let cell_dir = &cell_dirs(dir)[0];
+    let cell: CellRecord = read_json(&cell_dir.join("cell.json"));
+    assert_eq!(cell.status, CellStatus::Finished, "{:?}", cell.failure);
+    // One raw folder per thread count: the tables are prepared before the
+    // first and dropped after the last, and every count ran on them.
+    let files = |count: u32| -> Vec<String> {
+        let phase = cell
+            .phases
+            .iter()
+            .find(|p| p.threads == count)
+            .unwrap_or_else(|| panic!("no phase at {count} threads: {:?}", cell.phases));
+        assert!(phase.status.is_ok() && phase.total_ops > 0, "{phase:?}");
+        phase
+            .raw_outputs
+            .iter()
+            .map(|r| r.rsplit('/').next().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(files(1), ["sysbench-prepare.txt", "sysbench-run-1.txt"]);
+    assert_eq!(files(2), ["sysbench-run-2.txt"]);
+    assert_eq!(files(4), ["sysbench-run-4.txt", "sysbench-cleanup.txt"]);
+    assert_clean(
+        &place,
+        &read_json::<RunRecord>(&dir.join("run.json")).run_id,
+    );
+}
+
+#[test]
 fn a_sysbench_prepare_longer_than_the_phase_and_its_grace_is_not_cut_short() {
     let place = Place::new();
     let (status, _, stderr) = place.run(&["tests/scenarios/run-tool-long-prepare.yaml"]);

@@ -6,7 +6,7 @@
 use super::env::{scale_phase, scaled_count};
 use super::footprint::{self, Footprint};
 use super::knobs::Knobs;
-use super::{Entry, PlannedCell, PlannedPhase, workload};
+use super::{Entry, PhaseConfig, PlannedCell, PlannedPhase, workload};
 use crate::model::{CellLimits, Program};
 use crate::render::RenderedConfig;
 use crate::spec::Scenario;
@@ -44,11 +44,15 @@ impl ScaledWork {
         let mut phases = Vec::new();
         for p in s.phases.iter().map(|p| scale_phase(p, scale)) {
             let config = workload::phase_config(&p, dataset.as_ref(), storage_engine, home);
-            phases.extend(p.threads.iter().map(|&t| PlannedPhase {
+            let last = p.threads.len().saturating_sub(1);
+            phases.extend(p.threads.iter().enumerate().map(|(i, &t)| PlannedPhase {
                 id: format!("{}/t{t}", p.name),
                 threads: t,
                 phase: p.clone(),
-                config: config.clone(),
+                config: match &config {
+                    PhaseConfig::Tool(c) => PhaseConfig::Tool(c.in_sweep(i == 0, i == last)),
+                    builtin => builtin.clone(),
+                },
             }));
         }
         let load = s

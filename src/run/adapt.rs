@@ -276,6 +276,44 @@ mod tests {
     }
 
     #[test]
+    fn a_tool_sweep_prepares_before_its_first_count_and_cleans_up_after_its_last() {
+        use crate::workload::tools::Tool;
+        let plan = crate::plan::plan(
+            &project(),
+            "tests/scenarios/run-tool-sweep.yaml",
+            &[],
+            None,
+            None,
+        )
+        .unwrap();
+        let cell = Arc::new(plan.cells[0].clone());
+        let steps: Vec<(u32, bool, bool, bool)> = cell
+            .phases
+            .iter()
+            .map(|pp| {
+                let PhaseConfig::Tool(t) = &pp.config else {
+                    panic!("{}: not a tool", pp.id)
+                };
+                let Tool::Sysbench(s) = &t.tool else {
+                    panic!("{}: not sysbench", pp.id)
+                };
+                let deadline = phase_step(&cell, pp, Path::new("bc")).length.is_some();
+                (pp.threads, s.prepare, s.cleanup, deadline)
+            })
+            .collect();
+        // (threads, prepare, cleanup, phase deadline): only the first count
+        // prepares, so only it goes without the phase's deadline.
+        assert_eq!(
+            steps,
+            [
+                (1, true, false, false),
+                (2, false, false, true),
+                (4, false, true, true)
+            ]
+        );
+    }
+
+    #[test]
     fn store_knobs_reach_the_load_generators_url_and_the_cell_key() {
         use crate::workload::stores::StoreTarget;
         let project = project();

@@ -46,6 +46,23 @@ impl ToolConfig {
             Tool::Ycsb(_) | Tool::Command(_) => false,
         }
     }
+
+    /// The config for one thread count of a sweep inside a cell: the
+    /// set-up (sysbench prepare, pgbench init) before the `first` only and
+    /// sysbench's cleanup after the `last` only, so every count runs on the
+    /// same tables, prepared once, as the write-ups ran them.
+    pub fn in_sweep(&self, first: bool, last: bool) -> ToolConfig {
+        let mut c = self.clone();
+        match &mut c.tool {
+            Tool::Sysbench(s) => {
+                s.prepare &= first;
+                s.cleanup &= last;
+            }
+            Tool::Pgbench(p) => p.init &= first,
+            Tool::Ycsb(_) | Tool::Command(_) => {}
+        }
+        c
+    }
 }
 
 /// The engine a tool talks to (always 127.0.0.1).

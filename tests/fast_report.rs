@@ -751,21 +751,8 @@ fn html_report_renders_every_chart_with_data_points_in_chromium() {
     }
 
     // The trend has a value for every engine in every run.
-    let md = bc_home(home.path())
-        .args(["report", &s.run_id, "--format", "md", "-o", "-"])
-        .output()
-        .unwrap();
-    let md = String::from_utf8(md.stdout).unwrap();
-    let trend = md
-        .split("### Trend: workload-a")
-        .nth(1)
-        .expect("a trend table");
-    let rows: Vec<&str> = trend
-        .lines()
-        .skip_while(|l| !l.starts_with('|'))
-        .take_while(|l| l.starts_with('|'))
-        .skip(2)
-        .collect();
+    let md = markdown(home.path(), &s.run_id);
+    let (trend, rows) = table_rows(&md, "### Trend: workload-a");
     assert_eq!(rows.len(), 3, "two past runs and this one: {trend}");
     assert!(rows.iter().all(|r| !r.contains('—')), "{trend}");
 
@@ -792,6 +779,31 @@ fn html_report_renders_every_chart_with_data_points_in_chromium() {
         !profile.exists(),
         "the chromium profile folder is left behind"
     );
+}
+
+/// `benchcage report RUN --format md` as text.
+fn markdown(home: &Path, run: &str) -> String {
+    let out = bc_home(home)
+        .args(["report", run, "--format", "md", "-o", "-"])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The section of `md` after `heading`, and the data rows of its first
+/// table (header and rule left out).
+fn table_rows<'a>(md: &'a str, heading: &str) -> (&'a str, Vec<&'a str>) {
+    let section = md
+        .split(heading)
+        .nth(1)
+        .unwrap_or_else(|| panic!("no `{heading}` in the report"));
+    let rows = section
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2)
+        .collect();
+    (section, rows)
 }
 
 /// The lines of a comparison that are regressions.
@@ -984,21 +996,8 @@ fn a_thread_sweep_inside_each_cell_is_charted_and_compared_per_thread_count() {
     base.write(&results(home.path()));
     cand.write(&results(home.path()));
 
-    let out = bc_home(home.path())
-        .args(["report", &base.run_id, "--format", "md", "-o", "-"])
-        .output()
-        .unwrap();
-    let md = String::from_utf8(out.stdout).unwrap();
-    let sweep = md
-        .split("### Throughput vs threads: workload-a")
-        .nth(1)
-        .expect("a thread sweep table");
-    let rows: Vec<&str> = sweep
-        .lines()
-        .skip_while(|l| !l.starts_with('|'))
-        .take_while(|l| l.starts_with('|'))
-        .skip(2)
-        .collect();
+    let md = markdown(home.path(), &base.run_id);
+    let (sweep, rows) = table_rows(&md, "### Throughput vs threads: workload-a");
     assert_eq!(rows.len(), 3, "{sweep}");
     assert!(rows.iter().all(|r| !r.contains('—')), "{sweep}");
     // Repetitions r1 and r2 of a cell are one configuration.

@@ -472,6 +472,73 @@ fn sysbench_runs_live_against_mariadb_with_a_thread_list() {
 }
 
 #[test]
+fn sysbench_prepares_with_its_loaders_and_warms_up_unmeasured_before_each_count() {
+    let s = Server::start(Kind::Mariadb);
+    let out = tempfile::tempdir().unwrap();
+    let target = ToolTarget {
+        kind: StoreKind::Mysql,
+        port: s.port,
+        user: Some("root".into()),
+        password: None,
+        db: None,
+    };
+    let mut cfg =
+        tool("sysbench: {test: oltp_point_select, tables: 2, table_size: 1000, loaders: 2}");
+    cfg.warmup = Duration::from_secs(1);
+    let argvs = std::sync::Mutex::new(Vec::new());
+    let results = block_on(tools::run_tool_sweep(
+        &cfg,
+        &target,
+        &[1, 2],
+        Duration::from_secs(2),
+        out.path(),
+        |cmd| {
+            let args: Vec<String> = cmd
+                .as_std()
+                .get_args()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            argvs.lock().unwrap().push(args.join(" "));
+        },
+    ))
+    .unwrap();
+    let argvs = argvs.into_inner().unwrap();
+    let step = |a: &String| a.rsplit(' ').next().unwrap().to_string();
+    let steps: Vec<String> = argvs.iter().map(step).collect();
+    assert_eq!(
+        steps,
+        ["cleanup", "prepare", "run", "run", "run", "run", "cleanup"],
+        "{argvs:#?}"
+    );
+    assert!(argvs[1].contains("--threads=2"), "prepare: {}", argvs[1]);
+    // Before each count: a warmup of 1 s at that count, then the 2 s run.
+    for (i, n) in [(2, 1), (4, 2)] {
+        assert!(
+            argvs[i].contains(&format!("--threads={n} --time=1 ")),
+            "{}",
+            argvs[i]
+        );
+        assert!(
+            argvs[i + 1].contains(&format!("--threads={n} --time=2 ")),
+            "{}",
+            argvs[i + 1]
+        );
+    }
+    for (r, n) in results.iter().zip([1, 2]) {
+        assert!(r.status.is_ok(), "{:?}", r.status);
+        let warm = format!("sysbench-warmup-{n}.txt");
+        assert!(r.raw_outputs.contains(&warm), "{:?}", r.raw_outputs);
+        assert!(out.path().join(&warm).is_file());
+        // The measured run alone counts: 2 s of it, not 3.
+        assert!(
+            r.series.len() <= 3,
+            "{} seconds in the series",
+            r.series.len()
+        );
+    }
+}
+
+#[test]
 fn pgbench_runs_a_custom_point_read_script_live_against_postgres() {
     let s = Server::start(Kind::Postgres);
     let out = tempfile::tempdir().unwrap();

@@ -210,6 +210,9 @@ fn describe_resources(o: &mut String, c: &PlannedCell, host: &HostFacts) {
     }
     let knobs: Vec<String> = c.knobs.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let _ = writeln!(o, "  knobs     {}", knobs.join(", "));
+    for r in &c.raised_knobs {
+        let _ = writeln!(o, "  raised    {r}");
+    }
 }
 
 /// Dataset, disk, load, settle and the measured runs.
@@ -431,13 +434,14 @@ fn tool_commands(t: &crate::spec::scenario::Tool) -> Vec<String> {
             test,
             tables,
             table_size,
+            loaders,
         } => {
             let base = format!(
                 "sysbench {}/{test}.lua --db-driver=<engine> <127.0.0.1:{{port}}> --tables={tables} --table-size={table_size}",
                 crate::workload::tools::sysbench::TEST_DIR
             );
             vec![
-                format!("{base} prepare"),
+                format!("{base} --threads={loaders} prepare"),
                 format!(
                     "{base} --threads={{threads}} --time=<duration> run (through a report hook that loads the same script)"
                 ),

@@ -37,6 +37,10 @@ pub struct PlannedCell {
     /// (`w`, `journal`, `readPreference` for MongoDB), by option name.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub store_options: Vec<StoreOption>,
+    /// Knobs the plan raised for the scenario's thread count
+    /// (`max_connections=1074: 1 per thread x 1024 threads + 50 spare`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub raised_knobs: Vec<String>,
     pub configs: Vec<RenderedConfig>,
     /// The dataset at this environment's scale.
     pub dataset: Option<Dataset>,

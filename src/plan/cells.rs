@@ -151,6 +151,7 @@ fn planned_cell(
         hog_leave: e.ep.hog_leave(),
         knobs: parts.knobs.canonical(),
         store_options: parts.knobs.store_options.clone(),
+        raised_knobs: parts.knobs.raised.clone(),
         transparent_hugepages: env.thp,
         thp_need: engine.transparent_hugepages,
         configs: parts.configs.clone(),

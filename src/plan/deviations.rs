@@ -649,11 +649,14 @@ fn load(r: &Reproduces, s: &Scenario, found: &mut Found) {
                 .phases
                 .iter()
                 .find_map(|p| match &p.work {
-                    Work::Tool(Tool::Sysbench { .. }) => Some("sysbench's own prepare"),
-                    Work::Tool(Tool::Pgbench { .. }) => Some("pgbench -i"),
+                    Work::Tool(Tool::Sysbench { loaders, .. }) => Some(format!(
+                        "sysbench's own prepare ({loaders} loader{}, multi-row INSERTs)",
+                        if *loaders == 1 { "" } else { "s" }
+                    )),
+                    Work::Tool(Tool::Pgbench { .. }) => Some("pgbench -i".into()),
                     _ => None,
                 })
-                .unwrap_or("the tool's own load");
+                .unwrap_or_else(|| "the tool's own load".into());
             let mut published = Vec::new();
             if let Some(t) = r.load.threads {
                 published.push(format!("{t} loaders"));

@@ -4,7 +4,7 @@
 //! deliberately simple; README.md compares the estimate with measured
 //! runs of the shipped scenarios (it must stay within 2x).
 
-use super::PlannedCell;
+use super::{PhaseConfig, PlannedCell};
 use crate::spec::engine::Pace;
 use crate::spec::scenario::{Length, LoadWorkload, Tool, Work};
 use crate::units::Duration;
@@ -167,10 +167,12 @@ fn prepare(c: &PlannedCell) -> f64 {
 fn phases(c: &PlannedCell, pace: Option<&Pace>) -> f64 {
     let mut t = 0.0;
     for p in &c.phases {
-        let tool = matches!(p.phase.work, Work::Tool(_));
-        if tool {
-            // Tools run without the phase's warmup.
+        if let PhaseConfig::Tool(tc) = &p.config {
             t += TOOL_RUN_OVERHEAD_S;
+            if tc.runs_warmup() && !p.phase.warmup.std().is_zero() {
+                // An unmeasured run of its own.
+                t += TOOL_RUN_OVERHEAD_S + p.phase.warmup.as_secs_f64();
+            }
         } else {
             t += p.phase.warmup.as_secs_f64();
         }

@@ -43,6 +43,9 @@ pub(super) struct Knobs {
     pub cache: Bytes,
     /// Whether the engine has a `cache_size` knob at all.
     pub has_cache_knob: bool,
+    /// Knobs raised for the scenario's thread count, each as
+    /// `max_connections=1074: 1 per thread x 1024 threads + 50 spare`.
+    pub raised: Vec<String>,
 }
 
 impl Knobs {
@@ -96,6 +99,7 @@ pub(super) fn resolve(
     let has_cache_knob = e.engine.knobs.contains_key("cache_size");
     let raw = layers(e, sets, has_cache_knob.then_some(env_cache));
     let mut typed = parse(e, s, &raw, diags)?;
+    let raised = grow_per_thread(e, s, &raw, &mut typed, diags)?;
     let store_options = match store_options_of(e.engine, &typed) {
         Ok(o) => o,
         Err((k, msg)) => {
@@ -116,7 +120,65 @@ pub(super) fn resolve(
         store_options,
         cache,
         has_cache_knob,
+        raised,
     })
+}
+
+/// The most client threads the scenario opens at once: its load's and
+/// its phases' largest count.
+pub(super) fn max_threads(s: &Scenario) -> u32 {
+    let phases = s.phases.iter().flat_map(|p| p.threads.iter().copied());
+    phases
+        .chain(s.load.as_ref().map(|l| l.threads))
+        .max()
+        .unwrap_or(1)
+}
+
+/// Raise each `per_thread` knob left at its default to what the largest
+/// thread count needs, and refuse one a scenario or `--set` gave below it.
+fn grow_per_thread(
+    e: &Entry,
+    s: &Scenario,
+    raw: &BTreeMap<String, Layer>,
+    typed: &mut BTreeMap<String, KnobValue>,
+    diags: &mut Diagnostics,
+) -> Option<Vec<String>> {
+    let threads = max_threads(s);
+    let mut raised = Vec::new();
+    let before = diags.len();
+    for (k, knob) in &e.engine.knobs {
+        let Some(pt) = knob.per_thread else { continue };
+        let need = pt.need(threads);
+        let have = match typed.get(k) {
+            Some(KnobValue::Int(v)) => u64::try_from(*v).unwrap_or(0),
+            _ => 0,
+        };
+        if have >= need {
+            continue;
+        }
+        match raw.get(k) {
+            Some(layer) if !matches!(layer.from, Source::Default) => {
+                let msg = format!(
+                    "{}: {k}={have} is below the {need} that {threads} client threads need",
+                    e.label
+                );
+                let hint = format!(
+                    "{} per thread + {} spare; leave `{k}` out and plan sets it, or give at least {need}",
+                    pt.each, pt.spare
+                );
+                diags.push(layer.diag_hint(k, s, e.engine, msg, Some(hint)));
+            }
+            _ => {
+                let need_i = i64::try_from(need).unwrap_or(i64::MAX);
+                typed.insert(k.clone(), KnobValue::Int(need_i));
+                raised.push(format!(
+                    "{k}={need}: {} per thread x {threads} threads + {} spare",
+                    pt.each, pt.spare
+                ));
+            }
+        }
+    }
+    (diags.len() == before).then_some(raised)
 }
 
 /// Every knob's value as written, last source winning.

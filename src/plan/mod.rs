@@ -349,14 +349,23 @@ fn no_cell_matches(only: Option<&str>) -> Diagnostic {
     )
 }
 
-/// Tools start measuring at once: a tool phase's warmup is not run.
+/// YCSB and commands start measuring at once: their phase's warmup is not
+/// run (sysbench and pgbench run themselves for it first).
 fn unrun_warmups(s: &Scenario) -> Vec<String> {
     s.phases
         .iter()
-        .filter(|p| matches!(p.work, Work::Tool(_)) && !p.warmup.std().is_zero())
+        .filter(|p| {
+            matches!(
+                p.work,
+                Work::Tool(
+                    crate::spec::scenario::Tool::Ycsb { .. }
+                        | crate::spec::scenario::Tool::Command { .. }
+                )
+            ) && !p.warmup.std().is_zero()
+        })
         .map(|p| {
             format!(
-                "phase {}: warmup {} is not run, tools start measuring at once",
+                "phase {}: warmup {} is not run: YCSB and commands start measuring at once",
                 p.name, p.warmup
             )
         })
@@ -758,6 +767,45 @@ mod tests {
         assert!(plan_on(&p, s, &sets(&[("scale", "0.0625")]), None, None, &h).is_ok());
         h.work_free = None;
         assert!(plan_on(&p, s, &[], None, None, &h).is_ok());
+    }
+
+    #[test]
+    fn connection_knobs_grow_with_the_largest_thread_count_unless_given() {
+        let p = project();
+        let s = &p.scenarios["002-sysbench-fractal-tree"];
+        let h = host("0-1", 24, 20);
+        let plan = plan_on(&p, s, &[], None, None, &h).unwrap();
+        let c = &plan.cells[0];
+        // 1024 threads: 1 connection each + 50, 256 statements each.
+        assert_eq!(c.knobs["max_connections"], "1074");
+        assert_eq!(c.knobs["max_prepared_stmt_count"], "262144");
+        assert!(
+            c.raised_knobs
+                .contains(&"max_connections=1074: 1 per thread x 1024 threads + 50 spare".into()),
+            "{:?}",
+            c.raised_knobs
+        );
+        let my_cnf = &c.configs[0].content;
+        assert!(my_cnf.contains("max_connections = 1074\n"), "{my_cnf}");
+        assert!(
+            my_cnf.contains("max_prepared_stmt_count = 262144\n"),
+            "{my_cnf}"
+        );
+        // Few threads: the defaults stand and nothing is raised.
+        let few = plan_on(&p, s, &sets(&[("threads", "8")]), None, None, &h).unwrap();
+        assert_eq!(few.cells[0].knobs["max_connections"], "500");
+        assert!(few.cells[0].raised_knobs.is_empty());
+        // Given below what the threads need: refused at the flag.
+        let e = plan_on(&p, s, &sets(&[("max_connections", "600")]), None, None, &h)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("max_connections=600 is below the 1074 that 1024 client threads need"),
+            "{e}"
+        );
+        // Given high enough: kept as given.
+        let ok = plan_on(&p, s, &sets(&[("max_connections", "2000")]), None, None, &h).unwrap();
+        assert_eq!(ok.cells[0].knobs["max_connections"], "2000");
     }
 
     #[test]

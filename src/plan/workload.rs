@@ -60,6 +60,7 @@ pub(super) fn phase_config(
         Work::Tool(t) => PhaseConfig::Tool(ToolConfig {
             tool: tool(t, home),
             error_budget: ErrorBudget::Count(phase.error_budget),
+            warmup: phase.warmup.std(),
         }),
     }
 }
@@ -134,10 +135,12 @@ fn tool(t: &Tool, home: &Path) -> tools::Tool {
             test,
             tables,
             table_size,
+            loaders,
         } => tools::Tool::Sysbench(tools::sysbench::SysbenchConfig {
             test: test.clone(),
             tables: *tables,
             table_size: *table_size,
+            loaders: *loaders,
             args: Vec::new(),
             prepare: true,
             cleanup: true,

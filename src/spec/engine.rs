@@ -27,6 +27,12 @@
 //! the client sends with every write. The store options an engine's probe
 //! knows are listed by [`store_options`].
 //!
+//! An int knob that must grow with the client's connections says how:
+//! `max_connections: {type: int, default: 500, per_thread: {each: 1, spare:
+//! 50}}`. Unless a scenario or `--set` gives it, plan raises it to `each`
+//! per thread of the scenario's largest thread count plus `spare` (never
+//! below the default), and says so; a value given below that is refused.
+//!
 //! An engine that refuses to start while the host's transparent huge
 //! pages are `always` says `transparent_hugepages: not_always` (TokuMX);
 //! plan then refuses its cells on such a host unless the environment has
@@ -404,6 +410,10 @@ pub struct Knob {
     /// A size the engine only takes in whole steps (mongod before 3.4
     /// takes `cacheSizeGB` in whole GiB): the plan rounds it and says so.
     pub step: Option<KnobStep>,
+    /// An int knob that must grow with the client's connections
+    /// (`max_connections`): unless a scenario or `--set` gives it, the plan
+    /// raises it to what the scenario's largest thread count needs.
+    pub per_thread: Option<PerThread>,
     /// The store URL option this knob sets (`w`, `journal`,
     /// `readPreference`), when it is a setting of the client.
     pub store: Option<String>,
@@ -440,6 +450,23 @@ impl KnobStep {
         }
         let got = Bytes((want.0 / self.size.0).max(1) * self.size.0);
         (got != want).then_some(got)
+    }
+}
+
+/// `per_thread: {each: 1, spare: 50}`: the knob is at least `each` per
+/// client thread, plus `spare` (benchcage's own connections, an admin).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PerThread {
+    pub each: u64,
+    pub spare: u64,
+}
+
+impl PerThread {
+    /// What `threads` client threads need.
+    pub fn need(&self, threads: u32) -> u64 {
+        self.each
+            .saturating_mul(u64::from(threads))
+            .saturating_add(self.spare)
     }
 }
 
@@ -538,6 +565,7 @@ fn knob_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Knob> {
             "description",
             "step",
             "store",
+            "per_thread",
         ],
     )?;
     let kind = knob_type_of(&f, cx, path);
@@ -554,6 +582,7 @@ fn knob_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Knob> {
         );
     }
     let step = step_of(&f, cx, path, kind);
+    let per_thread = per_thread_of(&f, cx, path, kind);
     let mut knob = Knob {
         kind,
         default: None,
@@ -561,6 +590,7 @@ fn knob_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Knob> {
         conflicts_with,
         description: f.or(cx, "description", String::new()),
         step,
+        per_thread,
         store: f.opt(cx, "store"),
     };
     if let Some(Text(d)) = f.opt::<Text>(cx, "default") {
@@ -634,6 +664,35 @@ fn step_of(f: &Fields, cx: &mut Cx, path: &str, kind: KnobType) -> Option<KnobSt
         );
     }
     step
+}
+
+/// An int knob's `per_thread:` (each, spare).
+fn per_thread_of(f: &Fields, cx: &mut Cx, path: &str, kind: KnobType) -> Option<PerThread> {
+    let at = join(path, "per_thread");
+    let pt = f.get("per_thread").and_then(|n| {
+        let pf = Fields::open(n, cx, &at, &["each", "spare"])?;
+        Some(PerThread {
+            each: pf.req(cx, "each")?,
+            spare: pf.or(cx, "spare", 0),
+        })
+    });
+    if pt.is_some() && kind != KnobType::Int {
+        cx.error(
+            f.pos_of("per_thread"),
+            &at,
+            "only an int knob can grow per thread",
+            None,
+        );
+    }
+    if pt.is_some_and(|p| p.each == 0) {
+        cx.error(
+            f.pos_of("per_thread"),
+            &at,
+            "`each` must be at least 1",
+            Some("e.g. `per_thread: {each: 1, spare: 50}`".into()),
+        );
+    }
+    pt
 }
 
 fn readiness_from_node(node: &Node, cx: &mut Cx) -> Option<Readiness> {
@@ -1308,6 +1367,7 @@ mod tests {
             conflicts_with: Vec::new(),
             description: String::new(),
             step: None,
+            per_thread: None,
             store: None,
         }
     }

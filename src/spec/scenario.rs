@@ -292,6 +292,8 @@ pub enum Tool {
         test: String,
         tables: u32,
         table_size: u64,
+        /// Threads of `prepare`.
+        loaders: u32,
     },
     Pgbench {
         scale: u32,
@@ -724,9 +726,12 @@ fn tool_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Tool> {
     }
 }
 
-/// `tool: {sysbench: {test, tables, table_size}}`.
+/// The most threads sysbench prepare may run.
+const MAX_LOADERS: u32 = 256;
+
+/// `tool: {sysbench: {test, tables, table_size, loaders}}`.
 fn sysbench_from_node(n: &Node, cx: &mut Cx, p: &str) -> Option<Tool> {
-    let t = Fields::open(n, cx, p, &["test", "tables", "table_size"])?;
+    let t = Fields::open(n, cx, p, &["test", "tables", "table_size", "loaders"])?;
     let test = t
         .get("test")
         .and_then(|tn| word(tn, cx, &t.field("test"), SYSBENCH_TESTS));
@@ -738,10 +743,20 @@ fn sysbench_from_node(n: &Node, cx: &mut Cx, p: &str) -> Option<Tool> {
     if tables == 0 || table_size == 0 {
         cx.error(t.pos, p, "tables and table_size must be at least 1", None);
     }
+    let loaders = t.or(cx, "loaders", 1u32);
+    if !(1..=MAX_LOADERS).contains(&loaders) {
+        cx.error(
+            t.pos_of("loaders"),
+            &t.field("loaders"),
+            format!("loaders must be 1 to {MAX_LOADERS}, not {loaders}"),
+            Some("the threads of sysbench prepare; write-up 002 loads with 8".into()),
+        );
+    }
     Some(Tool::Sysbench {
         test: test?.to_string(),
         tables,
         table_size,
+        loaders,
     })
 }
 
@@ -1193,6 +1208,7 @@ impl std::fmt::Display for Tool {
                 test,
                 tables,
                 table_size,
+                ..
             } => write!(f, "sysbench {test}, {tables} tables x {table_size} rows"),
             Tool::Pgbench { scale, script } => match script {
                 PgbenchScript::Builtin(b) => write!(f, "pgbench -b {b}, scale {scale}"),
@@ -1239,6 +1255,7 @@ mod tests {
             test: "oltp_read_write".into(),
             tables: 8,
             table_size: 1000,
+            loaders: 8,
         };
         assert_eq!(
             t.to_string(),

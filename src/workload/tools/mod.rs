@@ -32,6 +32,10 @@ pub struct ToolConfig {
     pub tool: Tool,
     #[serde(default)]
     pub error_budget: ErrorBudget,
+    /// Run the tool this long, unmeasured, before each measured run (the
+    /// phase's `warmup`); only tools that [`run a warmup`](Self::runs_warmup).
+    #[serde(skip)]
+    pub warmup: Duration,
 }
 
 impl ToolConfig {
@@ -45,6 +49,13 @@ impl ToolConfig {
             Tool::Pgbench(c) => c.init,
             Tool::Ycsb(_) | Tool::Command(_) => false,
         }
+    }
+
+    /// Whether the tool runs a phase's warmup: sysbench and pgbench run
+    /// themselves for the warmup first, with the same threads, and that run
+    /// is not counted. YCSB and commands start measuring at once.
+    pub fn runs_warmup(&self) -> bool {
+        matches!(self.tool, Tool::Sysbench(_) | Tool::Pgbench(_))
     }
 
     /// The config for one thread count of a sweep inside a cell: the
@@ -160,6 +171,11 @@ pub async fn run_tool_sweep(
     let ctx = Ctx {
         target,
         threads,
+        warmup: if tool.runs_warmup() {
+            tool.warmup
+        } else {
+            Duration::ZERO
+        },
         duration,
         out_dir,
         hook: &hook,
@@ -187,6 +203,8 @@ pub async fn run_tool_sweep(
 pub struct Ctx<'a, H> {
     pub target: &'a ToolTarget,
     pub threads: &'a [u32],
+    /// Unmeasured run before each count; zero for none.
+    pub warmup: Duration,
     pub duration: Duration,
     pub out_dir: &'a Path,
     pub hook: &'a H,

@@ -222,15 +222,25 @@ pub async fn run(
     }
     let label = label(c);
     let mut results = Vec::new();
-    for &n in threads {
-        let mut argv = run_argv(c, n, duration);
+    let argv_for = |n: u32, d: Duration| {
+        let mut argv = run_argv(c, n, d);
         argv.extend(conn.iter().cloned());
         argv.push(db.clone());
+        argv
+    };
+    for &n in threads {
+        let mut raw = raw_setup.clone();
+        if !ctx.warmup.is_zero() {
+            // The same run, unmeasured: caches and connections warm up.
+            let file = format!("pgbench-warmup-{n}.txt");
+            let limit = ctx.warmup + Duration::from_secs(120);
+            let w = exec(argv_for(n, ctx.warmup), &env, out_dir, file, limit, hook).await?;
+            raw.push(w.file);
+        }
         let file = format!("pgbench-run-{n}.txt");
         let limit = duration + Duration::from_secs(120);
-        let r = exec(argv, &env, out_dir, file, limit, hook).await?;
+        let r = exec(argv_for(n, duration), &env, out_dir, file, limit, hook).await?;
         let parsed = parse(&r.text).map_err(parse_error("pgbench", out_dir, &r.file))?;
-        let mut raw = raw_setup.clone();
         raw.push(r.file);
         results.push(parsed.into_result(&label, n, raw));
     }

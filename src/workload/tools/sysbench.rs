@@ -24,6 +24,9 @@ fn default_tables() -> u32 {
 fn default_table_size() -> u64 {
     10_000
 }
+fn one() -> u32 {
+    1
+}
 fn yes() -> bool {
     true
 }
@@ -41,6 +44,10 @@ pub struct SysbenchConfig {
     /// Extra options for every step (`--mysql-storage-engine=rocksdb`).
     #[serde(default)]
     pub args: Vec<String>,
+    /// Threads of `prepare` (sysbench's `--threads` at that step): each
+    /// fills its share of the tables. Write-up 002 loads with 8.
+    #[serde(default = "one")]
+    pub loaders: u32,
     /// Run `prepare` first and `cleanup` last.
     #[serde(default = "yes")]
     pub prepare: bool,
@@ -311,10 +318,12 @@ pub async fn run(
     // 10,000 rows a second on one CPU, so a slower one is stuck.
     let rows = u64::from(c.tables).saturating_mul(c.table_size);
     let setup_limit = Duration::from_secs((rows / 10_000).max(3600));
+    let loaders = vec![format!("--threads={}", c.loaders.max(1))];
     let setup = |step: &str, tag: &str| {
         let file = format!("sysbench-{tag}.txt");
+        let extra: &[String] = if step == "prepare" { &loaders } else { &[] };
         exec(
-            argv(&script, &[], step),
+            argv(&script, extra, step),
             &[],
             out_dir,
             file,
@@ -329,19 +338,30 @@ pub async fn run(
         raw_setup.push(setup("prepare", "prepare").await?.file);
     }
     let mut results = Vec::new();
-    for &n in threads {
+    let run_for = |n: u32, d: Duration| {
         let extra = vec![
             format!("--threads={n}"),
-            format!("--time={}", duration.as_secs().max(1)),
+            format!("--time={}", d.as_secs().max(1)),
             "--report-interval=1".to_string(),
             "--percentile=95".to_string(),
         ];
+        argv(&wrapper, &extra, "run")
+    };
+    let warmup = ctx.warmup;
+    for &n in threads {
+        let mut raw = raw_setup.clone();
+        if !warmup.is_zero() {
+            // The same run, unmeasured: caches and connections warm up.
+            let file = format!("sysbench-warmup-{n}.txt");
+            let limit = warmup + Duration::from_secs(120);
+            let w = exec(run_for(n, warmup), &[], out_dir, file, limit, hook).await?;
+            raw.push(w.file);
+        }
         let file = format!("sysbench-run-{n}.txt");
         let limit = duration + Duration::from_secs(120);
-        let run = argv(&wrapper, &extra, "run");
+        let run = run_for(n, duration);
         let Ran { text, file } = exec(run, &[], out_dir, file, limit, hook).await?;
         let parsed = parse(&text).map_err(parse_error("sysbench", out_dir, &file))?;
-        let mut raw = raw_setup.clone();
         raw.push(file);
         results.push(parsed.into_result(&format!("sysbench:{name}"), n, raw));
     }

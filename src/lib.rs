@@ -12,6 +12,7 @@
 //! - `images`: engine images built locally from a release tarball.
 //! - `progress`: progress bars on stderr (loads, image pulls).
 //! - `sandbox`: the sandbox trait, cgroup and docker backends, hog, ledger, readiness.
+//! - `snapshot`: data dirs kept after a load and restored instead of loading again.
 //! - `workload`: the built-in load generator, stores and external tools.
 //! - `run`: the run lifecycle: cells, keys, resume, interrupts, live view.
 //! - `metrics`: the sampler and the fidelity record.
@@ -36,6 +37,7 @@ pub mod report;
 pub mod results;
 pub mod run;
 pub mod sandbox;
+pub mod snapshot;
 pub mod spec;
 pub mod units;
 pub mod workload;

@@ -697,6 +697,15 @@ fn small_leave() -> u64 {
     avail - HOG_TARGET
 }
 
+/// utime + stime of `pid`, in clock ticks (/proc/<pid>/stat fields 14, 15).
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after_comm = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = after_comm.split_whitespace().collect();
+    // Field 3 (state) is f[0]: utime is field 14, stime 15.
+    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+}
+
 #[test]
 fn the_hog_locks_what_it_reports_and_releases_it_on_sigint() {
     let _one = MLOCK_TESTS.lock().unwrap_or_else(|e| e.into_inner());
@@ -725,6 +734,12 @@ fn the_hog_locks_what_it_reports_and_releases_it_on_sigint() {
     assert_mlocked_near(base + locked, "while the hog holds");
     let vm = benchcage::sandbox::hog::vm_lck(child.id()).unwrap().0 as i64;
     assert!(vm >= locked);
+    // Holding takes no CPU: the locked pages are not re-written (one that
+    // re-wrote them every second took 20-40% of a CPU at 14 GiB).
+    let before = cpu_ticks(child.id());
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    let held = cpu_ticks(child.id()) - before;
+    assert!(held <= 1, "the holding hog used {held} CPU ticks in 5 s");
     signal(&child, nix::sys::signal::Signal::SIGINT);
     assert!(child.wait().unwrap().success());
     assert_mlocked_near(base, "after SIGINT");

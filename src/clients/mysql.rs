@@ -31,6 +31,22 @@ pub async fn query_text(ep: &Endpoint, sql: &str) -> Result<String, ClientError>
     Ok(v.flatten().unwrap_or_default())
 }
 
+/// `CHECKSUM TABLE table`: the live checksum of its rows (a full scan),
+/// equal for equal rows in one storage engine; empty for a missing table.
+pub async fn table_checksum(ep: &Endpoint, table: &str) -> Result<String, ClientError> {
+    let mut conn = MyConn::connect(ep).await?;
+    let row: Option<(String, Option<u64>)> = conn
+        .conn
+        .query_first(format!("CHECKSUM TABLE {table}"))
+        .await
+        .map_err(|e| err(ep, e))?;
+    let _ = conn.conn.disconnect().await;
+    Ok(row
+        .and_then(|r| r.1)
+        .map(|c| c.to_string())
+        .unwrap_or_default())
+}
+
 /// One connection.
 pub struct MyConn {
     ep: Endpoint,

@@ -180,6 +180,42 @@ impl RedisConn {
             .map_err(|e| err(&self.ep, e))
     }
 
+    /// A digest of every key and its serialized value (`DUMP`), keys in
+    /// order, with the number of keys: equal for equal data.
+    pub async fn digest(&mut self) -> Result<(u64, String), ClientError> {
+        use sha2::Digest;
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        let mut cursor = 0u64;
+        loop {
+            let mut c = ::redis::cmd("SCAN");
+            c.arg(cursor).arg("COUNT").arg(1000);
+            let v = self.call(&c).await?;
+            let (next, batch): (u64, Vec<Vec<u8>>) =
+                ::redis::from_redis_value(v).map_err(|e| err(&self.ep, e))?;
+            keys.extend(batch);
+            cursor = next;
+            if cursor == 0 {
+                break;
+            }
+        }
+        keys.sort();
+        keys.dedup();
+        let mut h = sha2::Sha256::new();
+        for k in &keys {
+            let mut c = ::redis::cmd("DUMP");
+            c.arg(k.as_slice());
+            let v = self.call(&c).await?;
+            let dump: Option<Vec<u8>> =
+                ::redis::from_redis_value(v).map_err(|e| err(&self.ep, e))?;
+            let dump = dump.unwrap_or_default();
+            h.update((k.len() as u64).to_le_bytes());
+            h.update(k);
+            h.update((dump.len() as u64).to_le_bytes());
+            h.update(&dump);
+        }
+        Ok((keys.len() as u64, hex::encode(h.finalize())))
+    }
+
     /// Any command, reply as a string.
     pub async fn cmd(&mut self, argv: &[&str]) -> Result<String, ClientError> {
         let mut c = ::redis::cmd(argv[0]);

@@ -119,6 +119,7 @@ fn cell_works(
                 Arc::new(ProbeFacts {
                     probe: c.readiness.probe.clone(),
                     facts: c.facts.clone(),
+                    digest_sql: c.snapshot.as_ref().and_then(|s| s.digest_sql.clone()),
                 }),
             )
         })

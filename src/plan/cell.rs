@@ -77,6 +77,10 @@ pub struct PlannedCell {
     /// The cell's data on disk, estimated; `None` when it writes nothing
     /// countable.
     pub footprint: Option<super::footprint::Footprint>,
+    /// The key its load is snapshot under, when it may restore one
+    /// instead of loading; `None` loads afresh.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<super::snapshot::SnapshotPlan>,
 }
 
 /// A store URL option a knob sets: `write_concern=1` gives `w=1`.

@@ -171,6 +171,7 @@ fn planned_cell(
         image_binary: parts.image_binary.clone(),
         spec_files: spec_files(e, s),
         footprint: parts.work.footprint.clone(),
+        snapshot: super::snapshot::of(e, s, parts),
     }
 }
 

@@ -37,6 +37,7 @@ mod host_fit;
 mod knobs;
 mod overrides;
 mod program;
+pub mod snapshot;
 mod workload;
 
 pub use cell::{PhaseConfig, PlannedCell, PlannedPhase, StoreOption};
@@ -204,6 +205,7 @@ fn render_scenario(flag: &str, engine: String, version: Option<String>, env: &st
         settle: None,
         phases: Vec::new(),
         reproduces: None,
+        snapshots: crate::spec::scenario::SnapshotUse::default(),
         origin: Default::default(),
     }
 }

@@ -13,6 +13,9 @@ use crate::spec::facts::{FactQuery, Facts};
 pub struct ProbeFacts {
     pub probe: Probe,
     pub facts: Facts,
+    /// SQL that digests the records, from the engine's `snapshot.digest`;
+    /// `None` = the probe's own way (see [`ProbeFacts::records_digest`]).
+    pub digest_sql: Option<String>,
 }
 
 /// The first integer in a reply (`maxmemory\n268435456` -> 268435456).
@@ -64,8 +67,64 @@ impl ProbeFacts {
     }
 }
 
+impl ProbeFacts {
+    /// A digest of the load generator's records, equal for equal data:
+    /// md5 of the rows in key order on postgres, `CHECKSUM TABLE` on
+    /// mysql, the `DUMP` of every key on redis, the documents' BSON in
+    /// `_id` order on MongoDB; the engine's `snapshot.digest` SQL instead
+    /// when it gives one.
+    async fn records_digest(&self, port: u16) -> Result<String, String> {
+        let ep = self.endpoint(port);
+        let table = crate::workload::stores::TABLE;
+        let e = |e: crate::clients::ClientError| e.to_string();
+        match (&self.probe, &self.digest_sql) {
+            (Probe::Postgres { .. }, Some(sql)) => {
+                clients::postgres::query_text(&ep, sql).await.map_err(e)
+            }
+            (Probe::Mysql { .. }, Some(sql)) => {
+                clients::mysql::query_text(&ep, sql).await.map_err(e)
+            }
+            (Probe::Postgres { .. }, None) => {
+                let sql = format!(
+                    "SELECT count(*)::text || ' rows, md5 ' || \
+                     coalesce(md5(string_agg(md5(t::text), '' ORDER BY t.ycsb_key)), '') \
+                     FROM {table} t"
+                );
+                clients::postgres::query_text(&ep, &sql).await.map_err(e)
+            }
+            (Probe::Mysql { .. }, None) => {
+                let db = self.probe.data_database().unwrap_or("benchcage");
+                clients::mysql::table_checksum(&ep, &format!("{db}.{table}"))
+                    .await
+                    .map(|c| format!("checksum {c}"))
+                    .map_err(e)
+            }
+            (Probe::Redis, _) => {
+                let mut c = clients::redis::RedisConn::connect(&ep).await.map_err(e)?;
+                let (n, d) = c.digest().await.map_err(e)?;
+                Ok(format!("{n} keys, sha256 {d}"))
+            }
+            (Probe::Mongodb, _) => {
+                // The load's store URL names no database: the store's own.
+                let db = crate::workload::stores::mongodb::DEFAULT_DB;
+                let ep = crate::clients::Endpoint {
+                    database: Some(db.to_string()),
+                    ..ep
+                };
+                let mut c = clients::mongodb::MongoConn::connect(&ep).await.map_err(e)?;
+                let (n, d) = c.digest(table).await.map_err(e)?;
+                Ok(format!("{n} documents, sha256 {d}"))
+            }
+        }
+    }
+}
+
 #[async_trait::async_trait]
 impl EngineFacts for ProbeFacts {
+    async fn digest(&self, port: u16) -> Result<String, String> {
+        self.records_digest(port).await
+    }
+
     async fn data_size(&self, port: u16) -> Option<u64> {
         self.ask(port, &self.facts.data_size, Fact::Data).await
     }

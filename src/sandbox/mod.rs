@@ -226,8 +226,15 @@ pub trait Sandbox: Send {
     /// back from the kernel; a mismatch is [`SandboxError::LimitMismatch`].
     async fn provision(&mut self, limits: &CellLimits) -> Result<Provisioned, SandboxError>;
 
+    /// Create the engine's data dir, in the ledger, before `start_engine`:
+    /// a snapshot is restored into it, and teardown and `cleanup` remove
+    /// it like one the engine filled.
+    fn claim_data_dir(&mut self, dir: &std::path::Path) -> Result<(), SandboxError>;
+
     /// Run the launch's `init` commands and then the engine, inside the
     /// server limits from its first instruction, output to `log_path`.
+    /// Once the engine was stopped it may be started again (after a
+    /// snapshot of its data), with no `init`.
     async fn start_engine(&mut self, launch: &EngineLaunch) -> Result<EngineHandle, SandboxError>;
 
     /// A reader of the server's and the client's kernel counters that

@@ -141,7 +141,22 @@ pub struct Engine {
     /// How the engine checks its rendered config (`render --check`);
     /// `None` for an engine without a real check.
     pub config_check: Option<ConfigCheck>,
+    /// `snapshot:`: the engine's data dir may be kept after a load and
+    /// restored by a later cell with the same key; `None` = always load.
+    pub snapshot: Option<SnapshotSpec>,
     pub origin: Origin,
+}
+
+/// `snapshot: {knobs: [compression], digest: "SQL"}`: the engine's data dir
+/// after a load can be snapshot (the engine stopped cleanly first) and
+/// restored instead of loading again.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SnapshotSpec {
+    /// Knobs that change the files on disk: part of the snapshot's key.
+    pub knobs: Vec<String>,
+    /// SQL whose reply digests the records (the probe's default otherwise:
+    /// see `run::facts`).
+    pub digest: Option<String>,
 }
 
 /// `config_check: {command: ARGV, stays_up: 2s}`: how an engine checks its
@@ -918,6 +933,31 @@ fn check_placeholders_in(
     }
 }
 
+/// `snapshot: {knobs, digest}`: every knob named is one of the engine's.
+fn snapshot_from_node(
+    node: &Node,
+    cx: &mut Cx,
+    knobs: &BTreeMap<String, Knob>,
+) -> Option<SnapshotSpec> {
+    let f = Fields::open(node, cx, "snapshot", &["knobs", "digest"])?;
+    let names: Vec<String> = f.or(cx, "knobs", Vec::new());
+    for k in &names {
+        if !knobs.contains_key(k) {
+            let known: Vec<&str> = knobs.keys().map(String::as_str).collect();
+            cx.error(
+                f.pos_of("knobs"),
+                "snapshot.knobs",
+                format!("`{k}` is not a knob of this engine"),
+                Some(unknown_hint(k, &known)),
+            );
+        }
+    }
+    Some(SnapshotSpec {
+        knobs: names,
+        digest: f.opt(cx, "digest"),
+    })
+}
+
 /// `config_check: {command: ARGV, stays_up: DURATION}`.
 fn config_check_from_node(
     node: &Node,
@@ -1012,6 +1052,7 @@ const ENGINE_FIELDS: &[&str] = &[
     "facts",
     "reports_own_version",
     "config_check",
+    "snapshot",
 ];
 
 /// `default_version:`, one of `versions`; else the last version.
@@ -1093,6 +1134,9 @@ impl Engine {
         let config_check = f
             .get("config_check")
             .and_then(|n| config_check_from_node(n, cx, &config_names));
+        let snapshot = f
+            .get("snapshot")
+            .and_then(|n| snapshot_from_node(n, cx, &knobs));
         Some(Engine {
             name: name.to_string(),
             description: f.or(cx, "description", String::new()),
@@ -1124,6 +1168,7 @@ impl Engine {
             facts: facts?,
             reports_own_version: f.or(cx, "reports_own_version", true),
             config_check,
+            snapshot,
             origin: Origin::default(),
         })
     }

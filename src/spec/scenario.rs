@@ -27,7 +27,45 @@ pub struct Scenario {
     pub phases: Vec<Phase>,
     /// The write-up this scenario reproduces and what it published.
     pub reproduces: Option<super::writeup::Reproduces>,
+    /// Whether a load may be snapshot and restored (`snapshots: false`
+    /// loads every cell afresh; `{verify: true}` digests the records).
+    pub snapshots: SnapshotUse,
     pub origin: Origin,
+}
+
+/// `snapshots: true | false | {verify: true}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SnapshotUse {
+    /// Cells restore a snapshot of an equal load instead of loading.
+    pub enabled: bool,
+    /// Digest the records after every load and restore, and compare: a
+    /// restore that differs from its load is a fidelity violation.
+    pub verify: bool,
+}
+
+impl Default for SnapshotUse {
+    fn default() -> Self {
+        SnapshotUse {
+            enabled: true,
+            verify: false,
+        }
+    }
+}
+
+impl FromNode for SnapshotUse {
+    fn from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Self> {
+        if let NodeKind::Map(_) = node.kind {
+            let f = Fields::open(node, cx, path, &["enabled", "verify"])?;
+            return Some(SnapshotUse {
+                enabled: f.or(cx, "enabled", true),
+                verify: f.or(cx, "verify", false),
+            });
+        }
+        bool::from_node(node, cx, path).map(|enabled| SnapshotUse {
+            enabled,
+            verify: false,
+        })
+    }
 }
 
 /// Engines x environments.
@@ -1000,6 +1038,7 @@ impl Scenario {
                 "settle",
                 "phases",
                 "reproduces",
+                "snapshots",
             ],
         )?;
         check_spec_name(&f, cx, name);
@@ -1056,6 +1095,7 @@ impl Scenario {
             settle: f.opt(cx, "settle"),
             phases: phases?,
             reproduces,
+            snapshots: f.or(cx, "snapshots", SnapshotUse::default()),
             origin: Origin::default(),
         };
         if let Some(r) = &s.reproduces {

@@ -469,6 +469,30 @@ impl MongoConn {
         r.map(|_| fields)
     }
 
+    /// A digest of every document of `coll` in `_id` order (their BSON
+    /// bytes), with their count: equal for equal data.
+    pub async fn digest(&mut self, coll: &str) -> Result<(u64, String), ClientError> {
+        use sha2::Digest;
+        let filter = encode(&bson::doc! {});
+        let sort = encode(&bson::doc! {"_id": 1});
+        let q = Query {
+            coll,
+            filter: &filter,
+            sort: Some(&sort),
+            limit: 0,
+        };
+        let mut h = sha2::Sha256::new();
+        let n = self
+            .find(&q, &mut |d| {
+                let bytes = d.as_bytes();
+                h.update((bytes.len() as u64).to_le_bytes());
+                h.update(bytes);
+                Ok(())
+            })
+            .await?;
+        Ok((n, hex::encode(h.finalize())))
+    }
+
     /// Up to `limit` documents with `_id >= from` in `_id` order; returns how many.
     pub async fn scan_from(
         &mut self,

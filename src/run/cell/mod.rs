@@ -51,6 +51,9 @@ pub trait EngineFacts: Send + Sync {
     async fn data_size(&self, port: u16) -> Option<u64>;
     /// Cache size the engine reports it uses.
     async fn cache_size(&self, port: u16) -> Option<u64>;
+    /// A digest of the load generator's records, equal for equal data
+    /// (snapshots are checked with it).
+    async fn digest(&self, port: u16) -> Result<String, String>;
 }
 
 /// The settle step of a cell.

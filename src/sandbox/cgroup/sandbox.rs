@@ -260,6 +260,18 @@ impl Sandbox for CgroupSandbox {
         Ok(Provisioned { read_back })
     }
 
+    fn claim_data_dir(&mut self, dir: &Path) -> Result<(), SandboxError> {
+        if !dir.exists() {
+            self.ledger_mut()?.record(Resource::DataDir {
+                path: dir.to_path_buf(),
+            })?;
+        }
+        roots::create_dirs(dir, roots::SEARCHABLE).map_err(|e| SandboxError::DataDir {
+            path: dir.to_path_buf(),
+            detail: e.to_string(),
+        })
+    }
+
     async fn start_engine(&mut self, launch: &EngineLaunch) -> Result<EngineHandle, SandboxError> {
         let limits = self
             .limits

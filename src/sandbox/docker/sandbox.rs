@@ -172,7 +172,9 @@ impl DockerSandbox {
         self.ledger_mut()?.record(Resource::Container {
             id: spec.name.clone(),
         })?;
-        self.containers.push(spec.name.clone());
+        if !self.containers.contains(&spec.name) {
+            self.containers.push(spec.name.clone());
+        }
         let client = self.client()?.clone();
         match client.create(spec).await {
             Ok(id) => Ok(id),
@@ -529,11 +531,32 @@ impl Sandbox for DockerSandbox {
         Ok(out)
     }
 
+    fn claim_data_dir(&mut self, dir: &Path) -> Result<(), SandboxError> {
+        if !dir.exists() {
+            self.ledger_mut()?.record(Resource::DataDir {
+                path: dir.to_path_buf(),
+            })?;
+        }
+        std::fs::create_dir_all(dir).map_err(|e| SandboxError::DataDir {
+            path: dir.to_path_buf(),
+            detail: e.to_string(),
+        })
+    }
+
     async fn start_engine(&mut self, launch: &EngineLaunch) -> Result<EngineHandle, SandboxError> {
         let limits = self
             .limits
             .clone()
             .ok_or_else(|| backend(DockerBackendError::NotProvisioned))?;
+        // Started again after a snapshot: the stopped engine's container
+        // goes first, as the new one takes its name.
+        if let Some(old) = self.engine.take() {
+            let client = self.client()?.clone();
+            let deadline = Instant::now() + Duration::from_secs(30);
+            remove_fully(&client, &old.name, Duration::from_secs(1), deadline)
+                .await
+                .map_err(backend)?;
+        }
         let (image, image_record) = self.image_of(launch).await?;
         let (io_dev, io_node) = self.prepare_dirs(launch, &limits)?;
         self.run_inits(&image, launch, io_node.as_deref()).await?;

@@ -1,0 +1,455 @@
+//! The snapshot cache: `<root>/<id>/` per key, with `meta.json` (the key,
+//! the form, sizes, when it was made and last used, what the fresh load
+//! measured) and the data as `data/` or a compressed archive.
+//!
+//! The root is `BENCHCAGE_SNAPSHOTS`, else `snapshots/` in benchcage's
+//! cache (`BENCHCAGE_CACHE`, `/var/cache/benchcage` for root). Its size is
+//! capped by `BENCHCAGE_SNAPSHOT_LIMIT` (a size, `0` turns saving off),
+//! else a quarter of its filesystem: saving a snapshot first removes the
+//! least recently used ones until it fits. An entry is written under
+//! `.partial-<id>-<pid>` and renamed into place when whole, so a folder
+//! named after an id is always complete; partial folders of dead
+//! processes are removed when the cache is opened.
+
+use super::copy::{self, Form};
+use super::{SnapshotError, SnapshotKey, io_err};
+use crate::units::Bytes;
+use std::path::{Path, PathBuf};
+
+/// Environment variable that moves the cache.
+pub const ROOT_ENV: &str = "BENCHCAGE_SNAPSHOTS";
+/// Environment variable that caps the cache's size.
+pub const LIMIT_ENV: &str = "BENCHCAGE_SNAPSHOT_LIMIT";
+/// An entry's record, written last.
+pub const META: &str = "meta.json";
+/// Free room a snapshot must leave on the results disk, when the cache is
+/// on it: at least this, and at least [`RESULTS_DISK_SHARE`] of the disk.
+pub const RESULTS_DISK_FLOOR: Bytes = Bytes(2 << 30);
+pub const RESULTS_DISK_SHARE: f64 = 0.10;
+
+/// What an entry holds and how it was made.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Meta {
+    pub id: String,
+    pub key: SnapshotKey,
+    pub form: Form,
+    /// Bytes the entry takes on the cache's disk.
+    pub stored_bytes: u64,
+    /// Bytes of the data dir it holds.
+    pub data_bytes: u64,
+    pub created: String,
+    pub last_used: String,
+    /// Restores so far.
+    #[serde(default)]
+    pub uses: u64,
+    /// The run whose load it holds.
+    pub from_run: String,
+    /// Seconds the load took, and the save.
+    pub load_s: f64,
+    pub save_s: f64,
+    /// What the engine reported after the fresh load: data size, and the
+    /// records' digest when the scenario verifies snapshots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_size_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+}
+
+/// What a fresh load measured, stored with its snapshot.
+#[derive(Debug, Clone, Default)]
+pub struct LoadFacts {
+    pub from_run: String,
+    pub load_s: f64,
+    pub data_size_bytes: Option<u64>,
+    pub digest: Option<String>,
+}
+
+/// Why a snapshot was not saved, though nothing failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Skipped {
+    /// Over the cache's limit on its own.
+    TooBig { need: Bytes, limit: Bytes },
+    /// The cache shares the results disk, and it would run low.
+    ResultsDiskLow { free: Bytes, keep: Bytes },
+    /// Another run saved it first.
+    AlreadySaved,
+}
+
+impl std::fmt::Display for Skipped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Skipped::TooBig { need, limit } => write!(
+                f,
+                "not saved: the data ({need}) is over the snapshot cache's limit ({limit}; {LIMIT_ENV})"
+            ),
+            Skipped::ResultsDiskLow { free, keep } => write!(
+                f,
+                "not saved: the snapshot cache is on the results disk, which has {free} free and must keep {keep} ({ROOT_ENV} moves the cache)"
+            ),
+            Skipped::AlreadySaved => write!(f, "not saved: another run saved the same key first"),
+        }
+    }
+}
+
+/// The snapshot cache.
+#[derive(Debug, Clone)]
+pub struct Cache {
+    pub root: PathBuf,
+    /// Most bytes its entries may take.
+    pub limit: Bytes,
+}
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+impl Cache {
+    /// The cache as the environment places and sizes it.
+    pub fn from_env() -> Result<Cache, String> {
+        let root = std::env::var_os(ROOT_ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| crate::fetch::cache::root().join("snapshots"));
+        let limit = match std::env::var(LIMIT_ENV) {
+            Ok(v) if !v.trim().is_empty() => v
+                .trim()
+                .parse::<Bytes>()
+                .map_err(|e| format!("{LIMIT_ENV}={v}: {e} (give a size such as 20GiB, or 0)"))?,
+            _ => default_limit(&root),
+        };
+        Ok(Cache { root, limit })
+    }
+
+    fn entry_dir(&self, id: &str) -> PathBuf {
+        self.root.join(id)
+    }
+
+    /// Every complete entry, most recently used first. Partial folders of
+    /// dead processes are removed on the way.
+    pub fn entries(&self) -> Vec<Meta> {
+        let Ok(dir) = std::fs::read_dir(&self.root) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for e in dir.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(rest) = name.strip_prefix(".partial-") {
+                remove_if_dead(&e.path(), rest);
+                continue;
+            }
+            if let Some(m) = read_meta(&e.path()) {
+                out.push(m);
+            }
+        }
+        out.sort_by(|a, b| b.last_used.cmp(&a.last_used).then(a.id.cmp(&b.id)));
+        out
+    }
+
+    /// The entry for `id`, when it is whole.
+    pub fn find(&self, id: &str) -> Option<Meta> {
+        read_meta(&self.entry_dir(id)).filter(|m| m.id == id)
+    }
+
+    /// Bytes all entries take.
+    pub fn used(&self) -> u64 {
+        self.entries().iter().map(|m| m.stored_bytes).sum()
+    }
+
+    /// Copy `data_dir` (the engine stopped) into a new entry for `key`.
+    /// Removes least recently used entries to stay under the limit first.
+    /// `results` is the results folder, whose disk is kept from filling.
+    pub fn save(
+        &self,
+        key: &SnapshotKey,
+        data_dir: &Path,
+        results: &Path,
+        facts: LoadFacts,
+    ) -> Result<Result<Meta, Skipped>, SnapshotError> {
+        let id = key.id();
+        if self.find(&id).is_some() {
+            return Ok(Err(Skipped::AlreadySaved));
+        }
+        let data_bytes = copy::disk_usage(data_dir);
+        if Bytes(data_bytes) > self.limit {
+            return Ok(Err(Skipped::TooBig {
+                need: Bytes(data_bytes),
+                limit: self.limit,
+            }));
+        }
+        if let Some(low) = results_disk_low(&self.root, results, data_bytes) {
+            return Ok(Err(low));
+        }
+        self.prune_to(self.limit.0.saturating_sub(data_bytes));
+        std::fs::create_dir_all(&self.root).map_err(io_err(&self.root))?;
+        let started = std::time::Instant::now();
+        let partial = self
+            .root
+            .join(format!(".partial-{id}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&partial);
+        let written = self.write_entry(&partial, key, data_dir, data_bytes, facts, started);
+        let meta = match written {
+            Ok(m) => m,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&partial);
+                return Err(e);
+            }
+        };
+        match std::fs::rename(&partial, self.entry_dir(&id)) {
+            Ok(()) => Ok(Ok(meta)),
+            Err(_) if self.find(&id).is_some() => {
+                let _ = std::fs::remove_dir_all(&partial);
+                Ok(Err(Skipped::AlreadySaved))
+            }
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&partial);
+                Err(io_err(&self.entry_dir(&id))(e))
+            }
+        }
+    }
+
+    fn write_entry(
+        &self,
+        dir: &Path,
+        key: &SnapshotKey,
+        data_dir: &Path,
+        data_bytes: u64,
+        facts: LoadFacts,
+        started: std::time::Instant,
+    ) -> Result<Meta, SnapshotError> {
+        std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+        let form = if copy::same_filesystem(&self.root, data_dir) {
+            copy::copy_dir(data_dir, &dir.join("data"))?;
+            Form::Dir
+        } else {
+            copy::pack(data_dir, &copy::archive_path(dir))?;
+            Form::Archive
+        };
+        let stamp = now();
+        let meta = Meta {
+            id: key.id(),
+            key: key.clone(),
+            form,
+            stored_bytes: copy::disk_usage(dir),
+            data_bytes,
+            created: stamp.clone(),
+            last_used: stamp,
+            uses: 0,
+            from_run: facts.from_run,
+            load_s: facts.load_s,
+            save_s: started.elapsed().as_secs_f64(),
+            data_size_bytes: facts.data_size_bytes,
+            digest: facts.digest,
+        };
+        write_meta(dir, &meta)?;
+        Ok(meta)
+    }
+
+    /// Fill `dest` (absent or empty) with the entry's data, and mark it
+    /// used.
+    pub fn restore(&self, meta: &Meta, dest: &Path) -> Result<(), SnapshotError> {
+        let dir = self.entry_dir(&meta.id);
+        match meta.form {
+            Form::Dir => copy::copy_dir(&dir.join("data"), dest)?,
+            Form::Archive => {
+                let file = ["data.tar.zst", "data.tar.gz"]
+                    .iter()
+                    .map(|n| dir.join(n))
+                    .find(|p| p.is_file())
+                    .ok_or_else(|| SnapshotError::Entry {
+                        id: meta.id.clone(),
+                        msg: "its archive is missing".into(),
+                    })?;
+                copy::unpack(&file, dest)?;
+            }
+        }
+        let mut used = meta.clone();
+        used.last_used = now();
+        used.uses += 1;
+        // Only the bookkeeping: a failure here loses nothing.
+        let _ = write_meta(&dir, &used);
+        Ok(())
+    }
+
+    /// Remove least recently used entries until they take at most `keep`
+    /// bytes; the removed ones, in order.
+    pub fn prune_to(&self, keep: u64) -> Vec<Meta> {
+        let mut entries = self.entries();
+        let mut used: u64 = entries.iter().map(|m| m.stored_bytes).sum();
+        let mut removed = Vec::new();
+        while used > keep {
+            let Some(oldest) = entries.pop() else { break };
+            if self.remove(&oldest.id).is_ok() {
+                used = used.saturating_sub(oldest.stored_bytes);
+                removed.push(oldest);
+            }
+        }
+        removed
+    }
+
+    /// Remove one entry: renamed out of its id first, so that no reader
+    /// ever sees half of it.
+    pub fn remove(&self, id: &str) -> Result<(), SnapshotError> {
+        let dir = self.entry_dir(id);
+        let doomed = self
+            .root
+            .join(format!(".partial-{id}-{}", std::process::id()));
+        std::fs::rename(&dir, &doomed).map_err(io_err(&dir))?;
+        std::fs::remove_dir_all(&doomed).map_err(io_err(&doomed))
+    }
+}
+
+/// A quarter of the filesystem that holds `root`, at least 1 GiB.
+fn default_limit(root: &Path) -> Bytes {
+    let mut p = root;
+    while !p.exists() {
+        p = p.parent().unwrap_or(Path::new("/"));
+    }
+    let size = nix::sys::statvfs::statvfs(p)
+        .map(|st| st.blocks() * st.fragment_size())
+        .unwrap_or(0);
+    Bytes((size / 4).max(1 << 30))
+}
+
+/// When the cache shares the results disk: skip a save that would leave
+/// it less than its floor.
+fn results_disk_low(root: &Path, results: &Path, need: u64) -> Option<Skipped> {
+    if !copy::same_filesystem(root, results) {
+        return None;
+    }
+    let mut p = results;
+    while !p.exists() {
+        p = p.parent().unwrap_or(Path::new("/"));
+    }
+    let st = nix::sys::statvfs::statvfs(p).ok()?;
+    let size = st.blocks() * st.fragment_size();
+    let free = st.blocks_available() * st.fragment_size();
+    let keep = Bytes(((size as f64 * RESULTS_DISK_SHARE) as u64).max(RESULTS_DISK_FLOOR.0));
+    (free.saturating_sub(need) < keep.0).then_some(Skipped::ResultsDiskLow {
+        free: Bytes(free),
+        keep,
+    })
+}
+
+fn read_meta(dir: &Path) -> Option<Meta> {
+    let text = std::fs::read(dir.join(META)).ok()?;
+    serde_json::from_slice(&text).ok()
+}
+
+fn write_meta(dir: &Path, meta: &Meta) -> Result<(), SnapshotError> {
+    crate::results::atomic::write_json_atomic(&dir.join(META), meta).map_err(|e| {
+        SnapshotError::Io {
+            path: dir.join(META),
+            source: std::io::Error::other(e.to_string()),
+        }
+    })
+}
+
+/// `.partial-<id>-<pid>`: removed when that process is gone.
+fn remove_if_dead(path: &Path, rest: &str) {
+    let pid = rest.rsplit('-').next().and_then(|p| p.parse::<i32>().ok());
+    let alive = pid.is_some_and(|p| Path::new(&format!("/proc/{p}")).exists());
+    if !alive {
+        let _ = std::fs::remove_dir_all(path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cache(t: &Path, limit: u64) -> Cache {
+        Cache {
+            root: t.join("snapshots"),
+            limit: Bytes(limit),
+        }
+    }
+
+    fn data(t: &Path, name: &str, bytes: usize) -> PathBuf {
+        let d = t.join(name);
+        std::fs::create_dir_all(d.join("base")).unwrap();
+        std::fs::write(d.join("base/table"), vec![1u8; bytes]).unwrap();
+        d
+    }
+
+    fn facts() -> LoadFacts {
+        LoadFacts {
+            from_run: "20261201-120000-abcd".into(),
+            load_s: 25.0,
+            data_size_bytes: Some(8192),
+            digest: Some("d1".into()),
+        }
+    }
+
+    #[test]
+    fn a_saved_snapshot_restores_the_same_files_and_counts_its_uses() {
+        let t = tempfile::tempdir().unwrap();
+        let c = cache(t.path(), 1 << 30);
+        let key = crate::snapshot::tests::key();
+        let src = data(t.path(), "data", 50_000);
+        let meta = c.save(&key, &src, t.path(), facts()).unwrap().unwrap();
+        assert_eq!(meta.id, key.id());
+        assert_eq!(meta.form, Form::Dir);
+        assert_eq!(meta.digest.as_deref(), Some("d1"));
+        assert!(meta.stored_bytes >= 50_000);
+        // Saved once: a second save of the same key is skipped.
+        let again = c.save(&key, &src, t.path(), facts()).unwrap();
+        assert_eq!(again.unwrap_err(), Skipped::AlreadySaved);
+        let dest = t.path().join("restored");
+        c.restore(&c.find(&key.id()).unwrap(), &dest).unwrap();
+        assert_eq!(
+            std::fs::read(dest.join("base/table")).unwrap(),
+            vec![1u8; 50_000]
+        );
+        assert_eq!(c.find(&key.id()).unwrap().uses, 1);
+        assert_eq!(c.entries().len(), 1);
+        // No partial folder is left.
+        let names: Vec<String> = std::fs::read_dir(&c.root)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, vec![key.id()]);
+    }
+
+    #[test]
+    fn the_least_recently_used_go_first_and_an_entry_over_the_limit_is_not_saved() {
+        let t = tempfile::tempdir().unwrap();
+        // Room for two entries of ~100 kB, not three.
+        let c = cache(t.path(), 250_000);
+        let mut ids = Vec::new();
+        for seed in 1..=3u64 {
+            let mut key = crate::snapshot::tests::key();
+            key.seed = seed;
+            let src = data(t.path(), &format!("d{seed}"), 100_000);
+            c.save(&key, &src, t.path(), facts()).unwrap().unwrap();
+            ids.push(key.id());
+            std::thread::sleep(std::time::Duration::from_millis(1100));
+        }
+        let left: Vec<String> = c.entries().into_iter().map(|m| m.id).collect();
+        assert_eq!(left, vec![ids[2].clone(), ids[1].clone()]);
+        assert!(c.used() <= 250_000);
+        let big = data(t.path(), "big", 400_000);
+        let mut key = crate::snapshot::tests::key();
+        key.seed = 9;
+        let skipped = c.save(&key, &big, t.path(), facts()).unwrap().unwrap_err();
+        assert!(
+            skipped
+                .to_string()
+                .contains("over the snapshot cache's limit"),
+            "{skipped}"
+        );
+        assert_eq!(c.prune_to(0).len(), 2);
+        assert!(c.entries().is_empty());
+    }
+
+    #[test]
+    fn a_partial_entry_of_a_dead_process_is_removed_and_never_found() {
+        let t = tempfile::tempdir().unwrap();
+        let c = cache(t.path(), 1 << 30);
+        let partial = c.root.join(".partial-0123456789abcdef-999999999");
+        std::fs::create_dir_all(partial.join("data")).unwrap();
+        assert!(c.find("0123456789abcdef").is_none());
+        assert!(c.entries().is_empty());
+        assert!(!partial.exists());
+    }
+}

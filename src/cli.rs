@@ -97,6 +97,46 @@ pub enum Command {
     /// Lock host RAM so that only --leave remains; hold until interrupted.
     #[command(after_help = "Example:\n  benchcage hog --leave 16GiB")]
     Hog(HogArgs),
+    /// List or prune the snapshot cache (data dirs kept after loads).
+    #[command(
+        after_help = "Examples:\n  benchcage cache ls\n  benchcage cache prune --keep 10GiB\n  benchcage cache prune --all\n\nA run snapshots a cell's data dir after its load (the engine stopped cleanly) when the engine spec has a `snapshot:` block, and a later cell with the same engine, version, format knobs, dataset, load and seed restores it instead of loading. The cache is BENCHCAGE_SNAPSHOTS, else snapshots/ in benchcage's cache (BENCHCAGE_CACHE, /var/cache/benchcage for root); it holds at most BENCHCAGE_SNAPSHOT_LIMIT (default a quarter of its disk), the least recently used entries going first. `run --no-snapshots` or a scenario's `snapshots: false` loads every cell afresh."
+    )]
+    Cache(CacheArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CacheArgs {
+    #[command(subcommand)]
+    pub action: CacheAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CacheAction {
+    /// Every snapshot: id, size, what it holds, when it was made and last used.
+    Ls(CacheLsArgs),
+    /// Remove snapshots, least recently used first.
+    Prune(CachePruneArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CacheLsArgs {
+    /// Print the entries as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CachePruneArgs {
+    /// Keep the most recently used snapshots that fit in this size
+    /// (`10GiB`); remove the rest.
+    #[arg(long, conflicts_with = "all", required_unless_present = "all")]
+    pub keep: Option<String>,
+    /// Remove every snapshot.
+    #[arg(long)]
+    pub all: bool,
+    /// Say what would be removed; remove nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Args)]
@@ -198,6 +238,13 @@ pub struct RunArgs {
     /// with exit 2 naming them.
     #[arg(long)]
     pub fetch: bool,
+    /// Load every cell afresh: restore no snapshot and save none. Without
+    /// it, a cell whose engine, version, format knobs, dataset and load
+    /// equal an earlier cell's restores that load's data dir from the
+    /// snapshot cache (BENCHCAGE_SNAPSHOTS; size BENCHCAGE_SNAPSHOT_LIMIT;
+    /// `benchcage cache ls`), as a scenario's `snapshots: false` does.
+    #[arg(long)]
+    pub no_snapshots: bool,
 }
 
 /// `run --pull`.

@@ -3,6 +3,7 @@
 use crate::cli::{Cli, Command};
 use std::process::ExitCode;
 
+pub mod cache;
 pub mod cleanup;
 pub mod compare;
 pub mod doctor;
@@ -41,6 +42,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             Command::Compare(a) => compare::run(&home, &a).await,
             Command::Cleanup(a) => cleanup::run(&home, &a).await,
             Command::Hog(a) => hog::run(&home, &a).await,
+            Command::Cache(a) => cache::run(&a),
             Command::Fetch(a) => fetch::run(&home, &a).await,
             Command::Image(a) => image::run(&home, &a).await,
         }

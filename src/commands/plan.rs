@@ -30,8 +30,27 @@ pub async fn run(home: &Path, args: &PlanArgs) -> anyhow::Result<ExitCode> {
     } else {
         print!("{}", describe(&plan, &host));
         print!("{}", describe_pending(&pending));
+        if let Ok(cache) = crate::snapshot::store::Cache::from_env() {
+            print!("{}", describe_snapshots(&plan, &cache));
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Where the data of each cell with a snapshot key comes from, as the
+/// cache stands now.
+pub fn describe_snapshots(plan: &Plan, cache: &crate::snapshot::store::Cache) -> String {
+    let sources = crate::plan::snapshot::sources(&plan.cells, cache);
+    let mut o = String::new();
+    for (c, s) in plan.cells.iter().zip(sources) {
+        if let Some(s) = s {
+            if o.is_empty() {
+                let _ = writeln!(o, "data (snapshot cache {}):", cache.root.display());
+            }
+            let _ = writeln!(o, "  {}: {s}", c.id);
+        }
+    }
+    o
 }
 
 /// The versions a run must fetch first, and how.
@@ -245,6 +264,13 @@ fn describe_work(o: &mut String, c: &PlannedCell, host: &HostFacts) {
             o,
             "  load      {}, {} threads, batch {}",
             load.workload, load.threads, load.batch
+        );
+    }
+    if let Some(s) = &c.snapshot {
+        let _ = writeln!(
+            o,
+            "  snapshot  {}: restored instead of loading when the cache holds it; else loaded, then saved (the engine stopped cleanly and started again)",
+            s.id
         );
     }
     if let Some(s) = &c.settle {

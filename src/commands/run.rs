@@ -38,7 +38,7 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
     fetch_pending(&project, &plan, args.fetch).await?;
     let results_root = results_root(home, args)?;
     reap_leftovers().await?;
-    let cells = cell_works(&project, &plan)?;
+    let cells = cell_works(&project, &plan, !args.no_snapshots)?;
     let info = RunInfo {
         overrides: overrides.into_iter().collect(),
         host: host_info(&host),
@@ -107,8 +107,14 @@ async fn reap_leftovers() -> anyhow::Result<()> {
 fn cell_works(
     project: &crate::spec::Project,
     plan: &crate::plan::Plan,
+    snapshots: bool,
 ) -> anyhow::Result<Vec<CellWork>> {
     let exe = std::env::current_exe().context("finding the benchcage binary")?;
+    let cache = if snapshots {
+        Some(crate::snapshot::store::Cache::from_env().map_err(crate::error::bad_input)?)
+    } else {
+        None
+    };
     let cells: Vec<CellWork> = plan
         .cells
         .iter()
@@ -121,6 +127,7 @@ fn cell_works(
                     facts: c.facts.clone(),
                     digest_sql: c.snapshot.as_ref().and_then(|s| s.digest_sql.clone()),
                 }),
+                cache.as_ref(),
             )
         })
         .collect();

@@ -19,6 +19,9 @@ pub struct SnapshotPlan {
     /// The engine's digest SQL, when it gives one.
     #[serde(skip)]
     pub digest_sql: Option<String>,
+    /// Sent before the clean stop (redis: `SAVE`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<String>,
 }
 
 /// The snapshot plan of the entry's cells, or `None` when they always
@@ -61,6 +64,7 @@ pub(super) fn of(e: &Entry, s: &Scenario, parts: &Parts) -> Option<SnapshotPlan>
         key,
         verify: s.snapshots.verify,
         digest_sql: spec.digest.clone(),
+        checkpoint: spec.checkpoint.clone(),
     })
 }
 

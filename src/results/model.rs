@@ -329,6 +329,15 @@ pub struct CellRecord {
     /// written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settle: Option<SettleRecord>,
+    /// Where the data of the phases came from: this cell's load, or a
+    /// snapshot of an equal load restored. `None` for a cell without a
+    /// snapshot key (and in records written before snapshots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_source: Option<crate::snapshot::LoadSource>,
+    /// The digest of the records after the load or the restore, when the
+    /// scenario verifies snapshots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_digest: Option<String>,
 }
 
 /// The settle step of a cell, between load and measurement, as planned.

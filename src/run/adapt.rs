@@ -4,7 +4,7 @@
 use crate::metrics::fidelity::IoBoundThresholds;
 use crate::model::{Backend, Program, ThpPolicy};
 use crate::plan::{PhaseConfig, PlannedCell, PlannedPhase};
-use crate::run::cell::{CellWork, EngineFacts, LaunchFn, PhaseStep, SettleSpec};
+use crate::run::cell::{CellWork, EngineFacts, LaunchFn, PhaseStep, SettleSpec, SnapshotWork};
 use crate::run::exec::DriveExec;
 use crate::run::key::{KeyInput, cell_key};
 use crate::spec::scenario::{Expect, Length, SettleMemory};
@@ -98,7 +98,13 @@ pub fn check_configs(work: &CellWork) -> Result<(), String> {
 
 /// The work of one planned cell. `exe` is the benchcage binary that runs
 /// the load generator as a child.
-pub fn cell_work(cell: &PlannedCell, exe: PathBuf, facts: Arc<dyn EngineFacts>) -> CellWork {
+/// `snapshots` is the cache; `None` loads every cell afresh.
+pub fn cell_work(
+    cell: &PlannedCell,
+    exe: PathBuf,
+    facts: Arc<dyn EngineFacts>,
+    snapshots: Option<&crate::snapshot::store::Cache>,
+) -> CellWork {
     let (key, group) = keys_of(cell);
     let planned = Arc::new(cell.clone());
     let p = planned.clone();
@@ -151,6 +157,17 @@ pub fn cell_work(cell: &PlannedCell, exe: PathBuf, facts: Arc<dyn EngineFacts>) 
         exe,
         expect_version: None,
         package: None,
+        snapshot: cell
+            .snapshot
+            .as_ref()
+            .zip(snapshots)
+            .map(|(s, cache)| SnapshotWork {
+                id: s.id.clone(),
+                key: s.key.clone(),
+                verify: s.verify,
+                checkpoint: s.checkpoint.clone(),
+                cache: cache.clone(),
+            }),
     }
 }
 

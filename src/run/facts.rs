@@ -125,6 +125,32 @@ impl EngineFacts for ProbeFacts {
         self.records_digest(port).await
     }
 
+    async fn execute(&self, port: u16, statement: &str) -> Result<(), String> {
+        let ep = self.endpoint(port);
+        let e = |e: crate::clients::ClientError| e.to_string();
+        match &self.probe {
+            Probe::Redis => {
+                let argv: Vec<&str> = statement.split_whitespace().collect();
+                if argv.is_empty() {
+                    return Ok(());
+                }
+                let mut c = clients::redis::RedisConn::connect(&ep).await.map_err(e)?;
+                c.cmd(&argv).await.map(|_| ()).map_err(e)
+            }
+            Probe::Postgres { .. } => {
+                let c = clients::postgres::PgConn::connect(&ep).await.map_err(e)?;
+                c.batch(statement).await.map_err(e)
+            }
+            Probe::Mysql { .. } => clients::mysql::query_text(&ep, statement)
+                .await
+                .map(|_| ())
+                .map_err(e),
+            Probe::Mongodb => Err(format!(
+                "`{statement}`: statements are SQL or redis commands; a MongoDB engine takes none"
+            )),
+        }
+    }
+
     async fn data_size(&self, port: u16) -> Option<u64> {
         self.ask(port, &self.facts.data_size, Fact::Data).await
     }

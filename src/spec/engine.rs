@@ -147,7 +147,7 @@ pub struct Engine {
     pub origin: Origin,
 }
 
-/// `snapshot: {knobs: [compression], digest: "SQL"}`: the engine's data dir
+/// `snapshot: {knobs: [compression], digest: "SQL", checkpoint: SAVE}`: the engine's data dir
 /// after a load can be snapshot (the engine stopped cleanly first) and
 /// restored instead of loading again.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -157,6 +157,10 @@ pub struct SnapshotSpec {
     /// SQL whose reply digests the records (the probe's default otherwise:
     /// see `run::facts`).
     pub digest: Option<String>,
+    /// A statement sent before the clean stop, over the probe's protocol
+    /// (SQL; a command for redis: `SAVE`, since a redis without save points
+    /// writes nothing on SIGTERM).
+    pub checkpoint: Option<String>,
 }
 
 /// `config_check: {command: ARGV, stays_up: 2s}`: how an engine checks its
@@ -939,7 +943,7 @@ fn snapshot_from_node(
     cx: &mut Cx,
     knobs: &BTreeMap<String, Knob>,
 ) -> Option<SnapshotSpec> {
-    let f = Fields::open(node, cx, "snapshot", &["knobs", "digest"])?;
+    let f = Fields::open(node, cx, "snapshot", &["knobs", "digest", "checkpoint"])?;
     let names: Vec<String> = f.or(cx, "knobs", Vec::new());
     for k in &names {
         if !knobs.contains_key(k) {
@@ -955,6 +959,7 @@ fn snapshot_from_node(
     Some(SnapshotSpec {
         knobs: names,
         digest: f.opt(cx, "digest"),
+        checkpoint: f.opt(cx, "checkpoint"),
     })
 }
 

@@ -65,9 +65,17 @@ fn view(
     let mut charts = Vec::new();
     charts.extend(ops_chart(&clock, rec, &verdicts, &windows, &style));
     charts.extend(server_charts(&clock, cell));
+    let restored = rec
+        .load_source
+        .as_ref()
+        .is_some_and(crate::snapshot::LoadSource::restored);
     CellView {
         anchor: format!("cell-{}", clock.id),
-        label: rec.label.clone(),
+        label: if restored {
+            format!("{} (on data restored from a snapshot)", rec.label)
+        } else {
+            rec.label.clone()
+        },
         run_id: run.run_id.clone(),
         key: rec.key.clone(),
         table: phase_table(run, rec, &verdicts, res),

@@ -33,7 +33,10 @@ mod stages;
 
 use end::{collect, restore_host, teardown};
 use measure::{measure, run_one};
-use stages::{load_data, provision, render, settle_memory, start};
+use stages::{
+    load_data, provision, render, restore_snapshot, save_snapshot, settle_memory, start,
+    verify_records,
+};
 
 /// Builds the engine launch for a port, data dir, config dir and log path,
 /// with the rendered config files (file name -> content) to write first.
@@ -54,6 +57,8 @@ pub trait EngineFacts: Send + Sync {
     /// A digest of the load generator's records, equal for equal data
     /// (snapshots are checked with it).
     async fn digest(&self, port: u16) -> Result<String, String>;
+    /// Send one statement (SQL, or a redis command) and wait for it.
+    async fn execute(&self, port: u16, statement: &str) -> Result<(), String>;
 }
 
 /// The settle step of a cell.
@@ -139,6 +144,21 @@ pub struct CellWork {
     pub expect_version: Option<String>,
     /// The fetched package the binary came from, with its checksum.
     pub package: Option<String>,
+    /// The snapshot of the cell's load: restored instead of loading when
+    /// the cache has it, saved after the load when not.
+    pub snapshot: Option<SnapshotWork>,
+}
+
+/// A cell's snapshot key and the cache it is kept in.
+#[derive(Debug, Clone)]
+pub struct SnapshotWork {
+    pub id: String,
+    pub key: crate::snapshot::SnapshotKey,
+    /// Digest the records after the load or restore, and compare.
+    pub verify: bool,
+    /// Sent to the engine before its clean stop (redis: `SAVE`).
+    pub checkpoint: Option<String>,
+    pub cache: crate::snapshot::store::Cache,
 }
 
 /// Where a cell runs and how it reports.
@@ -468,7 +488,16 @@ async fn lifecycle(
     check(ctx)?;
 
     r.enter(ctx, "render");
-    let launch = render(work, ctx, r, writer)?;
+    let mut launch = render(work, ctx, r, writer)?;
+    check(ctx)?;
+
+    let restored = match &work.snapshot {
+        Some(sw) => {
+            r.enter(ctx, "restore");
+            restore_snapshot(sw, ctx, r, &mut launch, writer)?
+        }
+        None => None,
+    };
     check(ctx)?;
 
     r.enter(ctx, "start");
@@ -483,10 +512,18 @@ async fn lifecycle(
     }
 
     let mut index = 0usize;
-    if let Some(load) = &work.load {
+    if let Some(load) = work.load.as_ref().filter(|_| restored.is_none()) {
         r.enter(ctx, "load");
         load_data(work, ctx, r, writer, load).await?;
         index += 1;
+        verify_records(work, r, None).await?;
+        if let Some(sw) = &work.snapshot {
+            check(ctx)?;
+            r.enter(ctx, "snapshot");
+            save_snapshot(work, sw, ctx, r, &launch).await?;
+        }
+    } else if restored.is_some() {
+        verify_records(work, r, restored.as_ref()).await?;
     }
     check(ctx)?;
 
@@ -522,6 +559,8 @@ fn cell_work_dir(ctx: &CellCtx) -> PathBuf {
 pub const OWN_STAGES: &[&str] = &[
     "provision",
     "render",
+    "restore",
+    "snapshot",
     "start",
     "ready",
     "hog",

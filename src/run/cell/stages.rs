@@ -3,6 +3,9 @@
 //! data, settle the memory cap.
 
 use super::*;
+use crate::sandbox::StopOutcome;
+use crate::snapshot::LoadSource;
+use crate::snapshot::store::{LoadFacts, Meta, Skipped};
 
 /// Host settings, the sandbox with its limits read back, and the sampler.
 pub(super) async fn provision(work: &CellWork, ctx: &CellCtx, r: &mut Running) -> Result<(), Stop> {
@@ -140,5 +143,177 @@ pub(super) async fn settle_memory(
             settled.memory_limit.to_string(),
         );
     }
+    Ok(())
+}
+
+/// Before the engine starts: when the cache holds the cell's snapshot,
+/// its data dir is filled from it (in the sandbox's ledger), the launch
+/// loses its `init`, and the host's page cache is dropped so that the
+/// data is no warmer than after a load. `None` when the cell loads; a
+/// failed restore is a note, and the cell loads afresh.
+pub(super) fn restore_snapshot(
+    sw: &SnapshotWork,
+    ctx: &CellCtx,
+    r: &mut Running,
+    launch: &mut EngineLaunch,
+    writer: &dyn CellWriter,
+) -> Result<Option<Meta>, Stop> {
+    let Some(meta) = sw.cache.find(&sw.id) else {
+        return Ok(None);
+    };
+    let started = Instant::now();
+    r.sandbox().claim_data_dir(&launch.data_dir)?;
+    if let Err(e) = sw.cache.restore(&meta, &launch.data_dir) {
+        empty_dir(&launch.data_dir)?;
+        r.record.load_source = Some(LoadSource::Fresh {
+            key: Some(sw.id.clone()),
+            saved: false,
+            save_s: None,
+            note: Some(format!(
+                "restoring the snapshot failed, so the cell loaded: {e}"
+            )),
+        });
+        return Ok(None);
+    }
+    drop_host_page_cache();
+    launch.init.clear();
+    writer.file(
+        &ctx.cell_dir.join("launch.json"),
+        &serde_json::to_vec_pretty(&*launch).map_err(anyhow::Error::from)?,
+    )?;
+    r.record.load_source = Some(LoadSource::Snapshot {
+        key: sw.id.clone(),
+        restore_s: started.elapsed().as_secs_f64(),
+        load_s: meta.load_s,
+        from_run: meta.from_run.clone(),
+    });
+    Ok(Some(meta))
+}
+
+/// After a fresh load: stop the engine cleanly, copy its data dir into
+/// the cache under the cell's key, and start it again (no `init`). A
+/// snapshot that cannot be saved is a note in `load_source`, never a
+/// failed cell; an engine that does not come back is.
+pub(super) async fn save_snapshot(
+    work: &CellWork,
+    sw: &SnapshotWork,
+    ctx: &CellCtx,
+    r: &mut Running,
+    launch: &EngineLaunch,
+) -> Result<(), Stop> {
+    let load_s = r.record.stage_s.get("load").copied().unwrap_or(0.0);
+    let mut source = LoadSource::Fresh {
+        key: Some(sw.id.clone()),
+        saved: false,
+        save_s: None,
+        note: None,
+    };
+    if sw.cache.find(&sw.id).is_some() {
+        set_note(&mut source, Skipped::AlreadySaved.to_string());
+        r.record.load_source = Some(source);
+        return Ok(());
+    }
+    let facts = LoadFacts {
+        from_run: ctx.run_id.clone(),
+        load_s,
+        data_size_bytes: work.facts.data_size(r.port).await,
+        digest: r.record.data_digest.clone(),
+    };
+    if let Some(stmt) = &sw.checkpoint {
+        work.facts
+            .execute(r.port, stmt)
+            .await
+            .map_err(|e| Stop::Failed(format!("`{stmt}` before the snapshot: {e}")))?;
+    }
+    let stopped = r.sandbox().stop_engine(SNAPSHOT_STOP_GRACE).await?;
+    if stopped.outcome == StopOutcome::Killed {
+        set_note(
+            &mut source,
+            format!(
+                "not saved: the engine did not stop within {}s of SIGTERM, so its files may not be whole",
+                SNAPSHOT_STOP_GRACE.as_secs()
+            ),
+        );
+    } else {
+        let started = Instant::now();
+        match sw
+            .cache
+            .save(&sw.key, &launch.data_dir, &ctx.cell_dir, facts)
+        {
+            Ok(Ok(_)) => {
+                if let LoadSource::Fresh { saved, save_s, .. } = &mut source {
+                    *saved = true;
+                    *save_s = Some(started.elapsed().as_secs_f64());
+                }
+            }
+            Ok(Err(skipped)) => set_note(&mut source, skipped.to_string()),
+            Err(e) => set_note(&mut source, format!("not saved: {e}")),
+        }
+    }
+    r.record.load_source = Some(source);
+    let mut again = launch.clone();
+    again.init.clear();
+    start(ctx, r, &again).await
+}
+
+/// How long a clean stop before a snapshot may take: engines flush their
+/// caches and logs on SIGTERM.
+const SNAPSHOT_STOP_GRACE: Duration = Duration::from_secs(120);
+
+fn set_note(source: &mut LoadSource, text: String) {
+    if let LoadSource::Fresh { note, .. } = source {
+        *note = Some(text);
+    }
+}
+
+/// Remove what is in `dir`, keeping `dir`.
+fn empty_dir(dir: &Path) -> Result<(), Stop> {
+    for e in std::fs::read_dir(dir)
+        .map_err(anyhow::Error::from)?
+        .flatten()
+    {
+        let p = e.path();
+        let gone = if e.file_type().is_ok_and(|t| t.is_dir()) {
+            std::fs::remove_dir_all(&p)
+        } else {
+            std::fs::remove_file(&p)
+        };
+        gone.map_err(anyhow::Error::from)?;
+    }
+    Ok(())
+}
+
+/// Flush and drop the host's clean page cache: a restore reads and
+/// writes the whole data set through it. Best effort (a container
+/// without /proc/sys write access keeps its cache, and says nothing).
+fn drop_host_page_cache() {
+    nix::unistd::sync();
+    let _ = std::fs::write("/proc/sys/vm/drop_caches", "1");
+}
+
+/// With `verify`: the records' digest, in the record; a restored cell's
+/// must equal the digest its snapshot's load recorded, else the cell
+/// has a fidelity violation.
+pub(super) async fn verify_records(
+    work: &CellWork,
+    r: &mut Running,
+    restored: Option<&Meta>,
+) -> Result<(), Stop> {
+    let Some(sw) = work.snapshot.as_ref().filter(|s| s.verify) else {
+        return Ok(());
+    };
+    let digest =
+        work.facts.digest(r.port).await.map_err(|e| {
+            Stop::Failed(format!("digesting the records for snapshot {}: {e}", sw.id))
+        })?;
+    if let Some(want) = restored.and_then(|m| m.digest.as_ref())
+        && *want != digest
+    {
+        r.record.fidelity.violations.push(format!(
+            "the data restored from snapshot {} differs from its load: records digest {digest}, the load's {want}",
+            sw.id
+        ));
+    }
+    r.record.data_digest = Some(digest);
     Ok(())
 }

@@ -58,7 +58,46 @@ fn cell_facts(rec: &CellRecord) -> Vec<(String, String)> {
         // Right after the environment it ran in.
         facts.insert(4, ("Image".into(), image.describe()));
     }
+    if let Some(source) = &rec.load_source {
+        facts.push(("Data".into(), data_source(source)));
+    }
+    if let Some(d) = &rec.data_digest {
+        facts.push(("Records digest".into(), d.clone()));
+    }
     facts
+}
+
+/// Where the data of the phases came from, in words.
+pub(super) fn data_source(source: &crate::snapshot::LoadSource) -> String {
+    use crate::snapshot::LoadSource;
+    match source {
+        LoadSource::Snapshot {
+            key,
+            restore_s,
+            load_s,
+            from_run,
+        } => format!(
+            "restored from snapshot {key} in {restore_s:.1}s (its load took {load_s:.1}s in run {from_run}); the phases ran on restored data"
+        ),
+        LoadSource::Fresh {
+            key: Some(key),
+            saved: true,
+            save_s,
+            ..
+        } => format!(
+            "loaded by this cell, then saved as snapshot {key} in {:.1}s",
+            save_s.unwrap_or(0.0)
+        ),
+        LoadSource::Fresh {
+            key,
+            note: Some(note),
+            ..
+        } => format!(
+            "loaded by this cell; snapshot {}: {note}",
+            key.as_deref().unwrap_or("-")
+        ),
+        LoadSource::Fresh { .. } => "loaded by this cell".into(),
+    }
 }
 
 /// The verdict, kills and restarts, CPUs, the hog, and what was read back.
@@ -141,5 +180,47 @@ mod tests {
         assert_eq!(facts[3].1, "small (cgroup)");
         assert_eq!(facts[6], ("Data size".to_string(), "—".to_string()));
         assert_eq!(facts[8], ("Failure".to_string(), "—".to_string()));
+    }
+}
+
+#[cfg(test)]
+mod data_source_tests {
+    use super::*;
+    use crate::snapshot::LoadSource;
+
+    #[test]
+    fn a_cell_on_restored_data_says_so_with_its_snapshot_and_times() {
+        let mut rec = CellRecord {
+            load_source: Some(LoadSource::Snapshot {
+                key: "0123456789abcdef".into(),
+                restore_s: 1.25,
+                load_s: 25.0,
+                from_run: "20261201-120000-abcd".into(),
+            }),
+            data_digest: Some("2000 rows, md5 x".into()),
+            ..CellRecord::default()
+        };
+        let facts = cell_facts(&rec);
+        let data = facts.iter().find(|(k, _)| k == "Data").unwrap();
+        assert_eq!(
+            data.1,
+            "restored from snapshot 0123456789abcdef in 1.2s (its load took 25.0s in run 20261201-120000-abcd); the phases ran on restored data"
+        );
+        assert!(
+            facts
+                .iter()
+                .any(|(k, v)| k == "Records digest" && v == "2000 rows, md5 x")
+        );
+        rec.load_source = Some(LoadSource::Fresh {
+            key: Some("0123456789abcdef".into()),
+            saved: false,
+            save_s: None,
+            note: Some("not saved: another run saved the same key first".into()),
+        });
+        let facts = cell_facts(&rec);
+        let data = facts.iter().find(|(k, _)| k == "Data").unwrap();
+        assert!(data.1.contains("another run saved"), "{}", data.1);
+        rec.load_source = None;
+        assert!(!cell_facts(&rec).iter().any(|(k, _)| k == "Data"));
     }
 }

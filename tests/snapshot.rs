@@ -1,0 +1,219 @@
+//! Dataset snapshots end to end with real engines on the cgroup backend:
+//! the first cell of a key loads and saves its data dir, a later one
+//! restores it instead of loading, and the records' digest and the
+//! engine-reported data size equal the fresh load's, on every engine
+//! here. `cache ls` and `cache prune` manage what was kept, and
+//! `--no-snapshots` loads every cell. Needs root and the engines.
+
+mod support;
+
+use benchcage::model::CellStatus;
+use benchcage::results::model::{CellRecord, RunRecord};
+use benchcage::snapshot::LoadSource;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use support::cli::bc_in;
+use support::files::{cell_dirs, read_json};
+use support::host::{name_of, run_groups};
+
+const HOME: &str = env!("CARGO_MANIFEST_DIR");
+
+/// A test's folders: results, work, ledgers and its own snapshot cache.
+struct Place {
+    tmp: tempfile::TempDir,
+}
+
+impl Place {
+    fn new() -> Place {
+        Place {
+            tmp: tempfile::Builder::new()
+                .prefix("benchcage-snapshot-test-")
+                .tempdir()
+                .unwrap(),
+        }
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.tmp.path().join(name)
+    }
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = bc_in(
+            Path::new(HOME),
+            &self.path("results"),
+            &self.path("work"),
+            &self.path("state"),
+        );
+        c.env("BENCHCAGE_SNAPSHOTS", self.path("snapshots"))
+            .env_remove("BENCHCAGE_SNAPSHOT_LIMIT")
+            .args(args);
+        c
+    }
+    /// Run `benchcage ARGS` to its end: exit code, stdout, stderr.
+    fn run(&self, args: &[&str]) -> (i32, String, String) {
+        let o = self.command(args).output().unwrap();
+        (
+            o.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    }
+    /// The cells of the newest run, by `engine/rN`.
+    fn cells(&self) -> std::collections::BTreeMap<String, CellRecord> {
+        let mut runs: Vec<PathBuf> = std::fs::read_dir(self.path("results"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.join("run.json").is_file())
+            .collect();
+        runs.sort();
+        let run = runs.last().unwrap();
+        let rec: RunRecord = read_json(&run.join("run.json"));
+        assert_clean(self, &rec.run_id);
+        cell_dirs(run)
+            .iter()
+            .map(|d| {
+                let c: CellRecord = read_json(&d.join("cell.json"));
+                (format!("{}/r{}", c.engine, c.repetition), c)
+            })
+            .collect()
+    }
+}
+
+/// No cgroup, ledger or work dir of the run is left.
+fn assert_clean(place: &Place, run_id: &str) {
+    for g in run_groups() {
+        assert!(
+            !name_of(&g).starts_with(run_id),
+            "cgroup left: {}",
+            g.display()
+        );
+    }
+    let work = place.path("work").join(run_id);
+    assert!(!work.exists(), "work dir left: {}", work.display());
+    if let Ok(rd) = std::fs::read_dir(place.path("state")) {
+        let left: Vec<String> = rd
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(run_id))
+            .collect();
+        assert!(left.is_empty(), "ledgers left: {left:?}");
+    }
+}
+
+const ENGINES: [&str; 5] = ["postgres", "mariadb", "myrocks", "redis", "secantusdb"];
+
+#[test]
+fn a_restored_snapshot_holds_the_same_records_as_the_load_on_every_engine() {
+    let place = Place::new();
+    let (code, out, err) = place.run(&["run", "tests/scenarios/run-snapshots.yaml"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let cells = place.cells();
+    assert_eq!(cells.len(), 10, "{:?}", cells.keys());
+    let mut keys = Vec::new();
+    for engine in ENGINES {
+        let (first, second) = (
+            &cells[&format!("{engine}/r0")],
+            &cells[&format!("{engine}/r1")],
+        );
+        for c in [first, second] {
+            assert_eq!(c.status, CellStatus::Finished, "{engine}: {:?}", c.failure);
+            assert!(
+                !c.fidelity.violations.iter().any(|v| v.contains("snapshot")),
+                "{engine}: {:?}",
+                c.fidelity.violations
+            );
+        }
+        // The first loads and saves ...
+        let key = match &first.load_source {
+            Some(LoadSource::Fresh {
+                key: Some(k),
+                saved: true,
+                note: None,
+                ..
+            }) => k.clone(),
+            other => panic!("{engine} r0: {other:?}"),
+        };
+        assert!(first.phases.iter().any(|p| p.name == "load"), "{engine}");
+        // ... the second restores instead of loading.
+        match &second.load_source {
+            Some(LoadSource::Snapshot {
+                key: k,
+                restore_s,
+                load_s,
+                ..
+            }) => {
+                assert_eq!(*k, key, "{engine}");
+                assert!(*restore_s > 0.0 && *load_s > 0.0, "{engine}");
+            }
+            other => panic!("{engine} r1: {other:?}"),
+        }
+        assert!(!second.phases.iter().any(|p| p.name == "load"), "{engine}");
+        assert!(second.stage_s.contains_key("restore"), "{engine}");
+        assert!(!second.stage_s.contains_key("load"), "{engine}");
+        // The same records, and the same size as the engine reports it.
+        let digest = first.data_digest.clone().unwrap();
+        assert!(digest.contains("2000"), "{engine}: {digest}");
+        assert_eq!(second.data_digest.as_ref(), Some(&digest), "{engine}");
+        assert!(first.data_size_bytes.unwrap() > 0, "{engine}");
+        assert_eq!(second.data_size_bytes, first.data_size_bytes, "{engine}");
+        // The restored data answers the phase: every read found its record.
+        let reads = second.phases.iter().find(|p| p.name == "reads").unwrap();
+        assert!(reads.status.is_ok(), "{engine}: {:?}", reads.status);
+        assert_eq!(reads.total_ops, 500, "{engine}");
+        assert_eq!(reads.total_errors, 0, "{engine}");
+        keys.push(key);
+    }
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), 5, "one key per engine");
+
+    // `cache ls` lists them; a second run restores in every cell.
+    let (code, ls, err) = place.run(&["cache", "ls"]);
+    assert_eq!(code, 0, "{err}");
+    for k in &keys {
+        assert!(ls.contains(k.as_str()), "{ls}");
+    }
+    assert!(ls.contains("5 snapshot(s)"), "{ls}");
+    let (code, out, err) = place.run(&[
+        "run",
+        "tests/scenarios/run-snapshots.yaml",
+        "--only",
+        "redis",
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    for (name, c) in place.cells() {
+        assert!(
+            c.load_source.as_ref().is_some_and(LoadSource::restored),
+            "{name}: {:?}",
+            c.load_source
+        );
+    }
+
+    // --no-snapshots loads every cell and keeps no key.
+    let (code, out, err) = place.run(&[
+        "run",
+        "tests/scenarios/run-snapshots.yaml",
+        "--only",
+        "redis",
+        "--no-snapshots",
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    for (name, c) in place.cells() {
+        assert_eq!(c.load_source, None, "{name}");
+        assert!(c.phases.iter().any(|p| p.name == "load"), "{name}");
+    }
+
+    // prune keeps nothing with --all.
+    let (code, _, err) = place.run(&["cache", "prune", "--keep", "1B", "--dry-run"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        std::fs::read_dir(place.path("snapshots")).unwrap().count(),
+        5
+    );
+    let (code, out, err) = place.run(&["cache", "prune", "--all"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("removed 5 snapshot(s)"), "{out}");
+    assert_eq!(
+        std::fs::read_dir(place.path("snapshots")).unwrap().count(),
+        0
+    );
+}

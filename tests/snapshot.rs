@@ -217,3 +217,105 @@ fn a_restored_snapshot_holds_the_same_records_as_the_load_on_every_engine() {
         0
     );
 }
+
+/// A tmpfs mounted for one test, unmounted when dropped.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(at: &Path) -> Tmpfs {
+        std::fs::create_dir_all(at).unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=256m", "tmpfs"])
+            .arg(at)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "mount tmpfs at {}", at.display());
+        Tmpfs(at.to_path_buf())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_cache_on_another_disk_keeps_a_compressed_archive_and_restores_from_it() {
+    let place = Place::new();
+    // The cache on its own filesystem: not the work dir's.
+    let _disk = Tmpfs::mount(&place.path("snapshots"));
+    let (code, out, err) = place.run(&[
+        "run",
+        "tests/scenarios/run-snapshots.yaml",
+        "--only",
+        "redis",
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let cells = place.cells();
+    let (first, second) = (&cells["redis/r0"], &cells["redis/r1"]);
+    assert!(
+        matches!(
+            first.load_source,
+            Some(LoadSource::Fresh { saved: true, .. })
+        ),
+        "{:?}",
+        first.load_source
+    );
+    assert!(
+        second
+            .load_source
+            .as_ref()
+            .is_some_and(LoadSource::restored),
+        "{:?}",
+        second.load_source
+    );
+    assert_eq!(second.data_digest, first.data_digest);
+    let (code, ls, err) = place.run(&["cache", "ls", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let entries: Vec<serde_json::Value> = serde_json::from_str(&ls).unwrap();
+    assert_eq!(entries.len(), 1, "{ls}");
+    assert_eq!(entries[0]["form"], "archive", "{ls}");
+    let id = entries[0]["id"].as_str().unwrap();
+    let names: Vec<String> = std::fs::read_dir(place.path("snapshots").join(id))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names.iter().any(|n| n.starts_with("data.tar.")),
+        "{names:?}"
+    );
+    let (code, _, err) = place.run(&["cache", "prune", "--all"]);
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn a_snapshot_over_the_cache_limit_is_not_saved_and_every_cell_loads() {
+    let place = Place::new();
+    let mut c = place.command(&[
+        "run",
+        "tests/scenarios/run-snapshots.yaml",
+        "--only",
+        "postgres",
+    ]);
+    let o = c.env("BENCHCAGE_SNAPSHOT_LIMIT", "1KiB").output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let cells = place.cells();
+    for (name, c) in &cells {
+        match &c.load_source {
+            Some(LoadSource::Fresh {
+                saved: false,
+                note: Some(n),
+                ..
+            }) => {
+                assert!(n.contains("over the snapshot cache's limit"), "{name}: {n}")
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+        assert!(c.phases.iter().any(|p| p.name == "load"), "{name}");
+        assert_eq!(c.status, CellStatus::Finished, "{name}: {:?}", c.failure);
+    }
+    assert_eq!(cells.len(), 2);
+}

@@ -80,13 +80,35 @@ impl Estimate {
     }
 }
 
-/// The estimate of a plan's cells, summed, each at its engine's pace.
+/// Bytes per second a snapshot is copied at (saved once, restored by each
+/// later cell of its key), a plain copy on one local disk.
+const SNAPSHOT_BYTES_PER_S: f64 = 200e6;
+/// Stopping the engine cleanly and starting it again around a save.
+const SNAPSHOT_RESTART_S: f64 = 5.0;
+
+/// The estimate of a plan's cells, summed, each at its engine's pace. A
+/// cell whose snapshot key an earlier cell of the plan loads restores
+/// it instead of loading; the first saves it (the cache as it is now is
+/// not read: the estimate is the plan's alone).
 pub fn of_cells(project: &crate::spec::Project, cells: &[PlannedCell]) -> Estimate {
+    let mut seen = std::collections::BTreeSet::new();
     let per_cell: Vec<Estimate> = cells
         .iter()
         .map(|c| {
             let pace = project.engines.get(&c.engine).and_then(|e| e.pace);
-            cell(c, pace.as_ref())
+            let mut e = cell(c, pace.as_ref());
+            if let Some(s) = &c.snapshot {
+                let copy = c
+                    .footprint
+                    .as_ref()
+                    .map_or(0.0, |f| f.estimate.0 as f64 / SNAPSHOT_BYTES_PER_S);
+                e.load = if seen.insert(s.id.clone()) {
+                    secs(e.load.as_secs_f64() + SNAPSHOT_RESTART_S + copy)
+                } else {
+                    secs(copy)
+                };
+            }
+            e
         })
         .collect();
     Estimate::sum(&per_cell)

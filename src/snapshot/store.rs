@@ -155,6 +155,23 @@ impl Cache {
         self.entries().iter().map(|m| m.stored_bytes).sum()
     }
 
+    /// Why a snapshot of `data_dir` under `id` would not be saved, asked
+    /// before the engine is stopped for it: already there, over the limit,
+    /// or too big for the results disk the cache shares.
+    pub fn would_skip(&self, id: &str, data_dir: &Path, results: &Path) -> Option<Skipped> {
+        if self.find(id).is_some() {
+            return Some(Skipped::AlreadySaved);
+        }
+        let data_bytes = copy::disk_usage(data_dir);
+        if Bytes(data_bytes) > self.limit {
+            return Some(Skipped::TooBig {
+                need: Bytes(data_bytes),
+                limit: self.limit,
+            });
+        }
+        results_disk_low(&self.root, results, data_bytes)
+    }
+
     /// Copy `data_dir` (the engine stopped) into a new entry for `key`.
     /// Removes least recently used entries to stay under the limit first.
     /// `results` is the results folder, whose disk is kept from filling.
@@ -166,19 +183,10 @@ impl Cache {
         facts: LoadFacts,
     ) -> Result<Result<Meta, Skipped>, SnapshotError> {
         let id = key.id();
-        if self.find(&id).is_some() {
-            return Ok(Err(Skipped::AlreadySaved));
+        if let Some(skip) = self.would_skip(&id, data_dir, results) {
+            return Ok(Err(skip));
         }
         let data_bytes = copy::disk_usage(data_dir);
-        if Bytes(data_bytes) > self.limit {
-            return Ok(Err(Skipped::TooBig {
-                need: Bytes(data_bytes),
-                limit: self.limit,
-            }));
-        }
-        if let Some(low) = results_disk_low(&self.root, results, data_bytes) {
-            return Ok(Err(low));
-        }
         self.prune_to(self.limit.0.saturating_sub(data_bytes));
         std::fs::create_dir_all(&self.root).map_err(io_err(&self.root))?;
         let started = std::time::Instant::now();

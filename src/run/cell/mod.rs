@@ -501,7 +501,7 @@ async fn lifecycle(
     check(ctx)?;
 
     r.enter(ctx, "start");
-    start(ctx, r, &launch).await?;
+    start(ctx, r, &launch, false).await?;
 
     if let Some(leave) = work.hog_leave {
         r.enter(ctx, "hog");

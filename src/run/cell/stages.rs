@@ -5,7 +5,7 @@
 use super::*;
 use crate::sandbox::StopOutcome;
 use crate::snapshot::LoadSource;
-use crate::snapshot::store::{LoadFacts, Meta, Skipped};
+use crate::snapshot::store::{LoadFacts, Meta};
 
 /// Host settings, the sandbox with its limits read back, and the sampler.
 pub(super) async fn provision(work: &CellWork, ctx: &CellCtx, r: &mut Running) -> Result<(), Stop> {
@@ -59,11 +59,13 @@ pub(super) fn render(
     Ok(launch)
 }
 
-/// Start the engine and wait until it answers its probe.
+/// Start the engine and wait until it answers its probe (in the stage
+/// "ready", unless `again`: a restart after a snapshot counts to it).
 pub(super) async fn start(
     ctx: &CellCtx,
     r: &mut Running,
     launch: &EngineLaunch,
+    again: bool,
 ) -> Result<(), Stop> {
     let handle = r.sandbox().start_engine(launch).await?;
     r.record.image = handle.image.clone();
@@ -75,7 +77,9 @@ pub(super) async fn start(
     }
     r.launch = Some(launch.clone());
 
-    r.enter(ctx, "ready");
+    if !again {
+        r.enter(ctx, "ready");
+    }
     let version = tokio::select! {
         res = crate::sandbox::ready::wait_ready(r.sandbox(), launch) => res?,
         _ = ctx.stop.cancelled() => return Err(Stop::Interrupted),
@@ -208,8 +212,9 @@ pub(super) async fn save_snapshot(
         save_s: None,
         note: None,
     };
-    if sw.cache.find(&sw.id).is_some() {
-        set_note(&mut source, Skipped::AlreadySaved.to_string());
+    // Asked before the engine stops for it.
+    if let Some(skip) = sw.cache.would_skip(&sw.id, &launch.data_dir, &ctx.cell_dir) {
+        set_note(&mut source, skip.to_string());
         r.record.load_source = Some(source);
         return Ok(());
     }
@@ -253,7 +258,7 @@ pub(super) async fn save_snapshot(
     r.record.load_source = Some(source);
     let mut again = launch.clone();
     again.init.clear();
-    start(ctx, r, &again).await
+    start(ctx, r, &again, true).await
 }
 
 /// How long a clean stop before a snapshot may take: engines flush their

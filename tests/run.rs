@@ -769,6 +769,14 @@ fn a_sysbench_thread_sweep_prepares_once_and_cleans_up_once() {
     assert_eq!(files(1), ["sysbench-prepare.txt", "sysbench-run-1.txt"]);
     assert_eq!(files(2), ["sysbench-run-2.txt"]);
     assert_eq!(files(4), ["sysbench-run-4.txt", "sysbench-cleanup.txt"]);
+    // The data size is the tool's table as MariaDB reports it after the
+    // prepare (1000 rows), not what the data dir held before it (the
+    // system tablespaces, tens of MB, with an empty schema).
+    let size = cell.data_size_bytes.unwrap();
+    assert!(
+        (50_000..5_000_000).contains(&size),
+        "data size {size} after a 1000-row prepare"
+    );
     assert_clean(
         &place,
         &read_json::<RunRecord>(&dir.join("run.json")).run_id,

@@ -123,6 +123,7 @@ pub fn cell_work(
         threads: vec![l.threads],
         expect_io_bound: false,
         length: None,
+        loads: false,
     });
     let phases = cell
         .phases
@@ -215,6 +216,7 @@ fn phase_step(cell: &Arc<PlannedCell>, pp: &PlannedPhase, exe: &Path) -> PhaseSt
             (_, Length::Duration(d)) => Some(pp.phase.warmup.std() + d.std()),
             (_, Length::Operations(_)) => None,
         },
+        loads: matches!(&pp.config, PhaseConfig::Tool(t) if t.has_setup()),
     }
 }
 

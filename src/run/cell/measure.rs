@@ -25,9 +25,15 @@ pub(super) async fn measure(
                 &res,
             )?;
             index += 1;
+            let ok = res.status.is_ok();
             r.record.phases.push(res);
             if let Some(why) = r.abort.take() {
                 return Err(Stop::Failed(why));
+            }
+            if step.loads && ok && work.load.is_none() {
+                // The tool filled the database: its size now, not the
+                // empty one settle saw.
+                r.record.data_size_bytes = Some(super::stages::data_size(work, ctx, r).await);
             }
         }
     }

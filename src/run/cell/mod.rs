@@ -103,6 +103,9 @@ pub struct PhaseStep {
     /// runs a number of operations (the load). A timed phase that runs
     /// past it by [`PHASE_GRACE`] is stopped and fails.
     pub length: Option<Duration>,
+    /// The step's first run fills the database itself (sysbench prepare,
+    /// pgbench init): the data is measured after it, not before.
+    pub loads: bool,
 }
 
 /// Everything needed to run one cell, built from the plan.

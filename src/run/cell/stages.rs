@@ -112,6 +112,13 @@ pub(super) async fn load_data(
     Ok(())
 }
 
+/// The data's size as the engine reports it, else its files on disk.
+pub(super) async fn data_size(work: &CellWork, ctx: &CellCtx, r: &Running) -> u64 {
+    let on_disk = disk::dir_size(&cell_work_dir(ctx).join("data"));
+    let reported = work.facts.data_size(r.port).await;
+    reported.filter(|b| *b > 0).unwrap_or(on_disk)
+}
+
 /// Measure the data, then shrink the memory cap to a share of it and drop
 /// the page cache, as the cell asks.
 pub(super) async fn settle_memory(
@@ -119,9 +126,7 @@ pub(super) async fn settle_memory(
     ctx: &CellCtx,
     r: &mut Running,
 ) -> Result<(), Stop> {
-    let on_disk = disk::dir_size(&cell_work_dir(ctx).join("data"));
-    let reported = work.facts.data_size(r.port).await;
-    let data_size = reported.filter(|b| *b > 0).unwrap_or(on_disk);
+    let data_size = data_size(work, ctx, r).await;
     r.record.data_size_bytes = Some(data_size);
     if let Some(want) = work.settle.memory {
         let (cap, why) = match want {

@@ -633,7 +633,7 @@ fn every_shipped_write_up_scenario_declares_what_the_write_up_published() {
         has(
             &devs,
             "differs",
-            "load: sysbench's own prepare (8 loaders, multi-row INSERTs) instead of the write-up's 8 loaders inserting batches of 1000"
+            "load: sysbench's own prepare (1 loader, multi-row INSERTs) instead of the write-up's 8 loaders inserting batches of 1000"
         ),
         "{all}"
     );

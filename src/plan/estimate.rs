@@ -258,4 +258,39 @@ mod tests {
         c.phases[0].phase.target = Some(1_000_000);
         assert_eq!(phases(&c, Some(&slow)).round(), 10.0);
     }
+
+    #[test]
+    fn cells_of_one_snapshot_key_load_once_and_restore_after_it() {
+        let p = Project::load(Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap();
+        let mut host = HostFacts::probe();
+        host.online_cpus = "0-1".parse().unwrap();
+        host.work_free = None;
+        let s = &p.scenarios["doesnt-fit-in-ram"];
+        let plan = plan_on(&p, s, &[], None, None, &host).unwrap();
+        assert_eq!(plan.cells.len(), 4);
+        let ids: std::collections::BTreeSet<&str> = plan
+            .cells
+            .iter()
+            .map(|c| c.snapshot.as_ref().unwrap().id.as_str())
+            .collect();
+        assert_eq!(ids.len(), 1, "the four caps share one load");
+        let pace = p.engines["myrocks"].pace;
+        let one = cell(&plan.cells[0], pace.as_ref()).load.as_secs_f64();
+        let all = of_cells(&p, &plan.cells).load.as_secs_f64();
+        // One load plus its save and three restores: far under four loads.
+        assert!(
+            all > one && all < 2.0 * one,
+            "one load {one}s, the plan's {all}s"
+        );
+        // Without snapshots every cell loads.
+        let mut off = s.clone();
+        off.snapshots.enabled = false;
+        let plan = plan_on(&p, &off, &[], None, None, &host).unwrap();
+        assert!(plan.cells.iter().all(|c| c.snapshot.is_none()));
+        let all = of_cells(&p, &plan.cells).load.as_secs_f64();
+        assert!(
+            (all - 4.0 * one).abs() <= 2.0,
+            "four loads {all}s, one {one}s"
+        );
+    }
 }

@@ -266,6 +266,19 @@ fn describe_work(o: &mut String, c: &PlannedCell, host: &HostFacts) {
             load.workload, load.threads, load.batch
         );
     }
+    if c.members.len() > 1 {
+        let members: Vec<String> = c
+            .members
+            .iter()
+            .map(|m| format!("{} ({}, cpus {})", m.name, m.role.name(), m.cpus))
+            .collect();
+        let _ = writeln!(
+            o,
+            "  topology  {}: {}; each member in its own sandbox with the environment's memory cap",
+            c.topology.key(),
+            members.join(", ")
+        );
+    }
     if let Some(s) = &c.snapshot {
         let _ = writeln!(
             o,

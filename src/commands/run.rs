@@ -74,6 +74,14 @@ fn plan_or_refuse(home: &Path, args: &RunArgs, host: &HostFacts) -> anyhow::Resu
             cp.plan.scenario, args.target.scenario
         )));
     }
+    if let Some(c) = cp.plan.cells.iter().find(|c| c.members.len() > 1) {
+        return Err(crate::error::bad_input(format!(
+            "cell {}: `plan` lays out its {} members, but `run` starts one server per cell so far; \
+             run it with `topology: standalone`",
+            c.id,
+            c.topology.key()
+        )));
+    }
     Ok(cp)
 }
 

@@ -14,6 +14,7 @@ pub mod readiness;
 pub mod source;
 pub mod status;
 pub mod thp;
+pub mod topology;
 
 pub use backend::Backend;
 pub use image::ImageRecord;
@@ -24,3 +25,4 @@ pub use readiness::Readiness;
 pub use source::Source;
 pub use status::{CellStatus, RunStatus};
 pub use thp::{ThpNeed, ThpPolicy};
+pub use topology::{Member, Role, Topology};

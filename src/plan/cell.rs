@@ -81,6 +81,10 @@ pub struct PlannedCell {
     /// instead of loading; `None` loads afresh.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<super::snapshot::SnapshotPlan>,
+    /// One server, a replica set or a sharded cluster.
+    pub topology: crate::model::Topology,
+    /// The topology's members, each with its CPUs: one sandbox each.
+    pub members: Vec<super::members::PlannedMember>,
 }
 
 /// A store URL option a knob sets: `write_concern=1` gives `w=1`.

@@ -76,6 +76,8 @@ impl ScaledWork {
 
 /// Everything an entry's cells share, resolved by the steps before.
 pub(super) struct Parts {
+    /// The topology's members with their CPUs (one for `standalone`).
+    pub members: Vec<super::members::PlannedMember>,
     pub program: Program,
     pub image_binary: String,
     pub knobs: Knobs,
@@ -172,6 +174,8 @@ fn planned_cell(
         spec_files: spec_files(e, s),
         footprint: parts.work.footprint.clone(),
         snapshot: super::snapshot::of(e, s, parts),
+        topology: super::members::topology_of(e),
+        members: parts.members.clone(),
     }
 }
 

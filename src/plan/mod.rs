@@ -35,6 +35,7 @@ mod fit;
 pub mod footprint;
 mod host_fit;
 mod knobs;
+pub mod members;
 mod overrides;
 mod program;
 pub mod snapshot;
@@ -190,6 +191,7 @@ fn render_scenario(flag: &str, engine: String, version: Option<String>, env: &st
                 knobs: BTreeMap::new(),
                 label: None,
                 field: flag.into(),
+                topology: None,
             }],
             environments: vec![EnvRef {
                 name: env.into(),
@@ -455,6 +457,7 @@ impl Planning<'_> {
             diags.push(d);
             return None;
         }
+        let members = members::plan(e, s, deviations, diags)?;
         let memory = e.ep.effective_memory(host.mem_total);
         let knobs = knobs::resolve(e, self.sets, memory, deviations, diags)?;
         fit::check_cache(e, self.sets, &knobs, diags)?;
@@ -465,6 +468,7 @@ impl Planning<'_> {
         }
         let user = ok_or_push(program::user(e), diags)?;
         let parts = cells::Parts {
+            members,
             program,
             image_binary: program::image_binary(e),
             knobs,
@@ -769,6 +773,54 @@ mod tests {
         assert!(plan_on(&p, s, &sets(&[("scale", "0.0625")]), None, None, &h).is_ok());
         h.work_free = None;
         assert!(plan_on(&p, s, &[], None, None, &h).is_ok());
+    }
+
+    #[test]
+    fn a_replica_set_gets_one_member_per_cpu_or_shares_them_only_when_allowed() {
+        let mut p = project();
+        let mut s = p.scenarios["quickstart"].clone();
+        s.matrix.engines[0].topology = Some(crate::model::Topology::ReplicaSet { members: 3 });
+        let h = host("0-1", 24, 20);
+        // quickstart's server has one CPU: three members cannot each have one.
+        let e = plan_on(&p, &s, &[], None, None, &h)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("replica_set:3: 3 members cannot each have CPUs of their own among the server's 1 CPU(s)"),
+            "{e}"
+        );
+        assert!(e.contains("share_cpus: true"), "{e}");
+        // Allowed to share: every member on CPU 1, and plan says so.
+        p.environments.get_mut("quickstart").unwrap().share_cpus = true;
+        let plan = plan_on(&p, &s, &[], None, None, &h).unwrap();
+        let c = &plan.cells[0];
+        let names: Vec<&str> = c.members.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, ["m0", "m1", "m2"]);
+        assert!(c.members.iter().all(|m| m.cpus.to_string() == "1"));
+        assert_eq!(c.members[0].role, crate::model::Role::Primary);
+        assert!(
+            plan.deviations
+                .iter()
+                .any(|d| d == "quickstart replica_set:3: the 3 members share the server's CPUs 1 (share_cpus)"),
+            "{:?}",
+            plan.deviations
+        );
+        // The topology is part of the snapshot key.
+        let standalone = plan_on(&p, &p.scenarios["quickstart"], &[], None, None, &h).unwrap();
+        assert_eq!(standalone.cells[0].members.len(), 1);
+        assert_ne!(
+            standalone.cells[0].snapshot.as_ref().unwrap().id,
+            c.snapshot.as_ref().unwrap().id
+        );
+        // An engine that declares no such topology is refused.
+        p.engines.get_mut("redis").unwrap().topologies.clear();
+        let e = plan_on(&p, &s, &[], None, None, &h)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("cannot run as replica_set:3: it declares standalone only"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -57,7 +57,7 @@ pub(super) fn of(e: &Entry, s: &Scenario, parts: &Parts) -> Option<SnapshotPlan>
         dataset,
         load,
         seed: config.seed,
-        topology: "standalone".into(),
+        topology: super::members::topology_of(e).key(),
     };
     Some(SnapshotPlan {
         id: key.id(),

@@ -144,6 +144,9 @@ pub struct Engine {
     /// `snapshot:`: the engine's data dir may be kept after a load and
     /// restored by a later cell with the same key; `None` = always load.
     pub snapshot: Option<SnapshotSpec>,
+    /// Topologies beside `standalone` the engine can form
+    /// (`[replica_set, sharded]`).
+    pub topologies: Vec<String>,
     pub origin: Origin,
 }
 
@@ -937,6 +940,22 @@ fn check_placeholders_in(
     }
 }
 
+/// `topologies: [replica_set, sharded]`: the kinds beside `standalone`.
+fn topologies_of(f: &Fields, cx: &mut Cx) -> Vec<String> {
+    let names: Vec<String> = f.or(cx, "topologies", Vec::new());
+    for n in &names {
+        if !["replica_set", "sharded"].contains(&n.as_str()) {
+            cx.error(
+                f.pos_of("topologies"),
+                "topologies",
+                format!("unknown topology `{n}`"),
+                Some("replica_set or sharded (standalone always runs)".into()),
+            );
+        }
+    }
+    names
+}
+
 /// `snapshot: {knobs, digest}`: every knob named is one of the engine's.
 fn snapshot_from_node(
     node: &Node,
@@ -1058,6 +1077,7 @@ const ENGINE_FIELDS: &[&str] = &[
     "reports_own_version",
     "config_check",
     "snapshot",
+    "topologies",
 ];
 
 /// `default_version:`, one of `versions`; else the last version.
@@ -1142,6 +1162,7 @@ impl Engine {
         let snapshot = f
             .get("snapshot")
             .and_then(|n| snapshot_from_node(n, cx, &knobs));
+        let topologies = topologies_of(&f, cx);
         Some(Engine {
             name: name.to_string(),
             description: f.or(cx, "description", String::new()),
@@ -1174,6 +1195,7 @@ impl Engine {
             reports_own_version: f.or(cx, "reports_own_version", true),
             config_check,
             snapshot,
+            topologies,
             origin: Origin::default(),
         })
     }

@@ -45,6 +45,11 @@ pub struct Environment {
     pub allow_cache_overcommit: bool,
     /// Host settings benchcage changes for each cell and restores after.
     pub host: HostSettings,
+    /// The servers of each cell (a matrix entry may give its own).
+    pub topology: crate::model::Topology,
+    /// Members of a topology may share the server's CPUs when there are
+    /// fewer CPUs than members (`plan` lists it as a deviation).
+    pub share_cpus: bool,
     pub origin: Origin,
 }
 
@@ -235,6 +240,8 @@ impl Environment {
                 "scale",
                 "allow_cache_overcommit",
                 "host",
+                "topology",
+                "share_cpus",
             ],
         )?;
         check_spec_name(&f, cx, name);
@@ -263,6 +270,8 @@ impl Environment {
             scale,
             allow_cache_overcommit: f.or(cx, "allow_cache_overcommit", false),
             host: f.or(cx, "host", HostSettings::default()),
+            topology: f.or(cx, "topology", crate::model::Topology::Standalone),
+            share_cpus: f.or(cx, "share_cpus", false),
             origin: Origin::default(),
         };
         Some(env)

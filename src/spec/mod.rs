@@ -15,6 +15,7 @@ pub mod files;
 pub mod overrides;
 pub mod scenario;
 pub mod scenario_set;
+pub mod topology;
 pub mod writeup;
 pub mod yaml;
 

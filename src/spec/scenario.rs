@@ -88,6 +88,8 @@ pub struct EngineRef {
     pub label: Option<String>,
     /// Field path of this entry (`matrix.engines[1]`), for messages.
     pub field: String,
+    /// The entry's own topology, over the environment's.
+    pub topology: Option<crate::model::Topology>,
 }
 
 impl EngineRef {
@@ -377,9 +379,9 @@ const SYSBENCH_TESTS: &[&str] = &[
 
 impl FromNode for EngineRef {
     fn from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Self> {
-        let (label, knobs, cell_label) = match &node.kind {
+        let (label, knobs, cell_label, topology) = match &node.kind {
             NodeKind::Map(_) => {
-                let f = Fields::open(node, cx, path, &["engine", "knobs", "label"])?;
+                let f = Fields::open(node, cx, path, &["engine", "knobs", "label", "topology"])?;
                 let knobs: BTreeMap<String, Text> = f.or(cx, "knobs", BTreeMap::new());
                 let cell_label: Option<String> = f.opt(cx, "label");
                 if let Some(l) = &cell_label {
@@ -389,9 +391,15 @@ impl FromNode for EngineRef {
                     f.req::<String>(cx, "engine")?,
                     knobs.into_iter().map(|(k, v)| (k, v.0)).collect(),
                     cell_label,
+                    f.opt(cx, "topology"),
                 )
             }
-            _ => (String::from_node(node, cx, path)?, BTreeMap::new(), None),
+            _ => (
+                String::from_node(node, cx, path)?,
+                BTreeMap::new(),
+                None,
+                None,
+            ),
         };
         let (engine, version) = match label.split_once('@') {
             Some((e, v)) => (e.to_string(), Some(v.to_string())),
@@ -412,6 +420,7 @@ impl FromNode for EngineRef {
             knobs,
             label: cell_label,
             field: path.to_string(),
+            topology,
         })
     }
 }

@@ -1,0 +1,186 @@
+//! A cell's members: the topology's servers, each with its CPUs (a share
+//! of the server's, or all of them when the environment lets them share).
+
+use super::Entry;
+use crate::model::{Role, Topology};
+use crate::spec::Scenario;
+use crate::spec::diag::Diagnostics;
+use crate::units::CpuSet;
+
+/// One member of a cell's topology, with its CPUs.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PlannedMember {
+    pub name: String,
+    pub role: Role,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<u32>,
+    pub cpus: CpuSet,
+}
+
+/// The entry's topology: its own, else its environment's.
+pub(super) fn topology_of(e: &Entry) -> Topology {
+    e.er.topology.unwrap_or(e.ep.spec.topology)
+}
+
+/// The members of the entry's cells with their CPUs; a topology the
+/// engine does not declare, or more members than CPUs without
+/// `share_cpus`, is refused. Shared CPUs are a deviation.
+pub(super) fn plan(
+    e: &Entry,
+    s: &Scenario,
+    deviations: &mut Vec<String>,
+    diags: &mut Diagnostics,
+) -> Option<Vec<PlannedMember>> {
+    let topology = topology_of(e);
+    let members = topology.members();
+    let field =
+        e.er.topology
+            .map(|_| format!("{}.topology", e.er.field))
+            .unwrap_or_else(|| "topology".into());
+    if topology != Topology::Standalone
+        && !e.engine.topologies.contains(&topology.kind().to_string())
+    {
+        let known = if e.engine.topologies.is_empty() {
+            "standalone only".to_string()
+        } else {
+            format!("standalone, {}", e.engine.topologies.join(", "))
+        };
+        let msg = format!(
+            "{} cannot run as {}: it declares {known}",
+            e.label,
+            topology.key()
+        );
+        diags.push(diag(e, s, &field, msg, None));
+        return None;
+    }
+    let server = &e.ep.env.server_cpus;
+    let share = e.ep.spec.share_cpus;
+    let cpus = match split_cpus(server, members.len(), share) {
+        Ok(c) => c,
+        Err(short) => {
+            let hint = "give the server at least one CPU per member, or set `share_cpus: true` in the environment (plan then lists it as a deviation)";
+            diags.push(diag(
+                e,
+                s,
+                &field,
+                format!("{}: {short}", topology.key()),
+                Some(hint.into()),
+            ));
+            return None;
+        }
+    };
+    if members.len() > 1 && server.len() < members.len() {
+        deviations.push(format!(
+            "{} {}: the {} members share the server's CPUs {server} (share_cpus)",
+            e.ep.name,
+            topology.key(),
+            members.len()
+        ));
+    }
+    Some(
+        members
+            .into_iter()
+            .zip(cpus)
+            .map(|(m, cpus)| PlannedMember {
+                name: m.name,
+                role: m.role,
+                shard: m.shard,
+                cpus,
+            })
+            .collect(),
+    )
+}
+
+/// A diagnostic at the matrix entry's topology, else the environment's.
+fn diag(
+    e: &Entry,
+    s: &Scenario,
+    field: &str,
+    msg: String,
+    hint: Option<String>,
+) -> crate::spec::diag::Diagnostic {
+    if e.er.topology.is_some() {
+        s.origin.diag(field, msg, hint)
+    } else {
+        e.ep.spec.origin.diag(field, msg, hint)
+    }
+}
+
+/// Why the members' CPUs could not be assigned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuShortfall {
+    pub members: usize,
+    pub cpus: usize,
+}
+
+impl std::fmt::Display for CpuShortfall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} members cannot each have CPUs of their own among the server's {} CPU(s)",
+            self.members, self.cpus
+        )
+    }
+}
+
+/// The server's CPUs split evenly between `members`, in order (the first
+/// members get one more when they do not divide). With `share` every
+/// member gets all of them when there are too few; without, too few is
+/// an error.
+pub fn split_cpus(
+    server: &CpuSet,
+    members: usize,
+    share: bool,
+) -> Result<Vec<CpuSet>, CpuShortfall> {
+    let cpus: Vec<u32> = server.iter().collect();
+    if members == 0 {
+        return Ok(Vec::new());
+    }
+    if cpus.len() < members {
+        return if share {
+            Ok(vec![server.clone(); members])
+        } else {
+            Err(CpuShortfall {
+                members,
+                cpus: cpus.len(),
+            })
+        };
+    }
+    let (each, extra) = (cpus.len() / members, cpus.len() % members);
+    let mut out = Vec::with_capacity(members);
+    let mut at = 0;
+    for i in 0..members {
+        let n = each + usize::from(i < extra);
+        out.push(CpuSet::new(cpus[at..at + n].iter().copied()));
+        at += n;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpus_split_evenly_or_are_shared_only_when_allowed() {
+        let six: CpuSet = "0-5".parse().unwrap();
+        let split = split_cpus(&six, 3, false).unwrap();
+        let text: Vec<String> = split.iter().map(|c| c.to_string()).collect();
+        assert_eq!(text, ["0-1", "2-3", "4-5"]);
+        let five: CpuSet = "0-4".parse().unwrap();
+        let text: Vec<String> = split_cpus(&five, 3, false)
+            .unwrap()
+            .iter()
+            .map(|c| c.to_string())
+            .collect();
+        assert_eq!(text, ["0-1", "2-3", "4"]);
+        let one: CpuSet = "1".parse().unwrap();
+        let e = split_cpus(&one, 3, false).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "3 members cannot each have CPUs of their own among the server's 1 CPU(s)"
+        );
+        let shared = split_cpus(&one, 3, true).unwrap();
+        assert!(shared.iter().all(|c| c.to_string() == "1"));
+    }
+}

@@ -213,11 +213,35 @@ fn phase_step(cell: &Arc<PlannedCell>, pp: &PlannedPhase, exe: &Path) -> PhaseSt
             // prepare of 64M rows outlasts any measured run); the tool's
             // own per-step limits bound it instead.
             (PhaseConfig::Tool(t), _) if t.has_setup() => None,
+            (PhaseConfig::Tool(t), Length::Duration(d)) => {
+                Some(pp.phase.warmup.std() + d.std() + tool_start_allowance(t, pp))
+            }
             (_, Length::Duration(d)) => Some(pp.phase.warmup.std() + d.std()),
             (_, Length::Operations(_)) => None,
         },
         loads: matches!(&pp.config, PhaseConfig::Tool(t) if t.has_setup()),
     }
+}
+
+/// What a tool takes to start beside its measured time, per run of it:
+/// its own start, then one connection (and sysbench's prepared
+/// statements) per thread. 1024 sysbench threads on one server CPU took
+/// 16 s more than their 70 s of warmup and run.
+const TOOL_START: std::time::Duration = std::time::Duration::from_secs(10);
+const TOOL_START_PER_THREAD: std::time::Duration = std::time::Duration::from_millis(25);
+
+/// The start allowance of a tool phase: one per run of the tool (the
+/// warmup is a run of its own).
+fn tool_start_allowance(
+    t: &crate::workload::tools::ToolConfig,
+    pp: &PlannedPhase,
+) -> std::time::Duration {
+    let runs = if t.runs_warmup() && !pp.phase.warmup.std().is_zero() {
+        2
+    } else {
+        1
+    };
+    (TOOL_START + TOOL_START_PER_THREAD * pp.threads) * runs
 }
 
 pub use crate::run::cell::SettleCap;
@@ -292,6 +316,37 @@ mod tests {
         let pp = &cell.phases[0];
         assert!(matches!(&pp.config, PhaseConfig::Tool(t) if t.has_setup()));
         assert_eq!(phase_step(&cell, pp, Path::new("bc")).length, None);
+    }
+
+    #[test]
+    fn a_tool_phase_deadline_allows_each_run_of_the_tool_to_connect_its_threads() {
+        let sets: Vec<(String, String)> = [
+            ("threads", "2,1024"),
+            ("warmup", "10s"),
+            ("duration", "60s"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let plan = crate::plan::plan(
+            &project(),
+            "tests/scenarios/run-tool-sweep.yaml",
+            &sets,
+            None,
+            None,
+        )
+        .unwrap();
+        let cell = Arc::new(plan.cells[0].clone());
+        let at = |threads: u32| {
+            let pp = cell.phases.iter().find(|p| p.threads == threads).unwrap();
+            phase_step(&cell, pp, Path::new("bc")).length.unwrap()
+        };
+        // 10 s of warmup and 60 s, each run with 10 s + 25 ms a thread to
+        // start: 1024 threads get 2 x 35.6 s beside their 70 s (they took 86 s).
+        assert_eq!(at(1024).as_millis(), 70_000 + 2 * (10_000 + 25 * 1024));
+        // The first count prepares the tables: no phase deadline at all.
+        let first = cell.phases.iter().find(|p| p.threads == 2).unwrap();
+        assert_eq!(phase_step(&cell, first, Path::new("bc")).length, None);
     }
 
     #[test]

@@ -151,10 +151,25 @@ fn a_restored_snapshot_holds_the_same_records_as_the_load_on_every_engine() {
         assert!(!second.stage_s.contains_key("load"), "{engine}");
         // The same records, and the same size as the engine reports it.
         let digest = first.data_digest.clone().unwrap();
-        assert!(digest.contains("2000"), "{engine}: {digest}");
+        // The count it digested: the 2000 records (redis also keeps the
+        // load generator's key index, one key more).
+        let counted: u64 = digest.split(' ').next().unwrap().parse().unwrap();
+        assert!((2000..=2001).contains(&counted), "{engine}: {digest}");
         assert_eq!(second.data_digest.as_ref(), Some(&digest), "{engine}");
-        assert!(first.data_size_bytes.unwrap() > 0, "{engine}");
-        assert_eq!(second.data_size_bytes, first.data_size_bytes, "{engine}");
+        let (a, b) = (
+            first.data_size_bytes.unwrap(),
+            second.data_size_bytes.unwrap(),
+        );
+        assert!(a > 0, "{engine}");
+        if engine == "redis" {
+            // Redis reports memory (used_memory_dataset), not files: a
+            // dataset read back from dump.rdb packs tighter than one built
+            // by inserts (907,536 against 956,384 bytes here).
+            let off = (a as f64 - b as f64).abs() / a as f64;
+            assert!(off < 0.10, "{engine}: {a} fresh, {b} restored");
+        } else {
+            assert_eq!(b, a, "{engine}");
+        }
         // The restored data answers the phase: every read found its record.
         let reads = second.phases.iter().find(|p| p.name == "reads").unwrap();
         assert!(reads.status.is_ok(), "{engine}: {:?}", reads.status);

@@ -94,10 +94,11 @@ impl ProbeFacts {
             }
             (Probe::Mysql { .. }, None) => {
                 let db = self.probe.data_database().unwrap_or("benchcage");
-                clients::mysql::table_checksum(&ep, &format!("{db}.{table}"))
-                    .await
-                    .map(|c| format!("checksum {c}"))
-                    .map_err(e)
+                let at = format!("{db}.{table}");
+                let count = format!("SELECT CAST(COUNT(*) AS CHAR) FROM {at}");
+                let rows = clients::mysql::query_text(&ep, &count).await.map_err(e)?;
+                let sum = clients::mysql::table_checksum(&ep, &at).await.map_err(e)?;
+                Ok(format!("{rows} rows, checksum {sum}"))
             }
             (Probe::Redis, _) => {
                 let mut c = clients::redis::RedisConn::connect(&ep).await.map_err(e)?;

@@ -99,7 +99,7 @@ pub enum Command {
     Hog(HogArgs),
     /// List or prune the snapshot cache (data dirs kept after loads).
     #[command(
-        after_help = "Examples:\n  benchcage cache ls\n  benchcage cache prune --keep 10GiB\n  benchcage cache prune --all\n\nA run snapshots a cell's data dir after its load (the engine stopped cleanly) when the engine spec has a `snapshot:` block, and a later cell with the same engine, version, format knobs, dataset, load and seed restores it instead of loading. The cache is BENCHCAGE_SNAPSHOTS, else snapshots/ in benchcage's cache (BENCHCAGE_CACHE, /var/cache/benchcage for root); it holds at most BENCHCAGE_SNAPSHOT_LIMIT (default a quarter of its disk), the least recently used entries going first. `run --no-snapshots` or a scenario's `snapshots: false` loads every cell afresh."
+        after_help = "Examples:\n  benchcage cache ls\n  benchcage cache prune --keep 10GiB\n  benchcage cache prune --all\n\nA run snapshots a cell's data dir after its load (the engine stopped cleanly) when the engine spec has a `snapshot:` block, and a later cell with the same engine, version, format knobs, dataset, load and seed restores it instead of loading. The cache is BENCHCAGE_SNAPSHOTS, else snapshots/ in benchcage's cache (BENCHCAGE_CACHE, /var/cache/benchcage for root); it holds at most BENCHCAGE_SNAPSHOT_LIMIT (default a quarter of its disk), the least recently used entries going first. `run --no-snapshots`, BENCHCAGE_SNAPSHOTS=off or a scenario's `snapshots: false` loads every cell afresh."
     )]
     Cache(CacheArgs),
 }
@@ -242,7 +242,8 @@ pub struct RunArgs {
     /// it, a cell whose engine, version, format knobs, dataset and load
     /// equal an earlier cell's restores that load's data dir from the
     /// snapshot cache (BENCHCAGE_SNAPSHOTS; size BENCHCAGE_SNAPSHOT_LIMIT;
-    /// `benchcage cache ls`), as a scenario's `snapshots: false` does.
+    /// `benchcage cache ls`). A scenario's `snapshots: false` and
+    /// BENCHCAGE_SNAPSHOTS=off do the same.
     #[arg(long)]
     pub no_snapshots: bool,
 }

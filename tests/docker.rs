@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 use support::cli::{BIN, assert_success, bc_in, code_and_text, combined, repo, run_id_of};
-use support::files::{cell_dirs, read_json, read_text};
+use support::files::{assert_saved_then_restored, cell_dirs, read_json, read_text};
 use support::launch::{args, launch};
 use support::scratch::Scratch;
 use tokio::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -1753,4 +1753,64 @@ async fn the_shipped_mongodb_and_tokumx_scenarios_fail_here_only_for_their_image
         assert_eq!(failed, want, "{scenario}: every image's cells ran into it");
         assert_run_left_nothing(&s, &run);
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_saved_from_a_container_restores_into_the_next_with_the_same_records() {
+    use benchcage::results::model::{CellRecord, RunRecord};
+    let Some(_daemon) = shared().await else {
+        return;
+    };
+    let s = Scratch::on_disk("snap");
+    let out = in_scratch(&s, &repo())
+        .args([
+            "run",
+            "tests/scenarios/run-snapshots-docker.yaml",
+            "--set",
+            "backend=docker",
+        ])
+        .env("BENCHCAGE_SNAPSHOTS", s.path().join("snapshots"))
+        .env_remove("BENCHCAGE_SNAPSHOT_LIMIT")
+        .output()
+        .unwrap();
+    let (code, stdout, stderr) = code_and_text(&out);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let run = run_id_in(&stderr);
+    let run_dir = s.path().join("results").join(&run);
+    let rec: RunRecord = read_json(&run_dir.join("run.json"));
+    assert_eq!(rec.run_id, run);
+    let cells: std::collections::BTreeMap<String, CellRecord> = cell_dirs(&run_dir)
+        .iter()
+        .map(|d| {
+            let c: CellRecord = read_json(&d.join("cell.json"));
+            (format!("{}/r{}", c.engine, c.repetition), c)
+        })
+        .collect();
+    assert_eq!(cells.len(), 6, "{:?}", cells.keys());
+    for engine in ["postgres", "mariadb", "redis"] {
+        let (first, second) = (
+            &cells[&format!("{engine}/r0")],
+            &cells[&format!("{engine}/r1")],
+        );
+        for c in [first, second] {
+            assert_eq!(
+                c.status,
+                benchcage::model::CellStatus::Finished,
+                "{engine}: {:?}",
+                c.failure
+            );
+            assert!(c.image.is_some(), "{engine}: the cell ran in a container");
+        }
+        assert_saved_then_restored(engine, first, second);
+        assert!(!second.phases.iter().any(|p| p.name == "load"), "{engine}");
+        // The same records in the second container as the first loaded.
+        let digest = first.data_digest.clone().unwrap();
+        let counted: u64 = digest.split(' ').next().unwrap().parse().unwrap();
+        assert!((2000..=2001).contains(&counted), "{engine}: {digest}");
+        assert_eq!(second.data_digest.as_ref(), Some(&digest), "{engine}");
+        let reads = second.phases.iter().find(|p| p.name == "reads").unwrap();
+        assert_eq!(reads.total_ops, 500, "{engine}");
+        assert_eq!(reads.total_errors, 0, "{engine}");
+    }
+    assert_run_left_nothing(&s, &run);
 }

@@ -925,7 +925,7 @@ fn an_engine_that_fails_before_it_is_ready_shows_its_own_stderr_in_the_failure()
     let (status, _, stderr) = place.run(&[
         "tests/scenarios/run-postgres.yaml",
         "--set",
-        "max_connections=0",
+        "work_mem=1KiB",
     ]);
     assert_eq!(status.code(), Some(1), "{stderr}");
     let dir = &place.run_dirs()[0];
@@ -935,10 +935,10 @@ fn an_engine_that_fails_before_it_is_ready_shows_its_own_stderr_in_the_failure()
     // postgres writes these on its stderr, after initdb's stdout.
     assert!(
         why.contains("FATAL:")
-            && why.contains("0 is outside the valid range for parameter \"max_connections\""),
+            && why.contains("1 kB is outside the valid range for parameter \"work_mem\""),
         "{why}"
     );
-    assert!(stderr.contains("max_connections"), "{stderr}");
+    assert!(stderr.contains("work_mem"), "{stderr}");
     assert_clean(
         &place,
         &read_json::<RunRecord>(&dir.join("run.json")).run_id,

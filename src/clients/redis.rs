@@ -25,6 +25,13 @@ fn err(ep: &Endpoint, e: impl std::fmt::Display) -> ClientError {
 /// `redis_version` from `INFO server`.
 pub async fn server_version(ep: &Endpoint) -> Result<String, ClientError> {
     let mut conn = RedisConn::connect(ep).await?;
+    // INFO answers while a restart loads the dataset from disk; every data
+    // command answers LOADING until it is in memory, so a server still
+    // loading is not ready.
+    let persistence: String = conn.cmd(&["INFO", "persistence"]).await?;
+    if persistence.lines().any(|l| l.trim() == "loading:1") {
+        return Err(err(ep, "still loading its dataset from disk"));
+    }
     let info: String = conn.cmd(&["INFO", "server"]).await?;
     info.lines()
         .find_map(|l| l.strip_prefix("redis_version:"))

@@ -30,7 +30,9 @@ pub async fn run(home: &Path, args: &PlanArgs) -> anyhow::Result<ExitCode> {
     } else {
         print!("{}", describe(&plan, &host));
         print!("{}", describe_pending(&pending));
-        if let Ok(cache) = crate::snapshot::store::Cache::from_env() {
+        if crate::snapshot::store::off_by_env() {
+            println!("data: every cell loads (BENCHCAGE_SNAPSHOTS=off)");
+        } else if let Ok(cache) = crate::snapshot::store::Cache::from_env() {
             print!("{}", describe_snapshots(&plan, &cache));
         }
     }

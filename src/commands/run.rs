@@ -38,7 +38,8 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
     fetch_pending(&project, &plan, args.fetch).await?;
     let results_root = results_root(home, args)?;
     reap_leftovers().await?;
-    let cells = cell_works(&project, &plan, !args.no_snapshots)?;
+    let snapshots = !args.no_snapshots && !crate::snapshot::store::off_by_env();
+    let cells = cell_works(&project, &plan, snapshots)?;
     let info = RunInfo {
         overrides: overrides.into_iter().collect(),
         host: host_info(&host),

@@ -2,7 +2,7 @@
 //! the form, sizes, when it was made and last used, what the fresh load
 //! measured) and the data as `data/` or a compressed archive.
 //!
-//! The root is `BENCHCAGE_SNAPSHOTS`, else `snapshots/` in benchcage's
+//! The root is `BENCHCAGE_SNAPSHOTS` (`off` turns snapshots off), else `snapshots/` in benchcage's
 //! cache (`BENCHCAGE_CACHE`, `/var/cache/benchcage` for root). Its size is
 //! capped by `BENCHCAGE_SNAPSHOT_LIMIT` (a size, `0` turns saving off),
 //! else a quarter of its filesystem: saving a snapshot first removes the
@@ -18,6 +18,9 @@ use std::path::{Path, PathBuf};
 
 /// Environment variable that moves the cache.
 pub const ROOT_ENV: &str = "BENCHCAGE_SNAPSHOTS";
+/// The value of [`ROOT_ENV`] that turns snapshots off, as `run
+/// --no-snapshots` does.
+pub const OFF: &str = "off";
 /// Environment variable that caps the cache's size.
 pub const LIMIT_ENV: &str = "BENCHCAGE_SNAPSHOT_LIMIT";
 /// An entry's record, written last.
@@ -103,9 +106,19 @@ fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
+/// Whether the environment turns snapshots off (`BENCHCAGE_SNAPSHOTS=off`).
+pub fn off_by_env() -> bool {
+    std::env::var(ROOT_ENV).is_ok_and(|v| v.trim() == OFF)
+}
+
 impl Cache {
     /// The cache as the environment places and sizes it.
     pub fn from_env() -> Result<Cache, String> {
+        if off_by_env() {
+            return Err(format!(
+                "{ROOT_ENV}={OFF} turns the snapshot cache off; unset it, or set it to the cache's folder"
+            ));
+        }
         let root = std::env::var_os(ROOT_ENV)
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)

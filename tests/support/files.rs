@@ -72,3 +72,29 @@ pub fn cell_dirs(run_dir: &Path) -> Vec<PathBuf> {
     v.sort();
     v
 }
+
+/// The first repetition of a snapshot key loaded and saved, the second
+/// restored: `first`'s and `second`'s `load_source` say so.
+pub fn assert_saved_then_restored(
+    what: &str,
+    first: &benchcage::results::model::CellRecord,
+    second: &benchcage::results::model::CellRecord,
+) {
+    use benchcage::snapshot::LoadSource;
+    assert!(
+        matches!(
+            first.load_source,
+            Some(LoadSource::Fresh { saved: true, .. })
+        ),
+        "{what} r0: {:?}",
+        first.load_source
+    );
+    assert!(
+        second
+            .load_source
+            .as_ref()
+            .is_some_and(LoadSource::restored),
+        "{what} r1: {:?}",
+        second.load_source
+    );
+}

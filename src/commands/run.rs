@@ -75,10 +75,17 @@ fn plan_or_refuse(home: &Path, args: &RunArgs, host: &HostFacts) -> anyhow::Resu
             cp.plan.scenario, args.target.scenario
         )));
     }
-    if let Some(c) = cp.plan.cells.iter().find(|c| c.members.len() > 1) {
+    for c in cp.plan.cells.iter().filter(|c| c.members.len() > 1) {
+        let why = match (&c.topology, &c.replication) {
+            (crate::model::Topology::ReplicaSet { .. }, Some(_)) => continue,
+            (crate::model::Topology::ReplicaSet { .. }, None) => format!(
+                "engine {} declares no `replication:` (how a secondary joins its primary)",
+                c.engine
+            ),
+            _ => "`run` starts replica sets so far, not sharded clusters".to_string(),
+        };
         return Err(crate::error::bad_input(format!(
-            "cell {}: `plan` lays out its {} members, but `run` starts one server per cell so far; \
-             run it with `topology: standalone`",
+            "cell {}: `plan` lays out its {} members, but {why}; run it with `topology: standalone`",
             c.id,
             c.topology.key()
         )));

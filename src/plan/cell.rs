@@ -85,6 +85,9 @@ pub struct PlannedCell {
     pub topology: crate::model::Topology,
     /// The topology's members, each with its CPUs: one sandbox each.
     pub members: Vec<super::members::PlannedMember>,
+    /// How a replica set's secondaries join (the engine's `replication:`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replication: Option<crate::spec::engine::ReplicationSpec>,
 }
 
 /// A store URL option a knob sets: `write_concern=1` gives `w=1`.
@@ -154,6 +157,41 @@ impl PlannedCell {
             readiness: self.readiness.clone(),
             log_path: log_path.to_path_buf(),
         }
+    }
+
+    /// The launch of a replica set's secondary: the primary's, with the
+    /// engine's `replication.replica_init` instead of `init` when it
+    /// gives one, `{primary_port}` filled.
+    pub fn replica_launch(
+        &self,
+        port: u16,
+        data_dir: &Path,
+        config_dir: &Path,
+        log_path: &Path,
+        primary_port: u16,
+    ) -> EngineLaunch {
+        let mut launch = self.launch(port, data_dir, config_dir, log_path);
+        if let Some(rep) = self
+            .replication
+            .as_ref()
+            .filter(|r| !r.replica_init.is_empty())
+        {
+            let port_text = port.to_string();
+            let primary = primary_port.to_string();
+            launch.init = rep
+                .replica_init
+                .iter()
+                .map(|argv| {
+                    argv.iter()
+                        .map(|a| {
+                            let a = a.replace(crate::spec::engine::PRIMARY_PORT, &primary);
+                            self.fill(&a, &port_text, data_dir, config_dir)
+                        })
+                        .collect()
+                })
+                .collect();
+        }
+        launch
     }
 
     /// The binary as the engine's argv sees it (inside the image for docker).

@@ -176,6 +176,7 @@ fn planned_cell(
         snapshot: super::snapshot::of(e, s, parts),
         topology: super::members::topology_of(e),
         members: parts.members.clone(),
+        replication: engine.replication.clone(),
     }
 }
 

@@ -28,7 +28,8 @@ pub struct SnapshotPlan {
 /// load afresh.
 pub(super) fn of(e: &Entry, s: &Scenario, parts: &Parts) -> Option<SnapshotPlan> {
     let spec = e.engine.snapshot.as_ref()?;
-    if !s.snapshots.enabled {
+    // A replica set's data is in every member: one data dir is not it.
+    if !s.snapshots.enabled || parts.members.len() > 1 {
         return None;
     }
     let (load, dataset, config) = (

@@ -181,6 +181,36 @@ pub struct FidelityRecord {
     /// (`01-workload-a-t4`): the evidence behind `expect: io-bound`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub phase_io: BTreeMap<String, PhaseIo>,
+    /// A replica set's secondaries by member name (`m1`, `m2`); the
+    /// fields above are the primary's (issue 12).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub members: BTreeMap<String, MemberFidelity>,
+}
+
+/// What one secondary of a replica set showed: its limits read back, its
+/// threads' CPUs, OOM kills and restarts, and its copy of the records.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemberFidelity {
+    pub role: String,
+    /// The CPUs it was given.
+    pub cpus: String,
+    pub port: u16,
+    pub limits_read_back: BTreeMap<String, String>,
+    pub engine_thread_cpus: BTreeMap<String, String>,
+    pub oom_kills: u64,
+    pub engine_restarts: u64,
+    /// Seconds from its start to following the primary with nothing
+    /// left to replay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_sync_s: Option<f64>,
+    /// The records' digest on it after the load, to compare with the
+    /// primary's `data_digest`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_digest: Option<String>,
+    /// The most it was behind the primary when sampled (bytes of redis
+    /// replication stream, of PostgreSQL WAL).
+    #[serde(default)]
+    pub max_behind: u64,
 }
 
 /// Kernel counters of the server over one phase (differences, end - start).

@@ -2,9 +2,12 @@
 //! an executor per phase, each running the typed config the plan made.
 
 use crate::metrics::fidelity::IoBoundThresholds;
-use crate::model::{Backend, Program, ThpPolicy};
+use crate::model::{Backend, CellLimits, Program, ThpPolicy};
 use crate::plan::{PhaseConfig, PlannedCell, PlannedPhase};
-use crate::run::cell::{CellWork, EngineFacts, LaunchFn, PhaseStep, SettleSpec, SnapshotWork};
+use crate::run::cell::{
+    CellWork, EngineFacts, LaunchFn, PhaseStep, ReplicaLaunchFn, ReplicaWork, SettleSpec,
+    SnapshotWork,
+};
 use crate::run::exec::DriveExec;
 use crate::run::key::{KeyInput, cell_key};
 use crate::spec::scenario::{Expect, Length, SettleMemory};
@@ -116,6 +119,7 @@ pub fn cell_work(
             .collect();
         Ok((p.launch(port, data_dir, config_dir, log_path), files))
     });
+    let (limits, replicas) = members_of(&planned);
     let load = cell.load.as_ref().zip(cell.load_config.as_ref());
     let load = load.map(|(l, config)| PhaseStep {
         name: "load".into(),
@@ -142,7 +146,7 @@ pub fn cell_work(
             (Backend::Docker, Program::Image(i)) => Some(i.clone()),
             _ => None,
         },
-        limits: cell.limits.clone(),
+        limits,
         limits_record: limits_record(cell),
         knobs: cell.knobs.clone(),
         repetition: cell.repetition,
@@ -158,9 +162,11 @@ pub fn cell_work(
         exe,
         expect_version: None,
         package: None,
+        // A replica set's data is in every member: one data dir is not it.
         snapshot: cell
             .snapshot
             .as_ref()
+            .filter(|_| replicas.is_empty())
             .zip(snapshots)
             .map(|(s, cache)| SnapshotWork {
                 id: s.id.clone(),
@@ -169,7 +175,52 @@ pub fn cell_work(
                 checkpoint: s.checkpoint.clone(),
                 cache: cache.clone(),
             }),
+        replicas,
     }
+}
+
+/// The primary's limits (its CPUs from the topology's split) and the
+/// secondaries of a replica set, each with its CPUs and the cell's memory
+/// cap; one server keeps the cell's limits.
+fn members_of(cell: &Arc<PlannedCell>) -> (CellLimits, Vec<ReplicaWork>) {
+    let mut limits = cell.limits.clone();
+    let Some(primary) = cell.members.first().filter(|_| cell.members.len() > 1) else {
+        return (limits, Vec::new());
+    };
+    limits.server_cpus = primary.cpus.clone();
+    let join = cell
+        .replication
+        .as_ref()
+        .map(|r| r.replica_join.clone())
+        .unwrap_or_default();
+    let replicas = cell.members[1..]
+        .iter()
+        .map(|m| {
+            let p = cell.clone();
+            let launch: ReplicaLaunchFn =
+                Arc::new(move |port, data_dir, config_dir, log_path, primary_port| {
+                    let files = p
+                        .configs
+                        .iter()
+                        .map(|c| (c.name.clone(), c.content.clone()))
+                        .collect();
+                    let launch =
+                        p.replica_launch(port, data_dir, config_dir, log_path, primary_port);
+                    Ok((launch, files))
+                });
+            ReplicaWork {
+                name: m.name.clone(),
+                role: m.role.name().to_string(),
+                limits: CellLimits {
+                    server_cpus: m.cpus.clone(),
+                    ..cell.limits.clone()
+                },
+                launch,
+                join: join.clone(),
+            }
+        })
+        .collect();
+    (limits, replicas)
 }
 
 /// The cell's limits as its record shows them.

@@ -5,7 +5,7 @@
 
 use crate::clients::{self, Endpoint};
 use crate::model::Probe;
-use crate::run::cell::EngineFacts;
+use crate::run::cell::{EngineFacts, ReplicaState};
 use crate::spec::facts::{FactQuery, Facts};
 
 /// Facts asked with the engine's own client, as its spec says
@@ -120,8 +120,65 @@ impl ProbeFacts {
     }
 }
 
+/// A PostgreSQL LSN (`16/B374D848`) as a byte position.
+fn lsn(text: &str) -> Option<u64> {
+    let (hi, lo) = text.trim().split_once('/')?;
+    Some((u64::from_str_radix(hi, 16).ok()? << 32) | u64::from_str_radix(lo, 16).ok()?)
+}
+
+impl ProbeFacts {
+    /// How the secondary on `replica` follows the primary on `primary`:
+    /// redis `INFO replication` (link status, offsets), PostgreSQL's WAL
+    /// receiver and replay position against the primary's WAL position.
+    async fn follow(&self, primary: u16, replica: u16) -> Result<ReplicaState, String> {
+        let e = |e: crate::clients::ClientError| e.to_string();
+        let (p, r) = (self.endpoint(primary), self.endpoint(replica));
+        match &self.probe {
+            Probe::Redis => {
+                let mut rc = clients::redis::RedisConn::connect(&r).await.map_err(e)?;
+                let ri = rc.cmd(&["INFO", "replication"]).await.map_err(e)?;
+                let mut pc = clients::redis::RedisConn::connect(&p).await.map_err(e)?;
+                let pi = pc.cmd(&["INFO", "replication"]).await.map_err(e)?;
+                let linked = ri.lines().any(|l| l.trim() == "master_link_status:up");
+                let done = info_field(&ri, "slave_repl_offset").unwrap_or(0);
+                let head = info_field(&pi, "master_repl_offset").unwrap_or(0);
+                Ok(ReplicaState {
+                    linked,
+                    behind: head.saturating_sub(done),
+                })
+            }
+            Probe::Postgres { .. } => {
+                let head = clients::postgres::query_text(&p, "SELECT pg_current_wal_lsn()::text")
+                    .await
+                    .map_err(e)?;
+                let state = clients::postgres::query_text(
+                    &r,
+                    "SELECT coalesce((SELECT status FROM pg_stat_wal_receiver), 'none') \
+                     || ' ' || coalesce(pg_last_wal_replay_lsn()::text, '0/0')",
+                )
+                .await
+                .map_err(e)?;
+                let (status, replayed) = state.split_once(' ').unwrap_or((&state, "0/0"));
+                let (head, replayed) = (lsn(&head).unwrap_or(0), lsn(replayed).unwrap_or(0));
+                Ok(ReplicaState {
+                    linked: status == "streaming",
+                    behind: head.saturating_sub(replayed),
+                })
+            }
+            Probe::Mysql { .. } => {
+                Err("benchcage cannot yet read a MySQL-protocol replica's state".into())
+            }
+            Probe::Mongodb => Err("benchcage cannot yet read a MongoDB secondary's state".into()),
+        }
+    }
+}
+
 #[async_trait::async_trait]
 impl EngineFacts for ProbeFacts {
+    async fn replica_state(&self, primary: u16, replica: u16) -> Result<ReplicaState, String> {
+        self.follow(primary, replica).await
+    }
+
     async fn digest(&self, port: u16) -> Result<String, String> {
         self.records_digest(port).await
     }
@@ -164,6 +221,13 @@ impl EngineFacts for ProbeFacts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn postgres_lsns_are_byte_positions() {
+        assert_eq!(lsn("0/3000148"), Some(0x3000148));
+        assert_eq!(lsn("16/B374D848"), Some((0x16 << 32) | 0xB374D848));
+        assert_eq!(lsn("nonsense"), None);
+    }
 
     #[test]
     fn numbers_are_read_from_engine_replies() {

@@ -349,8 +349,16 @@ impl Matrix<'_> {
             return Ok(CellEnd::Stopped);
         };
         out.ran.push(cell.key.clone());
-        let rec = match (self.make_sandbox)(cell, &sandbox_id) {
-            Ok(sb) => run_cell(cell, sb, &ctx, &AtomicWriter).await,
+        let sandboxes = (self.make_sandbox)(cell, &sandbox_id).and_then(|sb| {
+            let replicas = cell
+                .replicas
+                .iter()
+                .map(|m| (self.make_sandbox)(cell, &format!("{sandbox_id}-{}", m.name)))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            Ok((sb, replicas))
+        });
+        let rec = match sandboxes {
+            Ok((sb, replicas)) => run_cell(cell, sb, replicas, &ctx, &AtomicWriter).await,
             Err(e) => failed_before_start(cell, &ctx, &format!("creating the sandbox: {e:#}")),
         };
         Ok(self.tell(rec.map(Ok), cell, &position, out))
@@ -369,7 +377,12 @@ impl Matrix<'_> {
             cell.limits
                 .server_cpus
                 .iter()
-                .chain(cell.limits.client_cpus.iter()),
+                .chain(cell.limits.client_cpus.iter())
+                .chain(
+                    cell.replicas
+                        .iter()
+                        .flat_map(|m| m.limits.server_cpus.iter()),
+                ),
         );
         let claimed = claim::acquire(
             &claim::default_dir(),

@@ -147,8 +147,28 @@ pub struct Engine {
     /// Topologies beside `standalone` the engine can form
     /// (`[replica_set, sharded]`).
     pub topologies: Vec<String>,
+    /// `replication:`: how a replica set's secondaries join the primary;
+    /// `None` = `run` cannot start its replica sets (plan still lays them
+    /// out).
+    pub replication: Option<ReplicationSpec>,
     pub origin: Origin,
 }
+
+/// `replication: {replica_init: [ARGV...], replica_join: [STATEMENT...]}`:
+/// how a secondary of a replica set comes to follow the primary, as data.
+/// Both may use `{primary_port}` beside the launch placeholders.
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
+pub struct ReplicationSpec {
+    /// Run on a secondary instead of `init`, before its first start
+    /// (PostgreSQL: `pg_basebackup` from the primary); empty = `init`.
+    pub replica_init: Vec<Vec<String>>,
+    /// Sent to a secondary once it answers (redis `REPLICAOF`, MariaDB
+    /// `CHANGE MASTER TO` and `START SLAVE`).
+    pub replica_join: Vec<String>,
+}
+
+/// The placeholder of the primary's port in `replication:`.
+pub const PRIMARY_PORT: &str = "{primary_port}";
 
 /// `snapshot: {knobs: [compression], digest: "SQL", checkpoint: SAVE}`: the engine's data dir
 /// after a load can be snapshot (the engine stopped cleanly first) and
@@ -956,6 +976,35 @@ fn topologies_of(f: &Fields, cx: &mut Cx) -> Vec<String> {
     names
 }
 
+/// `replication: {replica_init, replica_join}`: argv arrays and statements.
+fn replication_from_node(node: &Node, cx: &mut Cx) -> Option<ReplicationSpec> {
+    let f = Fields::open(node, cx, "replication", &["replica_init", "replica_join"])?;
+    let replica_init: Vec<Vec<String>> = f.or(cx, "replica_init", Vec::new());
+    let replica_join: Vec<String> = f.or(cx, "replica_join", Vec::new());
+    for (j, argv) in replica_init.iter().enumerate() {
+        if argv.first().is_none_or(|a| a.trim().is_empty()) {
+            cx.error(
+                f.pos_of("replica_init"),
+                &format!("replication.replica_init[{j}]"),
+                "the command names no program",
+                Some(r#"an argv array like ["{bin_dir}/pg_basebackup", -p, "{primary_port}", -D, "{data_dir}"]"#.into()),
+            );
+        }
+    }
+    if replica_init.is_empty() && replica_join.is_empty() {
+        cx.error(
+            f.pos_of("replica_join"),
+            "replication",
+            "says neither how a secondary is made nor how it joins",
+            Some("give replica_init (commands run before its first start) or replica_join (statements sent once it answers), or both".into()),
+        );
+    }
+    Some(ReplicationSpec {
+        replica_init,
+        replica_join,
+    })
+}
+
 /// `snapshot: {knobs, digest}`: every knob named is one of the engine's.
 fn snapshot_from_node(
     node: &Node,
@@ -1078,6 +1127,7 @@ const ENGINE_FIELDS: &[&str] = &[
     "config_check",
     "snapshot",
     "topologies",
+    "replication",
 ];
 
 /// `default_version:`, one of `versions`; else the last version.
@@ -1163,6 +1213,9 @@ impl Engine {
             .get("snapshot")
             .and_then(|n| snapshot_from_node(n, cx, &knobs));
         let topologies = topologies_of(&f, cx);
+        let replication = f
+            .get("replication")
+            .and_then(|n| replication_from_node(n, cx));
         Some(Engine {
             name: name.to_string(),
             description: f.or(cx, "description", String::new()),
@@ -1196,6 +1249,7 @@ impl Engine {
             config_check,
             snapshot,
             topologies,
+            replication,
             origin: Origin::default(),
         })
     }

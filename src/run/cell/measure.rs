@@ -17,7 +17,18 @@ pub(super) async fn measure(
         for &threads in &step.threads {
             check(ctx)?;
             r.enter(ctx, &format!("{} t{threads}", step.name));
-            let res = run_one(work, ctx, r, step, threads, index, true).await?;
+            let mut res = run_one(work, ctx, r, step, threads, index, true).await?;
+            if !work.replicas.is_empty()
+                && let Some(why) = super::members::broken_during_phase(work, r).await
+            {
+                res.status = match res.status {
+                    PhaseStatus::Invalid { reason } => PhaseStatus::Invalid {
+                        reason: format!("{why}; {reason}"),
+                    },
+                    s if s.is_ok() => PhaseStatus::Invalid { reason: why },
+                    s => s,
+                };
+            }
             writer.phase(
                 &ctx.cell_dir,
                 index,
@@ -53,7 +64,7 @@ pub(super) async fn run_one(
 ) -> Result<PhaseResult, Stop> {
     let stem = stem(index, &step.name, threads);
     let before = r.stats.server()?;
-    let cpu_before = CpuSnapshot::take(&work.limits.server_cpus, &r.sandbox().server_pids());
+    let cpu_before = CpuSnapshot::take(&work.limits.server_cpus, &topology_pids(r));
     let started = Instant::now();
     let Watched {
         result,
@@ -81,11 +92,7 @@ pub(super) async fn run_one(
     let mut res = result.map_err(|e| Stop::Failed(format!("phase {}: {e:#}", step.name)))?;
     let after = r.stats.server()?;
     let mut io = fidelity::phase_io(&before, &after, step.expect_io_bound, work.io_bound);
-    cpu_before.finish(
-        &mut io,
-        &work.limits.server_cpus,
-        &r.sandbox().server_pids(),
-    );
+    cpu_before.finish(&mut io, &work.limits.server_cpus, &topology_pids(r));
     if !measured {
         // Recorded for the load too, but only a measured phase's result
         // is invalidated by a shared CPU.
@@ -98,6 +105,19 @@ pub(super) async fn run_one(
     );
     r.record.fidelity.phase_io.insert(stem, io);
     Ok(res)
+}
+
+/// The server's processes, and a replica set's secondaries': members that
+/// share the server's CPUs (`share_cpus`) are the topology's own work,
+/// not contention.
+fn topology_pids(r: &mut Running) -> Vec<u32> {
+    let mut pids = r.sandbox().server_pids();
+    for rr in &r.replicas {
+        if let Some(sb) = rr.sandbox.as_deref() {
+            pids.extend(sb.server_pids());
+        }
+    }
+    pids
 }
 
 /// A phase that ends the cell for `why`: its result is recorded with

@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 mod end;
 mod measure;
+mod members;
 mod stages;
 
 use end::{collect, restore_host, teardown};
@@ -59,6 +60,37 @@ pub trait EngineFacts: Send + Sync {
     async fn digest(&self, port: u16) -> Result<String, String>;
     /// Send one statement (SQL, or a redis command) and wait for it.
     async fn execute(&self, port: u16, statement: &str) -> Result<(), String>;
+    /// How the secondary on `replica` follows the primary on `primary`.
+    async fn replica_state(&self, primary: u16, replica: u16) -> Result<ReplicaState, String>;
+}
+
+/// A secondary's replication, as the engines report it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplicaState {
+    /// Connected to the primary and receiving.
+    pub linked: bool,
+    /// What it has still to receive or replay (bytes of stream or WAL).
+    pub behind: u64,
+}
+
+/// Builds a secondary's launch: port, data dir, config dir, log path, the
+/// primary's port.
+pub type ReplicaLaunchFn = Arc<
+    dyn Fn(u16, &Path, &Path, &Path, u16) -> anyhow::Result<(EngineLaunch, Vec<(String, String)>)>
+        + Send
+        + Sync,
+>;
+
+/// One secondary of a replica set: its own sandbox and limits.
+#[derive(Clone)]
+pub struct ReplicaWork {
+    /// `m1`, `m2`.
+    pub name: String,
+    pub role: String,
+    pub limits: CellLimits,
+    pub launch: ReplicaLaunchFn,
+    /// Statements sent to it once it answers, `{primary_port}` unfilled.
+    pub join: Vec<String>,
 }
 
 /// The settle step of a cell.
@@ -150,6 +182,9 @@ pub struct CellWork {
     /// The snapshot of the cell's load: restored instead of loading when
     /// the cache has it, saved after the load when not.
     pub snapshot: Option<SnapshotWork>,
+    /// A replica set's secondaries (the primary is the cell's server);
+    /// empty for one server.
+    pub replicas: Vec<ReplicaWork>,
 }
 
 /// A cell's snapshot key and the cache it is kept in.
@@ -237,6 +272,8 @@ struct Running {
     /// Set by a phase whose result is recorded but that ends the cell (the
     /// engine was OOM-killed, the phase overran its deadline).
     abort: Option<String>,
+    /// A replica set's secondaries, in `work.replicas` order.
+    replicas: Vec<members::ReplicaRun>,
 }
 
 impl Running {
@@ -293,9 +330,12 @@ impl StatsSource for StatsReader {
 
 /// Run one cell to the end and write its records. Never returns early
 /// without tearing the sandbox down. Returns the record as written.
+/// `replicas` are the sandboxes of a replica set's secondaries, in
+/// `work.replicas` order (empty for one server).
 pub async fn run_cell(
     work: &CellWork,
     sandbox: Box<dyn Sandbox + Sync>,
+    replicas: Vec<Box<dyn Sandbox + Sync>>,
     ctx: &CellCtx,
     writer: &dyn CellWriter,
 ) -> anyhow::Result<CellRecord> {
@@ -316,6 +356,12 @@ pub async fn run_cell(
         oom_at_start: 0,
         epoch,
         abort: None,
+        replicas: work
+            .replicas
+            .iter()
+            .zip(replicas)
+            .map(|(rw, sb)| members::ReplicaRun::new(&rw.name, sb))
+            .collect(),
     };
     std::fs::create_dir_all(&ctx.cell_dir)?;
     let outcome = lifecycle(work, ctx, &mut r, writer).await;
@@ -333,10 +379,10 @@ pub async fn run_cell(
         Some(s) => s.finish().await,
         None => Vec::new(),
     };
-    let leaked = match r.sandbox.take() {
-        Some(sandbox) => teardown(sandbox, &ctx.hurry).await,
-        None => None,
-    };
+    let mut leaked = members::teardown_all(&mut r, &ctx.hurry).await;
+    if let Some(sandbox) = r.sandbox.take() {
+        leaked.extend(teardown(sandbox, &ctx.hurry).await);
+    }
     if let Some((hog, ledger)) = r.hog.take() {
         hog.stop().await;
         let _ = ledger.finish();
@@ -506,6 +552,11 @@ async fn lifecycle(
     r.enter(ctx, "start");
     start(ctx, r, &launch, false).await?;
 
+    if !work.replicas.is_empty() {
+        r.enter(ctx, "replicas");
+        members::start_replicas(work, ctx, r, writer).await?;
+    }
+
     if let Some(leave) = work.hog_leave {
         r.enter(ctx, "hog");
         let mut ledger = Ledger::open(&ledger::default_root(), &format!("{}-hog", ctx.sandbox_id))?;
@@ -520,6 +571,10 @@ async fn lifecycle(
         load_data(work, ctx, r, writer, load).await?;
         index += 1;
         verify_records(work, r, None).await?;
+        if !work.replicas.is_empty() {
+            r.enter(ctx, "replicas");
+            members::compare_records(work, ctx, r).await?;
+        }
         if let Some(sw) = &work.snapshot {
             check(ctx)?;
             r.enter(ctx, "snapshot");
@@ -566,6 +621,7 @@ pub const OWN_STAGES: &[&str] = &[
     "snapshot",
     "start",
     "ready",
+    "replicas",
     "hog",
     "settle",
     "collect",

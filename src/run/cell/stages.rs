@@ -44,19 +44,31 @@ pub(super) fn render(
     let log_path = ctx.cell_dir.join("engine.log");
     std::fs::create_dir_all(&kept_config_dir).map_err(anyhow::Error::from)?;
     let (mut launch, files) = (work.launch)(r.port, &data_dir, &engine_config_dir, &log_path)?;
-    for (name, content) in &files {
-        writer.file(&kept_config_dir.join(name), content.as_bytes())?;
-    }
-    for (kept, engine_path) in &mut launch.config_files {
-        if let Some(name) = engine_path.file_name() {
-            *kept = kept_config_dir.join(name);
-        }
-    }
+    keep_configs(writer, &kept_config_dir, &files, &mut launch)?;
     writer.file(
         &ctx.cell_dir.join("launch.json"),
         &serde_json::to_vec_pretty(&launch).map_err(anyhow::Error::from)?,
     )?;
     Ok(launch)
+}
+
+/// The rendered config files kept in `kept_dir`, where the launch's
+/// sandbox installs them from.
+pub(super) fn keep_configs(
+    writer: &dyn CellWriter,
+    kept_dir: &Path,
+    files: &[(String, String)],
+    launch: &mut EngineLaunch,
+) -> anyhow::Result<()> {
+    for (name, content) in files {
+        writer.file(&kept_dir.join(name), content.as_bytes())?;
+    }
+    for (kept, engine_path) in &mut launch.config_files {
+        if let Some(name) = engine_path.file_name() {
+            *kept = kept_dir.join(name);
+        }
+    }
+    Ok(())
 }
 
 /// Start the engine and wait until it answers its probe (in the stage

@@ -1,0 +1,301 @@
+//! A replica set's secondaries (issue 12): each in a sandbox of its own
+//! with its CPUs and memory cap, made and joined to the primary as the
+//! engine's `replication:` says, followed until it has nothing left to
+//! replay before the load and after it, its records digested against the
+//! primary's, watched after every phase, and torn down with the cell.
+
+use super::*;
+use crate::model::EngineLaunch;
+use crate::spec::engine::PRIMARY_PORT;
+
+/// How long the secondaries get to catch up with the primary.
+pub const IN_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A secondary while the cell runs.
+pub(super) struct ReplicaRun {
+    pub name: String,
+    /// Taken by teardown.
+    pub sandbox: Option<Box<dyn Sandbox + Sync>>,
+    pub stats: StatsReader,
+    pub port: u16,
+    pub engine_pid: Option<u32>,
+    pub oom_at_start: u64,
+    /// When its engine started.
+    pub started: Option<Instant>,
+}
+
+impl ReplicaRun {
+    pub fn new(name: &str, sandbox: Box<dyn Sandbox + Sync>) -> ReplicaRun {
+        ReplicaRun {
+            name: name.to_string(),
+            stats: sandbox.stats_reader(),
+            sandbox: Some(sandbox),
+            port: 0,
+            engine_pid: None,
+            oom_at_start: 0,
+            started: None,
+        }
+    }
+
+    fn sandbox(&mut self) -> &mut (dyn Sandbox + Sync) {
+        self.sandbox
+            .as_deref_mut()
+            .expect("a secondary's sandbox is only taken by teardown")
+    }
+}
+
+/// Provision, start and join every secondary, then wait until each
+/// follows the primary with nothing left to replay.
+pub(super) async fn start_replicas(
+    work: &CellWork,
+    ctx: &CellCtx,
+    r: &mut Running,
+    writer: &dyn CellWriter,
+) -> Result<(), Stop> {
+    let primary = r.port;
+    for (rw, i) in work.replicas.iter().zip(0..) {
+        let rr = &mut r.replicas[i];
+        let provisioned = rr.sandbox().provision(&rw.limits).await?;
+        rr.oom_at_start = rr.stats.server()?.oom_kills;
+        rr.port = crate::sandbox::free_port()?;
+        let dir = super::cell_work_dir(ctx).join(&rw.name);
+        let kept = ctx.cell_dir.join("members").join(&rw.name);
+        let (mut launch, files) = (rw.launch)(
+            rr.port,
+            &dir.join("data"),
+            &dir.join("config"),
+            &kept.join("engine.log"),
+            primary,
+        )?;
+        std::fs::create_dir_all(kept.join("config")).map_err(anyhow::Error::from)?;
+        super::stages::keep_configs(writer, &kept.join("config"), &files, &mut launch)?;
+        writer.file(
+            &kept.join("launch.json"),
+            &serde_json::to_vec_pretty(&launch).map_err(anyhow::Error::from)?,
+        )?;
+        let handle = rr.sandbox().start_engine(&launch).await?;
+        rr.started = Some(Instant::now());
+        if let EngineId::Pid(pid) = handle.id {
+            rr.engine_pid = Some(pid);
+        }
+        let member = r
+            .record
+            .fidelity
+            .members
+            .entry(rw.name.clone())
+            .or_default();
+        member.role = rw.role.clone();
+        member.cpus = rw.limits.server_cpus.to_string();
+        member.port = rr.port;
+        member.limits_read_back = provisioned.read_back;
+        member.limits_read_back.extend(handle.read_back);
+        ready_and_join(work, ctx, rr, rw, &launch, primary).await?;
+    }
+    wait_in_sync(work, ctx, r).await
+}
+
+/// Wait until the secondary answers, then send its join statements.
+async fn ready_and_join(
+    work: &CellWork,
+    ctx: &CellCtx,
+    rr: &mut ReplicaRun,
+    rw: &ReplicaWork,
+    launch: &EngineLaunch,
+    primary: u16,
+) -> Result<(), Stop> {
+    tokio::select! {
+        res = crate::sandbox::ready::wait_ready(rr.sandbox(), launch) => {
+            res.map_err(|e| Stop::Failed(format!("secondary {}: {e}", rw.name)))?;
+        }
+        _ = ctx.stop.cancelled() => return Err(Stop::Interrupted),
+    }
+    for statement in &rw.join {
+        let statement = statement.replace(PRIMARY_PORT, &primary.to_string());
+        work.facts
+            .execute(rr.port, &statement)
+            .await
+            .map_err(|e| Stop::Failed(format!("secondary {}: `{statement}`: {e}", rw.name)))?;
+    }
+    Ok(())
+}
+
+/// Until every secondary is linked to the primary with nothing left to
+/// replay, within [`IN_SYNC_TIMEOUT`]; records how long each took from
+/// its start (the first time) and the most it was behind.
+pub(super) async fn wait_in_sync(
+    work: &CellWork,
+    ctx: &CellCtx,
+    r: &mut Running,
+) -> Result<(), Stop> {
+    let deadline = Instant::now() + IN_SYNC_TIMEOUT;
+    let mut pause = Duration::from_millis(20);
+    loop {
+        let mut waiting = Vec::new();
+        for rr in &r.replicas {
+            let member = r
+                .record
+                .fidelity
+                .members
+                .entry(rr.name.clone())
+                .or_default();
+            match work.facts.replica_state(r.port, rr.port).await {
+                Ok(s) if s.linked && s.behind == 0 => {
+                    if member.in_sync_s.is_none() {
+                        member.in_sync_s = rr.started.map(|t| t.elapsed().as_secs_f64());
+                    }
+                }
+                Ok(s) => {
+                    member.max_behind = member.max_behind.max(s.behind);
+                    let link = if s.linked { "linked" } else { "not linked" };
+                    waiting.push(format!("{}: {link}, {} bytes behind", rr.name, s.behind));
+                }
+                Err(e) => waiting.push(format!("{}: {e}", rr.name)),
+            }
+        }
+        if waiting.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(Stop::Failed(format!(
+                "the secondaries did not catch up with the primary within {}s ({})",
+                IN_SYNC_TIMEOUT.as_secs(),
+                waiting.join("; ")
+            )));
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(pause) => {}
+            _ = ctx.stop.cancelled() => return Err(Stop::Interrupted),
+        }
+        pause = (pause * 2).min(Duration::from_millis(500));
+    }
+}
+
+/// After the load: every secondary caught up, and its records' digest
+/// equal to the primary's; a difference is a fidelity violation.
+pub(super) async fn compare_records(
+    work: &CellWork,
+    ctx: &CellCtx,
+    r: &mut Running,
+) -> Result<(), Stop> {
+    wait_in_sync(work, ctx, r).await?;
+    let primary = work
+        .facts
+        .digest(r.port)
+        .await
+        .map_err(|e| Stop::Failed(format!("digesting the primary's records: {e}")))?;
+    for rr in &r.replicas {
+        let digest = work
+            .facts
+            .digest(rr.port)
+            .await
+            .map_err(|e| Stop::Failed(format!("digesting {}'s records: {e}", rr.name)))?;
+        if digest != primary {
+            r.record.fidelity.violations.push(format!(
+                "secondary {} holds other records than the primary after the load ({digest} against {primary})",
+                rr.name
+            ));
+        }
+        let member = r
+            .record
+            .fidelity
+            .members
+            .entry(rr.name.clone())
+            .or_default();
+        member.data_digest = Some(digest);
+    }
+    r.record.data_digest = Some(primary);
+    Ok(())
+}
+
+/// Why the phase that just ended does not stand for the topology: a
+/// secondary that died, or one no longer linked to the primary.
+pub(super) async fn broken_during_phase(work: &CellWork, r: &mut Running) -> Option<String> {
+    let primary = r.port;
+    let mut why = Vec::new();
+    for rr in &mut r.replicas {
+        let Some(sb) = rr.sandbox.as_deref_mut() else {
+            continue;
+        };
+        let member = r
+            .record
+            .fidelity
+            .members
+            .entry(rr.name.clone())
+            .or_default();
+        match sb.engine_status().await {
+            Ok(EngineStatus::Running) => {}
+            Ok(status) => {
+                member.engine_restarts = 1;
+                why.push(format!(
+                    "secondary {} died during the phase ({})",
+                    rr.name,
+                    crate::sandbox::process::describe(status)
+                ));
+                continue;
+            }
+            Err(e) => {
+                why.push(format!("secondary {}: {e}", rr.name));
+                continue;
+            }
+        }
+        match work.facts.replica_state(primary, rr.port).await {
+            Ok(s) if s.linked => member.max_behind = member.max_behind.max(s.behind),
+            Ok(_) => why.push(format!(
+                "replication to secondary {} broke during the phase",
+                rr.name
+            )),
+            Err(e) => why.push(format!("secondary {}: {e}", rr.name)),
+        }
+    }
+    (!why.is_empty()).then(|| why.join("; "))
+}
+
+/// Each secondary's thread CPUs and OOM kills, with their violations.
+pub(super) fn collect(r: &mut Running) {
+    for rr in &mut r.replicas {
+        let Some(sb) = rr.sandbox.as_deref() else {
+            continue;
+        };
+        let pids: Vec<u32> = sb
+            .server_pids()
+            .into_iter()
+            .chain(rr.engine_pid)
+            .collect::<std::collections::BTreeSet<u32>>()
+            .into_iter()
+            .collect();
+        let member = r
+            .record
+            .fidelity
+            .members
+            .entry(rr.name.clone())
+            .or_default();
+        member.engine_thread_cpus = procfs::thread_cpus(Path::new(procfs::PROC), &pids);
+        let cpus: crate::units::CpuSet = member.cpus.parse().unwrap_or_default();
+        let mut found = fidelity::thread_cpu_violations(&member.engine_thread_cpus, &cpus);
+        if let Ok(stats) = rr.stats.server() {
+            member.oom_kills = stats.oom_kills.saturating_sub(rr.oom_at_start);
+        }
+        found.extend(fidelity::supervision_violations(
+            member.oom_kills,
+            member.engine_restarts,
+        ));
+        let name = rr.name.clone();
+        r.record
+            .fidelity
+            .violations
+            .extend(found.into_iter().map(|v| format!("secondary {name}: {v}")));
+    }
+}
+
+/// Tear every secondary down; the leaks in words.
+pub(super) async fn teardown_all(r: &mut Running, hurry: &CancellationToken) -> Vec<String> {
+    let mut leaks = Vec::new();
+    for rr in &mut r.replicas {
+        if let Some(sb) = rr.sandbox.take()
+            && let Some(leak) = super::end::teardown(sb, hurry).await
+        {
+            leaks.push(format!("secondary {}: {leak}", rr.name));
+        }
+    }
+    leaks
+}

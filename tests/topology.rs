@@ -1,0 +1,296 @@
+//! Replica sets end to end on the cgroup backend (issue 12): a primary
+//! and two secondaries of PostgreSQL (streaming standbys made by
+//! pg_basebackup) and of redis (REPLICAOF), each member in its own
+//! sandbox; every secondary holds the primary's records after the load; a
+//! secondary killed during a phase invalidates that phase and the matrix
+//! goes on; nothing is left after a SIGKILL of benchcage while the
+//! secondaries join. Needs root and the engines.
+
+mod support;
+
+use benchcage::model::CellStatus;
+use benchcage::results::model::{CellRecord, PhaseStatus, RunRecord};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use support::cli::{bc_in, run_id_of};
+use support::files::{cell_dirs, read_json};
+use support::host::{name_of, pid_alive, run_groups};
+
+const HOME: &str = env!("CARGO_MANIFEST_DIR");
+
+/// These tests assert valid phases and count processes: one at a time.
+static HOST: Mutex<()> = Mutex::new(());
+
+/// A test's results, work and ledger folders.
+struct Place {
+    tmp: tempfile::TempDir,
+    _alone: std::sync::MutexGuard<'static, ()>,
+}
+
+impl Place {
+    fn new() -> Place {
+        let alone = HOST.lock().unwrap_or_else(|e| e.into_inner());
+        Place {
+            tmp: tempfile::Builder::new()
+                .prefix("benchcage-topology-test-")
+                .tempdir()
+                .unwrap(),
+            _alone: alone,
+        }
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.tmp.path().join(name)
+    }
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = bc_in(
+            Path::new(HOME),
+            &self.path("results"),
+            &self.path("work"),
+            &self.path("state"),
+        );
+        c.args(args);
+        c
+    }
+    /// Start `benchcage ARGS`; its stderr lines are collected as they come.
+    fn spawn(&self, args: &[&str]) -> (Child, Arc<Mutex<Vec<String>>>) {
+        let mut child = self
+            .command(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let l = lines.clone();
+        let err = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                l.lock().unwrap().push(line);
+            }
+        });
+        (child, lines)
+    }
+    /// The run's cells by engine.
+    fn cells(&self, run: &str) -> std::collections::BTreeMap<String, CellRecord> {
+        let dir = self.path("results").join(run);
+        let _: RunRecord = read_json(&dir.join("run.json"));
+        cell_dirs(&dir)
+            .iter()
+            .map(|d| {
+                let c: CellRecord = read_json(&d.join("cell.json"));
+                (c.engine.clone(), c)
+            })
+            .collect()
+    }
+    /// No cgroup (the members' included), work dir or ledger of `run` is left.
+    fn assert_clean(&self, run: &str) {
+        for g in run_groups() {
+            assert!(
+                !name_of(&g).starts_with(run),
+                "cgroup left: {}",
+                g.display()
+            );
+        }
+        let work = self.path("work").join(run);
+        assert!(!work.exists(), "work dir left: {}", work.display());
+        let left: Vec<String> = std::fs::read_dir(self.path("state"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(run))
+            .collect();
+        assert!(left.is_empty(), "ledgers left: {left:?}");
+    }
+}
+
+/// The first collected line with every part, within `secs`.
+fn wait_line(child: &mut Child, lines: &Mutex<Vec<String>>, parts: &[&str], secs: u64) -> String {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(l) = lines
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|l| parts.iter().all(|p| l.contains(p)))
+        {
+            return l.clone();
+        }
+        let all = || lines.lock().unwrap().join("\n");
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!(
+                "run ended ({status}) before a line with {parts:?}:\n{}",
+                all()
+            );
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no line with {parts:?}:\n{}",
+            all()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The pids in the server group of sandbox `id` (its cpuset group on v1,
+/// its unified group on v2).
+fn server_pids(id: &str) -> Vec<u32> {
+    let hier = benchcage::sandbox::cgroupfs::Hierarchy::detect().unwrap();
+    let dirs = hier.dirs(
+        &Path::new(benchcage::sandbox::cgroupfs::group::TOP)
+            .join(id)
+            .join("server"),
+    );
+    let dir = dirs.get("cpuset").or_else(|| dirs.get("unified")).unwrap();
+    std::fs::read_to_string(dir.join("cgroup.procs"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+#[test]
+fn every_secondary_of_a_postgres_and_a_redis_replica_set_holds_the_primarys_records() {
+    let place = Place::new();
+    let (mut child, lines) = place.spawn(&["run", "tests/scenarios/run-replica-sets.yaml"]);
+    let run = run_id_of(&wait_line(&mut child, &lines, &["run ", "2 cell(s)"], 60));
+    // While the postgres secondaries run, each is in a sandbox of its own.
+    wait_line(&mut child, &lines, &["[1/2", "] load"], 120);
+    for m in ["m1", "m2"] {
+        assert!(
+            !server_pids(&format!("{run}-01-{m}")).is_empty(),
+            "no process in {m}'s server group"
+        );
+    }
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{}", lines.lock().unwrap().join("\n"));
+    let cells = place.cells(&run);
+    assert_eq!(cells.len(), 2);
+    for (engine, c) in &cells {
+        assert_eq!(c.status, CellStatus::Finished, "{engine}: {:?}", c.failure);
+        let primary = c.data_digest.clone().expect("the primary's digest");
+        let counted: u64 = primary.split(' ').next().unwrap().parse().unwrap();
+        assert!((2000..=2001).contains(&counted), "{engine}: {primary}");
+        let members = &c.fidelity.members;
+        assert_eq!(members.keys().collect::<Vec<_>>(), ["m1", "m2"], "{engine}");
+        for (name, m) in members {
+            assert_eq!(m.role, "secondary");
+            assert_eq!(m.data_digest.as_ref(), Some(&primary), "{engine} {name}");
+            assert!(m.in_sync_s.is_some(), "{engine} {name}");
+            assert_eq!(m.oom_kills, 0);
+            // Its own cgroup, pinned and capped as planned.
+            assert_eq!(
+                m.limits_read_back
+                    .get("Cpus_allowed_list")
+                    .map(String::as_str),
+                Some("1"),
+                "{engine} {name}: {:?}",
+                m.limits_read_back
+            );
+            assert!(
+                m.limits_read_back
+                    .iter()
+                    .any(|(k, v)| k.contains("memory") && v == "268435456"),
+                "{engine} {name}: {:?}",
+                m.limits_read_back
+            );
+            assert!(!m.engine_thread_cpus.is_empty(), "{engine} {name}");
+            assert!(m.engine_thread_cpus.values().all(|c| c == "1"));
+        }
+        assert!(
+            c.fidelity.violations.is_empty(),
+            "{engine}: {:?}",
+            c.fidelity.violations
+        );
+        let reads = c.phases.iter().find(|p| p.name == "reads").unwrap();
+        assert_eq!((reads.total_ops, reads.total_errors), (2000, 0), "{engine}");
+        assert!(reads.status.is_ok(), "{engine}: {:?}", reads.status);
+        assert!(c.stage_s.contains_key("replicas"), "{engine}");
+    }
+    place.assert_clean(&run);
+}
+
+#[test]
+fn a_secondary_killed_during_a_phase_invalidates_it_and_the_matrix_goes_on() {
+    let place = Place::new();
+    let (mut child, lines) = place.spawn(&["run", "tests/scenarios/run-replica-kill.yaml"]);
+    let run = run_id_of(&wait_line(&mut child, &lines, &["run ", "2 cell(s)"], 60));
+    wait_line(&mut child, &lines, &["[1/2", "reads t1"], 120);
+    std::thread::sleep(Duration::from_secs(1));
+    let pids = server_pids(&format!("{run}-01-m1"));
+    assert!(!pids.is_empty());
+    for pid in &pids {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(*pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let status = child.wait().unwrap();
+    let text = lines.lock().unwrap().join("\n");
+    assert!(status.code().is_some(), "{text}");
+    let cells = place.cells(&run);
+    let redis = &cells["redis"];
+    let reads = redis.phases.iter().find(|p| p.name == "reads").unwrap();
+    match &reads.status {
+        PhaseStatus::Invalid { reason } => {
+            assert!(reason.contains("secondary m1 died"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(redis.fidelity.members["m1"].engine_restarts, 1);
+    assert!(
+        redis
+            .fidelity
+            .violations
+            .iter()
+            .any(|v| v.starts_with("secondary m1:")),
+        "{:?}",
+        redis.fidelity.violations
+    );
+    // The matrix went on: the postgres replica set ran whole.
+    let pg = &cells["postgres"];
+    assert_eq!(pg.status, CellStatus::Finished, "{:?}", pg.failure);
+    assert!(
+        pg.phases
+            .iter()
+            .any(|p| p.name == "reads" && p.status.is_ok())
+    );
+    for pid in pids {
+        assert!(!pid_alive(pid), "{pid} still alive");
+    }
+    place.assert_clean(&run);
+}
+
+#[test]
+fn after_sigkill_while_the_secondaries_join_cleanup_leaves_nothing() {
+    let place = Place::new();
+    let (mut child, lines) = place.spawn(&[
+        "run",
+        "tests/scenarios/run-replica-sets.yaml",
+        "--only",
+        "postgres",
+    ]);
+    let run = run_id_of(&wait_line(&mut child, &lines, &["run ", "1 cell(s)"], 60));
+    wait_line(&mut child, &lines, &["[1/1", "] replicas"], 120);
+    // Killed while a standby copies the primary or starts.
+    std::thread::sleep(Duration::from_millis(300));
+    let mut pids = server_pids(&format!("{run}-01"));
+    for m in ["m1", "m2"] {
+        pids.extend(server_pids(&format!("{run}-01-{m}")));
+    }
+    assert!(!pids.is_empty());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let out = place.command(&["cleanup"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for pid in pids {
+        assert!(!pid_alive(pid), "{pid} still alive after cleanup");
+    }
+    place.assert_clean(&run);
+}

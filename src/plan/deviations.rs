@@ -328,6 +328,7 @@ fn program_of(work: &Work) -> Option<String> {
         Work::Tool(Tool::Sysbench { .. }) => Some("sysbench".into()),
         Work::Tool(Tool::Pgbench { .. }) => Some("pgbench".into()),
         Work::Tool(Tool::Ycsb { argv }) | Work::Tool(Tool::Command { argv, .. }) => base(argv),
+        Work::Tool(Tool::Pytpcc(_)) => Some(crate::workload::tools::pytpcc::PROGRAM.into()),
     }
 }
 
@@ -788,6 +789,9 @@ fn sizes(planned: &Phase, written: &Phase) -> Vec<(String, u64, u64)> {
         ],
         (Work::Tool(Tool::Pgbench { scale, .. }), Work::Tool(Tool::Pgbench { scale: w, .. })) => {
             vec![("scale".into(), *scale as u64, *w as u64)]
+        }
+        (Work::Tool(Tool::Pytpcc(p)), Work::Tool(Tool::Pytpcc(w))) => {
+            vec![("warehouses".into(), p.warehouses, w.warehouses)]
         }
         (Work::Tool(Tool::Command { scaled, .. }), Work::Tool(Tool::Command { scaled: w, .. })) => {
             scaled

@@ -207,6 +207,14 @@ fn tool_bytes(t: &Tool) -> Option<(u64, String)> {
                 format!("{w} TPC-C warehouses x {}", mb(TPCC_WAREHOUSE_BYTES)),
             )
         }),
+        Tool::Pytpcc(p) => Some((
+            p.warehouses.saturating_mul(TPCC_WAREHOUSE_BYTES),
+            format!(
+                "{} TPC-C warehouses x {}",
+                p.warehouses,
+                mb(TPCC_WAREHOUSE_BYTES)
+            ),
+        )),
         Tool::Ycsb { .. } => None,
     }
 }

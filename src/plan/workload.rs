@@ -173,6 +173,16 @@ fn tool(t: &Tool, home: &Path) -> tools::Tool {
             errors: None,
             kind: None,
         }),
+        Tool::Pytpcc(p) => tools::Tool::Pytpcc(tools::pytpcc::PytpccConfig {
+            warehouses: p.warehouses,
+            load: p.load,
+            path: p.path.as_ref().map(|x| home.join(x)),
+            python: p.python.clone(),
+            denormalize: p.denormalize,
+            transactions: p.transactions,
+            database: "tpcc".into(),
+            write_concern: None,
+        }),
     }
 }
 

@@ -351,6 +351,25 @@ pub enum Tool {
         #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         scaled: BTreeMap<String, u64>,
     },
+    /// py-tpcc's `tpcc.py` (the user's install) against MongoDB.
+    Pytpcc(Pytpcc),
+}
+
+/// `tool: {pytpcc: {...}}`: py-tpcc as its users run it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Pytpcc {
+    /// `--warehouses`; shrinks with the environment's scale.
+    pub warehouses: u64,
+    /// A timed load alone (`--no-execute`); otherwise the transactions.
+    pub load: bool,
+    /// `tpcc.py` or its directory (relative to the project home);
+    /// `None` finds `tpcc.py` on PATH.
+    pub path: Option<String>,
+    /// The interpreter (`pypy`, `python2`); `None` runs `tpcc.py` itself.
+    pub python: Option<String>,
+    pub denormalize: bool,
+    /// False writes `notransactions = True` (standalone servers).
+    pub transactions: bool,
 }
 
 /// Which pgbench transaction script runs.
@@ -752,13 +771,18 @@ fn candles_from_fields(f: &Fields, cx: &mut Cx) -> Option<Builtin> {
 }
 
 fn tool_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Tool> {
-    let f = Fields::open(node, cx, path, &["sysbench", "pgbench", "ycsb", "command"])?;
+    let f = Fields::open(
+        node,
+        cx,
+        path,
+        &["sysbench", "pgbench", "ycsb", "command", "pytpcc"],
+    )?;
     let keys = f.keys();
     if keys.len() != 1 {
         cx.error(
             f.pos,
             path,
-            "name exactly one tool: sysbench, pgbench, ycsb or command",
+            "name exactly one tool: sysbench, pgbench, ycsb, pytpcc or command",
             None,
         );
         return None;
@@ -769,6 +793,7 @@ fn tool_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Tool> {
         "sysbench" => sysbench_from_node(n, cx, &p),
         "pgbench" => pgbench_from_node(n, cx, &p),
         "ycsb" => ycsb_from_node(n, cx, &p),
+        "pytpcc" => pytpcc_from_node(n, cx, &p),
         _ => command_from_node(n, cx, &p),
     }
 }
@@ -847,6 +872,40 @@ fn ycsb_from_node(n: &Node, cx: &mut Cx, p: &str) -> Option<Tool> {
         cx.error(t.pos, &t.field("argv"), "argv is empty", None);
     }
     Some(Tool::Ycsb { argv })
+}
+
+/// `tool: {pytpcc: {warehouses, load, path, python, denormalize, transactions}}`.
+fn pytpcc_from_node(n: &Node, cx: &mut Cx, p: &str) -> Option<Tool> {
+    let t = Fields::open(
+        n,
+        cx,
+        p,
+        &[
+            "warehouses",
+            "load",
+            "path",
+            "python",
+            "denormalize",
+            "transactions",
+        ],
+    )?;
+    let warehouses: Option<u64> = t.req(cx, "warehouses");
+    if warehouses == Some(0) {
+        cx.error(
+            t.pos_of("warehouses"),
+            &t.field("warehouses"),
+            "py-tpcc needs at least 1 warehouse",
+            Some("write-up 004 loads `warehouses: 1000`".into()),
+        );
+    }
+    Some(Tool::Pytpcc(Pytpcc {
+        warehouses: warehouses?,
+        load: t.or(cx, "load", false),
+        path: t.opt(cx, "path"),
+        python: t.opt(cx, "python"),
+        denormalize: t.or(cx, "denormalize", true),
+        transactions: t.or(cx, "transactions", true),
+    }))
 }
 
 /// `tool: {command: {argv, throughput, latency, scaled}}`.
@@ -1265,6 +1324,8 @@ impl std::fmt::Display for Tool {
             },
             Tool::Ycsb { argv } => write!(f, "YCSB: {}", argv.join(" ")),
             Tool::Command { argv, .. } => write!(f, "command: {}", argv.join(" ")),
+            Tool::Pytpcc(t) if t.load => write!(f, "py-tpcc load, {} warehouses", t.warehouses),
+            Tool::Pytpcc(t) => write!(f, "py-tpcc NEW ORDER, {} warehouses", t.warehouses),
         }
     }
 }

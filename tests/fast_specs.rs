@@ -473,6 +473,22 @@ fn has(devs: &[(String, String)], kind: &str, text: &str) -> bool {
 }
 
 #[test]
+fn write_up_002_on_mongodb_runs_the_built_in_sysbench_mongo_and_plan_says_so() {
+    let (text, devs) = writeup_deviations("scenarios/002-sysbench-mongo.yaml", &[]);
+    let all = format!("{devs:#?}");
+    assert!(
+        has(
+            &devs,
+            "tool",
+            "load, sysbench-mongo: benchcage's built-in sysbench-mongo (sysbench-mongodb's transaction) instead of sysbench-mongodb"
+        ),
+        "{all}"
+    );
+    assert!(text.contains("sysbench-mongodb transactions"), "{text}");
+    assert!(text.contains("loads"), "{text}");
+}
+
+#[test]
 fn a_scenario_run_above_the_write_ups_size_says_grown_not_shrunk() {
     let (_, devs) = writeup_deviations("001-mongodb-to-tokumx", &[]);
     assert!(
@@ -614,6 +630,7 @@ fn every_shipped_write_up_scenario_declares_what_the_write_up_published() {
         ("003-mongodb-3.2", "003"),
         ("003-mongodb-3.2-here", "003"),
         ("004-tpcc-mongodb", "004"),
+        ("002-sysbench-mongo", "002"),
     ] {
         let r = project.scenarios[name]
             .reproduces

@@ -335,6 +335,61 @@ fn candles_load_and_query_on_secantus() {
 }
 
 #[test]
+fn sysbench_mongo_loads_its_collections_in_batches_then_runs_transactions_on_secantus() {
+    let s = Server::start(Kind::Secantus);
+    let url = format!("{}/sbtest", s.url());
+    let cfg: WorkloadConfig = serde_json::from_value(serde_json::json!({
+        "store": url, "workload": "sysbench-mongo", "collections": 3, "records": 1500,
+        "threads": [1, 2], "duration": "2s", "load": true, "load_threads": 2
+    }))
+    .unwrap();
+    let r = run_config(&cfg);
+    assert!(r.iter().all(|p| p.status.is_ok()), "{r:?}");
+    assert_eq!(r[0].workload, "sysbench-mongo:load");
+    // 3 collections x 1500 documents, 1000 per insert: 2 batches each.
+    let ins = &r[0].ops["INSERT"];
+    assert_eq!((ins.count, ins.calls), (4500, Some(6)), "{ins:?}");
+    assert!(r[0].throughput > 0.0, "inserts/s reported");
+    assert_eq!(r[0].threads, 2, "the loaders");
+    for p in &r[1..] {
+        let t = &p.ops["TRANSACTION"];
+        assert!(t.count > 0 && t.errors == 0, "{t:?}");
+        assert!((p.throughput - t.count as f64 / p.duration_s).abs() < 1e-6);
+    }
+    assert_eq!(r[1..].iter().map(|p| p.threads).collect::<Vec<_>>(), [1, 2]);
+    // Each collection holds its documents, with `_id` 1..=1500, after
+    // transactions that delete and re-insert them.
+    block_on(async {
+        let mut ep = clients::Endpoint::loopback(s.port);
+        ep.database = Some("sbtest".into());
+        let mut c = clients::mongodb::MongoConn::connect(&ep).await.unwrap();
+        for coll in ["sbtest1", "sbtest2", "sbtest3"] {
+            let all = c.count_find(coll, &serde_json::json!({})).await.unwrap();
+            let ids = c
+                .count_find(coll, &serde_json::json!({"_id": {"$gte": 1, "$lte": 1500}}))
+                .await
+                .unwrap();
+            assert_eq!((all, ids), (1500, 1500), "{coll}");
+        }
+        assert!(!c.has_documents("sbtest4").await.unwrap());
+    });
+}
+
+#[test]
+fn sysbench_mongo_is_refused_on_a_sql_store_before_anything_connects() {
+    let cfg: WorkloadConfig = serde_json::from_value(serde_json::json!({
+        "store": "postgres://postgres@127.0.0.1:1/postgres", "workload": "sysbench-mongo",
+        "operations": 10
+    }))
+    .unwrap();
+    let e = cfg.validate().unwrap_err().to_string();
+    assert!(
+        e.contains("sysbench-mongo workload runs on mongodb, not"),
+        "{e}"
+    );
+}
+
+#[test]
 fn drive_prints_the_ycsb_summary_and_writes_json() {
     let s = Server::start(Kind::Redis);
     let dir = tempfile::tempdir().unwrap();

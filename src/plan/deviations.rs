@@ -337,6 +337,9 @@ fn program_words(work: &Work) -> String {
     match work {
         Work::Builtin(Builtin::Ycsb { .. }) => "benchcage's built-in YCSB workloads".into(),
         Work::Builtin(Builtin::Candles { .. }) => "benchcage's built-in candles workload".into(),
+        Work::Builtin(Builtin::SysbenchMongo) => {
+            "benchcage's built-in sysbench-mongo (sysbench-mongodb's transaction)".into()
+        }
         Work::Tool(Tool::Sysbench { test, .. }) => format!("sysbench {test}"),
         _ => program_of(work).unwrap_or_default(),
     }
@@ -351,6 +354,7 @@ fn tools(r: &Reproduces, s: &Scenario, found: &mut Found) {
         LoadWorkload::Candles => Work::Builtin(Builtin::Candles {
             queries: crate::spec::scenario::CandleQuery::ByTicker,
         }),
+        LoadWorkload::SysbenchMongo => Work::Builtin(Builtin::SysbenchMongo),
     });
     let steps = load_work
         .iter()

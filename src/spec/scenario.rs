@@ -141,6 +141,10 @@ pub enum LoadWorkload {
     Ycsb,
     /// Write-up 000's trade candles (~270 B) with 3 secondary indexes.
     Candles,
+    /// sysbench-mongodb's collections (write-up 002): 8 of `records`
+    /// documents each, loaded 1000 at a time.
+    #[serde(rename = "sysbench-mongo")]
+    SysbenchMongo,
 }
 
 /// Between load and measurement, for one cell.
@@ -288,6 +292,8 @@ pub enum Builtin {
     },
     /// Write-up 000's candle queries.
     Candles { queries: CandleQuery },
+    /// sysbench-mongodb's OLTP transaction (write-up 002).
+    SysbenchMongo,
 }
 
 /// YCSB workload letter or a custom mix.
@@ -538,6 +544,7 @@ impl FromNode for Load {
         let workloads = [
             ("ycsb", LoadWorkload::Ycsb),
             ("candles", LoadWorkload::Candles),
+            ("sysbench-mongo", LoadWorkload::SysbenchMongo),
         ];
         let workload = match f.get("workload") {
             Some(n) => choice(n, cx, &f.field("workload"), &workloads)?,
@@ -545,6 +552,7 @@ impl FromNode for Load {
         };
         let default_batch = match workload {
             LoadWorkload::Candles => 500u32,
+            LoadWorkload::SysbenchMongo => crate::workload::sysbench_mongo::BATCH as u32,
             LoadWorkload::Ycsb => 1,
         };
         let batch = f.or(cx, "batch", default_batch);
@@ -684,10 +692,33 @@ fn builtin_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Builtin> {
         wl_node,
         cx,
         &f.field("workload"),
-        &["a", "b", "c", "d", "e", "f", "custom", "candles"],
+        &[
+            "a",
+            "b",
+            "c",
+            "d",
+            "e",
+            "f",
+            "custom",
+            "candles",
+            "sysbench-mongo",
+        ],
     )?;
     if wl == "candles" {
         return candles_from_fields(&f, cx);
+    }
+    if wl == "sysbench-mongo" {
+        for k in ["mix", "distribution", "queries"] {
+            if f.get(k).is_some() {
+                cx.error(
+                    f.pos_of(k),
+                    &f.field(k),
+                    format!("`{k}` does not apply to sysbench-mongo"),
+                    None,
+                );
+            }
+        }
+        return Some(Builtin::SysbenchMongo);
     }
     if f.get("queries").is_some() {
         cx.error(
@@ -1262,6 +1293,7 @@ impl std::fmt::Display for LoadWorkload {
         f.write_str(match self {
             LoadWorkload::Ycsb => "YCSB records",
             LoadWorkload::Candles => "trade candles",
+            LoadWorkload::SysbenchMongo => "sysbench-mongodb documents",
         })
     }
 }
@@ -1305,6 +1337,7 @@ impl std::fmt::Display for Builtin {
                 distribution,
             } => write!(f, "YCSB workload {workload}, {distribution}"),
             Builtin::Candles { queries } => write!(f, "candles, {} queries", queries.name()),
+            Builtin::SysbenchMongo => f.write_str("sysbench-mongodb transactions"),
         }
     }
 }

@@ -260,7 +260,9 @@ pub struct DriveArgs {
     /// Store URL: redis://, postgres://, mysql://, mongodb://, or null:// (127.0.0.1 only).
     #[arg(long)]
     pub store: Option<String>,
-    /// YCSB workload a..f, `candles`, or a custom mix like `read=0.9,update=0.05,insert=0.05`.
+    /// YCSB workload a..f, `candles`, `sysbench-mongo` (write-up 002's
+    /// sysbench-mongodb transaction; mongodb), or a custom mix like
+    /// `read=0.9,update=0.05,insert=0.05`.
     #[arg(long, default_value = "a")]
     pub workload: String,
     /// Number of records in the data set (at most 10^10, inserts included).
@@ -298,6 +300,10 @@ pub struct DriveArgs {
     /// Candle query for `--workload candles`: by_ticker, interval, day.
     #[arg(long)]
     pub queries: Option<String>,
+    /// Collections of `--workload sysbench-mongo` (sbtest1..N, --records
+    /// documents each; default 8, one per loader as in write-up 002).
+    #[arg(long, value_name = "N")]
+    pub collections: Option<u32>,
     /// Load the records before the measured phase. A load deletes what is
     /// in its target first, so without --reset it refuses a target that
     /// holds data (exit code 2).

@@ -169,7 +169,7 @@ fn write_concern_and_read_preference_are_knobs_shown_in_the_plan() {
         o.stderr
     );
     // Write-up 004 runs with write concern 1; its phases are py-tpcc's,
-    // and the plan says the knob does not reach them.
+    // whose config file benchcage writes with the knob in it.
     let o = run(home.path(), &["plan", "004-tpcc-mongodb"]);
     assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
     assert_eq!(
@@ -179,10 +179,13 @@ fn write_concern_and_read_preference_are_knobs_shown_in_the_plan() {
         o.stdout
     );
     assert!(
-        o.stdout.contains(
-            "the store knobs write_concern=1 reach only the built-in load generator; \
-             tool phases tpcc-load, new-order use the tool's own settings"
-        ),
+        o.stdout
+            .contains("write_concern=1 goes into py-tpcc's config file for tpcc-load, new-order"),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        !o.stdout.contains("reach only the built-in load generator"),
         "{}",
         o.stdout
     );
@@ -470,6 +473,22 @@ fn has(devs: &[(String, String)], kind: &str, text: &str) -> bool {
 }
 
 #[test]
+fn write_up_002_on_mongodb_runs_the_built_in_sysbench_mongo_and_plan_says_so() {
+    let (text, devs) = writeup_deviations("scenarios/002-sysbench-mongo.yaml", &[]);
+    let all = format!("{devs:#?}");
+    assert!(
+        has(
+            &devs,
+            "tool",
+            "load, sysbench-mongo: benchcage's built-in sysbench-mongo (sysbench-mongodb's transaction) instead of sysbench-mongodb"
+        ),
+        "{all}"
+    );
+    assert!(text.contains("sysbench-mongodb transactions"), "{text}");
+    assert!(text.contains("loads"), "{text}");
+}
+
+#[test]
 fn a_scenario_run_above_the_write_ups_size_says_grown_not_shrunk() {
     let (_, devs) = writeup_deviations("001-mongodb-to-tokumx", &[]);
     assert!(
@@ -611,6 +630,7 @@ fn every_shipped_write_up_scenario_declares_what_the_write_up_published() {
         ("003-mongodb-3.2", "003"),
         ("003-mongodb-3.2-here", "003"),
         ("004-tpcc-mongodb", "004"),
+        ("002-sysbench-mongo", "002"),
     ] {
         let r = project.scenarios[name]
             .reproduces

@@ -335,6 +335,61 @@ fn candles_load_and_query_on_secantus() {
 }
 
 #[test]
+fn sysbench_mongo_loads_its_collections_in_batches_then_runs_transactions_on_secantus() {
+    let s = Server::start(Kind::Secantus);
+    let url = format!("{}/sbtest", s.url());
+    let cfg: WorkloadConfig = serde_json::from_value(serde_json::json!({
+        "store": url, "workload": "sysbench-mongo", "collections": 3, "records": 1500,
+        "threads": [1, 2], "duration": "2s", "load": true, "load_threads": 2
+    }))
+    .unwrap();
+    let r = run_config(&cfg);
+    assert!(r.iter().all(|p| p.status.is_ok()), "{r:?}");
+    assert_eq!(r[0].workload, "sysbench-mongo:load");
+    // 3 collections x 1500 documents, 1000 per insert: 2 batches each.
+    let ins = &r[0].ops["INSERT"];
+    assert_eq!((ins.count, ins.calls), (4500, Some(6)), "{ins:?}");
+    assert!(r[0].throughput > 0.0, "inserts/s reported");
+    assert_eq!(r[0].threads, 2, "the loaders");
+    for p in &r[1..] {
+        let t = &p.ops["TRANSACTION"];
+        assert!(t.count > 0 && t.errors == 0, "{t:?}");
+        assert!((p.throughput - t.count as f64 / p.duration_s).abs() < 1e-6);
+    }
+    assert_eq!(r[1..].iter().map(|p| p.threads).collect::<Vec<_>>(), [1, 2]);
+    // Each collection holds its documents, with `_id` 1..=1500, after
+    // transactions that delete and re-insert them.
+    block_on(async {
+        let mut ep = clients::Endpoint::loopback(s.port);
+        ep.database = Some("sbtest".into());
+        let mut c = clients::mongodb::MongoConn::connect(&ep).await.unwrap();
+        for coll in ["sbtest1", "sbtest2", "sbtest3"] {
+            let all = c.count_find(coll, &serde_json::json!({})).await.unwrap();
+            let ids = c
+                .count_find(coll, &serde_json::json!({"_id": {"$gte": 1, "$lte": 1500}}))
+                .await
+                .unwrap();
+            assert_eq!((all, ids), (1500, 1500), "{coll}");
+        }
+        assert!(!c.has_documents("sbtest4").await.unwrap());
+    });
+}
+
+#[test]
+fn sysbench_mongo_is_refused_on_a_sql_store_before_anything_connects() {
+    let cfg: WorkloadConfig = serde_json::from_value(serde_json::json!({
+        "store": "postgres://postgres@127.0.0.1:1/postgres", "workload": "sysbench-mongo",
+        "operations": 10
+    }))
+    .unwrap();
+    let e = cfg.validate().unwrap_err().to_string();
+    assert!(
+        e.contains("sysbench-mongo workload runs on mongodb, not"),
+        "{e}"
+    );
+}
+
+#[test]
 fn drive_prints_the_ycsb_summary_and_writes_json() {
     let s = Server::start(Kind::Redis);
     let dir = tempfile::tempdir().unwrap();
@@ -622,6 +677,127 @@ fn ycsb_and_command_tools_parse_live_output() {
     assert!(c.latency_us.mean.unwrap() > 0.0);
     assert_eq!(c.latency_us.p99, None, "the command printed no p99");
     assert!(out.path().join("command-run-2.txt").is_file());
+}
+
+/// A stand-in for py-tpcc's `tpcc.py` that fails unless run as py-tpcc
+/// needs: from its own directory (drivers found as `./drivers/*driver.py`),
+/// with py-tpcc's flags only (argparse refuses `--port`), and a config file
+/// whose `[mongodb]` section names loopback, the live server's port and
+/// the write concern. It prints the original version's results table.
+const FAKE_TPCC: &str = r#"#!/usr/bin/env python3
+import argparse, configparser, glob, os, socket, sys
+here = os.path.dirname(os.path.realpath(__file__))
+assert os.getcwd() == here, "cwd %s is not %s" % (os.getcwd(), here)
+drivers = [os.path.basename(d).replace("driver.py", "") for d in glob.glob("./drivers/*driver.py")]
+a = argparse.ArgumentParser()
+a.add_argument("system", choices=drivers)
+a.add_argument("--config", type=open)
+a.add_argument("--warehouses", type=int, default=4)
+a.add_argument("--clients", type=int, default=1)
+a.add_argument("--duration", type=int, default=60)
+a.add_argument("--no-load", action="store_true")
+a.add_argument("--no-execute", action="store_true")
+args = a.parse_args()
+c = configparser.ConfigParser()
+c.read(os.path.realpath(args.config.name))
+m = c["mongodb"]
+assert m["host"] == "127.0.0.1", m["host"]
+assert m["write_concern"] == "majority", dict(m)
+assert m["denormalize"] == "True" and m["name"] == "tpcc", dict(m)
+socket.create_connection((m["host"], int(m["port"])), timeout=5).close()
+print("03-14-2021 10:01:12 [<module>:241] INFO : Initializing TPC-C benchmark using MongodbDriver")
+if args.no_execute:
+    with open(os.path.join(here, "loaded"), "w") as f:
+        f.write("%d %d" % (args.warehouses, args.clients))
+    sys.exit(0)
+assert args.no_load
+n = 30 * args.clients * args.warehouses
+f = "\n  " + "%-16s" * 4
+out = "=" * 66 + "\nExecution Results after %d seconds\n" % args.duration + "-" * 66
+out += f % ("", "Executed", "Time (\u00b5s)", "Rate")
+for name, cnt in [("DELIVERY", n // 10), ("NEW_ORDER", n), ("PAYMENT", n)]:
+    out += f % (name, str(cnt), "%.12g" % (cnt * 2000.0), "500.00 txn/s")
+out += "\n" + "-" * 66 + f % ("TOTAL", str(n * 21 // 10), "%.12g" % (n * 4200.0), "500.00 txn/s")
+print(out)
+"#;
+
+#[test]
+fn pytpcc_runs_from_its_own_directory_with_the_config_file_benchcage_wrote() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = Server::start(Kind::Secantus);
+    let home = tempfile::tempdir().unwrap();
+    let pytpcc = home.path().join("py-tpcc").join("pytpcc");
+    std::fs::create_dir_all(pytpcc.join("drivers")).unwrap();
+    std::fs::write(pytpcc.join("drivers/mongodbdriver.py"), "").unwrap();
+    let script = pytpcc.join("tpcc.py");
+    std::fs::write(&script, FAKE_TPCC).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let target = ToolTarget {
+        kind: StoreKind::Mongodb,
+        port: s.port,
+        user: None,
+        password: None,
+        db: None,
+    };
+    let yaml = |load: bool| {
+        let mut c = tool(&format!(
+            "pytpcc: {{warehouses: 2, load: {load}, path: '{}', python: python3}}",
+            script.display()
+        ));
+        let tools::Tool::Pytpcc(p) = &mut c.tool else {
+            panic!("a pytpcc tool")
+        };
+        // What the run takes from the cell's write_concern knob.
+        p.write_concern = Some("majority".into());
+        c
+    };
+    let sweep = |cfg: &ToolConfig, threads: &[u32]| {
+        block_on(tools::run_tool_sweep(
+            cfg,
+            &target,
+            threads,
+            Duration::from_secs(3),
+            out.path(),
+            |_| {},
+        ))
+    };
+    let load = sweep(&yaml(true), &[3]).unwrap().remove(0);
+    assert!(load.status.is_ok(), "{:?}", load.status);
+    assert_eq!(load.workload, "pytpcc:load");
+    assert_eq!(load.ops["WAREHOUSE"].count, 2);
+    assert!(load.duration_s > 0.0 && load.tpmc.is_none(), "{load:?}");
+    assert_eq!(
+        std::fs::read_to_string(pytpcc.join("loaded")).unwrap(),
+        "2 3",
+        "loaded once, with --warehouses 2 --clients 3"
+    );
+    let runs = sweep(&yaml(false), &[1, 2]).unwrap();
+    for (r, clients) in runs.iter().zip([1u64, 2]) {
+        assert!(r.status.is_ok(), "{:?}", r.status);
+        let new_orders = 30 * clients * 2;
+        assert_eq!(r.ops["NEW_ORDER"].count, new_orders);
+        // NEW ORDER per minute over the 3 seconds the table reports.
+        assert_eq!(r.tpmc, Some(new_orders as f64 * 20.0), "{r:?}");
+        assert!((r.ops["NEW_ORDER"].latency_us.mean.unwrap() - 2000.0).abs() < 1e-6);
+        assert!(r.raw_outputs.contains(&format!("pytpcc-run-{clients}.txt")));
+    }
+    // Not a mongodb engine: refused before anything runs.
+    let pg = ToolTarget {
+        kind: StoreKind::Postgres,
+        ..target.clone()
+    };
+    let e = block_on(tools::run_tool(
+        &yaml(false),
+        &pg,
+        1,
+        Duration::from_secs(1),
+        out.path(),
+        |_| {},
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("py-tpcc cannot drive"), "{e}");
 }
 
 /// A row, document or key of the user's own in the place a load would

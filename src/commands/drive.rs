@@ -141,6 +141,12 @@ fn config_from_flags(args: &DriveArgs) -> anyhow::Result<WorkloadConfig> {
                 .map_err(|_| bad("queries", "use by_ticker, interval or day".into()))?,
         );
     }
+    if let Some(n) = args.collections {
+        if n == 0 {
+            return Err(bad("collections", "give at least 1 collection".into()));
+        }
+        cfg.collections = Some(n);
+    }
     cfg.error_budget = match args.error_budget.trim().parse::<u64>() {
         Ok(n) => ErrorBudget::Count(n),
         Err(_) => ErrorBudget::Share(args.error_budget.clone()),
@@ -148,14 +154,16 @@ fn config_from_flags(args: &DriveArgs) -> anyhow::Result<WorkloadConfig> {
     Ok(cfg)
 }
 
-/// `--workload`: a..f, candles, or a mix like `read=0.9,update=0.1`.
+/// `--workload`: a..f, candles, sysbench-mongo, or a mix like `read=0.9,update=0.1`.
 fn workload_of(flag: &str) -> anyhow::Result<(WorkloadKind, Option<BTreeMap<String, f64>>)> {
     let w = flag.trim().to_ascii_lowercase();
     if !w.contains('=') {
         let kind = serde_json::from_value(serde_json::Value::String(w.clone())).map_err(|_| {
             bad(
                 "workload",
-                format!("`{w}` is not a..f, candles, or a mix like read=0.9,update=0.1"),
+                format!(
+                    "`{w}` is not a..f, candles, sysbench-mongo, or a mix like read=0.9,update=0.1"
+                ),
             )
         })?;
         return Ok((kind, None));

@@ -406,7 +406,15 @@ fn describe_execution(o: &mut String, c: &PlannedCell) {
             }
         }
     }
-    let tools: Vec<&str> = tool_phase_names(c);
+    let pytpcc: Vec<&str> = tool_phase_names(c, true);
+    if let (Some(w), false) = (c.knobs.get("write_concern"), pytpcc.is_empty()) {
+        let _ = writeln!(
+            o,
+            "  store     write_concern={w} goes into py-tpcc's config file for {}",
+            pytpcc.join(", ")
+        );
+    }
+    let tools: Vec<&str> = tool_phase_names(c, false);
     if !c.store_options.is_empty() && !tools.is_empty() {
         let _ = writeln!(
             o,
@@ -450,11 +458,18 @@ fn store_knobs(c: &PlannedCell) -> Vec<String> {
         .collect()
 }
 
-/// Names of the phases of a cell that run an external tool, each once.
-fn tool_phase_names(c: &PlannedCell) -> Vec<&str> {
+/// Names of the phases of a cell that run an external tool, each once:
+/// py-tpcc's (which take the write concern knob) or the others.
+fn tool_phase_names(c: &PlannedCell, pytpcc: bool) -> Vec<&str> {
+    use crate::spec::scenario::Tool;
     let mut out: Vec<&str> = Vec::new();
     for p in &c.phases {
-        if matches!(p.phase.work, Work::Tool(_)) && !out.contains(&p.phase.name.as_str()) {
+        let is_tool = match &p.phase.work {
+            Work::Tool(Tool::Pytpcc(_)) => pytpcc,
+            Work::Tool(_) => !pytpcc,
+            Work::Builtin(_) => false,
+        };
+        if is_tool && !out.contains(&p.phase.name.as_str()) {
             out.push(&p.phase.name);
         }
     }
@@ -503,6 +518,24 @@ fn tool_commands(t: &crate::spec::scenario::Tool) -> Vec<String> {
             ]
         }
         Tool::Ycsb { argv } | Tool::Command { argv, .. } => vec![join(argv)],
+        Tool::Pytpcc(p) => {
+            let python = p
+                .python
+                .as_deref()
+                .map(|i| format!("{i} "))
+                .unwrap_or_default();
+            let base = format!(
+                "cd <the directory of {}> && {python}tpcc.py --config <cell>/{} --warehouses {} --clients {{threads}}",
+                p.path.as_deref().unwrap_or("tpcc.py on PATH"),
+                crate::workload::tools::pytpcc::CONFIG_FILE,
+                p.warehouses
+            );
+            if p.load {
+                vec![format!("{base} --no-execute mongodb (timed)")]
+            } else {
+                vec![format!("{base} --no-load --duration <duration> mongodb")]
+            }
+        }
     }
 }
 

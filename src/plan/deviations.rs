@@ -328,6 +328,7 @@ fn program_of(work: &Work) -> Option<String> {
         Work::Tool(Tool::Sysbench { .. }) => Some("sysbench".into()),
         Work::Tool(Tool::Pgbench { .. }) => Some("pgbench".into()),
         Work::Tool(Tool::Ycsb { argv }) | Work::Tool(Tool::Command { argv, .. }) => base(argv),
+        Work::Tool(Tool::Pytpcc(_)) => Some(crate::workload::tools::pytpcc::PROGRAM.into()),
     }
 }
 
@@ -336,6 +337,9 @@ fn program_words(work: &Work) -> String {
     match work {
         Work::Builtin(Builtin::Ycsb { .. }) => "benchcage's built-in YCSB workloads".into(),
         Work::Builtin(Builtin::Candles { .. }) => "benchcage's built-in candles workload".into(),
+        Work::Builtin(Builtin::SysbenchMongo) => {
+            "benchcage's built-in sysbench-mongo (sysbench-mongodb's transaction)".into()
+        }
         Work::Tool(Tool::Sysbench { test, .. }) => format!("sysbench {test}"),
         _ => program_of(work).unwrap_or_default(),
     }
@@ -350,6 +354,7 @@ fn tools(r: &Reproduces, s: &Scenario, found: &mut Found) {
         LoadWorkload::Candles => Work::Builtin(Builtin::Candles {
             queries: crate::spec::scenario::CandleQuery::ByTicker,
         }),
+        LoadWorkload::SysbenchMongo => Work::Builtin(Builtin::SysbenchMongo),
     });
     let steps = load_work
         .iter()
@@ -788,6 +793,9 @@ fn sizes(planned: &Phase, written: &Phase) -> Vec<(String, u64, u64)> {
         ],
         (Work::Tool(Tool::Pgbench { scale, .. }), Work::Tool(Tool::Pgbench { scale: w, .. })) => {
             vec![("scale".into(), *scale as u64, *w as u64)]
+        }
+        (Work::Tool(Tool::Pytpcc(p)), Work::Tool(Tool::Pytpcc(w))) => {
+            vec![("warehouses".into(), p.warehouses, w.warehouses)]
         }
         (Work::Tool(Tool::Command { scaled, .. }), Work::Tool(Tool::Command { scaled: w, .. })) => {
             scaled

@@ -223,6 +223,7 @@ pub(super) fn scale_phase(p: &Phase, scale: f64) -> Phase {
     match &mut p.work {
         Work::Tool(Tool::Sysbench { table_size, .. }) => *table_size = by(*table_size),
         Work::Tool(Tool::Pgbench { scale: s, .. }) => *s = by(*s as u64) as u32,
+        Work::Tool(Tool::Pytpcc(t)) => t.warehouses = by(t.warehouses),
         Work::Tool(Tool::Command { argv, scaled, .. }) => {
             for (k, v) in scaled.iter_mut() {
                 *v = by(*v);
@@ -252,6 +253,9 @@ fn scaled_tool_sizes(s: &Scenario, scale: f64) -> Vec<String> {
                 Work::Tool(Tool::Pgbench { scale: b, .. }),
             ) => {
                 vec![("pgbench scale".into(), *a as u64, *b as u64)]
+            }
+            (Work::Tool(Tool::Pytpcc(a)), Work::Tool(Tool::Pytpcc(b))) => {
+                vec![("warehouses".into(), a.warehouses, b.warehouses)]
             }
             (
                 Work::Tool(Tool::Command { scaled: a, .. }),

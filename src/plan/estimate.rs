@@ -146,20 +146,28 @@ fn load(c: &PlannedCell, pace: Option<&Pace>) -> f64 {
     let (Some(l), Some(d)) = (&c.load, &c.dataset) else {
         return 0.0;
     };
+    // sysbench-mongo loads `records` documents into each collection.
+    let per_record = match l.workload {
+        LoadWorkload::SysbenchMongo => crate::workload::sysbench_mongo::COLLECTIONS as f64,
+        _ => 1.0,
+    };
+    let records = d.records as f64 * per_record;
     let record_bytes = match l.workload {
         LoadWorkload::Candles => 270.0,
+        LoadWorkload::SysbenchMongo => crate::workload::sysbench_mongo::RECORD_BYTES as f64,
         LoadWorkload::Ycsb => (d.field_count as f64 * d.field_length as f64) + 24.0,
     };
     let batch = l.batch.max(1) as f64;
     let per_batch = ROUND_TRIP_S + batch * (PER_RECORD_S + record_bytes / LOAD_BYTES_PER_S);
-    let batches = d.records as f64 / batch;
+    let batches = records / batch;
     let generic = batches * per_batch / parallel(l.threads, c);
     let measured = pace.and_then(|p| match l.workload {
         LoadWorkload::Candles => p.candles_per_s,
+        LoadWorkload::SysbenchMongo => None,
         LoadWorkload::Ycsb => p.load_records_per_s,
     });
     match paced(measured, l.threads, c) {
-        Some(rate) => generic.max(d.records as f64 / rate),
+        Some(rate) => generic.max(records / rate),
         None => generic,
     }
 }

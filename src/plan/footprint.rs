@@ -111,6 +111,11 @@ pub fn estimate(
 ) -> Option<Footprint> {
     let record_bytes = match (load, dataset) {
         (Some(l), _) if l.workload == LoadWorkload::Candles => candles::RECORD_BYTES,
+        // One record is one `_id` in each of the collections.
+        (Some(l), _) if l.workload == LoadWorkload::SysbenchMongo => {
+            crate::workload::sysbench_mongo::RECORD_BYTES
+                * crate::workload::sysbench_mongo::COLLECTIONS as u64
+        }
         (_, Some(d)) => KEY_BYTES + ycsb_record_bytes(d.field_count, d.field_length),
         _ => 0,
     };
@@ -207,6 +212,14 @@ fn tool_bytes(t: &Tool) -> Option<(u64, String)> {
                 format!("{w} TPC-C warehouses x {}", mb(TPCC_WAREHOUSE_BYTES)),
             )
         }),
+        Tool::Pytpcc(p) => Some((
+            p.warehouses.saturating_mul(TPCC_WAREHOUSE_BYTES),
+            format!(
+                "{} TPC-C warehouses x {}",
+                p.warehouses,
+                mb(TPCC_WAREHOUSE_BYTES)
+            ),
+        )),
         Tool::Ycsb { .. } => None,
     }
 }

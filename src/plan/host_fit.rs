@@ -95,6 +95,11 @@ fn phase_shape(pp: &PlannedPhase, dataset: Option<&Dataset>) -> Option<WorkerSha
             crate::workload::candles::RECORD_BYTES,
             queries.reply_records(records),
         ),
+        Work::Builtin(Builtin::SysbenchMongo) => (
+            crate::workload::sysbench_mongo::NAMES.len(),
+            crate::workload::sysbench_mongo::RECORD_BYTES,
+            crate::workload::sysbench_mongo::RANGE_SIZE,
+        ),
         Work::Builtin(Builtin::Ycsb { workload, .. }) => {
             let scans = match workload {
                 YcsbWorkload::E => true,
@@ -132,6 +137,8 @@ pub(super) fn check_generator(
     diags: &mut Diagnostics,
 ) {
     if let (Some(l), Some(d)) = (&at.s.load, dataset) {
+        // sysbench-mongo's documents are smaller than YCSB's default
+        // records; its load is checked with the YCSB shape, which holds more.
         let candles = l.workload == crate::spec::scenario::LoadWorkload::Candles;
         let shape = WorkerShape {
             kinds: if candles {

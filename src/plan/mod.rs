@@ -364,12 +364,13 @@ fn unrun_warmups(s: &Scenario) -> Vec<String> {
                 Work::Tool(
                     crate::spec::scenario::Tool::Ycsb { .. }
                         | crate::spec::scenario::Tool::Command { .. }
+                        | crate::spec::scenario::Tool::Pytpcc(_)
                 )
             ) && !p.warmup.std().is_zero()
         })
         .map(|p| {
             format!(
-                "phase {}: warmup {} is not run: YCSB and commands start measuring at once",
+                "phase {}: warmup {} is not run: YCSB, py-tpcc and commands start measuring at once",
                 p.name, p.warmup
             )
         })

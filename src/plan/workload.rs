@@ -39,8 +39,10 @@ pub(super) fn load_config(
     storage_engine: Option<&str>,
 ) -> WorkloadConfig {
     let mut c = base("load", dataset, storage_engine);
-    if load.workload == LoadWorkload::Candles {
-        c.workload = WorkloadKind::Candles;
+    match load.workload {
+        LoadWorkload::Candles => c.workload = WorkloadKind::Candles,
+        LoadWorkload::SysbenchMongo => c.workload = WorkloadKind::SysbenchMongo,
+        LoadWorkload::Ycsb => {}
     }
     c.batch = Some(u64::from(load.batch));
     c.load = true;
@@ -88,6 +90,7 @@ fn builtin_config(
             c.workload = WorkloadKind::Candles;
             c.queries = Some(*queries);
         }
+        Builtin::SysbenchMongo => c.workload = WorkloadKind::SysbenchMongo,
     }
     match phase.length {
         Length::Duration(d) => c.duration = Some(d),
@@ -172,6 +175,16 @@ fn tool(t: &Tool, home: &Path) -> tools::Tool {
             operations: None,
             errors: None,
             kind: None,
+        }),
+        Tool::Pytpcc(p) => tools::Tool::Pytpcc(tools::pytpcc::PytpccConfig {
+            warehouses: p.warehouses,
+            load: p.load,
+            path: p.path.as_ref().map(|x| home.join(x)),
+            python: p.python.clone(),
+            denormalize: p.denormalize,
+            transactions: p.transactions,
+            database: "tpcc".into(),
+            write_concern: None,
         }),
     }
 }

@@ -108,6 +108,9 @@ pub struct PhaseResult {
     /// too; sysbench's transactions per second; pgbench's tps).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_ops_per_sec: Option<f64>,
+    /// NEW ORDER transactions per minute, for TPC-C (py-tpcc's TpmC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpmc: Option<f64>,
     /// Per operation kind, upper-case YCSB names.
     pub ops: BTreeMap<String, OpStats>,
     /// Per-second time series of the measured window.

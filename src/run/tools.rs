@@ -49,6 +49,18 @@ impl ToolExec {
         }
     }
 
+    /// The config with what the cell's knobs say of the tool: py-tpcc's
+    /// config file carries the `write_concern` knob, as write-up 004 set it.
+    fn with_cell_knobs(&self) -> ToolConfig {
+        let mut c = self.config.clone();
+        if let Tool::Pytpcc(p) = &mut c.tool
+            && p.write_concern.is_none()
+        {
+            p.write_concern = self.cell.knobs.get("write_concern").cloned();
+        }
+        c
+    }
+
     fn duration(&self) -> Result<std::time::Duration, String> {
         match self.phase.phase.length {
             Length::Duration(d) => Ok(d.std()),
@@ -68,6 +80,8 @@ impl PhaseExec for ToolExec {
             Tool::Pgbench(_) => "pgbench".into(),
             Tool::Ycsb(_) => "ycsb-external".into(),
             Tool::Command(_) => "command".into(),
+            Tool::Pytpcc(c) if c.load => "pytpcc:load".into(),
+            Tool::Pytpcc(_) => "pytpcc".into(),
         }
     }
 
@@ -77,7 +91,7 @@ impl PhaseExec for ToolExec {
     }
 
     async fn run(&self, env: PhaseEnv) -> anyhow::Result<PhaseResult> {
-        let cfg = &self.config;
+        let cfg = &self.with_cell_knobs();
         let duration = self.duration().map_err(anyhow::Error::msg)?;
         let out_dir = env.cell_dir.join("raw").join(&env.stem);
         std::fs::create_dir_all(&out_dir)?;

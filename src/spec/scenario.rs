@@ -141,6 +141,10 @@ pub enum LoadWorkload {
     Ycsb,
     /// Write-up 000's trade candles (~270 B) with 3 secondary indexes.
     Candles,
+    /// sysbench-mongodb's collections (write-up 002): 8 of `records`
+    /// documents each, loaded 1000 at a time.
+    #[serde(rename = "sysbench-mongo")]
+    SysbenchMongo,
 }
 
 /// Between load and measurement, for one cell.
@@ -288,6 +292,8 @@ pub enum Builtin {
     },
     /// Write-up 000's candle queries.
     Candles { queries: CandleQuery },
+    /// sysbench-mongodb's OLTP transaction (write-up 002).
+    SysbenchMongo,
 }
 
 /// YCSB workload letter or a custom mix.
@@ -351,6 +357,25 @@ pub enum Tool {
         #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         scaled: BTreeMap<String, u64>,
     },
+    /// py-tpcc's `tpcc.py` (the user's install) against MongoDB.
+    Pytpcc(Pytpcc),
+}
+
+/// `tool: {pytpcc: {...}}`: py-tpcc as its users run it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Pytpcc {
+    /// `--warehouses`; shrinks with the environment's scale.
+    pub warehouses: u64,
+    /// A timed load alone (`--no-execute`); otherwise the transactions.
+    pub load: bool,
+    /// `tpcc.py` or its directory (relative to the project home);
+    /// `None` finds `tpcc.py` on PATH.
+    pub path: Option<String>,
+    /// The interpreter (`pypy`, `python2`); `None` runs `tpcc.py` itself.
+    pub python: Option<String>,
+    pub denormalize: bool,
+    /// False writes `notransactions = True` (standalone servers).
+    pub transactions: bool,
 }
 
 /// Which pgbench transaction script runs.
@@ -519,6 +544,7 @@ impl FromNode for Load {
         let workloads = [
             ("ycsb", LoadWorkload::Ycsb),
             ("candles", LoadWorkload::Candles),
+            ("sysbench-mongo", LoadWorkload::SysbenchMongo),
         ];
         let workload = match f.get("workload") {
             Some(n) => choice(n, cx, &f.field("workload"), &workloads)?,
@@ -526,6 +552,7 @@ impl FromNode for Load {
         };
         let default_batch = match workload {
             LoadWorkload::Candles => 500u32,
+            LoadWorkload::SysbenchMongo => crate::workload::sysbench_mongo::BATCH as u32,
             LoadWorkload::Ycsb => 1,
         };
         let batch = f.or(cx, "batch", default_batch);
@@ -665,10 +692,33 @@ fn builtin_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Builtin> {
         wl_node,
         cx,
         &f.field("workload"),
-        &["a", "b", "c", "d", "e", "f", "custom", "candles"],
+        &[
+            "a",
+            "b",
+            "c",
+            "d",
+            "e",
+            "f",
+            "custom",
+            "candles",
+            "sysbench-mongo",
+        ],
     )?;
     if wl == "candles" {
         return candles_from_fields(&f, cx);
+    }
+    if wl == "sysbench-mongo" {
+        for k in ["mix", "distribution", "queries"] {
+            if f.get(k).is_some() {
+                cx.error(
+                    f.pos_of(k),
+                    &f.field(k),
+                    format!("`{k}` does not apply to sysbench-mongo"),
+                    None,
+                );
+            }
+        }
+        return Some(Builtin::SysbenchMongo);
     }
     if f.get("queries").is_some() {
         cx.error(
@@ -752,13 +802,18 @@ fn candles_from_fields(f: &Fields, cx: &mut Cx) -> Option<Builtin> {
 }
 
 fn tool_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Tool> {
-    let f = Fields::open(node, cx, path, &["sysbench", "pgbench", "ycsb", "command"])?;
+    let f = Fields::open(
+        node,
+        cx,
+        path,
+        &["sysbench", "pgbench", "ycsb", "command", "pytpcc"],
+    )?;
     let keys = f.keys();
     if keys.len() != 1 {
         cx.error(
             f.pos,
             path,
-            "name exactly one tool: sysbench, pgbench, ycsb or command",
+            "name exactly one tool: sysbench, pgbench, ycsb, pytpcc or command",
             None,
         );
         return None;
@@ -769,6 +824,7 @@ fn tool_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Tool> {
         "sysbench" => sysbench_from_node(n, cx, &p),
         "pgbench" => pgbench_from_node(n, cx, &p),
         "ycsb" => ycsb_from_node(n, cx, &p),
+        "pytpcc" => pytpcc_from_node(n, cx, &p),
         _ => command_from_node(n, cx, &p),
     }
 }
@@ -847,6 +903,40 @@ fn ycsb_from_node(n: &Node, cx: &mut Cx, p: &str) -> Option<Tool> {
         cx.error(t.pos, &t.field("argv"), "argv is empty", None);
     }
     Some(Tool::Ycsb { argv })
+}
+
+/// `tool: {pytpcc: {warehouses, load, path, python, denormalize, transactions}}`.
+fn pytpcc_from_node(n: &Node, cx: &mut Cx, p: &str) -> Option<Tool> {
+    let t = Fields::open(
+        n,
+        cx,
+        p,
+        &[
+            "warehouses",
+            "load",
+            "path",
+            "python",
+            "denormalize",
+            "transactions",
+        ],
+    )?;
+    let warehouses: Option<u64> = t.req(cx, "warehouses");
+    if warehouses == Some(0) {
+        cx.error(
+            t.pos_of("warehouses"),
+            &t.field("warehouses"),
+            "py-tpcc needs at least 1 warehouse",
+            Some("write-up 004 loads `warehouses: 1000`".into()),
+        );
+    }
+    Some(Tool::Pytpcc(Pytpcc {
+        warehouses: warehouses?,
+        load: t.or(cx, "load", false),
+        path: t.opt(cx, "path"),
+        python: t.opt(cx, "python"),
+        denormalize: t.or(cx, "denormalize", true),
+        transactions: t.or(cx, "transactions", true),
+    }))
 }
 
 /// `tool: {command: {argv, throughput, latency, scaled}}`.
@@ -1203,6 +1293,7 @@ impl std::fmt::Display for LoadWorkload {
         f.write_str(match self {
             LoadWorkload::Ycsb => "YCSB records",
             LoadWorkload::Candles => "trade candles",
+            LoadWorkload::SysbenchMongo => "sysbench-mongodb documents",
         })
     }
 }
@@ -1246,6 +1337,7 @@ impl std::fmt::Display for Builtin {
                 distribution,
             } => write!(f, "YCSB workload {workload}, {distribution}"),
             Builtin::Candles { queries } => write!(f, "candles, {} queries", queries.name()),
+            Builtin::SysbenchMongo => f.write_str("sysbench-mongodb transactions"),
         }
     }
 }
@@ -1265,6 +1357,8 @@ impl std::fmt::Display for Tool {
             },
             Tool::Ycsb { argv } => write!(f, "YCSB: {}", argv.join(" ")),
             Tool::Command { argv, .. } => write!(f, "command: {}", argv.join(" ")),
+            Tool::Pytpcc(t) if t.load => write!(f, "py-tpcc load, {} warehouses", t.warehouses),
+            Tool::Pytpcc(t) => write!(f, "py-tpcc NEW ORDER, {} warehouses", t.warehouses),
         }
     }
 }

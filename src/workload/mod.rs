@@ -23,6 +23,7 @@ pub mod mix;
 pub mod rng;
 pub mod stores;
 pub mod summary;
+pub mod sysbench_mongo;
 pub mod tools;
 pub mod ycsb;
 
@@ -44,6 +45,9 @@ pub enum WorkloadKind {
     Custom,
     /// The trade-candles document workload of write-up 000.
     Candles,
+    /// Tokutek's sysbench-mongodb transaction over N collections (write-up 002).
+    #[serde(rename = "sysbench-mongo")]
+    SysbenchMongo,
 }
 
 /// Threads (connections): one count or a list to sweep.
@@ -178,6 +182,10 @@ pub struct WorkloadConfig {
     /// Candle query for `candles`: by_ticker, interval or day.
     #[serde(default)]
     pub queries: Option<candles::CandleQuery>,
+    /// Collections of `sysbench-mongo` (`sbtest1..N`, `records` each); 8
+    /// when omitted.
+    #[serde(default)]
+    pub collections: Option<u32>,
     /// Request distribution; the workload's own when omitted.
     #[serde(default)]
     pub distribution: Option<Distribution>,
@@ -436,8 +444,21 @@ impl WorkloadConfig {
         }
     }
 
-    /// The candles workload runs on mongodb and postgres only.
+    /// The candles workload runs on mongodb and postgres only,
+    /// sysbench-mongo on mongodb.
     fn check_store_kind(&self, target: Option<&stores::StoreTarget>, errs: &mut Problems) {
+        if self.workload == WorkloadKind::SysbenchMongo
+            && let Some(t) = target
+            && t.kind != stores::StoreKind::Mongodb
+        {
+            errs.push(
+                "store",
+                format!(
+                    "the sysbench-mongo workload runs on mongodb, not {}",
+                    t.kind
+                ),
+            );
+        }
         if self.workload == WorkloadKind::Candles
             && let Some(t) = target
             && !matches!(
@@ -475,6 +496,7 @@ impl WorkloadConfig {
                 let q = self.queries.unwrap_or_default();
                 format!("candles:{}", q.name())
             }
+            WorkloadKind::SysbenchMongo => "sysbench-mongo".into(),
             WorkloadKind::Custom => "ycsb:custom".into(),
             _ => format!("ycsb:{}", self.letter().unwrap_or('c')),
         }
@@ -663,6 +685,8 @@ impl WorkloadConfig {
         let candles = self.workload == WorkloadKind::Candles;
         let (kinds, record_bytes) = if candles {
             (candles::NAMES.len(), candles::RECORD_BYTES)
+        } else if self.workload == WorkloadKind::SysbenchMongo {
+            (sysbench_mongo::NAMES.len(), sysbench_mongo::RECORD_BYTES)
         } else {
             (
                 ycsb::NAMES.len(),
@@ -680,9 +704,11 @@ impl WorkloadConfig {
         };
         let mut out = Vec::new();
         if self.load {
-            let batch = self
-                .batch
-                .unwrap_or(if candles { candles::BATCH } else { 1 });
+            let batch = self.batch.unwrap_or(match self.workload {
+                WorkloadKind::Candles => candles::BATCH,
+                WorkloadKind::SysbenchMongo => sysbench_mongo::BATCH,
+                _ => 1,
+            });
             let t = self.load_threads.or(threads.first().copied()).unwrap_or(1);
             out.push((
                 t,
@@ -698,6 +724,8 @@ impl WorkloadConfig {
             // candles; a YCSB scan up to `max_scan_length` records.
             let reply = if candles {
                 self.queries.unwrap_or_default().reply_records(self.records)
+            } else if self.workload == WorkloadKind::SysbenchMongo {
+                sysbench_mongo::RANGE_SIZE
             } else if mix.share(mix::OpKind::Scan) > 0.0 {
                 self.max_scan_length
             } else {
@@ -787,6 +815,9 @@ pub async fn run(
 ) -> Result<Vec<PhaseResult>, WorkloadError> {
     if v.cfg.workload == WorkloadKind::Candles {
         return candles::run(v, cancel).await;
+    }
+    if v.cfg.workload == WorkloadKind::SysbenchMongo {
+        return sysbench_mongo::run(v, cancel).await;
     }
     let schema = ycsb::schema(&v.cfg);
     let store = stores::AnyStore::new(&v.target, schema);

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 pub mod command;
 pub mod pgbench;
+pub mod pytpcc;
 pub mod sysbench;
 pub mod ycsb;
 
@@ -23,6 +24,7 @@ pub enum Tool {
     Pgbench(pgbench::PgbenchConfig),
     Ycsb(ycsb::YcsbConfig),
     Command(command::CommandConfig),
+    Pytpcc(pytpcc::PytpccConfig),
 }
 
 /// A tool phase: the tool and the errors it may report and still pass.
@@ -47,6 +49,7 @@ impl ToolConfig {
         match &self.tool {
             Tool::Sysbench(c) => c.prepare,
             Tool::Pgbench(c) => c.init,
+            Tool::Pytpcc(c) => c.load,
             Tool::Ycsb(_) | Tool::Command(_) => false,
         }
     }
@@ -70,7 +73,7 @@ impl ToolConfig {
                 s.cleanup &= last;
             }
             Tool::Pgbench(p) => p.init &= first,
-            Tool::Ycsb(_) | Tool::Command(_) => {}
+            Tool::Ycsb(_) | Tool::Command(_) | Tool::Pytpcc(_) => {}
         }
         c
     }
@@ -185,6 +188,7 @@ pub async fn run_tool_sweep(
         Tool::Pgbench(c) => pgbench::run(c, &ctx).await?,
         Tool::Ycsb(c) => ycsb::run(c, &ctx).await?,
         Tool::Command(c) => command::run(c, &ctx).await?,
+        Tool::Pytpcc(c) => pytpcc::run(c, &ctx).await?,
     };
     for r in &mut results {
         if r.status.is_ok() && !budget.allows(r.total_errors, r.total_ops + r.total_errors) {
@@ -318,6 +322,7 @@ impl Parsed {
             total_errors,
             throughput,
             tool_ops_per_sec: self.tool_ops_per_sec,
+            tpmc: None,
             ops: self.ops,
             series: self.series,
             status: PhaseStatus::Ok,

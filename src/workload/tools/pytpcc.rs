@@ -1,0 +1,483 @@
+//! py-tpcc (`tpcc.py`, the user's own install) against MongoDB, run as
+//! its users run it: benchcage writes the driver's config file and starts
+//! `tpcc.py --config FILE ... mongodb` from its own directory (it finds
+//! its drivers as `./drivers/*driver.py`, relative to the current one).
+//!
+//! Two versions are in use, and both print their results differently:
+//! the original (apavlo/py-tpcc, Python 2) prints a 4-column table to
+//! stdout (`Executed`, total time in microseconds, `Rate`); the
+//! MongoDB-maintained one (mongodb-labs/py-tpcc) logs a 13-column table
+//! (`Complete`, total time in seconds, percentiles in ms, `Aborts`) and a
+//! line `... TpmC for ... WH: <tpmC> <new orders> total <secs> durSec`.
+//! The metric is NEW ORDER transactions per minute: the TpmC line's when
+//! printed, else NEW_ORDER's count over the run's seconds. A load-only run
+//! (`--no-execute`) prints no figure: its load time is the process's wall
+//! time, as the write-ups measured it with `time`.
+
+use super::{Ctx, Parsed, ToolError, ToolTarget, exec, mean_only, num, op, parse_error};
+use crate::results::model::{OpStats, Percentiles, PhaseResult};
+use crate::workload::stores::StoreKind;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The program py-tpcc's users run.
+pub const PROGRAM: &str = "tpcc.py";
+/// The config file benchcage writes, in the tool's output folder.
+pub const CONFIG_FILE: &str = "pytpcc-mongodb.cfg";
+/// The driver py-tpcc loads for `mongodb`, relative to its directory.
+const DRIVER: &str = "drivers/mongodbdriver.py";
+
+fn yes() -> bool {
+    true
+}
+fn default_database() -> String {
+    "tpcc".into()
+}
+
+/// `tool: {pytpcc: {warehouses, load, path, python, denormalize, ...}}`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PytpccConfig {
+    /// `--warehouses`.
+    pub warehouses: u64,
+    /// Load only (`--no-execute`), timed; otherwise run the transactions
+    /// on the data a load left (`--no-load --duration`).
+    #[serde(default)]
+    pub load: bool,
+    /// `tpcc.py` or the directory holding it; default: `tpcc.py` on PATH.
+    #[serde(default)]
+    pub path: Option<PathBuf>,
+    /// The interpreter (`python2`, `pypy`); default: `tpcc.py` itself.
+    #[serde(default)]
+    pub python: Option<String>,
+    /// py-tpcc's `denormalize` (its default: true).
+    #[serde(default = "yes")]
+    pub denormalize: bool,
+    /// MongoDB-maintained py-tpcc only: false writes `notransactions =
+    /// True` (multi-document transactions need a replica set).
+    #[serde(default = "yes")]
+    pub transactions: bool,
+    /// The database (`name` in the config file).
+    #[serde(default = "default_database")]
+    pub database: String,
+    /// `write_concern` in the config file; the run fills it from the
+    /// cell's `write_concern` knob.
+    #[serde(default)]
+    pub write_concern: Option<String>,
+}
+
+/// Where `tpcc.py` is and the directory it must run from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Located {
+    pub script: PathBuf,
+    pub dir: PathBuf,
+}
+
+/// Finds `tpcc.py`: the config's `path` (the script or its directory), or
+/// `tpcc.py` on `search` (PATH's directories), symlinks resolved so that
+/// its drivers are beside it.
+pub fn locate(path: Option<&Path>, search: Option<&std::ffi::OsStr>) -> Result<Located, ToolError> {
+    let given = match path {
+        Some(p) if p.is_dir() => p.join(PROGRAM),
+        Some(p) => p.to_path_buf(),
+        None => search
+            .into_iter()
+            .flat_map(std::env::split_paths)
+            .map(|d| d.join(PROGRAM))
+            .find(|p| p.is_file())
+            .ok_or_else(|| {
+                ToolError::Config(format!(
+                    "{PROGRAM} is not on PATH; give `path: /path/to/py-tpcc/pytpcc/tpcc.py` \
+                     in the phase's `pytpcc` block"
+                ))
+            })?,
+    };
+    let script = given.canonicalize().map_err(|e| {
+        ToolError::Config(format!(
+            "py-tpcc `{}`: {e}; `path` names tpcc.py or its directory",
+            given.display()
+        ))
+    })?;
+    let dir = script
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("/"));
+    if !dir.join(DRIVER).is_file() {
+        return Err(ToolError::Config(format!(
+            "no {DRIVER} beside {}: `path` must point into py-tpcc's `pytpcc` directory",
+            script.display()
+        )));
+    }
+    Ok(Located { script, dir })
+}
+
+/// The `[mongodb]` section py-tpcc reads with `--config`. `host` and
+/// `port` rather than `uri`: the original knows only those, and the
+/// MongoDB-maintained one uses them when no `uri` is given.
+/// `denormalize` is empty for false: the original takes the raw string,
+/// so `False` would be true there; the other compares with `True`.
+pub fn config_file(c: &PytpccConfig, port: u16) -> String {
+    let mut s = format!(
+        "# written by benchcage for {PROGRAM} --config\n[mongodb]\nhost = 127.0.0.1\nport = {port}\nname = {}\ndenormalize = {}\n",
+        c.database,
+        if c.denormalize { "True" } else { "" },
+    );
+    if !c.transactions {
+        s.push_str("notransactions = True\n");
+    }
+    if let Some(w) = &c.write_concern {
+        s.push_str(&format!("write_concern = {w}\n"));
+    }
+    s
+}
+
+/// The command line for `threads` clients (the config file at `config`).
+pub fn argv(
+    c: &PytpccConfig,
+    at: &Located,
+    config: &Path,
+    threads: u32,
+    duration: Duration,
+) -> Vec<String> {
+    let mut v: Vec<String> = c.python.iter().cloned().collect();
+    v.push(at.script.display().to_string());
+    v.extend([
+        "--config".into(),
+        config.display().to_string(),
+        "--warehouses".into(),
+        c.warehouses.to_string(),
+        "--clients".into(),
+        threads.to_string(),
+    ]);
+    if c.load {
+        v.push("--no-execute".into());
+    } else {
+        v.extend([
+            "--no-load".into(),
+            "--duration".into(),
+            duration.as_secs().max(1).to_string(),
+        ]);
+    }
+    v.push("mongodb".into());
+    v
+}
+
+/// What py-tpcc printed for a run.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PytpccOutput {
+    pub parsed: Parsed,
+    /// NEW ORDER transactions per minute.
+    pub tpmc: f64,
+    /// `Data Loading Time: N seconds`, for a run that also loaded.
+    pub load_s: Option<f64>,
+}
+
+/// The transactions of py-tpcc's tables.
+const TXNS: &[&str] = &[
+    "DELIVERY",
+    "NEW_ORDER",
+    "ORDER_STATUS",
+    "PAYMENT",
+    "STOCK_LEVEL",
+];
+
+/// Reads either version's final table (the last one printed).
+pub fn parse(text: &str) -> Result<PytpccOutput, String> {
+    let start = text
+        .rfind("Execution Results after ")
+        .ok_or("no `Execution Results after N seconds` table")?;
+    let table = &text[start..];
+    let secs = table["Execution Results after ".len()..]
+        .split_whitespace()
+        .next()
+        .and_then(num)
+        .ok_or("no seconds after `Execution Results after`")?;
+    // The MongoDB-maintained version's header says `Complete`, the
+    // original's `Executed`; their time columns differ in unit.
+    let labs = table
+        .lines()
+        .take(4)
+        .any(|l| l.contains("Complete") && l.contains("Aborts"));
+    let mut ops = BTreeMap::new();
+    for line in table.lines() {
+        let t: Vec<&str> = line.split_whitespace().collect();
+        let Some(&name) = t.first() else { continue };
+        if !TXNS.contains(&name) || !line.starts_with("  ") {
+            continue;
+        }
+        let stats = if labs { labs_row(&t) } else { original_row(&t) }
+            .ok_or_else(|| format!("the {name} row does not read: `{}`", line.trim()))?;
+        ops.insert(name.to_string(), stats);
+    }
+    let new_orders = ops
+        .get("NEW_ORDER")
+        .map(|o| o.count)
+        .ok_or("no NEW_ORDER row in the results table")?;
+    for o in ops.values_mut() {
+        o.throughput = if secs > 0.0 {
+            o.count as f64 / secs
+        } else {
+            0.0
+        };
+    }
+    let tpmc = match tpmc_line(table) {
+        Some(v) => v,
+        None if secs > 0.0 => new_orders as f64 * 60.0 / secs,
+        None => return Err("the run lasted 0 seconds: no NEW ORDER rate".into()),
+    };
+    let load_s = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("Data Loading Time: "))
+        .filter_map(|r| r.split_whitespace().next().and_then(num))
+        .next_back();
+    Ok(PytpccOutput {
+        parsed: Parsed {
+            duration_s: secs,
+            ops,
+            series: Vec::new(),
+            tool_ops_per_sec: None,
+        },
+        tpmc,
+        load_s,
+    })
+}
+
+/// `NAME count time_us rate txn/s`: the mean latency is the total time
+/// over the count.
+fn original_row(t: &[&str]) -> Option<OpStats> {
+    let count = t.get(1).and_then(|s| s.parse::<u64>().ok())?;
+    let total_us = t.get(2).and_then(|s| num(s))?;
+    let mean = (count > 0).then(|| total_us / count as f64);
+    Some(op(count, 0, 0.0, mean_only(mean)))
+}
+
+/// `NAME count time_s percent retries min p50 p75 p90 p95 p99 max aborts`,
+/// latencies in milliseconds.
+fn labs_row(t: &[&str]) -> Option<OpStats> {
+    if t.len() < 13 {
+        return None;
+    }
+    let count = t[1].parse::<u64>().ok()?;
+    let total_s = num(t[2])?;
+    let ms = |i: usize| num(t[i]).map(|v| v * 1000.0);
+    let latency = Percentiles {
+        mean: (count > 0).then(|| total_s * 1e6 / count as f64),
+        min: ms(5),
+        p50: ms(6),
+        p95: ms(9),
+        p99: ms(10),
+        max: ms(11),
+        ..Default::default()
+    };
+    let aborts = t[12].parse::<u64>().ok()?;
+    Some(op(count, aborts, 0.0, latency))
+}
+
+/// The number after `WH:` on the MongoDB-maintained version's TpmC line.
+fn tpmc_line(text: &str) -> Option<f64> {
+    let line = text.lines().rev().find(|l| l.contains(" TpmC for "))?;
+    let after = line.split_once(" WH: ")?.1;
+    after.split_whitespace().next().and_then(num)
+}
+
+/// Runs py-tpcc once per thread count: a timed load, or the transactions.
+pub async fn run(
+    c: &PytpccConfig,
+    ctx: &Ctx<'_, impl Fn(&mut tokio::process::Command)>,
+) -> Result<Vec<PhaseResult>, ToolError> {
+    check_target(ctx.target)?;
+    if c.warehouses == 0 {
+        return Err(ToolError::Config(
+            "pytpcc: warehouses must be at least 1".into(),
+        ));
+    }
+    let at = locate(c.path.as_deref(), std::env::var_os("PATH").as_deref())?;
+    let out_dir = ctx.out_dir.canonicalize().map_err(|e| ToolError::Io {
+        what: format!("resolving {}", ctx.out_dir.display()),
+        source: e,
+    })?;
+    let config = out_dir.join(CONFIG_FILE);
+    std::fs::write(&config, config_file(c, ctx.target.port)).map_err(|e| ToolError::Io {
+        what: format!("writing {}", config.display()),
+        source: e,
+    })?;
+    let hook = |cmd: &mut tokio::process::Command| {
+        cmd.current_dir(&at.dir);
+        (ctx.hook)(cmd);
+    };
+    let mut results = Vec::new();
+    for &n in ctx.threads {
+        let step = if c.load { "load" } else { "run" };
+        let file = format!("pytpcc-{step}-{n}.txt");
+        let limit = ctx.duration.max(Duration::from_secs(60)) * 4;
+        let argv = argv(c, &at, &config, n, ctx.duration);
+        let started = std::time::Instant::now();
+        let ran = exec(argv, &[], &out_dir, file, limit, &hook).await?;
+        let wall = started.elapsed().as_secs_f64();
+        let raw = vec![ran.file.clone(), CONFIG_FILE.to_string()];
+        let r = if c.load {
+            load_result(c.warehouses, n, wall, raw)
+        } else {
+            let out = parse(&ran.text).map_err(parse_error("py-tpcc", &out_dir, &ran.file))?;
+            let mut r = out.parsed.into_result("pytpcc", n, raw);
+            r.tpmc = Some(out.tpmc);
+            r
+        };
+        results.push(r);
+    }
+    Ok(results)
+}
+
+/// A load-only run: its wall time, with the warehouses as its operations.
+fn load_result(warehouses: u64, threads: u32, wall_s: f64, raw: Vec<String>) -> PhaseResult {
+    let per_s = if wall_s > 0.0 {
+        warehouses as f64 / wall_s
+    } else {
+        0.0
+    };
+    Parsed {
+        duration_s: wall_s,
+        ops: [(
+            "WAREHOUSE".to_string(),
+            op(warehouses, 0, per_s, mean_only(None)),
+        )]
+        .into(),
+        series: Vec::new(),
+        tool_ops_per_sec: None,
+    }
+    .into_result("pytpcc:load", threads, raw)
+}
+
+fn check_target(t: &ToolTarget) -> Result<(), ToolError> {
+    match t.kind {
+        StoreKind::Mongodb => Ok(()),
+        kind => Err(ToolError::Unsupported {
+            tool: "py-tpcc",
+            kind,
+            hint: "benchcage runs its mongodb driver only; use a mongodb engine",
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ORIGINAL: &str =
+        include_str!("../../../tests/fixtures/tools/pytpcc-original-mongodb-run.txt");
+    const ORIGINAL_LOADED: &str =
+        include_str!("../../../tests/fixtures/tools/pytpcc-original-mongodb-load-and-run.txt");
+    const LABS: &str = include_str!("../../../tests/fixtures/tools/pytpcc-mongodb-labs-run.txt");
+
+    #[test]
+    fn the_original_table_gives_new_orders_per_minute_from_the_count_and_seconds() {
+        let out = parse(ORIGINAL).unwrap();
+        assert_eq!(out.parsed.duration_s, 60.0);
+        assert_eq!(out.tpmc, 4617.0);
+        let no = &out.parsed.ops["NEW_ORDER"];
+        assert_eq!((no.count, no.errors), (4617, 0));
+        // 98240134.4394 us over 4617 transactions.
+        assert!((no.latency_us.mean.unwrap() - 21277.9).abs() < 0.1);
+        let counts: Vec<u64> = out.parsed.ops.values().map(|o| o.count).collect();
+        assert_eq!(counts, [412, 4617, 398, 4486, 413]);
+        assert_eq!(out.load_s, None);
+        let r = out.parsed.into_result("pytpcc", 4, vec![]);
+        assert_eq!(r.total_ops, 10326, "TOTAL is not a transaction");
+    }
+
+    #[test]
+    fn a_run_that_also_loaded_reports_its_load_time() {
+        let out = parse(ORIGINAL_LOADED).unwrap();
+        assert_eq!((out.load_s, out.tpmc), (Some(754.0), 4617.0));
+    }
+
+    #[test]
+    fn the_mongodb_labs_table_gives_the_tpmc_it_printed_with_aborts_and_percentiles() {
+        let out = parse(LABS).unwrap();
+        // Its TpmC line divides by the exact 300.41 s: 1973, not 9876 / 5.
+        assert_eq!(out.tpmc, 1973.0);
+        assert_eq!(out.parsed.duration_s, 300.0);
+        let no = &out.parsed.ops["NEW_ORDER"];
+        assert_eq!((no.count, no.errors), (9876, 12));
+        let l = &no.latency_us;
+        assert_eq!(
+            (l.p50, l.p99, l.max),
+            (Some(55_820.0), Some(95_140.0), Some(287_540.0))
+        );
+        // 498.215 s over 9876 transactions.
+        assert!((l.mean.unwrap() - 50_447.0).abs() < 1.0, "{l:?}");
+        assert_eq!(out.parsed.ops["PAYMENT"].errors, 3);
+        assert_eq!(out.parsed.ops.len(), 5);
+    }
+
+    #[test]
+    fn output_without_a_results_table_is_an_error_that_says_what_is_missing() {
+        let e = parse("03-14-2021 10:01:12 [<module>:241] INFO : Initializing\n").unwrap_err();
+        assert!(e.contains("Execution Results"), "{e}");
+        let no_new_order = ORIGINAL.replace("NEW_ORDER", "NEWORDER");
+        assert!(parse(&no_new_order).unwrap_err().contains("NEW_ORDER"));
+    }
+
+    #[test]
+    fn the_config_file_names_loopback_the_port_and_the_write_concern() {
+        let mut c: PytpccConfig = serde_yaml::from_str("{warehouses: 2}").unwrap();
+        c.write_concern = Some("majority".into());
+        let text = config_file(&c, 27123);
+        assert!(text.contains("[mongodb]\nhost = 127.0.0.1\nport = 27123\nname = tpcc\n"));
+        assert!(
+            text.contains("denormalize = True\n") && text.contains("write_concern = majority\n")
+        );
+        assert!(!text.contains("uri") && !text.contains("notransactions"));
+        c.denormalize = false;
+        c.transactions = false;
+        let text = config_file(&c, 1);
+        assert!(text.contains("denormalize = \n") && text.contains("notransactions = True\n"));
+    }
+
+    #[test]
+    fn a_load_runs_without_executing_and_a_run_without_loading() {
+        let at = Located {
+            script: "/opt/py-tpcc/pytpcc/tpcc.py".into(),
+            dir: "/opt/py-tpcc/pytpcc".into(),
+        };
+        let mut c: PytpccConfig =
+            serde_yaml::from_str("{warehouses: 125, load: true, python: pypy}").unwrap();
+        let a = argv(&c, &at, Path::new("/r/c.cfg"), 100, Duration::from_secs(60));
+        assert_eq!(
+            a.join(" "),
+            "pypy /opt/py-tpcc/pytpcc/tpcc.py --config /r/c.cfg --warehouses 125 --clients 100 --no-execute mongodb"
+        );
+        c.load = false;
+        c.python = None;
+        let a = argv(&c, &at, Path::new("/r/c.cfg"), 10, Duration::from_secs(300));
+        assert!(
+            a.join(" ")
+                .ends_with("--clients 10 --no-load --duration 300 mongodb")
+        );
+        assert!(
+            !a.iter().any(|x| x == "--port"),
+            "py-tpcc has no --port flag"
+        );
+    }
+
+    #[test]
+    fn tpcc_py_is_found_on_path_and_must_have_its_drivers_beside_it() {
+        let d = tempfile::tempdir().unwrap();
+        let home = d.path().join("pytpcc");
+        std::fs::create_dir_all(home.join("drivers")).unwrap();
+        std::fs::write(home.join(PROGRAM), "").unwrap();
+        let e = locate(None, Some(home.as_os_str()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("drivers/mongodbdriver.py"), "{e}");
+        std::fs::write(home.join(DRIVER), "").unwrap();
+        let at = locate(None, Some(home.as_os_str())).unwrap();
+        assert_eq!(at.dir, home.canonicalize().unwrap());
+        assert_eq!(locate(Some(&home), None).unwrap(), at);
+        let e = locate(None, Some(d.path().as_os_str()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not on PATH") && e.contains("path:"), "{e}");
+    }
+}

@@ -65,6 +65,7 @@ pub(super) async fn run_one(
     let stem = stem(index, &step.name, threads);
     let before = r.stats.server()?;
     let cpu_before = CpuSnapshot::take(&work.limits.server_cpus, &topology_pids(r));
+    let members_before = super::members::cpu_usec(r);
     let started = Instant::now();
     let Watched {
         result,
@@ -92,7 +93,13 @@ pub(super) async fn run_one(
     let mut res = result.map_err(|e| Stop::Failed(format!("phase {}: {e:#}", step.name)))?;
     let after = r.stats.server()?;
     let mut io = fidelity::phase_io(&before, &after, step.expect_io_bound, work.io_bound);
-    cpu_before.finish(&mut io, &work.limits.server_cpus, &topology_pids(r));
+    let members_usec = super::members::cpu_usec(r).saturating_sub(members_before);
+    cpu_before.finish(
+        &mut io,
+        &work.limits.server_cpus,
+        &topology_pids(r),
+        members_usec,
+    );
     if !measured {
         // Recorded for the load too, but only a measured phase's result
         // is invalidated by a shared CPU.
@@ -321,19 +328,26 @@ impl CpuSnapshot {
     }
 
     /// Fill the phase's contention figures from a snapshot taken now
-    /// (`io.cpu_usec` is the server cgroup's CPU time over the phase).
+    /// (`io.cpu_usec` is the server cgroup's CPU time over the phase;
+    /// `members_usec` the other members' of a replica set, which may
+    /// share its CPUs and are not contention).
     fn finish(
         self,
         io: &mut crate::results::model::PhaseIo,
         cpus: &crate::units::CpuSet,
         pids: &[u32],
+        members_usec: u64,
     ) {
         let now = CpuSnapshot::take(cpus, pids);
         let wall_s = now.at.duration_since(self.at).as_secs_f64();
         let n = cpus.len().max(1) as f64;
         if let (Some(a), Some(b)) = (self.busy_s, now.busy_s) {
-            io.cpu_foreign_share =
-                fidelity::foreign_share(b - a, io.cpu_usec as f64 / 1e6, wall_s, cpus.len());
+            io.cpu_foreign_share = fidelity::foreign_share(
+                b - a,
+                (io.cpu_usec + members_usec) as f64 / 1e6,
+                wall_s,
+                cpus.len(),
+            );
         }
         let waited: u64 = now
             .delay_ns

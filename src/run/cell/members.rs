@@ -250,6 +250,15 @@ pub(super) async fn broken_during_phase(work: &CellWork, r: &mut Running) -> Opt
     (!why.is_empty()).then(|| why.join("; "))
 }
 
+/// The CPU time the secondaries' cgroups have used so far, in µs.
+pub(super) fn cpu_usec(r: &Running) -> u64 {
+    r.replicas
+        .iter()
+        .filter_map(|rr| rr.stats.server().ok())
+        .map(|s| s.cpu_usec)
+        .sum()
+}
+
 /// Each secondary's thread CPUs and OOM kills, with their violations.
 pub(super) fn collect(r: &mut Running) {
     for rr in &mut r.replicas {

@@ -169,9 +169,11 @@ pub(super) async fn settle_memory(
 
 /// Before the engine starts: when the cache holds the cell's snapshot,
 /// its data dir is filled from it (in the sandbox's ledger), the launch
-/// loses its `init`, and the host's page cache is dropped so that the
-/// data is no warmer than after a load. `None` when the cell loads; a
-/// failed restore is a note, and the cell loads afresh.
+/// loses its `init`, and the restored files are written back and evicted
+/// from the page cache: the copy went through benchcage's memory cgroup,
+/// and the engine must not find its data cached outside its cap. `None`
+/// when the cell loads; a failed restore is a note, and the cell loads
+/// afresh.
 pub(super) fn restore_snapshot(
     sw: &SnapshotWork,
     ctx: &CellCtx,
@@ -196,7 +198,11 @@ pub(super) fn restore_snapshot(
         });
         return Ok(None);
     }
-    drop_host_page_cache();
+    if let Err(e) = crate::snapshot::copy::evict(&launch.data_dir) {
+        // Evicting file by file failed: the whole host's cache goes.
+        eprintln!("warning: evicting the restored files from the page cache: {e}");
+        drop_host_page_cache();
+    }
     launch.init.clear();
     writer.file(
         &ctx.cell_dir.join("launch.json"),
@@ -305,8 +311,8 @@ fn empty_dir(dir: &Path) -> Result<(), Stop> {
     Ok(())
 }
 
-/// Flush and drop the host's clean page cache: a restore reads and
-/// writes the whole data set through it. Best effort (a container
+/// Flush and drop the host's clean page cache, when evicting the restored
+/// files one by one failed. Best effort (a container
 /// without /proc/sys write access keeps its cache, and says nothing).
 fn drop_host_page_cache() {
     nix::unistd::sync();

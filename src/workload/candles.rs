@@ -534,7 +534,7 @@ async fn run_on<S: CandleStore>(
     };
     let sample = Arc::new(Sample::new(&layout, c.seed));
     let query = c.queries.unwrap_or_default();
-    for &threads in &v.threads {
+    let measured = super::measured_phases(v, &NAMES, (stop, 1), cancel, async |threads| {
         let mut workers = Vec::new();
         for i in 0..threads {
             workers.push(QueryWorker {
@@ -545,11 +545,9 @@ async fn run_on<S: CandleStore>(
                 pick: 0,
             });
         }
-        results.push(super::measured_phase(v, workers, &NAMES, stop, cancel).await);
-        if cancel.is_cancelled() {
-            break;
-        }
-    }
+        Ok(workers)
+    });
+    results.extend(measured.await?);
     Ok(results)
 }
 

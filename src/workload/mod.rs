@@ -760,22 +760,52 @@ pub(crate) fn refuse_to_delete(found: Option<String>, reset: bool) -> Result<(),
     }
 }
 
+/// Runs one measured phase of `v` per thread count, in order, each with
+/// the workers `connect(threads)` makes, until the sweep ends or `cancel`
+/// fires. Each operation carries `per_op` records (a batch of inserts):
+/// a count of `operations` is in records, run as whole operations.
+pub(crate) async fn measured_phases<W: driver::Worker>(
+    v: &Validated,
+    names: &[&'static str],
+    (stop, per_op): (driver::Stop, u64),
+    cancel: &CancellationToken,
+    mut connect: impl AsyncFnMut(u32) -> Result<Vec<W>, WorkloadError>,
+) -> Result<Vec<PhaseResult>, WorkloadError> {
+    let mut results = Vec::new();
+    for &threads in &v.threads {
+        let workers = connect(threads).await?;
+        results.push(measured_phase(v, workers, names, (stop, per_op), cancel).await);
+        if cancel.is_cancelled() {
+            break;
+        }
+    }
+    Ok(results)
+}
+
 /// Runs one measured phase of `v` with `workers` and makes its result.
-pub(crate) async fn measured_phase<W: driver::Worker>(
+async fn measured_phase<W: driver::Worker>(
     v: &Validated,
     workers: Vec<W>,
     names: &[&'static str],
-    stop: driver::Stop,
+    (stop, per_op): (driver::Stop, u64),
     cancel: &CancellationToken,
 ) -> PhaseResult {
     let c = &v.cfg;
     let threads = workers.len() as u32;
+    let per_op = per_op.max(1);
+    let (stop, progress_total) = match stop {
+        driver::Stop::Ops(n) if per_op > 1 => {
+            let ops = n.div_ceil(per_op);
+            (driver::Stop::Ops(ops), Some(ops * per_op))
+        }
+        other => (other, None),
+    };
     let plan = driver::PhasePlan {
         stop,
         warmup: c.warmup.map(|d| d.std()).unwrap_or_default(),
         target: c.target,
         progress: c.progress.then(|| c.name.clone()),
-        progress_total: None,
+        progress_total,
         budget: v.budget,
     };
     let out = driver::run_phase(workers, names, &plan, cancel).await;

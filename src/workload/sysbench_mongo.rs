@@ -282,7 +282,7 @@ pub async fn run(
     let Some(stop) = v.stop else {
         return Ok(results);
     };
-    for &threads in &v.threads {
+    let measured = super::measured_phases(v, &NAMES, (stop, 1), cancel, async |threads| {
         let mut workers = Vec::new();
         for i in 0..threads {
             workers.push(TxnWorker {
@@ -294,11 +294,9 @@ pub async fn run(
                 statements: Vec::new(),
             });
         }
-        results.push(super::measured_phase(v, workers, &NAMES, stop, cancel).await);
-        if cancel.is_cancelled() {
-            break;
-        }
-    }
+        Ok(workers)
+    });
+    results.extend(measured.await?);
     Ok(results)
 }
 

@@ -514,18 +514,16 @@ async fn run_on<S: CandleStore>(
                 batch: Vec::with_capacity(size as usize),
             });
         }
-        let r = super::load_phase(
+        let loaded = super::load_phase(
             v,
             workers,
             &NAMES,
             (c.records, size),
             "candles:load",
             cancel,
-        )
-        .await;
-        let failed = !r.status.is_ok();
-        results.push(r);
-        if failed {
+            &mut results,
+        );
+        if !loaded.await {
             return Ok(results);
         }
     }

@@ -264,18 +264,16 @@ pub async fn run(
             });
         }
         let batches = docs.div_ceil(size) * collections as u64;
-        let r = super::load_phase(
+        let loaded = super::load_phase(
             v,
             workers,
             &NAMES,
             (batches * size, size),
             "sysbench-mongo:load",
             cancel,
-        )
-        .await;
-        let failed = !r.status.is_ok();
-        results.push(r);
-        if failed {
+            &mut results,
+        );
+        if !loaded.await {
             return Ok(results);
         }
     }

@@ -335,10 +335,16 @@ pub async fn run<S: Store>(
             .into_iter()
             .map(|conn| LoadWorker::new(conn, sh.clone(), next.clone(), c.records, size))
             .collect();
-        let r = super::load_phase(v, workers, &NAMES, (c.records, size), "ycsb:load", cancel).await;
-        let failed = !r.status.is_ok();
-        results.push(r);
-        if failed {
+        let loaded = super::load_phase(
+            v,
+            workers,
+            &NAMES,
+            (c.records, size),
+            "ycsb:load",
+            cancel,
+            &mut results,
+        );
+        if !loaded.await {
             return Ok(results);
         }
     }

@@ -524,6 +524,54 @@ fn iibench_loads_and_inserts_with_its_three_indexes_on_mariadb() {
     iibench_end_to_end(Kind::Mariadb);
 }
 
+/// `drive --workload iibench` loads then inserts for 5 s at 2 threads;
+/// the summary's INSERT count is every row in the table. Prints rows/s.
+fn drive_iibench(kind: Kind) {
+    let s = Server::start(kind);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let url = s.url().trim_end_matches("/mysql").to_string();
+    let out = bc()
+        .args(["drive", "--store", &url, "--workload", "iibench"])
+        .args(["--records", "5000", "--load", "--duration", "5s"])
+        .args(["--threads", "2", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_success(&out);
+    let results: Vec<PhaseResult> =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (rows, _) = iibench_table(&s);
+    let measured = &results[1];
+    assert_eq!(rows, 5000 + measured.total_ops, "{text}");
+    let printed: u64 = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("[INSERT], Operations, "))
+        .map(|n| n.parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(
+        printed, rows,
+        "the load's and the phase's INSERT lines: {text}"
+    );
+    let per_second: Vec<u64> = measured.series.iter().map(|x| x.ops).collect();
+    assert_eq!(per_second.iter().sum::<u64>(), measured.total_ops);
+    eprintln!(
+        "{kind:?}: drive --workload iibench --threads 2: load {:.0} rows/s, then {:.0} rows/s, per second {per_second:?}",
+        results[0].throughput, measured.throughput
+    );
+}
+
+#[test]
+fn drive_runs_iibench_on_secantus_and_counts_every_row() {
+    drive_iibench(Kind::Secantus);
+}
+
+#[test]
+fn drive_runs_iibench_on_postgres_and_counts_every_row() {
+    drive_iibench(Kind::Postgres);
+}
+
 #[test]
 fn iibench_is_refused_on_redis_and_a_long_data_column_before_anything_connects() {
     let cfg: WorkloadConfig = serde_json::from_value(serde_json::json!({

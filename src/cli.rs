@@ -261,8 +261,10 @@ pub struct DriveArgs {
     #[arg(long)]
     pub store: Option<String>,
     /// YCSB workload a..f, `candles`, `sysbench-mongo` (write-up 002's
-    /// sysbench-mongodb transaction; mongodb), or a custom mix like
-    /// `read=0.9,update=0.05,insert=0.05`.
+    /// sysbench-mongodb transaction; mongodb), `iibench` (insert-only
+    /// into purchases_index with 3 secondary indexes, --batch rows per
+    /// insert, 1000 by default; --operations counts rows; mongodb, postgres,
+    /// mysql), or a custom mix like `read=0.9,update=0.05,insert=0.05`.
     #[arg(long, default_value = "a")]
     pub workload: String,
     /// Number of records in the data set (at most 10^10, inserts included).
@@ -304,6 +306,10 @@ pub struct DriveArgs {
     /// documents each; default 8, one per loader as in write-up 002).
     #[arg(long, value_name = "N")]
     pub collections: Option<u32>,
+    /// Bytes of random letters in the `data` column of `--workload
+    /// iibench` (0 to 4000; default 0, as iibench-mongodb).
+    #[arg(long, value_name = "BYTES")]
+    pub data_length: Option<u32>,
     /// Load the records before the measured phase. A load deletes what is
     /// in its target first, so without --reset it refuses a target that
     /// holds data (exit code 2).
@@ -315,8 +321,9 @@ pub struct DriveArgs {
     /// unless you give this.
     #[arg(long)]
     pub reset: bool,
-    /// Records per insert in the load: 1 by default (one INSERT per record,
-    /// as YCSB), 500 for candles. A batch is one round trip, counted as N
+    /// Records per insert in the load (and in iibench's measured phase):
+    /// 1 by default (one INSERT per record, as YCSB), 500 for candles,
+    /// 1000 for sysbench-mongo and iibench. A batch is one round trip, counted as N
     /// INSERT operations and one latency measurement.
     #[arg(long, value_name = "N")]
     pub batch: Option<u64>,

@@ -1669,3 +1669,43 @@ fn every_engine_listens_on_loopback_only() {
         );
     }
 }
+
+#[test]
+fn the_iibench_scenario_loads_and_runs_the_built_in_iibench_and_a_mix_on_it_is_refused() {
+    use benchcage::plan::PhaseConfig;
+    use benchcage::workload::WorkloadKind;
+    let project = Project::load(&repo()).unwrap();
+    let p = plan(&project, "iibench", &[], None, None).unwrap();
+    assert_eq!(p.cells.len(), 2);
+    for c in &p.cells {
+        let load = c.load_config.as_ref().unwrap();
+        assert_eq!(
+            (load.workload, load.batch, load.records),
+            (WorkloadKind::Iibench, Some(1000), 20_000)
+        );
+        assert_eq!(c.phases.len(), 2, "one phase per thread count");
+        for ph in &c.phases {
+            let PhaseConfig::Builtin(cfg) = &ph.config else {
+                panic!("a built-in phase");
+            };
+            assert_eq!(
+                (cfg.workload, cfg.label()),
+                (WorkloadKind::Iibench, "iibench".into())
+            );
+        }
+    }
+    let home = temp_home(false);
+    let bad = std::fs::read_to_string(repo().join("scenarios/iibench.yaml"))
+        .unwrap()
+        .replace("{workload: iibench}", "{workload: iibench, mix: {read: 1}}");
+    std::fs::create_dir_all(home.path().join("scenarios")).unwrap();
+    std::fs::write(home.path().join("scenarios/iibench.yaml"), bad).unwrap();
+    let o = run(home.path(), &["plan", "scenarios/iibench.yaml"]);
+    assert_eq!(o.code, 2, "{}", o.stdout);
+    assert!(
+        o.stderr.contains("scenarios/iibench.yaml:9:39:")
+            && o.stderr.contains("`mix` does not apply to iibench"),
+        "{}",
+        o.stderr
+    );
+}

@@ -389,6 +389,204 @@ fn sysbench_mongo_is_refused_on_a_sql_store_before_anything_connects() {
     );
 }
 
+/// Rows in `purchases_index` and its secondary indexes' columns, as the
+/// server's catalog lists them (`listIndexes`, `pg_indexes`,
+/// `information_schema.STATISTICS`), sorted.
+fn iibench_table(s: &Server) -> (u64, Vec<String>) {
+    use benchcage::clients::{mysql, postgres};
+    let mut ep = clients::Endpoint::loopback(s.port);
+    block_on(async {
+        match s.kind {
+            Kind::Secantus => {
+                ep.database = Some("iibench".into());
+                let mut c = clients::mongodb::MongoConn::connect(&ep).await.unwrap();
+                let rows = c
+                    .count_find("purchases_index", &serde_json::json!({}))
+                    .await
+                    .unwrap();
+                let r = c
+                    .run_json(
+                        "iibench",
+                        &serde_json::json!({"listIndexes": "purchases_index"}),
+                    )
+                    .await
+                    .unwrap();
+                let mut ix: Vec<String> = r["cursor"]["firstBatch"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|i| i["name"].as_str().unwrap())
+                    .filter(|n| *n != "_id_")
+                    .map(|n| n.replace("_1", ""))
+                    .collect();
+                ix.sort();
+                (rows, ix)
+            }
+            Kind::Postgres => {
+                ep.user = Some("postgres".into());
+                let q = |sql: &'static str| {
+                    let ep = ep.clone();
+                    async move { postgres::query_text(&ep, sql).await.unwrap() }
+                };
+                let rows = q("SELECT count(*)::text FROM purchases_index").await;
+                // `CREATE INDEX pdc ON public.purchases_index USING btree (price, ...)`
+                let defs = q(
+                    "SELECT string_agg(substring(indexdef from '\\((.*)\\)'), ';') \
+                     FROM pg_indexes WHERE tablename = 'purchases_index' \
+                     AND indexname <> 'purchases_index_pkey'",
+                )
+                .await;
+                let mut ix: Vec<String> = defs.split(';').map(|d| d.replace(", ", "_")).collect();
+                ix.sort();
+                (rows.parse().unwrap(), ix)
+            }
+            Kind::Mariadb => {
+                ep.user = Some("root".into());
+                let rows = mysql::query_text(&ep, "SELECT COUNT(*) FROM iibench.purchases_index")
+                    .await
+                    .unwrap();
+                let cols = mysql::query_text(
+                    &ep,
+                    "SELECT GROUP_CONCAT(c SEPARATOR ';') FROM (SELECT GROUP_CONCAT(COLUMN_NAME \
+                     ORDER BY SEQ_IN_INDEX SEPARATOR '_') AS c FROM information_schema.STATISTICS \
+                     WHERE TABLE_SCHEMA = 'iibench' AND TABLE_NAME = 'purchases_index' \
+                     AND INDEX_NAME <> 'PRIMARY' GROUP BY INDEX_NAME) AS i",
+                )
+                .await
+                .unwrap();
+                let mut ix: Vec<String> = cols.split(';').map(str::to_string).collect();
+                ix.sort();
+                (rows.parse().unwrap(), ix)
+            }
+            Kind::Redis => unreachable!("iibench runs on mongodb and the SQL engines"),
+        }
+    })
+}
+
+/// Loads 2500 rows 500 at a time, then inserts for 2 s at 1 and 2
+/// threads: every row reported is in the table, the table has iiBench's
+/// 3 secondary indexes, and each phase's per-second rows/s series adds up
+/// to its total.
+fn iibench_end_to_end(kind: Kind) {
+    let s = Server::start(kind);
+    // MariaDB and MongoDB without a database in the URL: iibench's own.
+    let url = s.url().trim_end_matches("/mysql").to_string();
+    let cfg: WorkloadConfig = serde_json::from_value(serde_json::json!({
+        "store": url, "workload": "iibench", "records": 2500, "batch": 500,
+        "data_length": 20, "threads": [1, 2], "duration": "2s", "load": true, "load_threads": 2
+    }))
+    .unwrap();
+    let r = run_config(&cfg);
+    assert!(r.iter().all(|p| p.status.is_ok()), "{r:?}");
+    assert_eq!(r[0].workload, "iibench:load");
+    let ins = &r[0].ops["INSERT"];
+    assert_eq!((ins.count, ins.calls), (2500, Some(5)), "{ins:?}");
+    assert_eq!(r[0].threads, 2, "the loaders");
+    assert_eq!(r[1..].iter().map(|p| p.threads).collect::<Vec<_>>(), [1, 2]);
+    for p in &r[1..] {
+        assert_eq!(p.workload, "iibench");
+        assert!(p.series.len() >= 2, "a series over time: {:?}", p.series);
+        let summed: u64 = p.series.iter().map(|x| x.ops).sum();
+        assert_eq!(summed, p.total_ops, "{:?}", p.series);
+        assert_eq!(p.total_ops % 500, 0, "whole batches: {}", p.total_ops);
+        assert!((p.throughput - p.total_ops as f64 / p.duration_s).abs() < 1e-6);
+        eprintln!(
+            "{kind:?} iibench at {} threads: {:.0} rows/s",
+            p.threads, p.throughput
+        );
+    }
+    let (rows, indexes) = iibench_table(&s);
+    let reported: u64 = r.iter().map(|p| p.total_ops).sum();
+    assert_eq!(rows, reported, "rows in purchases_index");
+    assert_eq!(
+        indexes,
+        [
+            "cashregisterid_price_customerid",
+            "price_customerid",
+            "price_dateandtime_customerid"
+        ],
+        "{kind:?}"
+    );
+}
+
+#[test]
+fn iibench_loads_and_inserts_with_its_three_indexes_on_secantus() {
+    iibench_end_to_end(Kind::Secantus);
+}
+
+#[test]
+fn iibench_loads_and_inserts_with_its_three_indexes_on_postgres() {
+    iibench_end_to_end(Kind::Postgres);
+}
+
+#[test]
+fn iibench_loads_and_inserts_with_its_three_indexes_on_mariadb() {
+    iibench_end_to_end(Kind::Mariadb);
+}
+
+/// `drive --workload iibench` loads then inserts for 5 s at 2 threads;
+/// the summary's INSERT count is every row in the table. Prints rows/s.
+fn drive_iibench(kind: Kind) {
+    let s = Server::start(kind);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let url = s.url().trim_end_matches("/mysql").to_string();
+    let out = bc()
+        .args(["drive", "--store", &url, "--workload", "iibench"])
+        .args(["--records", "5000", "--load", "--duration", "5s"])
+        .args(["--threads", "2", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_success(&out);
+    let results: Vec<PhaseResult> =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (rows, _) = iibench_table(&s);
+    let measured = &results[1];
+    assert_eq!(rows, 5000 + measured.total_ops, "{text}");
+    let printed: u64 = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("[INSERT], Operations, "))
+        .map(|n| n.parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(
+        printed, rows,
+        "the load's and the phase's INSERT lines: {text}"
+    );
+    let per_second: Vec<u64> = measured.series.iter().map(|x| x.ops).collect();
+    assert_eq!(per_second.iter().sum::<u64>(), measured.total_ops);
+    eprintln!(
+        "{kind:?}: drive --workload iibench --threads 2: load {:.0} rows/s, then {:.0} rows/s, per second {per_second:?}",
+        results[0].throughput, measured.throughput
+    );
+}
+
+#[test]
+fn drive_runs_iibench_on_secantus_and_counts_every_row() {
+    drive_iibench(Kind::Secantus);
+}
+
+#[test]
+fn drive_runs_iibench_on_postgres_and_counts_every_row() {
+    drive_iibench(Kind::Postgres);
+}
+
+#[test]
+fn iibench_is_refused_on_redis_and_a_long_data_column_before_anything_connects() {
+    let cfg: WorkloadConfig = serde_json::from_value(serde_json::json!({
+        "store": "redis://127.0.0.1:1", "workload": "iibench", "operations": 10,
+        "data_length": 4001
+    }))
+    .unwrap();
+    let e = cfg.validate().unwrap_err().to_string();
+    assert!(
+        e.contains("iibench workload runs on mongodb, postgres and mysql, not redis"),
+        "{e}"
+    );
+    assert!(e.contains("data_length: 4001 bytes is out of range"), "{e}");
+}
+
 #[test]
 fn drive_prints_the_ycsb_summary_and_writes_json() {
     let s = Server::start(Kind::Redis);

@@ -147,6 +147,7 @@ fn config_from_flags(args: &DriveArgs) -> anyhow::Result<WorkloadConfig> {
         }
         cfg.collections = Some(n);
     }
+    cfg.data_length = args.data_length;
     cfg.error_budget = match args.error_budget.trim().parse::<u64>() {
         Ok(n) => ErrorBudget::Count(n),
         Err(_) => ErrorBudget::Share(args.error_budget.clone()),
@@ -154,7 +155,7 @@ fn config_from_flags(args: &DriveArgs) -> anyhow::Result<WorkloadConfig> {
     Ok(cfg)
 }
 
-/// `--workload`: a..f, candles, sysbench-mongo, or a mix like `read=0.9,update=0.1`.
+/// `--workload`: a..f, candles, sysbench-mongo, iibench, or a mix like `read=0.9,update=0.1`.
 fn workload_of(flag: &str) -> anyhow::Result<(WorkloadKind, Option<BTreeMap<String, f64>>)> {
     let w = flag.trim().to_ascii_lowercase();
     if !w.contains('=') {
@@ -162,7 +163,7 @@ fn workload_of(flag: &str) -> anyhow::Result<(WorkloadKind, Option<BTreeMap<Stri
             bad(
                 "workload",
                 format!(
-                    "`{w}` is not a..f, candles, sysbench-mongo, or a mix like read=0.9,update=0.1"
+                    "`{w}` is not a..f, candles, sysbench-mongo, iibench, or a mix like read=0.9,update=0.1"
                 ),
             )
         })?;

@@ -340,6 +340,7 @@ fn program_words(work: &Work) -> String {
         Work::Builtin(Builtin::SysbenchMongo) => {
             "benchcage's built-in sysbench-mongo (sysbench-mongodb's transaction)".into()
         }
+        Work::Builtin(Builtin::Iibench) => "benchcage's built-in iibench".into(),
         Work::Tool(Tool::Sysbench { test, .. }) => format!("sysbench {test}"),
         _ => program_of(work).unwrap_or_default(),
     }
@@ -355,6 +356,7 @@ fn tools(r: &Reproduces, s: &Scenario, found: &mut Found) {
             queries: crate::spec::scenario::CandleQuery::ByTicker,
         }),
         LoadWorkload::SysbenchMongo => Work::Builtin(Builtin::SysbenchMongo),
+        LoadWorkload::Iibench => Work::Builtin(Builtin::Iibench),
     });
     let steps = load_work
         .iter()

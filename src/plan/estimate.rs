@@ -155,6 +155,7 @@ fn load(c: &PlannedCell, pace: Option<&Pace>) -> f64 {
     let record_bytes = match l.workload {
         LoadWorkload::Candles => 270.0,
         LoadWorkload::SysbenchMongo => crate::workload::sysbench_mongo::RECORD_BYTES as f64,
+        LoadWorkload::Iibench => crate::workload::iibench::record_bytes(0) as f64,
         LoadWorkload::Ycsb => (d.field_count as f64 * d.field_length as f64) + 24.0,
     };
     let batch = l.batch.max(1) as f64;
@@ -163,7 +164,7 @@ fn load(c: &PlannedCell, pace: Option<&Pace>) -> f64 {
     let generic = batches * per_batch / parallel(l.threads, c);
     let measured = pace.and_then(|p| match l.workload {
         LoadWorkload::Candles => p.candles_per_s,
-        LoadWorkload::SysbenchMongo => None,
+        LoadWorkload::SysbenchMongo | LoadWorkload::Iibench => None,
         LoadWorkload::Ycsb => p.load_records_per_s,
     });
     match paced(measured, l.threads, c) {

@@ -116,6 +116,9 @@ pub fn estimate(
             crate::workload::sysbench_mongo::RECORD_BYTES
                 * crate::workload::sysbench_mongo::COLLECTIONS as u64
         }
+        (Some(l), _) if l.workload == LoadWorkload::Iibench => {
+            crate::workload::iibench::record_bytes(0)
+        }
         (_, Some(d)) => KEY_BYTES + ycsb_record_bytes(d.field_count, d.field_length),
         _ => 0,
     };
@@ -141,6 +144,8 @@ pub fn estimate(
             (Work::Builtin(Builtin::Ycsb { workload, .. }), Length::Operations(n)) => {
                 Some((n as f64 * insert_share(workload)).ceil() as u64)
             }
+            // Every iiBench operation is a row inserted.
+            (Work::Builtin(Builtin::Iibench), Length::Operations(n)) => Some(n),
             _ => None,
         })
         .max()

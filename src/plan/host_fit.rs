@@ -95,6 +95,11 @@ fn phase_shape(pp: &PlannedPhase, dataset: Option<&Dataset>) -> Option<WorkerSha
             crate::workload::candles::RECORD_BYTES,
             queries.reply_records(records),
         ),
+        Work::Builtin(Builtin::Iibench) => (
+            crate::workload::iibench::NAMES.len(),
+            crate::workload::iibench::record_bytes(0),
+            0,
+        ),
         Work::Builtin(Builtin::SysbenchMongo) => (
             crate::workload::sysbench_mongo::NAMES.len(),
             crate::workload::sysbench_mongo::RECORD_BYTES,

@@ -42,6 +42,7 @@ pub(super) fn load_config(
     match load.workload {
         LoadWorkload::Candles => c.workload = WorkloadKind::Candles,
         LoadWorkload::SysbenchMongo => c.workload = WorkloadKind::SysbenchMongo,
+        LoadWorkload::Iibench => c.workload = WorkloadKind::Iibench,
         LoadWorkload::Ycsb => {}
     }
     c.batch = Some(u64::from(load.batch));
@@ -91,6 +92,7 @@ fn builtin_config(
             c.queries = Some(*queries);
         }
         Builtin::SysbenchMongo => c.workload = WorkloadKind::SysbenchMongo,
+        Builtin::Iibench => c.workload = WorkloadKind::Iibench,
     }
     match phase.length {
         Length::Duration(d) => c.duration = Some(d),
@@ -197,6 +199,7 @@ mod tests {
     fn the_candles_and_ycsb_loads_get_the_scenarios_batch_size() {
         for (workload, kind) in [
             (LoadWorkload::Candles, WorkloadKind::Candles),
+            (LoadWorkload::Iibench, WorkloadKind::Iibench),
             (LoadWorkload::Ycsb, WorkloadKind::A),
         ] {
             let load = Load {

@@ -145,6 +145,9 @@ pub enum LoadWorkload {
     /// documents each, loaded 1000 at a time.
     #[serde(rename = "sysbench-mongo")]
     SysbenchMongo,
+    /// iiBench's `purchases_index` rows with its 3 secondary indexes,
+    /// loaded 1000 at a time.
+    Iibench,
 }
 
 /// Between load and measurement, for one cell.
@@ -294,6 +297,8 @@ pub enum Builtin {
     Candles { queries: CandleQuery },
     /// sysbench-mongodb's OLTP transaction (write-up 002).
     SysbenchMongo,
+    /// iiBench: insert-only batches into `purchases_index`, rows/s over time.
+    Iibench,
 }
 
 /// YCSB workload letter or a custom mix.
@@ -545,6 +550,7 @@ impl FromNode for Load {
             ("ycsb", LoadWorkload::Ycsb),
             ("candles", LoadWorkload::Candles),
             ("sysbench-mongo", LoadWorkload::SysbenchMongo),
+            ("iibench", LoadWorkload::Iibench),
         ];
         let workload = match f.get("workload") {
             Some(n) => choice(n, cx, &f.field("workload"), &workloads)?,
@@ -553,6 +559,7 @@ impl FromNode for Load {
         let default_batch = match workload {
             LoadWorkload::Candles => 500u32,
             LoadWorkload::SysbenchMongo => crate::workload::sysbench_mongo::BATCH as u32,
+            LoadWorkload::Iibench => crate::workload::iibench::BATCH as u32,
             LoadWorkload::Ycsb => 1,
         };
         let batch = f.or(cx, "batch", default_batch);
@@ -702,23 +709,28 @@ fn builtin_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Builtin> {
             "custom",
             "candles",
             "sysbench-mongo",
+            "iibench",
         ],
     )?;
     if wl == "candles" {
         return candles_from_fields(&f, cx);
     }
-    if wl == "sysbench-mongo" {
+    if wl == "sysbench-mongo" || wl == "iibench" {
         for k in ["mix", "distribution", "queries"] {
             if f.get(k).is_some() {
                 cx.error(
                     f.pos_of(k),
                     &f.field(k),
-                    format!("`{k}` does not apply to sysbench-mongo"),
+                    format!("`{k}` does not apply to {wl}"),
                     None,
                 );
             }
         }
-        return Some(Builtin::SysbenchMongo);
+        return Some(if wl == "iibench" {
+            Builtin::Iibench
+        } else {
+            Builtin::SysbenchMongo
+        });
     }
     if f.get("queries").is_some() {
         cx.error(
@@ -1294,6 +1306,7 @@ impl std::fmt::Display for LoadWorkload {
             LoadWorkload::Ycsb => "YCSB records",
             LoadWorkload::Candles => "trade candles",
             LoadWorkload::SysbenchMongo => "sysbench-mongodb documents",
+            LoadWorkload::Iibench => "iiBench rows",
         })
     }
 }
@@ -1338,6 +1351,7 @@ impl std::fmt::Display for Builtin {
             } => write!(f, "YCSB workload {workload}, {distribution}"),
             Builtin::Candles { queries } => write!(f, "candles, {} queries", queries.name()),
             Builtin::SysbenchMongo => f.write_str("sysbench-mongodb transactions"),
+            Builtin::Iibench => f.write_str("iiBench inserts"),
         }
     }
 }

@@ -514,18 +514,16 @@ async fn run_on<S: CandleStore>(
                 batch: Vec::with_capacity(size as usize),
             });
         }
-        let r = super::load_phase(
+        let loaded = super::load_phase(
             v,
             workers,
             &NAMES,
             (c.records, size),
             "candles:load",
             cancel,
-        )
-        .await;
-        let failed = !r.status.is_ok();
-        results.push(r);
-        if failed {
+            &mut results,
+        );
+        if !loaded.await {
             return Ok(results);
         }
     }
@@ -534,7 +532,7 @@ async fn run_on<S: CandleStore>(
     };
     let sample = Arc::new(Sample::new(&layout, c.seed));
     let query = c.queries.unwrap_or_default();
-    for &threads in &v.threads {
+    let measured = super::measured_phases(v, &NAMES, (stop, 1), cancel, async |threads| {
         let mut workers = Vec::new();
         for i in 0..threads {
             workers.push(QueryWorker {
@@ -545,11 +543,9 @@ async fn run_on<S: CandleStore>(
                 pick: 0,
             });
         }
-        results.push(super::measured_phase(v, workers, &NAMES, stop, cancel).await);
-        if cancel.is_cancelled() {
-            break;
-        }
-    }
+        Ok(workers)
+    });
+    results.extend(measured.await?);
     Ok(results)
 }
 

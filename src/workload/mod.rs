@@ -18,6 +18,7 @@ pub mod clock;
 pub mod dist;
 pub mod driver;
 pub mod histo;
+pub mod iibench;
 pub mod keys;
 pub mod mix;
 pub mod rng;
@@ -48,6 +49,8 @@ pub enum WorkloadKind {
     /// Tokutek's sysbench-mongodb transaction over N collections (write-up 002).
     #[serde(rename = "sysbench-mongo")]
     SysbenchMongo,
+    /// iiBench: insert-only into `purchases_index` with 3 secondary indexes.
+    Iibench,
 }
 
 /// Threads (connections): one count or a list to sweep.
@@ -186,6 +189,10 @@ pub struct WorkloadConfig {
     /// when omitted.
     #[serde(default)]
     pub collections: Option<u32>,
+    /// Bytes of iibench's `data` column (random letters, at most 4000);
+    /// 0 when omitted, as iibench-mongodb's default of no char fields.
+    #[serde(default)]
+    pub data_length: Option<u32>,
     /// Request distribution; the workload's own when omitted.
     #[serde(default)]
     pub distribution: Option<Distribution>,
@@ -232,8 +239,9 @@ pub struct WorkloadConfig {
     /// Connections for the load phase; the first thread count when omitted.
     #[serde(default)]
     pub load_threads: Option<u32>,
-    /// Records per insert in the load phase: YCSB records 1 when omitted
-    /// (one INSERT per record, as YCSB), candles 500. A batch is one round
+    /// Records per insert in the load phase (and in iibench's measured
+    /// phases): YCSB records 1 when omitted (one INSERT per record, as
+    /// YCSB), candles 500, sysbench-mongo and iibench 1000. A batch is one round
     /// trip (a Redis pipeline, a multi-row INSERT, an unordered
     /// `insertMany`); it counts as that many INSERT operations (or errors,
     /// when it fails) and as one latency measurement.
@@ -445,8 +453,23 @@ impl WorkloadConfig {
     }
 
     /// The candles workload runs on mongodb and postgres only,
-    /// sysbench-mongo on mongodb.
+    /// sysbench-mongo on mongodb, iibench on mongodb and the SQL stores.
     fn check_store_kind(&self, target: Option<&stores::StoreTarget>, errs: &mut Problems) {
+        if self.workload == WorkloadKind::Iibench
+            && let Some(t) = target
+            && !matches!(
+                t.kind,
+                stores::StoreKind::Mongodb | stores::StoreKind::Postgres | stores::StoreKind::Mysql
+            )
+        {
+            errs.push(
+                "store",
+                format!(
+                    "the iibench workload runs on mongodb, postgres and mysql, not {}",
+                    t.kind
+                ),
+            );
+        }
         if self.workload == WorkloadKind::SysbenchMongo
             && let Some(t) = target
             && t.kind != stores::StoreKind::Mongodb
@@ -497,6 +520,7 @@ impl WorkloadConfig {
                 format!("candles:{}", q.name())
             }
             WorkloadKind::SysbenchMongo => "sysbench-mongo".into(),
+            WorkloadKind::Iibench => "iibench".into(),
             WorkloadKind::Custom => "ycsb:custom".into(),
             _ => format!("ycsb:{}", self.letter().unwrap_or('c')),
         }
@@ -639,6 +663,7 @@ impl WorkloadConfig {
         });
         let per_record = match self.workload {
             WorkloadKind::Candles => candles::PG_NCOLS as u64,
+            WorkloadKind::Iibench => iibench::SQL_NCOLS as u64,
             _ => self.field_count as u64 + 1,
         };
         let most = (stores::sql::MAX_PARAMS as u64 / per_record).max(1);
@@ -667,6 +692,17 @@ impl WorkloadConfig {
         if let Some(t) = self.target {
             errs.refused("target", bounds::check_target(t));
         }
+        if let Some(n) = self.data_length
+            && n > iibench::MAX_DATA_LENGTH
+        {
+            errs.push(
+                "data_length",
+                format!(
+                    "{n} bytes is out of range (0 to {}, iibench's VARCHAR(4000))",
+                    iibench::MAX_DATA_LENGTH
+                ),
+            );
+        }
         if let Some(h) = self.hotspot
             && !((0.0..=1.0).contains(&h.data) && (0.0..=1.0).contains(&h.ops))
         {
@@ -687,6 +723,11 @@ impl WorkloadConfig {
             (candles::NAMES.len(), candles::RECORD_BYTES)
         } else if self.workload == WorkloadKind::SysbenchMongo {
             (sysbench_mongo::NAMES.len(), sysbench_mongo::RECORD_BYTES)
+        } else if self.workload == WorkloadKind::Iibench {
+            (
+                iibench::NAMES.len(),
+                iibench::record_bytes(self.data_length.unwrap_or(0)),
+            )
         } else {
             (
                 ycsb::NAMES.len(),
@@ -707,6 +748,7 @@ impl WorkloadConfig {
             let batch = self.batch.unwrap_or(match self.workload {
                 WorkloadKind::Candles => candles::BATCH,
                 WorkloadKind::SysbenchMongo => sysbench_mongo::BATCH,
+                WorkloadKind::Iibench => iibench::BATCH,
                 _ => 1,
             });
             let t = self.load_threads.or(threads.first().copied()).unwrap_or(1);
@@ -735,12 +777,18 @@ impl WorkloadConfig {
                 driver::Stop::Time(d) => d.as_secs().saturating_add(1),
                 driver::Stop::Ops(_) => 0,
             };
+            // iibench's measured phase inserts batches too.
+            let batch = match self.workload {
+                WorkloadKind::Iibench => self.batch.unwrap_or(iibench::BATCH),
+                _ => 0,
+            };
             for &t in threads {
                 out.push((
                     t,
                     bounds::WorkerShape {
                         reply_records: reply,
                         seconds,
+                        batch,
                         ..shape
                     },
                 ));
@@ -760,22 +808,52 @@ pub(crate) fn refuse_to_delete(found: Option<String>, reset: bool) -> Result<(),
     }
 }
 
+/// Runs one measured phase of `v` per thread count, in order, each with
+/// the workers `connect(threads)` makes, until the sweep ends or `cancel`
+/// fires. Each operation carries `per_op` records (a batch of inserts):
+/// a count of `operations` is in records, run as whole operations.
+pub(crate) async fn measured_phases<W: driver::Worker>(
+    v: &Validated,
+    names: &[&'static str],
+    (stop, per_op): (driver::Stop, u64),
+    cancel: &CancellationToken,
+    mut connect: impl AsyncFnMut(u32) -> Result<Vec<W>, WorkloadError>,
+) -> Result<Vec<PhaseResult>, WorkloadError> {
+    let mut results = Vec::new();
+    for &threads in &v.threads {
+        let workers = connect(threads).await?;
+        results.push(measured_phase(v, workers, names, (stop, per_op), cancel).await);
+        if cancel.is_cancelled() {
+            break;
+        }
+    }
+    Ok(results)
+}
+
 /// Runs one measured phase of `v` with `workers` and makes its result.
-pub(crate) async fn measured_phase<W: driver::Worker>(
+async fn measured_phase<W: driver::Worker>(
     v: &Validated,
     workers: Vec<W>,
     names: &[&'static str],
-    stop: driver::Stop,
+    (stop, per_op): (driver::Stop, u64),
     cancel: &CancellationToken,
 ) -> PhaseResult {
     let c = &v.cfg;
     let threads = workers.len() as u32;
+    let per_op = per_op.max(1);
+    let (stop, progress_total) = match stop {
+        driver::Stop::Ops(n) if per_op > 1 => {
+            let ops = n.div_ceil(per_op);
+            (driver::Stop::Ops(ops), Some(ops * per_op))
+        }
+        other => (other, None),
+    };
     let plan = driver::PhasePlan {
         stop,
         warmup: c.warmup.map(|d| d.std()).unwrap_or_default(),
         target: c.target,
         progress: c.progress.then(|| c.name.clone()),
-        progress_total: None,
+        progress_total,
         budget: v.budget,
     };
     let out = driver::run_phase(workers, names, &plan, cancel).await;
@@ -784,7 +862,8 @@ pub(crate) async fn measured_phase<W: driver::Worker>(
 
 /// Runs the load phase (`records` inserted `batch` at a time, no
 /// warm-up, no target rate, a progress bar on a terminal that counts
-/// records) and makes its result.
+/// records) and adds its result to `results`; false when it failed, and
+/// nothing should be measured on what it left.
 pub(crate) async fn load_phase<W: driver::Worker>(
     v: &Validated,
     workers: Vec<W>,
@@ -792,7 +871,8 @@ pub(crate) async fn load_phase<W: driver::Worker>(
     (records, batch): (u64, u64),
     label: &str,
     cancel: &CancellationToken,
-) -> PhaseResult {
+    results: &mut Vec<PhaseResult>,
+) -> bool {
     let threads = workers.len() as u32;
     let plan = driver::PhasePlan {
         stop: driver::Stop::Ops(records.div_ceil(batch.max(1))),
@@ -804,7 +884,10 @@ pub(crate) async fn load_phase<W: driver::Worker>(
         budget: v.budget,
     };
     let out = driver::run_phase(workers, names, &plan, cancel).await;
-    driver::phase_result("load", label, threads, &out, v.budget)
+    let r = driver::phase_result("load", label, threads, &out, v.budget);
+    let ok = r.status.is_ok();
+    results.push(r);
+    ok
 }
 
 /// Runs the configured workload: the load phase when asked, then one
@@ -818,6 +901,9 @@ pub async fn run(
     }
     if v.cfg.workload == WorkloadKind::SysbenchMongo {
         return sysbench_mongo::run(v, cancel).await;
+    }
+    if v.cfg.workload == WorkloadKind::Iibench {
+        return iibench::run(v, cancel).await;
     }
     let schema = ycsb::schema(&v.cfg);
     let store = stores::AnyStore::new(&v.target, schema);

@@ -264,25 +264,23 @@ pub async fn run(
             });
         }
         let batches = docs.div_ceil(size) * collections as u64;
-        let r = super::load_phase(
+        let loaded = super::load_phase(
             v,
             workers,
             &NAMES,
             (batches * size, size),
             "sysbench-mongo:load",
             cancel,
-        )
-        .await;
-        let failed = !r.status.is_ok();
-        results.push(r);
-        if failed {
+            &mut results,
+        );
+        if !loaded.await {
             return Ok(results);
         }
     }
     let Some(stop) = v.stop else {
         return Ok(results);
     };
-    for &threads in &v.threads {
+    let measured = super::measured_phases(v, &NAMES, (stop, 1), cancel, async |threads| {
         let mut workers = Vec::new();
         for i in 0..threads {
             workers.push(TxnWorker {
@@ -294,11 +292,9 @@ pub async fn run(
                 statements: Vec::new(),
             });
         }
-        results.push(super::measured_phase(v, workers, &NAMES, stop, cancel).await);
-        if cancel.is_cancelled() {
-            break;
-        }
-    }
+        Ok(workers)
+    });
+    results.extend(measured.await?);
     Ok(results)
 }
 

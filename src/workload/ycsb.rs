@@ -335,10 +335,16 @@ pub async fn run<S: Store>(
             .into_iter()
             .map(|conn| LoadWorker::new(conn, sh.clone(), next.clone(), c.records, size))
             .collect();
-        let r = super::load_phase(v, workers, &NAMES, (c.records, size), "ycsb:load", cancel).await;
-        let failed = !r.status.is_ok();
-        results.push(r);
-        if failed {
+        let loaded = super::load_phase(
+            v,
+            workers,
+            &NAMES,
+            (c.records, size),
+            "ycsb:load",
+            cancel,
+            &mut results,
+        );
+        if !loaded.await {
             return Ok(results);
         }
     }
@@ -347,9 +353,9 @@ pub async fn run<S: Store>(
     };
     let items = c.records + expected_inserts(v);
     let hot = c.hotspot.unwrap_or_default();
-    for &threads in &v.threads {
+    let measured = super::measured_phases(v, &NAMES, (stop, 1), cancel, async |threads| {
         let sh = shared(v);
-        let workers = connect_all(store, threads)
+        Ok(connect_all(store, threads)
             .await?
             .into_iter()
             .enumerate()
@@ -358,12 +364,9 @@ pub async fn run<S: Store>(
                 let chooser = KeyChooser::new(v.distribution, items, (hot.data, hot.ops), start);
                 YcsbWorker::new(conn, Rng::new(c.seed, i as u64), chooser, sh.clone())
             })
-            .collect();
-        results.push(super::measured_phase(v, workers, &NAMES, stop, cancel).await);
-        if cancel.is_cancelled() {
-            break;
-        }
-    }
+            .collect())
+    });
+    results.extend(measured.await?);
     Ok(results)
 }
 

@@ -25,42 +25,11 @@ impl Store for MyStore {
     }
 
     async fn holds_data(&self) -> Result<Option<String>, StoreError> {
-        use crate::clients::mysql::query_text;
-        let mut bare = self.ep.clone();
-        let db = bare.database.take().unwrap_or_else(|| DEFAULT_DB.into());
-        let literal = db.replace('\\', "\\\\").replace('\'', "''");
-        let tables = query_text(
-            &bare,
-            &format!(
-                "SELECT COUNT(*) FROM information_schema.tables \
-                 WHERE table_schema = '{literal}' AND table_name = '{TABLE}'"
-            ),
-        )
-        .await?;
-        if tables.trim() == "0" {
-            return Ok(None);
-        }
-        let ident = db.replace('`', "``");
-        let any = query_text(
-            &bare,
-            &format!("SELECT EXISTS (SELECT 1 FROM `{ident}`.{TABLE} LIMIT 1)"),
-        )
-        .await?;
-        Ok((any.trim() != "0").then(|| {
-            format!(
-                "mysql at {} holds rows in table {db}.{TABLE} (a load drops it)",
-                self.ep.addr()
-            )
-        }))
+        my_table_rows(&self.ep, TABLE).await
     }
 
     async fn recreate(&self) -> Result<(), StoreError> {
-        let mut bare = self.ep.clone();
-        let db = bare.database.take().unwrap_or_else(|| DEFAULT_DB.into());
-        let mut conn = MyConn::connect(&bare).await?;
-        conn.exec_text(&format!("CREATE DATABASE IF NOT EXISTS `{db}`"))
-            .await?;
-        conn.exec_text(&format!("USE `{db}`")).await?;
+        let mut conn = my_connect_creating(&self.ep).await?;
         conn.exec_text(&format!("DROP TABLE IF EXISTS {TABLE}"))
             .await?;
         let engine = match &self.schema.engine {
@@ -70,4 +39,51 @@ impl Store for MyStore {
         conn.exec_text(&create_table(&self.schema, &engine)).await?;
         Ok(())
     }
+}
+
+/// A connection to `ep`'s database (`DEFAULT_DB` when it names none),
+/// which is created first when missing.
+pub(crate) async fn my_connect_creating(ep: &Endpoint) -> Result<MyConn, StoreError> {
+    let mut bare = ep.clone();
+    let db = bare.database.take().unwrap_or_else(|| DEFAULT_DB.into());
+    let mut conn = MyConn::connect(&bare).await?;
+    conn.exec_text(&format!("CREATE DATABASE IF NOT EXISTS `{db}`"))
+        .await?;
+    conn.exec_text(&format!("USE `{db}`")).await?;
+    Ok(conn)
+}
+
+/// `Some(what)` when `table` exists in `ep`'s database (`DEFAULT_DB` when
+/// it names none) and has a row.
+pub(crate) async fn my_table_rows(
+    ep: &Endpoint,
+    table: &str,
+) -> Result<Option<String>, StoreError> {
+    use crate::clients::mysql::query_text;
+    let mut bare = ep.clone();
+    let db = bare.database.take().unwrap_or_else(|| DEFAULT_DB.into());
+    let literal = db.replace('\\', "\\\\").replace('\'', "''");
+    let tables = query_text(
+        &bare,
+        &format!(
+            "SELECT COUNT(*) FROM information_schema.tables \
+             WHERE table_schema = '{literal}' AND table_name = '{table}'"
+        ),
+    )
+    .await?;
+    if tables.trim() == "0" {
+        return Ok(None);
+    }
+    let ident = db.replace('`', "``");
+    let any = query_text(
+        &bare,
+        &format!("SELECT EXISTS (SELECT 1 FROM `{ident}`.{table} LIMIT 1)"),
+    )
+    .await?;
+    Ok((any.trim() != "0").then(|| {
+        format!(
+            "mysql at {} holds rows in table {db}.{table} (a load drops it)",
+            ep.addr()
+        )
+    }))
 }

@@ -480,11 +480,20 @@ pub async fn reap_entries(entries: &[Entry], budget: Duration) -> ReapReport {
 }
 
 /// Remove what `entries` name, newest first, within `budget`, as far as
-/// `trust` allows; what it does not allow is reported as refused.
+/// `trust` allows; what it does not allow is reported as refused. Data
+/// dirs go last: a process that writes into one (a replica's
+/// `pg_basebackup`, killed with its cgroup) would refill it while it is
+/// removed.
 pub async fn reap_with(entries: &[Entry], trust: Trust<'_>, budget: Duration) -> ReapReport {
     let deadline = Instant::now() + budget;
     let mut report = ReapReport::default();
-    for e in entries.iter().rev() {
+    let is_dir = |e: &&Entry| matches!(e.resource, Resource::DataDir { .. });
+    let ordered = entries
+        .iter()
+        .rev()
+        .filter(|e| !is_dir(e))
+        .chain(entries.iter().rev().filter(is_dir));
+    for e in ordered {
         if let Resource::Container { .. } = e.resource {
             report.deferred.push(e.resource.clone());
             continue;

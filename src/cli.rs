@@ -259,9 +259,19 @@ pub struct DriveArgs {
     /// Store URL: redis://, postgres://, mysql://, mongodb://, or null:// (127.0.0.1 only).
     #[arg(long)]
     pub store: Option<String>,
-    /// YCSB workload a..f, `candles`, or a custom mix like `read=0.9,update=0.05,insert=0.05`.
+    /// YCSB workload a..f, `candles`, `tpcc`, or a custom mix like
+    /// `read=0.9,update=0.05,insert=0.05`. `tpcc` runs TPC-C's five
+    /// transactions (45/43/4/4/4) with one terminal per thread and prints
+    /// `[OVERALL], tpmC, N`; it checks consistency conditions 1 to 4 after
+    /// the run and exits non-zero when one fails.
     #[arg(long, default_value = "a")]
     pub workload: String,
+    /// TPC-C warehouses (`--workload tpcc`): `--load` loads them (100,000
+    /// items, and per warehouse 100,000 stock rows, 10 districts, 30,000
+    /// customers and orders, ~300,000 order lines); the run spreads its
+    /// terminals over them. 1 by default.
+    #[arg(long)]
+    pub warehouses: Option<u32>,
     /// Number of records in the data set (at most 10^10, inserts included).
     #[arg(long, default_value_t = 1000)]
     pub records: u64,

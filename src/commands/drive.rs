@@ -118,6 +118,7 @@ fn config_from_flags(args: &DriveArgs) -> anyhow::Result<WorkloadConfig> {
         reset: args.reset,
         batch: args.batch,
         progress: args.progress,
+        warehouses: args.warehouses,
         ..Default::default()
     };
     (cfg.workload, cfg.mix) = workload_of(&args.workload)?;
@@ -148,14 +149,14 @@ fn config_from_flags(args: &DriveArgs) -> anyhow::Result<WorkloadConfig> {
     Ok(cfg)
 }
 
-/// `--workload`: a..f, candles, or a mix like `read=0.9,update=0.1`.
+/// `--workload`: a..f, candles, tpcc, or a mix like `read=0.9,update=0.1`.
 fn workload_of(flag: &str) -> anyhow::Result<(WorkloadKind, Option<BTreeMap<String, f64>>)> {
     let w = flag.trim().to_ascii_lowercase();
     if !w.contains('=') {
         let kind = serde_json::from_value(serde_json::Value::String(w.clone())).map_err(|_| {
             bad(
                 "workload",
-                format!("`{w}` is not a..f, candles, or a mix like read=0.9,update=0.1"),
+                format!("`{w}` is not a..f, candles, tpcc, or a mix like read=0.9,update=0.1"),
             )
         })?;
         return Ok((kind, None));

@@ -684,6 +684,7 @@ mod tests {
             total_errors: 0,
             throughput: 1.0,
             tool_ops_per_sec: None,
+            headline: None,
             ops: Default::default(),
             series: vec![],
             status: PhaseStatus::Ok,

@@ -24,6 +24,7 @@ pub mod rng;
 pub mod stores;
 pub mod summary;
 pub mod tools;
+pub mod tpcc;
 pub mod ycsb;
 
 pub use dist::Distribution;
@@ -44,6 +45,9 @@ pub enum WorkloadKind {
     Custom,
     /// The trade-candles document workload of write-up 000.
     Candles,
+    /// TPC-C: `warehouses` loaded, the five transactions in the standard
+    /// mix, tpmC as the headline.
+    Tpcc,
 }
 
 /// Threads (connections): one count or a list to sweep.
@@ -178,6 +182,10 @@ pub struct WorkloadConfig {
     /// Candle query for `candles`: by_ticker, interval or day.
     #[serde(default)]
     pub queries: Option<candles::CandleQuery>,
+    /// TPC-C warehouses (`tpcc` only): loaded by the load, spread over
+    /// the terminals by the run. 1 when omitted.
+    #[serde(default)]
+    pub warehouses: Option<u32>,
     /// Request distribution; the workload's own when omitted.
     #[serde(default)]
     pub distribution: Option<Distribution>,
@@ -355,6 +363,7 @@ impl WorkloadConfig {
         let mut errs = Problems::default();
         let target = self.store_target(&mut errs)?;
         self.check_store_kind(target.as_ref(), &mut errs);
+        self.check_warehouses(&mut errs);
         let (mix, dist) = self.mix_of(&mut errs);
         let stop = self.stop_of(&mut errs);
         self.check_counts(&mix, stop, &mut errs);
@@ -436,8 +445,42 @@ impl WorkloadConfig {
         }
     }
 
-    /// The candles workload runs on mongodb and postgres only.
+    /// `warehouses` belongs to tpcc, from 1 to [`tpcc::MAX_WAREHOUSES`].
+    fn check_warehouses(&self, errs: &mut Problems) {
+        match (self.workload, self.warehouses) {
+            (WorkloadKind::Tpcc, Some(w)) if w == 0 || w > tpcc::MAX_WAREHOUSES => errs.push(
+                "warehouses",
+                format!(
+                    "{w} is out of range (1 to {} warehouses)",
+                    tpcc::MAX_WAREHOUSES
+                ),
+            ),
+            (WorkloadKind::Tpcc, _) | (_, None) => {}
+            (_, Some(_)) => errs.push(
+                "warehouses",
+                "`warehouses` only applies to `workload: tpcc`",
+            ),
+        }
+    }
+
+    /// The candles workload runs on mongodb and postgres only; tpcc on
+    /// postgres and mysql.
     fn check_store_kind(&self, target: Option<&stores::StoreTarget>, errs: &mut Problems) {
+        if self.workload == WorkloadKind::Tpcc
+            && let Some(t) = target
+            && !matches!(
+                t.kind,
+                stores::StoreKind::Mysql | stores::StoreKind::Postgres
+            )
+        {
+            errs.push(
+                "store",
+                format!(
+                    "the tpcc workload runs on postgres and mysql/mariadb, not {}",
+                    t.kind
+                ),
+            );
+        }
         if self.workload == WorkloadKind::Candles
             && let Some(t) = target
             && !matches!(
@@ -476,6 +519,7 @@ impl WorkloadConfig {
                 format!("candles:{}", q.name())
             }
             WorkloadKind::Custom => "ycsb:custom".into(),
+            WorkloadKind::Tpcc => "tpcc".into(),
             _ => format!("ycsb:{}", self.letter().unwrap_or('c')),
         }
     }
@@ -661,8 +705,11 @@ impl WorkloadConfig {
         stop: Option<driver::Stop>,
     ) -> Vec<(u32, bounds::WorkerShape)> {
         let candles = self.workload == WorkloadKind::Candles;
+        let tpcc = self.workload == WorkloadKind::Tpcc;
         let (kinds, record_bytes) = if candles {
             (candles::NAMES.len(), candles::RECORD_BYTES)
+        } else if tpcc {
+            (tpcc::NAMES.len(), tpcc::LOAD_ROW_BYTES)
         } else {
             (
                 ycsb::NAMES.len(),
@@ -680,9 +727,11 @@ impl WorkloadConfig {
         };
         let mut out = Vec::new();
         if self.load {
-            let batch = self
-                .batch
-                .unwrap_or(if candles { candles::BATCH } else { 1 });
+            let batch = match self.workload {
+                WorkloadKind::Tpcc => tpcc::LOAD_JOB_ROWS,
+                WorkloadKind::Candles => self.batch.unwrap_or(candles::BATCH),
+                _ => self.batch.unwrap_or(1),
+            };
             let t = self.load_threads.or(threads.first().copied()).unwrap_or(1);
             out.push((
                 t,
@@ -787,6 +836,9 @@ pub async fn run(
 ) -> Result<Vec<PhaseResult>, WorkloadError> {
     if v.cfg.workload == WorkloadKind::Candles {
         return candles::run(v, cancel).await;
+    }
+    if v.cfg.workload == WorkloadKind::Tpcc {
+        return tpcc::run(v, cancel).await;
     }
     let schema = ycsb::schema(&v.cfg);
     let store = stores::AnyStore::new(&v.target, schema);

@@ -318,6 +318,7 @@ impl Parsed {
             total_errors,
             throughput,
             tool_ops_per_sec: self.tool_ops_per_sec,
+            headline: None,
             ops: self.ops,
             series: self.series,
             status: PhaseStatus::Ok,

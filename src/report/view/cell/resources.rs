@@ -147,6 +147,7 @@ pub(super) mod tests {
             total_errors: 0,
             throughput: 100.0,
             tool_ops_per_sec: None,
+            headline: None,
             ops: Default::default(),
             series: vec![],
             status: PhaseStatus::Ok,

@@ -85,7 +85,11 @@ impl MyConn {
             .pass(ep.password.clone())
             .db_name(ep.database.clone())
             .client_found_rows(true)
-            .prefer_socket(false);
+            .prefer_socket(false)
+            // The connection keeps every statement it prepares for its
+            // lifetime; mysql_async's cache (10 by default) would close
+            // the eleventh's predecessors on the server under it.
+            .stmt_cache_size(0);
         let conn = ::mysql_async::Conn::new(opts)
             .await
             .map_err(|e| err(ep, e))?;

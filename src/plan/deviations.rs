@@ -336,6 +336,7 @@ fn program_words(work: &Work) -> String {
     match work {
         Work::Builtin(Builtin::Ycsb { .. }) => "benchcage's built-in YCSB workloads".into(),
         Work::Builtin(Builtin::Candles { .. }) => "benchcage's built-in candles workload".into(),
+        Work::Builtin(Builtin::Tpcc { .. }) => "benchcage's built-in TPC-C workload".into(),
         Work::Tool(Tool::Sysbench { test, .. }) => format!("sysbench {test}"),
         _ => program_of(work).unwrap_or_default(),
     }
@@ -349,6 +350,9 @@ fn tools(r: &Reproduces, s: &Scenario, found: &mut Found) {
         }),
         LoadWorkload::Candles => Work::Builtin(Builtin::Candles {
             queries: crate::spec::scenario::CandleQuery::ByTicker,
+        }),
+        LoadWorkload::Tpcc => Work::Builtin(Builtin::Tpcc {
+            warehouses: l.warehouses.unwrap_or(1),
         }),
     });
     let steps = load_work

@@ -39,10 +39,17 @@ pub(super) fn load_config(
     storage_engine: Option<&str>,
 ) -> WorkloadConfig {
     let mut c = base("load", dataset, storage_engine);
-    if load.workload == LoadWorkload::Candles {
-        c.workload = WorkloadKind::Candles;
+    match load.workload {
+        LoadWorkload::Candles => c.workload = WorkloadKind::Candles,
+        LoadWorkload::Tpcc => {
+            c.workload = WorkloadKind::Tpcc;
+            c.warehouses = load.warehouses;
+        }
+        LoadWorkload::Ycsb => {}
     }
-    c.batch = Some(u64::from(load.batch));
+    if load.workload != LoadWorkload::Tpcc {
+        c.batch = Some(u64::from(load.batch));
+    }
     c.load = true;
     c.reset = true;
     c
@@ -87,6 +94,10 @@ fn builtin_config(
         Builtin::Candles { queries } => {
             c.workload = WorkloadKind::Candles;
             c.queries = Some(*queries);
+        }
+        Builtin::Tpcc { warehouses } => {
+            c.workload = WorkloadKind::Tpcc;
+            c.warehouses = Some(*warehouses);
         }
     }
     match phase.length {
@@ -190,10 +201,26 @@ mod tests {
                 threads: 1,
                 workload,
                 batch: 1000,
+                warehouses: None,
             };
             let cfg = load_config(&load, None, None);
             assert_eq!((cfg.batch, cfg.workload), (Some(1000), kind));
         }
+    }
+
+    #[test]
+    fn a_tpcc_load_and_phase_carry_their_warehouses_and_no_batch() {
+        let load = Load {
+            threads: 2,
+            workload: LoadWorkload::Tpcc,
+            batch: 1,
+            warehouses: Some(3),
+        };
+        let cfg = load_config(&load, None, None);
+        assert_eq!(
+            (cfg.workload, cfg.warehouses, cfg.batch, cfg.load),
+            (WorkloadKind::Tpcc, Some(3), None, true)
+        );
     }
 
     #[test]

@@ -250,6 +250,7 @@ pub use crate::run::cell::SettleCap;
 fn drive_exec(cell: &Arc<PlannedCell>, config: &WorkloadConfig, exe: &Path) -> Arc<DriveExec> {
     let label = match (config.load, config.workload) {
         (true, WorkloadKind::Candles) => "candles:load".to_string(),
+        (true, WorkloadKind::Tpcc) => "tpcc:load".to_string(),
         (true, _) => "ycsb:load".to_string(),
         (false, _) => config.label(),
     };

@@ -260,13 +260,21 @@ pub struct DriveArgs {
     /// Store URL: redis://, postgres://, mysql://, mongodb://, or null:// (127.0.0.1 only).
     #[arg(long)]
     pub store: Option<String>,
-    /// YCSB workload a..f, `candles`, `sysbench-mongo` (write-up 002's
+    /// YCSB workload a..f, `candles`, `tpcc` (TPC-C's five transactions, 45/43/4/4/4, one
+    /// terminal per thread, `[OVERALL], tpmC, N`, consistency conditions 1 to 4
+    /// checked after the run: exit non-zero when one fails), `sysbench-mongo` (write-up 002's
     /// sysbench-mongodb transaction; mongodb), `iibench` (insert-only
     /// into purchases_index with 3 secondary indexes, --batch rows per
     /// insert, 1000 by default; --operations counts rows; mongodb, postgres,
     /// mysql), or a custom mix like `read=0.9,update=0.05,insert=0.05`.
     #[arg(long, default_value = "a")]
     pub workload: String,
+    /// TPC-C warehouses (`--workload tpcc`): `--load` loads them (100,000
+    /// items, and per warehouse 100,000 stock rows, 10 districts, 30,000
+    /// customers and orders, ~300,000 order lines); the run spreads its
+    /// terminals over them. 1 by default.
+    #[arg(long)]
+    pub warehouses: Option<u32>,
     /// Number of records in the data set (at most 10^10, inserts included).
     #[arg(long, default_value_t = 1000)]
     pub records: u64,

@@ -26,6 +26,14 @@ pub enum ClientError {
     Mysql { addr: String, msg: String },
     #[error("mongodb at {addr}: {msg}")]
     Mongodb { addr: String, msg: String },
+    /// The server chose this transaction as a deadlock victim or could not
+    /// serialize it: running it again may succeed.
+    #[error("{engine} at {addr}: {msg}")]
+    Conflict {
+        engine: &'static str,
+        addr: String,
+        msg: String,
+    },
     #[error("{what} at {addr} did not answer within {secs}s")]
     Timeout {
         what: &'static str,
@@ -38,12 +46,63 @@ pub enum ClientError {
     NotLoopback(String),
 }
 
+impl ClientError {
+    /// True when the transaction lost a deadlock or serialization conflict
+    /// and may be run again.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, ClientError::Conflict { .. })
+    }
+}
+
+/// One value of a result row, as the workloads read it: a number, a text
+/// or SQL `NULL`. Types the workloads never read back (timestamps) come
+/// as `Null`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    Null,
+    Int(i64),
+    Float(f64),
+    Text(String),
+}
+
+impl Cell {
+    /// The value as an integer; a decimal text (MySQL `DECIMAL`) parses.
+    pub fn int(&self) -> Option<i64> {
+        match self {
+            Cell::Int(i) => Some(*i),
+            Cell::Float(f) => Some(*f as i64),
+            Cell::Text(t) => t.trim().parse().ok(),
+            Cell::Null => None,
+        }
+    }
+
+    /// The value as a float; a decimal text (MySQL `DECIMAL`) parses.
+    pub fn float(&self) -> Option<f64> {
+        match self {
+            Cell::Int(i) => Some(*i as f64),
+            Cell::Float(f) => Some(*f),
+            Cell::Text(t) => t.trim().parse().ok(),
+            Cell::Null => None,
+        }
+    }
+
+    /// The value as text; empty for anything that is not text.
+    pub fn text(&self) -> &str {
+        match self {
+            Cell::Text(t) => t,
+            _ => "",
+        }
+    }
+}
+
 /// A parameter of a prepared SQL statement.
 #[derive(Debug, Clone, Copy)]
 pub enum Param<'a> {
     Text(&'a str),
     Int(i64),
     Float(f64),
+    /// SQL `NULL`.
+    Null,
 }
 
 /// Where a client connects: always loopback.

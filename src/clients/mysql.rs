@@ -1,12 +1,32 @@
 //! The only importer of `mysql_async`.
 
-use super::{ClientError, Endpoint, Param};
+use super::{Cell, ClientError, Endpoint, Param};
 use ::mysql_async::prelude::Queryable;
 
 fn err(ep: &Endpoint, e: impl std::fmt::Display) -> ClientError {
     ClientError::Mysql {
         addr: ep.addr(),
         msg: e.to_string(),
+    }
+}
+
+/// `ER_LOCK_DEADLOCK` and `ER_LOCK_WAIT_TIMEOUT`: InnoDB rolled the
+/// transaction back (or the statement, for a wait timeout); it may be run
+/// again.
+const CONFLICT_CODES: [u16; 2] = [1213, 1205];
+
+/// A server error; a deadlock or lock wait timeout is a conflict the
+/// caller may retry.
+fn db_err(ep: &Endpoint, e: ::mysql_async::Error) -> ClientError {
+    match &e {
+        ::mysql_async::Error::Server(s) if CONFLICT_CODES.contains(&s.code) => {
+            ClientError::Conflict {
+                engine: "mysql",
+                addr: ep.addr(),
+                msg: e.to_string(),
+            }
+        }
+        _ => err(ep, e),
     }
 }
 
@@ -65,7 +85,11 @@ impl MyConn {
             .pass(ep.password.clone())
             .db_name(ep.database.clone())
             .client_found_rows(true)
-            .prefer_socket(false);
+            .prefer_socket(false)
+            // The connection keeps every statement it prepares for its
+            // lifetime; mysql_async's cache (10 by default) would close
+            // the eleventh's predecessors on the server under it.
+            .stmt_cache_size(0);
         let conn = ::mysql_async::Conn::new(opts)
             .await
             .map_err(|e| err(ep, e))?;
@@ -81,7 +105,17 @@ impl MyConn {
         self.conn
             .query_drop(sql)
             .await
-            .map_err(|e| err(&self.ep, e))
+            .map_err(|e| db_err(&self.ep, e))
+    }
+
+    /// Every row `sql` (no parameters) returns, decoded.
+    pub async fn select(&mut self, sql: &str) -> Result<Vec<Vec<Cell>>, ClientError> {
+        let rows: Vec<::mysql_async::Row> = self
+            .conn
+            .query(sql)
+            .await
+            .map_err(|e| db_err(&self.ep, e))?;
+        Ok(rows.into_iter().map(decode).collect())
     }
 }
 
@@ -103,8 +137,22 @@ impl MyConn {
             .conn
             .exec(&self.statements[id], to_params(params))
             .await
-            .map_err(|e| err(&self.ep, e))?;
+            .map_err(|e| db_err(&self.ep, e))?;
         Ok(rows.len() as u64)
+    }
+
+    /// Runs prepared statement `id`; returns its rows, decoded.
+    pub async fn query_rows(
+        &mut self,
+        id: usize,
+        params: &[Param<'_>],
+    ) -> Result<Vec<Vec<Cell>>, ClientError> {
+        let rows: Vec<::mysql_async::Row> = self
+            .conn
+            .exec(&self.statements[id], to_params(params))
+            .await
+            .map_err(|e| db_err(&self.ep, e))?;
+        Ok(rows.into_iter().map(decode).collect())
     }
 
     /// Runs prepared statement `id`; returns the rows it matched or changed.
@@ -112,9 +160,26 @@ impl MyConn {
         self.conn
             .exec_drop(&self.statements[id], to_params(params))
             .await
-            .map_err(|e| err(&self.ep, e))?;
+            .map_err(|e| db_err(&self.ep, e))?;
         Ok(self.conn.affected_rows())
     }
+}
+
+/// A row's values: numbers as numbers, `DECIMAL` and strings as text
+/// (which [`Cell::float`] parses), dates and times as `Null`.
+fn decode(row: ::mysql_async::Row) -> Vec<Cell> {
+    use ::mysql_async::Value;
+    row.unwrap()
+        .into_iter()
+        .map(|v| match v {
+            Value::Int(i) => Cell::Int(i),
+            Value::UInt(u) => Cell::Int(u as i64),
+            Value::Float(f) => Cell::Float(f as f64),
+            Value::Double(f) => Cell::Float(f),
+            Value::Bytes(b) => Cell::Text(String::from_utf8_lossy(&b).into_owned()),
+            Value::NULL | Value::Date(..) | Value::Time(..) => Cell::Null,
+        })
+        .collect()
 }
 
 fn to_params(params: &[Param<'_>]) -> ::mysql_async::Params {
@@ -125,6 +190,7 @@ fn to_params(params: &[Param<'_>]) -> ::mysql_async::Params {
                 Param::Text(s) => ::mysql_async::Value::from(*s),
                 Param::Int(i) => ::mysql_async::Value::from(*i),
                 Param::Float(f) => ::mysql_async::Value::from(*f),
+                Param::Null => ::mysql_async::Value::NULL,
             })
             .collect(),
     )

@@ -118,6 +118,7 @@ fn config_from_flags(args: &DriveArgs) -> anyhow::Result<WorkloadConfig> {
         reset: args.reset,
         batch: args.batch,
         progress: args.progress,
+        warehouses: args.warehouses,
         ..Default::default()
     };
     (cfg.workload, cfg.mix) = workload_of(&args.workload)?;
@@ -155,7 +156,7 @@ fn config_from_flags(args: &DriveArgs) -> anyhow::Result<WorkloadConfig> {
     Ok(cfg)
 }
 
-/// `--workload`: a..f, candles, sysbench-mongo, iibench, or a mix like `read=0.9,update=0.1`.
+/// `--workload`: a..f, candles, tpcc, sysbench-mongo, iibench, or a mix like `read=0.9,update=0.1`.
 fn workload_of(flag: &str) -> anyhow::Result<(WorkloadKind, Option<BTreeMap<String, f64>>)> {
     let w = flag.trim().to_ascii_lowercase();
     if !w.contains('=') {
@@ -163,7 +164,7 @@ fn workload_of(flag: &str) -> anyhow::Result<(WorkloadKind, Option<BTreeMap<Stri
             bad(
                 "workload",
                 format!(
-                    "`{w}` is not a..f, candles, sysbench-mongo, iibench, or a mix like read=0.9,update=0.1"
+                    "`{w}` is not a..f, candles, tpcc, sysbench-mongo, iibench, or a mix like read=0.9,update=0.1"
                 ),
             )
         })?;

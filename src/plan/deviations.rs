@@ -341,6 +341,7 @@ fn program_words(work: &Work) -> String {
             "benchcage's built-in sysbench-mongo (sysbench-mongodb's transaction)".into()
         }
         Work::Builtin(Builtin::Iibench) => "benchcage's built-in iibench".into(),
+        Work::Builtin(Builtin::Tpcc { .. }) => "benchcage's built-in TPC-C workload".into(),
         Work::Tool(Tool::Sysbench { test, .. }) => format!("sysbench {test}"),
         _ => program_of(work).unwrap_or_default(),
     }
@@ -357,6 +358,9 @@ fn tools(r: &Reproduces, s: &Scenario, found: &mut Found) {
         }),
         LoadWorkload::SysbenchMongo => Work::Builtin(Builtin::SysbenchMongo),
         LoadWorkload::Iibench => Work::Builtin(Builtin::Iibench),
+        LoadWorkload::Tpcc => Work::Builtin(Builtin::Tpcc {
+            warehouses: l.warehouses.unwrap_or(1),
+        }),
     });
     let steps = load_work
         .iter()

@@ -143,6 +143,11 @@ fn parallel(threads: u32, c: &PlannedCell) -> f64 {
 }
 
 fn load(c: &PlannedCell, pace: Option<&Pace>) -> f64 {
+    if let Some(l) = &c.load
+        && l.workload == LoadWorkload::Tpcc
+    {
+        return tpcc_load(l, c);
+    }
     let (Some(l), Some(d)) = (&c.load, &c.dataset) else {
         return 0.0;
     };
@@ -156,7 +161,9 @@ fn load(c: &PlannedCell, pace: Option<&Pace>) -> f64 {
         LoadWorkload::Candles => 270.0,
         LoadWorkload::SysbenchMongo => crate::workload::sysbench_mongo::RECORD_BYTES as f64,
         LoadWorkload::Iibench => crate::workload::iibench::record_bytes(0) as f64,
-        LoadWorkload::Ycsb => (d.field_count as f64 * d.field_length as f64) + 24.0,
+        LoadWorkload::Ycsb | LoadWorkload::Tpcc => {
+            (d.field_count as f64 * d.field_length as f64) + 24.0
+        }
     };
     let batch = l.batch.max(1) as f64;
     let per_batch = ROUND_TRIP_S + batch * (PER_RECORD_S + record_bytes / LOAD_BYTES_PER_S);
@@ -165,12 +172,22 @@ fn load(c: &PlannedCell, pace: Option<&Pace>) -> f64 {
     let measured = pace.and_then(|p| match l.workload {
         LoadWorkload::Candles => p.candles_per_s,
         LoadWorkload::SysbenchMongo | LoadWorkload::Iibench => None,
-        LoadWorkload::Ycsb => p.load_records_per_s,
+        LoadWorkload::Ycsb | LoadWorkload::Tpcc => p.load_records_per_s,
     });
     match paced(measured, l.threads, c) {
         Some(rate) => generic.max(records / rate),
         None => generic,
     }
+}
+
+/// A TPC-C load: its rows (about 600,000 a warehouse, ~110 B each on
+/// average) in multi-row INSERTs of up to 1000 rows.
+fn tpcc_load(l: &crate::spec::scenario::Load, c: &PlannedCell) -> f64 {
+    let w = u64::from(l.warehouses.unwrap_or(1));
+    let rows = crate::workload::tpcc::loader::planned_rows(w) as f64;
+    let row_bytes = 110.0;
+    let per_batch = ROUND_TRIP_S + 1000.0 * (PER_RECORD_S + row_bytes / LOAD_BYTES_PER_S);
+    rows / 1000.0 * per_batch / parallel(l.threads, c)
 }
 
 fn prepare(c: &PlannedCell) -> f64 {

@@ -131,7 +131,9 @@ pub fn estimate(
         inserted: 0,
         tools: Bytes(0),
     };
-    if let (Some(_), Some(d)) = (load, dataset) {
+    if let (Some(l), Some(d)) = (load, dataset)
+        && l.workload != LoadWorkload::Tpcc
+    {
         fp.loaded = d.records;
         fp.parts.push(format!(
             "{} records x {record_bytes} B x {factor} for the engine",
@@ -159,6 +161,16 @@ pub fn estimate(
     // A tool's tables live for its phase (sysbench cleans up, `pgbench
     // -i` and a TPC-C load recreate theirs, and a TPC-C run phase uses the
     // load phase's warehouses): the largest one counts.
+    let tpcc_load = load.filter(|l| l.workload == LoadWorkload::Tpcc).map(|l| {
+        let w = u64::from(l.warehouses.unwrap_or(1));
+        (
+            w.saturating_mul(TPCC_WAREHOUSE_BYTES),
+            format!(
+                "{w} TPC-C warehouses x {} (the load)",
+                crate::display::approx(Bytes(TPCC_WAREHOUSE_BYTES))
+            ),
+        )
+    });
     let biggest = phases
         .iter()
         .filter_map(|p| match &p.phase.work {
@@ -167,6 +179,7 @@ pub fn estimate(
             }
             _ => None,
         })
+        .chain(tpcc_load)
         .reduce(|a, b| if b.0 > a.0 { b } else { a });
     if let Some((bytes, what)) = biggest {
         fp.tools = Bytes(bytes);

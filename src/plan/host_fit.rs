@@ -105,6 +105,12 @@ fn phase_shape(pp: &PlannedPhase, dataset: Option<&Dataset>) -> Option<WorkerSha
             crate::workload::sysbench_mongo::RECORD_BYTES,
             crate::workload::sysbench_mongo::RANGE_SIZE,
         ),
+        // ORDER STATUS reads one order's lines, at most 15.
+        Work::Builtin(Builtin::Tpcc { .. }) => (
+            crate::workload::tpcc::NAMES.len(),
+            crate::workload::tpcc::LOAD_ROW_BYTES,
+            15,
+        ),
         Work::Builtin(Builtin::Ycsb { workload, .. }) => {
             let scans = match workload {
                 YcsbWorkload::E => true,

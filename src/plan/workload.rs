@@ -43,9 +43,15 @@ pub(super) fn load_config(
         LoadWorkload::Candles => c.workload = WorkloadKind::Candles,
         LoadWorkload::SysbenchMongo => c.workload = WorkloadKind::SysbenchMongo,
         LoadWorkload::Iibench => c.workload = WorkloadKind::Iibench,
+        LoadWorkload::Tpcc => {
+            c.workload = WorkloadKind::Tpcc;
+            c.warehouses = load.warehouses;
+        }
         LoadWorkload::Ycsb => {}
     }
-    c.batch = Some(u64::from(load.batch));
+    if load.workload != LoadWorkload::Tpcc {
+        c.batch = Some(u64::from(load.batch));
+    }
     c.load = true;
     c.reset = true;
     c
@@ -93,6 +99,10 @@ fn builtin_config(
         }
         Builtin::SysbenchMongo => c.workload = WorkloadKind::SysbenchMongo,
         Builtin::Iibench => c.workload = WorkloadKind::Iibench,
+        Builtin::Tpcc { warehouses } => {
+            c.workload = WorkloadKind::Tpcc;
+            c.warehouses = Some(*warehouses);
+        }
     }
     match phase.length {
         Length::Duration(d) => c.duration = Some(d),
@@ -206,10 +216,26 @@ mod tests {
                 threads: 1,
                 workload,
                 batch: 1000,
+                warehouses: None,
             };
             let cfg = load_config(&load, None, None);
             assert_eq!((cfg.batch, cfg.workload), (Some(1000), kind));
         }
+    }
+
+    #[test]
+    fn a_tpcc_load_and_phase_carry_their_warehouses_and_no_batch() {
+        let load = Load {
+            threads: 2,
+            workload: LoadWorkload::Tpcc,
+            batch: 1,
+            warehouses: Some(3),
+        };
+        let cfg = load_config(&load, None, None);
+        assert_eq!(
+            (cfg.workload, cfg.warehouses, cfg.batch, cfg.load),
+            (WorkloadKind::Tpcc, Some(3), None, true)
+        );
     }
 
     #[test]

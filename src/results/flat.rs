@@ -685,6 +685,7 @@ mod tests {
             throughput: 1.0,
             tool_ops_per_sec: None,
             tpmc: None,
+            headline: None,
             ops: Default::default(),
             series: vec![],
             status: PhaseStatus::Ok,

@@ -111,6 +111,10 @@ pub struct PhaseResult {
     /// NEW ORDER transactions per minute, for TPC-C (py-tpcc's TpmC).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tpmc: Option<f64>,
+    /// The workload's own headline figure, when it has one: TPC-C's
+    /// `tpmC` (NEW ORDER transactions per minute).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headline: Option<Headline>,
     /// Per operation kind, upper-case YCSB names.
     pub ops: BTreeMap<String, OpStats>,
     /// Per-second time series of the measured window.
@@ -121,6 +125,14 @@ pub struct PhaseResult {
     /// Raw tool output files saved next to the result, relative to the cell.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub raw_outputs: Vec<String>,
+}
+
+/// A workload's headline figure (`tpmC 1234.5`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Headline {
+    /// What it counts, as the workload's users write it: `tpmC`.
+    pub name: String,
+    pub value: f64,
 }
 
 /// One kernel sample of a cgroup (server or client), taken every second.

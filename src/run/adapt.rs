@@ -303,6 +303,7 @@ fn drive_exec(cell: &Arc<PlannedCell>, config: &WorkloadConfig, exe: &Path) -> A
         (true, WorkloadKind::Candles) => "candles:load".to_string(),
         (true, WorkloadKind::SysbenchMongo) => "sysbench-mongo:load".to_string(),
         (true, WorkloadKind::Iibench) => "iibench:load".to_string(),
+        (true, WorkloadKind::Tpcc) => "tpcc:load".to_string(),
         (true, _) => "ycsb:load".to_string(),
         (false, _) => config.label(),
     };

@@ -157,6 +157,7 @@ mod tests {
                 threads: 4,
                 workload: LoadWorkload::Ycsb,
                 batch: 1,
+                warehouses: None,
             },
             seed: 1,
             topology: "standalone".into(),

@@ -131,6 +131,10 @@ pub struct Load {
     /// so results compare with YCSB's), the candles load 500. A batch is
     /// one round trip, counted as `batch` INSERT operations.
     pub batch: u32,
+    /// TPC-C warehouses the load loads (`workload: tpcc` only): the
+    /// load's own `warehouses`, else its TPC-C phases'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warehouses: Option<u32>,
 }
 
 /// What the load phase inserts.
@@ -148,6 +152,8 @@ pub enum LoadWorkload {
     /// iiBench's `purchases_index` rows with its 3 secondary indexes,
     /// loaded 1000 at a time.
     Iibench,
+    /// TPC-C's nine tables for `warehouses` warehouses.
+    Tpcc,
 }
 
 /// Between load and measurement, for one cell.
@@ -299,6 +305,8 @@ pub enum Builtin {
     SysbenchMongo,
     /// iiBench: insert-only batches into `purchases_index`, rows/s over time.
     Iibench,
+    /// TPC-C's five transactions over `warehouses` warehouses.
+    Tpcc { warehouses: u32 },
 }
 
 /// YCSB workload letter or a custom mix.
@@ -544,13 +552,19 @@ impl FromNode for Dataset {
 
 impl FromNode for Load {
     fn from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Self> {
-        let f = Fields::open(node, cx, path, &["threads", "workload", "batch"])?;
+        let f = Fields::open(
+            node,
+            cx,
+            path,
+            &["threads", "workload", "batch", "warehouses"],
+        )?;
         let threads = f.or(cx, "threads", 1u32);
         let workloads = [
             ("ycsb", LoadWorkload::Ycsb),
             ("candles", LoadWorkload::Candles),
             ("sysbench-mongo", LoadWorkload::SysbenchMongo),
             ("iibench", LoadWorkload::Iibench),
+            ("tpcc", LoadWorkload::Tpcc),
         ];
         let workload = match f.get("workload") {
             Some(n) => choice(n, cx, &f.field("workload"), &workloads)?,
@@ -560,8 +574,20 @@ impl FromNode for Load {
             LoadWorkload::Candles => 500u32,
             LoadWorkload::SysbenchMongo => crate::workload::sysbench_mongo::BATCH as u32,
             LoadWorkload::Iibench => crate::workload::iibench::BATCH as u32,
-            LoadWorkload::Ycsb => 1,
+            LoadWorkload::Ycsb | LoadWorkload::Tpcc => 1,
         };
+        let warehouses: Option<u32> = f.opt(cx, "warehouses");
+        if let Some(w) = warehouses {
+            check_warehouses(cx, &f, w);
+            if workload != LoadWorkload::Tpcc {
+                cx.error(
+                    f.pos_of("warehouses"),
+                    &f.field("warehouses"),
+                    "`warehouses` only applies to `workload: tpcc`",
+                    None,
+                );
+            }
+        }
         let batch = f.or(cx, "batch", default_batch);
         if let Err(r) = bounds::check_thread_count(threads) {
             refuse(cx, &f, "threads", r);
@@ -573,6 +599,7 @@ impl FromNode for Load {
             threads,
             workload,
             batch,
+            warehouses,
         })
     }
 }
@@ -686,7 +713,7 @@ fn builtin_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Builtin> {
         node,
         cx,
         path,
-        &["workload", "distribution", "mix", "queries"],
+        &["workload", "distribution", "mix", "queries", "warehouses"],
     )?;
     let wl_node = match f.get("workload") {
         Some(n) => n,
@@ -710,10 +737,22 @@ fn builtin_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Builtin> {
             "candles",
             "sysbench-mongo",
             "iibench",
+            "tpcc",
         ],
     )?;
     if wl == "candles" {
         return candles_from_fields(&f, cx);
+    }
+    if wl == "tpcc" {
+        return tpcc_from_fields(&f, cx);
+    }
+    if f.get("warehouses").is_some() {
+        cx.error(
+            f.pos_of("warehouses"),
+            &f.field("warehouses"),
+            "`warehouses` only applies to `workload: tpcc`",
+            None,
+        );
     }
     if wl == "sysbench-mongo" || wl == "iibench" {
         for k in ["mix", "distribution", "queries"] {
@@ -811,6 +850,77 @@ fn candles_from_fields(f: &Fields, cx: &mut Cx) -> Option<Builtin> {
         }
     };
     Some(Builtin::Candles { queries })
+}
+
+/// `builtin: {workload: tpcc, warehouses: N}` (1 when omitted); `mix`,
+/// `distribution` and `queries` do not apply.
+fn tpcc_from_fields(f: &Fields, cx: &mut Cx) -> Option<Builtin> {
+    for k in ["mix", "distribution", "queries"] {
+        if f.get(k).is_some() {
+            cx.error(
+                f.pos_of(k),
+                &f.field(k),
+                format!("`{k}` does not apply to tpcc"),
+                None,
+            );
+        }
+    }
+    let warehouses = f.or(cx, "warehouses", 1u32);
+    check_warehouses(cx, f, warehouses);
+    Some(Builtin::Tpcc { warehouses })
+}
+
+/// 1 to [`crate::workload::tpcc::MAX_WAREHOUSES`] warehouses.
+fn check_warehouses(cx: &mut Cx, f: &Fields, w: u32) {
+    let most = crate::workload::tpcc::MAX_WAREHOUSES;
+    if w == 0 || w > most {
+        cx.error(
+            f.pos_of("warehouses"),
+            &f.field("warehouses"),
+            format!("{w} warehouses is out of range"),
+            Some(format!("1 to {most}")),
+        );
+    }
+}
+
+/// The TPC-C load takes its phases' warehouses; a phase with other
+/// warehouses than the load's is refused, and so is a TPC-C phase after
+/// another load.
+fn tpcc_warehouses(load: &mut Option<Load>, phases: &[Phase], cx: &mut Cx) {
+    for (i, p) in phases.iter().enumerate() {
+        let Work::Builtin(Builtin::Tpcc { warehouses }) = p.work else {
+            continue;
+        };
+        let field = format!("phases[{i}].builtin");
+        let pos = cx.positions.get(&field).copied().unwrap_or_default();
+        match load {
+            Some(l) if l.workload == LoadWorkload::Tpcc => match l.warehouses {
+                None => l.warehouses = Some(warehouses),
+                Some(w) if w != warehouses => cx.error(
+                    pos,
+                    &field,
+                    format!("{warehouses} warehouses, but the load loads {w}"),
+                    Some("give every TPC-C phase the load's warehouses".into()),
+                ),
+                Some(_) => {}
+            },
+            Some(l) => cx.error(
+                pos,
+                &field,
+                format!(
+                    "a TPC-C phase needs TPC-C's tables, but the load inserts {}",
+                    l.workload
+                ),
+                Some("load: {workload: tpcc}".into()),
+            ),
+            None => {}
+        }
+    }
+    if let Some(l) = load
+        && l.workload == LoadWorkload::Tpcc
+    {
+        l.warehouses.get_or_insert(1);
+    }
 }
 
 fn tool_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Tool> {
@@ -1166,8 +1276,12 @@ impl Scenario {
         }
         let phases = phases_from_node(&f, cx);
         let dataset: Option<Dataset> = f.opt(cx, "dataset");
-        let load: Option<Load> = f.opt(cx, "load");
-        if load.is_some() && dataset.is_none() && f.get("dataset").is_none() {
+        let mut load: Option<Load> = f.opt(cx, "load");
+        if let Some(ph) = &phases {
+            tpcc_warehouses(&mut load, ph, cx);
+        }
+        let tpcc_load = load.as_ref().map(|l| l.workload) == Some(LoadWorkload::Tpcc);
+        if load.is_some() && !tpcc_load && dataset.is_none() && f.get("dataset").is_none() {
             cx.error(
                 f.pos_of("load"),
                 "load",
@@ -1178,6 +1292,7 @@ impl Scenario {
         if let Some(ph) = &phases {
             for (i, p) in ph.iter().enumerate() {
                 if matches!(p.work, Work::Builtin(_))
+                    && !matches!(p.work, Work::Builtin(Builtin::Tpcc { .. }))
                     && dataset.is_none()
                     && f.get("dataset").is_none()
                 {
@@ -1307,6 +1422,7 @@ impl std::fmt::Display for LoadWorkload {
             LoadWorkload::Candles => "trade candles",
             LoadWorkload::SysbenchMongo => "sysbench-mongodb documents",
             LoadWorkload::Iibench => "iiBench rows",
+            LoadWorkload::Tpcc => "TPC-C warehouses",
         })
     }
 }
@@ -1352,6 +1468,7 @@ impl std::fmt::Display for Builtin {
             Builtin::Candles { queries } => write!(f, "candles, {} queries", queries.name()),
             Builtin::SysbenchMongo => f.write_str("sysbench-mongodb transactions"),
             Builtin::Iibench => f.write_str("iiBench inserts"),
+            Builtin::Tpcc { warehouses } => write!(f, "TPC-C, {warehouses} warehouses"),
         }
     }
 }

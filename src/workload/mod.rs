@@ -26,6 +26,7 @@ pub mod stores;
 pub mod summary;
 pub mod sysbench_mongo;
 pub mod tools;
+pub mod tpcc;
 pub mod ycsb;
 
 pub use dist::Distribution;
@@ -51,6 +52,9 @@ pub enum WorkloadKind {
     SysbenchMongo,
     /// iiBench: insert-only into `purchases_index` with 3 secondary indexes.
     Iibench,
+    /// TPC-C: `warehouses` loaded, the five transactions in the standard
+    /// mix, tpmC as the headline.
+    Tpcc,
 }
 
 /// Threads (connections): one count or a list to sweep.
@@ -193,6 +197,10 @@ pub struct WorkloadConfig {
     /// 0 when omitted, as iibench-mongodb's default of no char fields.
     #[serde(default)]
     pub data_length: Option<u32>,
+    /// TPC-C warehouses (`tpcc` only): loaded by the load, spread over
+    /// the terminals by the run. 1 when omitted.
+    #[serde(default)]
+    pub warehouses: Option<u32>,
     /// Request distribution; the workload's own when omitted.
     #[serde(default)]
     pub distribution: Option<Distribution>,
@@ -371,6 +379,7 @@ impl WorkloadConfig {
         let mut errs = Problems::default();
         let target = self.store_target(&mut errs)?;
         self.check_store_kind(target.as_ref(), &mut errs);
+        self.check_warehouses(&mut errs);
         let (mix, dist) = self.mix_of(&mut errs);
         let stop = self.stop_of(&mut errs);
         self.check_counts(&mix, stop, &mut errs);
@@ -452,9 +461,43 @@ impl WorkloadConfig {
         }
     }
 
-    /// The candles workload runs on mongodb and postgres only,
-    /// sysbench-mongo on mongodb, iibench on mongodb and the SQL stores.
+    /// `warehouses` belongs to tpcc, from 1 to [`tpcc::MAX_WAREHOUSES`].
+    fn check_warehouses(&self, errs: &mut Problems) {
+        match (self.workload, self.warehouses) {
+            (WorkloadKind::Tpcc, Some(w)) if w == 0 || w > tpcc::MAX_WAREHOUSES => errs.push(
+                "warehouses",
+                format!(
+                    "{w} is out of range (1 to {} warehouses)",
+                    tpcc::MAX_WAREHOUSES
+                ),
+            ),
+            (WorkloadKind::Tpcc, _) | (_, None) => {}
+            (_, Some(_)) => errs.push(
+                "warehouses",
+                "`warehouses` only applies to `workload: tpcc`",
+            ),
+        }
+    }
+
+    /// The candles workload runs on mongodb and postgres only, tpcc on
+    /// postgres and mysql, sysbench-mongo on mongodb, iibench on mongodb
+    /// and the SQL stores.
     fn check_store_kind(&self, target: Option<&stores::StoreTarget>, errs: &mut Problems) {
+        if self.workload == WorkloadKind::Tpcc
+            && let Some(t) = target
+            && !matches!(
+                t.kind,
+                stores::StoreKind::Mysql | stores::StoreKind::Postgres
+            )
+        {
+            errs.push(
+                "store",
+                format!(
+                    "the tpcc workload runs on postgres and mysql/mariadb, not {}",
+                    t.kind
+                ),
+            );
+        }
         if self.workload == WorkloadKind::Iibench
             && let Some(t) = target
             && !matches!(
@@ -522,6 +565,7 @@ impl WorkloadConfig {
             WorkloadKind::SysbenchMongo => "sysbench-mongo".into(),
             WorkloadKind::Iibench => "iibench".into(),
             WorkloadKind::Custom => "ycsb:custom".into(),
+            WorkloadKind::Tpcc => "tpcc".into(),
             _ => format!("ycsb:{}", self.letter().unwrap_or('c')),
         }
     }
@@ -719,6 +763,7 @@ impl WorkloadConfig {
         stop: Option<driver::Stop>,
     ) -> Vec<(u32, bounds::WorkerShape)> {
         let candles = self.workload == WorkloadKind::Candles;
+        let tpcc = self.workload == WorkloadKind::Tpcc;
         let (kinds, record_bytes) = if candles {
             (candles::NAMES.len(), candles::RECORD_BYTES)
         } else if self.workload == WorkloadKind::SysbenchMongo {
@@ -728,6 +773,8 @@ impl WorkloadConfig {
                 iibench::NAMES.len(),
                 iibench::record_bytes(self.data_length.unwrap_or(0)),
             )
+        } else if tpcc {
+            (tpcc::NAMES.len(), tpcc::LOAD_ROW_BYTES)
         } else {
             (
                 ycsb::NAMES.len(),
@@ -745,12 +792,13 @@ impl WorkloadConfig {
         };
         let mut out = Vec::new();
         if self.load {
-            let batch = self.batch.unwrap_or(match self.workload {
-                WorkloadKind::Candles => candles::BATCH,
-                WorkloadKind::SysbenchMongo => sysbench_mongo::BATCH,
-                WorkloadKind::Iibench => iibench::BATCH,
-                _ => 1,
-            });
+            let batch = match self.workload {
+                WorkloadKind::Tpcc => tpcc::LOAD_JOB_ROWS,
+                WorkloadKind::Candles => self.batch.unwrap_or(candles::BATCH),
+                WorkloadKind::SysbenchMongo => self.batch.unwrap_or(sysbench_mongo::BATCH),
+                WorkloadKind::Iibench => self.batch.unwrap_or(iibench::BATCH),
+                _ => self.batch.unwrap_or(1),
+            };
             let t = self.load_threads.or(threads.first().copied()).unwrap_or(1);
             out.push((
                 t,
@@ -904,6 +952,9 @@ pub async fn run(
     }
     if v.cfg.workload == WorkloadKind::Iibench {
         return iibench::run(v, cancel).await;
+    }
+    if v.cfg.workload == WorkloadKind::Tpcc {
+        return tpcc::run(v, cancel).await;
     }
     let schema = ycsb::schema(&v.cfg);
     let store = stores::AnyStore::new(&v.target, schema);

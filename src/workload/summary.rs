@@ -12,6 +12,9 @@ pub fn ycsb_text(r: &PhaseResult) -> String {
         (r.duration_s * 1000.0).round() as u64
     );
     let _ = writeln!(s, "[OVERALL], Throughput(ops/sec), {:.1}", r.throughput);
+    if let Some(h) = &r.headline {
+        let _ = writeln!(s, "[OVERALL], {}, {:.1}", h.name, h.value);
+    }
     for (name, op) in &r.ops {
         let l = &op.latency_us;
         if op.count > 0 {

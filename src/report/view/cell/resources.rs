@@ -148,6 +148,7 @@ pub(super) mod tests {
             throughput: 100.0,
             tool_ops_per_sec: None,
             tpmc: None,
+            headline: None,
             ops: Default::default(),
             series: vec![],
             status: PhaseStatus::Ok,

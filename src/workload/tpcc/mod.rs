@@ -1,0 +1,395 @@
+//! TPC-C, built in: the nine tables at the specification's cardinalities
+//! per warehouse, the five transactions in the standard mix (45/43/4/4/4)
+//! with no keying or think time (as py-tpcc runs them), one terminal per
+//! thread, and consistency conditions 1 to 4 checked after every measured
+//! phase. The phase's headline is tpmC: NEW ORDER transactions per minute
+//! (the 1% that roll back by design included, as the specification counts
+//! them; `NEW_ORDER_ROLLBACK` shows how many).
+//!
+//! - `random`: NURand, last names, TPC-C's strings;
+//! - `schema`: the tables and their SQL DDL;
+//! - `loader`: the initial database, as jobs for loader tasks;
+//! - `txn`: the transactions' inputs, the mix, the store trait;
+//! - `sql`: PostgreSQL and MySQL/MariaDB;
+//! - `check`: the consistency conditions.
+
+pub mod check;
+pub mod loader;
+pub mod random;
+pub mod schema;
+pub mod sql;
+pub mod txn;
+
+use super::driver::{self, Timing, Worker};
+use super::histo::Recorder;
+use super::stores::{StoreError, StoreKind};
+use super::{Validated, WorkloadError};
+use crate::results::model::{Headline, PhaseResult, PhaseStatus};
+use loader::{Job, Rows};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tokio_util::sync::CancellationToken;
+use txn::{Kind, NewOrderEnd, Terminal, TpccConn};
+
+/// Items (and stock rows per warehouse).
+pub const ITEMS: u64 = 100_000;
+/// Districts per warehouse.
+pub const DISTRICTS: u64 = 10;
+/// Customers (and initial orders) per district.
+pub const CUSTOMERS: u64 = 3000;
+/// Initial orders per district.
+pub const ORDERS: u64 = 3000;
+/// The first initial order still undelivered (a new order): 2101..3000.
+pub const NEW_ORDERS_FROM: u64 = 2101;
+/// Most warehouses a load may ask for.
+pub const MAX_WAREHOUSES: u32 = 100_000;
+
+/// Operation kinds: the five transactions, then the rolled-back NEW
+/// ORDERs and the transactions run again after a deadlock (both counted
+/// inside the transactions, not again in the totals).
+pub const NAMES: [&str; 7] = [
+    "NEW_ORDER",
+    "PAYMENT",
+    "ORDER_STATUS",
+    "DELIVERY",
+    "STOCK_LEVEL",
+    "NEW_ORDER_ROLLBACK",
+    "RETRIED",
+];
+const ROLLBACK: usize = 5;
+const RETRIED: usize = 6;
+/// Operation kind of the load: rows inserted.
+const LOAD_NAMES: [&str; 1] = ["INSERT"];
+/// Tries of a transaction the server broke off (deadlock, serialization).
+const TRIES: u32 = 10;
+/// The most bytes a load job holds per row, on average (for the bound on
+/// loader threads).
+pub const LOAD_ROW_BYTES: u64 = 400;
+/// The most rows one load job holds (a district's orders and lines).
+pub const LOAD_JOB_ROWS: u64 = 36_000;
+
+/// A store holding TPC-C's tables or collections.
+pub trait TpccStore: Send + Sync + 'static {
+    type Conn: TpccConn;
+    type Loader: TpccLoader;
+    /// A terminal's connection.
+    fn connect(&self) -> impl Future<Output = Result<Self::Conn, StoreError>> + Send;
+    /// A loader's connection.
+    fn loader(&self) -> impl Future<Output = Result<Self::Loader, StoreError>> + Send;
+    /// What `recreate` would delete, in words; `None` when nothing.
+    fn holds_data(&self) -> impl Future<Output = Result<Option<String>, StoreError>> + Send;
+    /// Drops and creates the tables (or collections) and their indexes.
+    fn recreate(&self) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// The consistency conditions that do not hold, in words.
+    fn check(&self) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send;
+    /// Rows (documents) per table.
+    fn data_rows(
+        &self,
+    ) -> impl Future<Output = Result<BTreeMap<&'static str, u64>, StoreError>> + Send;
+}
+
+/// A loader's connection.
+pub trait TpccLoader: Send + 'static {
+    /// Inserts one table's rows.
+    fn insert(&mut self, rows: &Rows) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
+
+/// Takes load jobs in turn and inserts their rows.
+struct LoadWorker<L> {
+    conn: L,
+    jobs: Arc<[Job]>,
+    next: Arc<AtomicUsize>,
+    seed: u64,
+    rows: Vec<Rows>,
+}
+
+impl<L: TpccLoader> Worker for LoadWorker<L> {
+    fn plan(&mut self) -> Option<usize> {
+        let i = self.next.fetch_add(1, Ordering::Relaxed);
+        let job = *self.jobs.get(i)?;
+        self.rows = loader::generate(job, self.seed);
+        Some(0)
+    }
+    async fn exec(&mut self) -> Result<(), StoreError> {
+        for r in &self.rows {
+            self.conn.insert(r).await?;
+        }
+        Ok(())
+    }
+    /// Every row is an INSERT; the latency is the job's.
+    fn record(&mut self, rec: &mut Recorder, t: &Timing, r: Result<(), StoreError>) {
+        let n = self.rows.iter().map(|r| r.rows.len() as u64).sum();
+        t.record(rec, n, &r);
+    }
+}
+
+/// One terminal: draws a transaction, runs it (again after a deadlock).
+struct TerminalWorker<C> {
+    conn: C,
+    term: Terminal,
+    kind: Kind,
+    rolled_back: bool,
+    retries: u32,
+}
+
+impl<C: TpccConn> TerminalWorker<C> {
+    async fn once(&mut self) -> Result<(), StoreError> {
+        let t = &self.term;
+        match self.kind {
+            Kind::NewOrder => {
+                let end = self.conn.new_order(&t.new_order).await?;
+                self.rolled_back = end == NewOrderEnd::RolledBack;
+                Ok(())
+            }
+            Kind::Payment => self.conn.payment(&t.payment).await,
+            Kind::OrderStatus => self.conn.order_status(&t.order_status).await,
+            Kind::Delivery => self.conn.delivery(&t.delivery).await,
+            Kind::StockLevel => self.conn.stock_level(&t.stock_level).await,
+        }
+    }
+}
+
+impl<C: TpccConn> Worker for TerminalWorker<C> {
+    fn plan(&mut self) -> Option<usize> {
+        self.kind = self.term.draw();
+        Some(self.kind as usize)
+    }
+    async fn exec(&mut self) -> Result<(), StoreError> {
+        self.rolled_back = false;
+        self.retries = 0;
+        loop {
+            match self.once().await {
+                Err(StoreError::Client(e)) if e.is_conflict() && self.retries + 1 < TRIES => {
+                    self.retries += 1;
+                }
+                r => return r,
+            }
+        }
+    }
+    fn record(&mut self, rec: &mut Recorder, t: &Timing, r: Result<(), StoreError>) {
+        let ok = r.is_ok();
+        t.record(rec, 1, &r);
+        if ok && self.rolled_back {
+            t.record_inner(rec, ROLLBACK, t.sent, t.done, Ok(()));
+        }
+        for _ in 0..self.retries {
+            t.record_inner(rec, RETRIED, t.sent, t.done, Ok(()));
+        }
+    }
+}
+
+/// NEW ORDER transactions per minute of a phase.
+pub fn tpmc(r: &PhaseResult) -> f64 {
+    let n = r.ops.get(NAMES[0]).map_or(0, |o| o.count);
+    if r.duration_s > 0.0 {
+        n as f64 * 60.0 / r.duration_s
+    } else {
+        0.0
+    }
+}
+
+/// Runs TPC-C on the configured store.
+pub async fn run(
+    v: &Validated,
+    cancel: &CancellationToken,
+) -> Result<Vec<PhaseResult>, WorkloadError> {
+    let ep = v.target.endpoint.clone();
+    match v.target.kind {
+        StoreKind::Postgres => {
+            let s = sql::SqlTpcc {
+                ep,
+                dialect: schema::Dialect::Postgres,
+                engine: None,
+            };
+            run_on(&s, v, cancel).await
+        }
+        StoreKind::Mysql => {
+            let s = sql::SqlTpcc {
+                ep,
+                dialect: schema::Dialect::Mysql,
+                engine: v.cfg.engine.clone().or(v.target.engine.clone()),
+            };
+            run_on(&s, v, cancel).await
+        }
+        other => Err(WorkloadError::Config(super::Problems::one(
+            "store",
+            format!("the tpcc workload runs on postgres and mysql, not {other}"),
+        ))),
+    }
+}
+
+/// Warehouses of the configuration.
+pub fn warehouses(v: &Validated) -> u64 {
+    v.cfg.warehouses.unwrap_or(1).max(1) as u64
+}
+
+async fn run_on<S: TpccStore>(
+    store: &S,
+    v: &Validated,
+    cancel: &CancellationToken,
+) -> Result<Vec<PhaseResult>, WorkloadError> {
+    let c = &v.cfg;
+    let setup = |what: &str| {
+        let what = what.to_string();
+        move |e| WorkloadError::Setup { what, source: e }
+    };
+    let ws = warehouses(v);
+    let mut results = Vec::new();
+    if c.load {
+        let found = store
+            .holds_data()
+            .await
+            .map_err(setup("checking for existing TPC-C tables"))?;
+        super::refuse_to_delete(found, c.reset)?;
+        store
+            .recreate()
+            .await
+            .map_err(setup("creating the TPC-C tables"))?;
+        let r = load(store, v, ws, cancel)
+            .await
+            .map_err(setup("connecting"))?;
+        let failed = !r.status.is_ok();
+        results.push(r);
+        if failed {
+            return Ok(results);
+        }
+    }
+    let Some(stop) = v.stop else {
+        return Ok(results);
+    };
+    for &threads in &v.threads {
+        let mut workers = Vec::new();
+        for i in 0..threads {
+            workers.push(TerminalWorker {
+                conn: store.connect().await.map_err(setup("connecting"))?,
+                term: Terminal::new(c.seed, i as u64, ws),
+                kind: Kind::NewOrder,
+                rolled_back: false,
+                retries: 0,
+            });
+        }
+        let mut r = super::measured_phase(v, workers, &NAMES, (stop, 1), cancel).await;
+        r.headline = Some(Headline {
+            name: "tpmC".into(),
+            value: tpmc(&r),
+        });
+        let checked = store.check().await;
+        invalidate(&mut r, checked);
+        results.push(r);
+        if cancel.is_cancelled() {
+            break;
+        }
+    }
+    Ok(results)
+}
+
+/// Marks `r` invalid when the consistency conditions failed or could not
+/// be checked.
+fn invalidate(r: &mut PhaseResult, checked: Result<Vec<String>, StoreError>) {
+    let reason = match checked {
+        Ok(v) if v.is_empty() => return,
+        Ok(v) => format!("TPC-C consistency check failed: {}", v.join("; ")),
+        Err(e) => format!("TPC-C consistency could not be checked: {e}"),
+    };
+    r.status = match std::mem::replace(&mut r.status, PhaseStatus::Ok) {
+        PhaseStatus::Ok | PhaseStatus::Invalid { .. } => PhaseStatus::Invalid { reason },
+        PhaseStatus::Failed { reason: first } => PhaseStatus::Failed {
+            reason: format!("{first}; {reason}"),
+        },
+        PhaseStatus::Oom { reason: first } => PhaseStatus::Oom {
+            reason: format!("{first}; {reason}"),
+        },
+    };
+}
+
+/// The load phase: every job of `ws` warehouses over the loader threads.
+async fn load<S: TpccStore>(
+    store: &S,
+    v: &Validated,
+    ws: u64,
+    cancel: &CancellationToken,
+) -> Result<PhaseResult, StoreError> {
+    let c = &v.cfg;
+    let threads = c.load_threads.unwrap_or(v.threads[0]).max(1);
+    let jobs: Arc<[Job]> = loader::jobs(ws).into();
+    let next = Arc::new(AtomicUsize::new(0));
+    let mut workers = Vec::new();
+    for _ in 0..threads {
+        workers.push(LoadWorker {
+            conn: store.loader().await?,
+            jobs: jobs.clone(),
+            next: next.clone(),
+            seed: c.seed,
+            rows: Vec::new(),
+        });
+    }
+    let label = "tpcc:load";
+    let plan = driver::PhasePlan {
+        stop: driver::Stop::Ops(jobs.len() as u64),
+        warmup: std::time::Duration::ZERO,
+        target: None,
+        progress: (c.progress || crate::progress::stderr_is_terminal()).then(|| label.to_string()),
+        progress_total: Some(loader::planned_rows(ws)),
+        budget: v.budget,
+    };
+    let out = driver::run_phase(workers, &LOAD_NAMES, &plan, cancel).await;
+    Ok(driver::phase_result("load", label, threads, &out, v.budget))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::model::OpStats;
+
+    /// A phase of `secs` seconds with `new_orders` NEW ORDERs.
+    fn phase(secs: f64, new_orders: u64) -> PhaseResult {
+        let mut ops = BTreeMap::new();
+        ops.insert(
+            "NEW_ORDER".to_string(),
+            OpStats {
+                count: new_orders,
+                ..Default::default()
+            },
+        );
+        PhaseResult {
+            name: "run".into(),
+            workload: "tpcc".into(),
+            threads: 1,
+            duration_s: secs,
+            total_ops: new_orders,
+            total_errors: 0,
+            throughput: new_orders as f64 / secs,
+            tool_ops_per_sec: None,
+            headline: None,
+            ops,
+            series: Vec::new(),
+            status: PhaseStatus::Ok,
+            raw_outputs: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn tpmc_is_new_orders_per_minute() {
+        assert_eq!(tpmc(&phase(30.0, 450)), 900.0);
+    }
+
+    #[test]
+    fn failed_checks_invalidate_an_ok_phase_and_add_to_a_failed_ones_reason() {
+        let mut r = phase(1.0, 1);
+        invalidate(&mut r, Ok(vec![]));
+        assert_eq!(r.status, PhaseStatus::Ok);
+        invalidate(&mut r, Ok(vec!["condition 1: x".into()]));
+        assert!(
+            matches!(&r.status, PhaseStatus::Invalid { reason } if reason.contains("condition 1: x"))
+        );
+        r.status = PhaseStatus::Failed {
+            reason: "interrupted".into(),
+        };
+        invalidate(&mut r, Ok(vec!["condition 4: y".into()]));
+        assert!(
+            matches!(&r.status, PhaseStatus::Failed { reason } if reason.starts_with("interrupted; ") && reason.contains("condition 4"))
+        );
+    }
+}

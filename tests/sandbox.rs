@@ -734,12 +734,16 @@ fn the_hog_locks_what_it_reports_and_releases_it_on_sigint() {
     assert_mlocked_near(base + locked, "while the hog holds");
     let vm = benchcage::sandbox::hog::vm_lck(child.id()).unwrap().0 as i64;
     assert!(vm >= locked);
-    // Holding takes no CPU: the locked pages are not re-written (one that
-    // re-wrote them every second took 20-40% of a CPU at 14 GiB).
+    // Holding takes next to no CPU: the locked pages are not re-written
+    // (one that re-wrote them every second took 20-40% of a CPU at 14 GiB,
+    // so about 1-2% at these 700 MiB). At most 1% of a CPU
+    // once it holds: the v2 guest under qemu TCG, which emulates every
+    // instruction, counts a few ticks for the runtime's timer wakeups.
+    std::thread::sleep(std::time::Duration::from_secs(1));
     let before = cpu_ticks(child.id());
     std::thread::sleep(std::time::Duration::from_secs(5));
     let held = cpu_ticks(child.id()) - before;
-    assert!(held <= 1, "the holding hog used {held} CPU ticks in 5 s");
+    assert!(held <= 5, "the holding hog used {held} CPU ticks in 5 s");
     signal(&child, nix::sys::signal::Signal::SIGINT);
     assert!(child.wait().unwrap().success());
     assert_mlocked_near(base, "after SIGINT");

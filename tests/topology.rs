@@ -55,7 +55,7 @@ impl Place {
         c
     }
     /// Start `benchcage ARGS`; its stderr lines are collected as they come.
-    fn spawn(&self, args: &[&str]) -> (Child, Arc<Mutex<Vec<String>>>) {
+    fn spawn(&self, args: &[&str]) -> (Run, Arc<Mutex<Vec<String>>>) {
         let mut child = self
             .command(args)
             .stdout(Stdio::null())
@@ -70,7 +70,7 @@ impl Place {
                 l.lock().unwrap().push(line);
             }
         });
-        (child, lines)
+        (Run(child), lines)
     }
     /// The run's cells by engine.
     fn cells(&self, run: &str) -> std::collections::BTreeMap<String, CellRecord> {
@@ -103,6 +103,35 @@ impl Place {
             .filter(|n| n.starts_with(run))
             .collect();
         assert!(left.is_empty(), "ledgers left: {left:?}");
+    }
+}
+
+/// A started run; a test that fails while it runs interrupts it (Ctrl-C:
+/// it tears its sandboxes down) and waits, before the test's folders go.
+struct Run(Child);
+
+impl std::ops::Deref for Run {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Run {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(self.0.id() as i32),
+                nix::sys::signal::Signal::SIGINT,
+            );
+            let _ = self.0.wait();
+        }
     }
 }
 

@@ -22,12 +22,15 @@ pub(super) struct ReplicaRun {
     pub oom_at_start: u64,
     /// When its engine started.
     pub started: Option<Instant>,
+    /// The CPUs it was given, to check its threads against.
+    pub cpus: crate::units::CpuSet,
 }
 
 impl ReplicaRun {
-    pub fn new(name: &str, sandbox: Box<dyn Sandbox + Sync>) -> ReplicaRun {
+    pub fn new(rw: &ReplicaWork, sandbox: Box<dyn Sandbox + Sync>) -> ReplicaRun {
         ReplicaRun {
-            name: name.to_string(),
+            name: rw.name.clone(),
+            cpus: rw.limits.server_cpus.clone(),
             stats: sandbox.stats_reader(),
             sandbox: Some(sandbox),
             port: 0,
@@ -42,6 +45,14 @@ impl ReplicaRun {
             .as_deref_mut()
             .expect("a secondary's sandbox is only taken by teardown")
     }
+}
+
+/// The fidelity entry of the secondary `name`.
+fn member<'a>(
+    rec: &'a mut crate::results::model::CellRecord,
+    name: &str,
+) -> &'a mut crate::results::model::MemberFidelity {
+    rec.fidelity.members.entry(name.to_string()).or_default()
 }
 
 /// Provision, start and join every secondary, then wait until each
@@ -78,12 +89,7 @@ pub(super) async fn start_replicas(
         if let EngineId::Pid(pid) = handle.id {
             rr.engine_pid = Some(pid);
         }
-        let member = r
-            .record
-            .fidelity
-            .members
-            .entry(rw.name.clone())
-            .or_default();
+        let member = member(&mut r.record, &rw.name);
         member.role = rw.role.clone();
         member.cpus = rw.limits.server_cpus.to_string();
         member.port = rr.port;
@@ -132,12 +138,7 @@ pub(super) async fn wait_in_sync(
     loop {
         let mut waiting = Vec::new();
         for rr in &r.replicas {
-            let member = r
-                .record
-                .fidelity
-                .members
-                .entry(rr.name.clone())
-                .or_default();
+            let member = member(&mut r.record, &rr.name);
             match work.facts.replica_state(r.port, rr.port).await {
                 Ok(s) if s.linked && s.behind == 0 => {
                     if member.in_sync_s.is_none() {
@@ -195,12 +196,7 @@ pub(super) async fn compare_records(
                 rr.name
             ));
         }
-        let member = r
-            .record
-            .fidelity
-            .members
-            .entry(rr.name.clone())
-            .or_default();
+        let member = member(&mut r.record, &rr.name);
         member.data_digest = Some(digest);
     }
     r.record.data_digest = Some(primary);
@@ -216,12 +212,7 @@ pub(super) async fn broken_during_phase(work: &CellWork, r: &mut Running) -> Opt
         let Some(sb) = rr.sandbox.as_deref_mut() else {
             continue;
         };
-        let member = r
-            .record
-            .fidelity
-            .members
-            .entry(rr.name.clone())
-            .or_default();
+        let member = member(&mut r.record, &rr.name);
         match sb.engine_status().await {
             Ok(EngineStatus::Running) => {}
             Ok(status) => {
@@ -272,15 +263,9 @@ pub(super) fn collect(r: &mut Running) {
             .collect::<std::collections::BTreeSet<u32>>()
             .into_iter()
             .collect();
-        let member = r
-            .record
-            .fidelity
-            .members
-            .entry(rr.name.clone())
-            .or_default();
+        let member = member(&mut r.record, &rr.name);
         member.engine_thread_cpus = procfs::thread_cpus(Path::new(procfs::PROC), &pids);
-        let cpus: crate::units::CpuSet = member.cpus.parse().unwrap_or_default();
-        let mut found = fidelity::thread_cpu_violations(&member.engine_thread_cpus, &cpus);
+        let mut found = fidelity::thread_cpu_violations(&member.engine_thread_cpus, &rr.cpus);
         if let Ok(stats) = rr.stats.server() {
             member.oom_kills = stats.oom_kills.saturating_sub(rr.oom_at_start);
         }

@@ -360,7 +360,7 @@ pub async fn run_cell(
             .replicas
             .iter()
             .zip(replicas)
-            .map(|(rw, sb)| members::ReplicaRun::new(&rw.name, sb))
+            .map(|(rw, sb)| members::ReplicaRun::new(rw, sb))
             .collect(),
     };
     std::fs::create_dir_all(&ctx.cell_dir)?;

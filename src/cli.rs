@@ -56,7 +56,7 @@ pub enum Command {
     Plan(PlanArgs),
     /// Run a scenario: provision, load, measure, verify, tear down, write results.
     #[command(
-        after_help = "Examples:\n  benchcage run scenarios/quickstart.yaml\n  benchcage run scenarios/003-mongodb-3.2.yaml --only redis --set server.memory=1GiB\n  benchcage run scenarios/quickstart.yaml --resume 20261130-101500-ab12"
+        after_help = "Examples:\n  benchcage run scenarios/quickstart.yaml\n  benchcage run scenarios/003-mongodb-3.2.yaml --only redis --set server.memory=1GiB\n  benchcage run scenarios/quickstart.yaml --resume 20261130-101500-ab12\n  benchcage run scenarios/quickstart.yaml --on slurm --partition bench --max-parallel 4"
     )]
     Run(RunArgs),
     /// Drive a workload against a server that is already running.
@@ -246,6 +246,35 @@ pub struct RunArgs {
     /// BENCHCAGE_SNAPSHOTS=off do the same.
     #[arg(long)]
     pub no_snapshots: bool,
+    /// Where the cells run: here (`local`), or each as one exclusive Slurm
+    /// job (`slurm`: a whole node per cell, running benchcage there into
+    /// this run's folder, which must be on a filesystem the nodes share).
+    /// This command then submits the jobs, shows them live, gathers every
+    /// cell into one run and report; Ctrl-C cancels the jobs, and
+    /// `--resume` re-attaches to jobs still queued or running.
+    #[arg(long, value_enum, default_value = "local")]
+    pub on: On,
+    /// `--on slurm`: the partition to submit to (sbatch --partition).
+    #[arg(long, value_name = "P")]
+    pub partition: Option<String>,
+    /// `--on slurm`: the account to charge (sbatch --account).
+    #[arg(long, value_name = "A")]
+    pub account: Option<String>,
+    /// `--on slurm`: at most N jobs queued or running at once (default:
+    /// every cell is submitted at once and Slurm queues them).
+    #[arg(long, value_name = "N")]
+    pub max_parallel: Option<usize>,
+    /// Run only cell KEY of run RUN into that run's folder: what each
+    /// Slurm job of `--on slurm` runs on its node.
+    #[arg(long, value_name = "RUN/KEY", hide = true)]
+    pub slurm_cell: Option<String>,
+}
+
+/// `run --on`.
+#[derive(Debug, Clone, Copy, PartialEq, clap::ValueEnum)]
+pub enum On {
+    Local,
+    Slurm,
 }
 
 /// `run --pull`.

@@ -12,6 +12,7 @@
 //! - `images`: engine images built locally from a release tarball.
 //! - `progress`: progress bars on stderr (loads, image pulls).
 //! - `sandbox`: the sandbox trait, cgroup and docker backends, hog, ledger, readiness.
+//! - `slurm`: Slurm's command-line tools (sbatch, squeue, scancel, scontrol, sinfo).
 //! - `snapshot`: data dirs kept after a load and restored instead of loading again.
 //! - `workload`: the built-in load generator, stores and external tools.
 //! - `run`: the run lifecycle: cells, keys, resume, interrupts, live view.
@@ -37,6 +38,7 @@ pub mod report;
 pub mod results;
 pub mod run;
 pub mod sandbox;
+pub mod slurm;
 pub mod snapshot;
 pub mod spec;
 pub mod units;

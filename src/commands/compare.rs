@@ -117,8 +117,8 @@ pub async fn run(home: &Path, args: &CompareArgs) -> anyhow::Result<ExitCode> {
     };
     let best_of = best_of_n(args)?;
     let cand = load_runs(home, std::slice::from_ref(candidate))?.remove(0);
-    let cand_rows = flatten(&cand);
-    let (base_runs, base_name) = match best_of {
+    let mut cand_rows = flatten(&cand);
+    let (mut base_runs, base_name) = match best_of {
         Some(n) => best_of_history(home, args, &cand, n)?,
         None => {
             let base = load_runs(home, std::slice::from_ref(&args.base))?.remove(0);
@@ -127,6 +127,7 @@ pub async fn run(home: &Path, args: &CompareArgs) -> anyhow::Result<ExitCode> {
         }
     };
 
+    compare::fill_unknown_classes(base_runs.iter_mut().flatten().chain(cand_rows.iter_mut()));
     let bases = metrics
         .iter()
         .map(|m| {

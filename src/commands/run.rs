@@ -1,7 +1,7 @@
 //! `benchcage run`: validate, plan, run every cell (see `crate::run`),
 //! index the run in the history, print where the results are.
 
-use crate::cli::RunArgs;
+use crate::cli::{On, RunArgs};
 use crate::host::HostFacts;
 use crate::model::Backend;
 use crate::plan::CommandPlan;
@@ -9,6 +9,7 @@ use crate::report;
 use crate::results::{history, layout};
 use crate::run::adapt;
 use crate::run::cell::CellWork;
+use crate::run::cluster::{self, SlurmOptions};
 use crate::run::facts::ProbeFacts;
 use crate::run::matrix::{self, PrepareFn, RunInfo, SandboxFactory};
 use crate::run::provenance;
@@ -25,6 +26,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
+    check_cluster_flags(args)?;
+    if let Some(target) = &args.slurm_cell {
+        return run_cell_job(home, args, target).await;
+    }
     let interrupts = Interrupts::install().context("installing the Ctrl-C handler")?;
     let host = HostFacts::probe();
     let CommandPlan {
@@ -37,29 +42,47 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let project = crate::spec::Project::load_all(home).0;
     fetch_pending(&project, &plan, args.fetch).await?;
     let results_root = results_root(home, args)?;
-    reap_leftovers().await?;
-    let snapshots = !args.no_snapshots && !crate::snapshot::store::off_by_env();
-    let cells = cell_works(&project, &plan, snapshots)?;
+    if args.on == On::Slurm {
+        crate::slurm::check_cluster()
+            .await
+            .map_err(crate::error::bad_input)?;
+    } else {
+        reap_leftovers().await?;
+    }
+    let cells = cell_works(&project, &plan, snapshots_on(args))?;
     let info = RunInfo {
         overrides: overrides.into_iter().collect(),
         host: host_info(&host),
         command_line: command_line(home, args, &results_root),
         ..provenance_of(home, &scenario, &plan)
     };
-    let pull = match args.pull {
-        crate::cli::Pull::Missing => PullPolicy::default(),
-        crate::cli::Pull::Never => PullPolicy::Never,
+    let pull = pull_policy(args);
+    let out = match args.on {
+        On::Local => {
+            matrix::run_matrix(
+                info.clone(),
+                cells,
+                &results_root,
+                args.resume.as_deref(),
+                sandbox_factory(pull),
+                image_preparer(pull),
+                interrupts,
+            )
+            .await?
+        }
+        On::Slurm => {
+            let opts = SlurmOptions {
+                partition: args.partition.clone(),
+                account: args.account.clone(),
+                max_parallel: args.max_parallel.unwrap_or(0),
+                worker_argv: job_argv(home, args, &results_root)?,
+                chdir: std::path::absolute(home).context("resolving --home")?,
+            };
+            let resume = args.resume.as_deref();
+            cluster::run_on_slurm(info.clone(), cells, &results_root, resume, opts, interrupts)
+                .await?
+        }
     };
-    let out = matrix::run_matrix(
-        info.clone(),
-        cells,
-        &results_root,
-        args.resume.as_deref(),
-        sandbox_factory(pull),
-        image_preparer(pull),
-        interrupts,
-    )
-    .await?;
     println!("results: {}", out.dir.display());
     index_and_report(&out.dir, &results_root.join(layout::HISTORY_FILE));
     Ok(exit_code(&out, plan.cells.len(), &info.command_line))
@@ -380,7 +403,156 @@ fn command_line(home: &Path, args: &RunArgs, results_root: &Path) -> Vec<String>
     if args.pull == crate::cli::Pull::Never {
         argv.extend(["--pull".into(), "never".into()]);
     }
+    if args.no_snapshots {
+        argv.push("--no-snapshots".into());
+    }
+    if args.on == On::Slurm {
+        argv.extend(["--on".into(), "slurm".into()]);
+        for (flag, value) in [
+            ("--partition", &args.partition),
+            ("--account", &args.account),
+        ] {
+            if let Some(v) = value {
+                argv.extend([flag.to_string(), v.clone()]);
+            }
+        }
+        if let Some(n) = args.max_parallel {
+            argv.extend(["--max-parallel".into(), n.to_string()]);
+        }
+    }
     argv
+}
+
+/// What a Slurm job runs for a cell (before `--slurm-cell`): this
+/// binary, the home and results folder absolute (the nodes share them),
+/// and the run's flags but those of the submitter.
+fn job_argv(home: &Path, args: &RunArgs, results_root: &Path) -> anyhow::Result<Vec<String>> {
+    let local = RunArgs {
+        on: On::Local,
+        partition: None,
+        account: None,
+        max_parallel: None,
+        slurm_cell: None,
+        results: Some(results_root.to_path_buf()),
+        resume: None,
+        target: crate::cli::ScenarioArgs {
+            scenario: args.target.scenario.clone(),
+            env: args.target.env.clone(),
+            only: args.target.only.clone(),
+            set: args.target.set.clone(),
+        },
+        ..*args
+    };
+    let mut argv = command_line(home, &local, results_root);
+    let exe = std::env::current_exe().context("finding the benchcage binary")?;
+    argv[0] = exe.to_string_lossy().into_owned();
+    if argv.get(1).map(String::as_str) != Some("--home") {
+        let abs = std::path::absolute(home).context("resolving --home")?;
+        argv.splice(
+            1..1,
+            ["--home".to_string(), abs.to_string_lossy().into_owned()],
+        );
+    }
+    Ok(argv)
+}
+
+/// `--partition`, `--account`, `--max-parallel` only with `--on slurm`;
+/// `--slurm-cell` only without it.
+fn check_cluster_flags(args: &RunArgs) -> anyhow::Result<()> {
+    let slurm_only = [
+        ("--partition", args.partition.is_some()),
+        ("--account", args.account.is_some()),
+        ("--max-parallel", args.max_parallel.is_some()),
+    ];
+    if args.on != On::Slurm
+        && let Some((flag, _)) = slurm_only.iter().find(|(_, set)| *set)
+    {
+        return Err(crate::error::bad_input(format!(
+            "{flag} applies to `--on slurm` only; add `--on slurm`, or drop {flag}"
+        )));
+    }
+    if args.max_parallel == Some(0) {
+        return Err(crate::error::bad_input(
+            "--max-parallel 0 would submit nothing; give at least 1, or leave it out to submit every cell at once",
+        ));
+    }
+    if args.slurm_cell.is_some() && (args.on == On::Slurm || args.resume.is_some()) {
+        return Err(crate::error::bad_input(
+            "--slurm-cell is what a Slurm job of `run --on slurm` runs; it takes neither --on slurm nor --resume",
+        ));
+    }
+    Ok(())
+}
+
+/// Snapshots unless `--no-snapshots` or BENCHCAGE_SNAPSHOTS=off.
+fn snapshots_on(args: &RunArgs) -> bool {
+    !args.no_snapshots && !crate::snapshot::store::off_by_env()
+}
+
+/// One cell of a cluster run, on its node (`--slurm-cell RUN/KEY`): the
+/// node and the job's allocation recorded, the cell checked to fit in it,
+/// then run into the submitter's run folder. Exit 0 when it finished, 1
+/// when it failed, 130 when interrupted (scancel).
+async fn run_cell_job(home: &Path, args: &RunArgs, target: &str) -> anyhow::Result<ExitCode> {
+    let host = HostFacts::probe();
+    let node = crate::run::node::slurm_node(&host_info(&host)).await;
+    let interrupts = Interrupts::install().context("installing the Ctrl-C handler")?;
+    let Some((run_id, key)) = target.split_once('/') else {
+        return Err(crate::error::bad_input(format!(
+            "--slurm-cell {target}: expected RUN/KEY"
+        )));
+    };
+    let CommandPlan { plan, .. } = plan_or_refuse(home, args, &host)?;
+    let project = crate::spec::Project::load_all(home).0;
+    fetch_pending(&project, &plan, args.fetch).await?;
+    let results_root = results_root(home, args)?;
+    reap_leftovers().await?;
+    let mut cells = cell_works(&project, &plan, snapshots_on(args))?;
+    let Some(index) = cells.iter().position(|c| c.key == key) else {
+        return Err(crate::error::bad_input(format!(
+            "--slurm-cell {target}: node {} plans no cell {key}; its specs or its benchcage differ from the submitter's (a shared project folder keeps them equal)",
+            node.name
+        )));
+    };
+    cells[index].node = Some(node);
+    let cell = &cells[index];
+    if let Some(why) = cell
+        .node
+        .as_ref()
+        .and_then(|n| crate::run::node::outside_allocation(cell, n))
+    {
+        let paths = crate::results::layout::RunPaths::new(&results_root, run_id);
+        let dir = paths.cell(key).dir;
+        matrix::set_aside_attempt(&paths.dir, &dir)?;
+        matrix::failed_before_start(cell, &dir, &why)?;
+        eprintln!("cell {key} FAILED: {why}");
+        return Ok(ExitCode::from(1));
+    }
+    let pull = pull_policy(args);
+    let out = matrix::run_one_cell(
+        &cells,
+        index,
+        &results_root,
+        run_id,
+        sandbox_factory(pull),
+        image_preparer(pull),
+        interrupts,
+    )
+    .await?;
+    Ok(if out.interrupted {
+        ExitCode::from(130)
+    } else if out.failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn pull_policy(args: &RunArgs) -> PullPolicy {
+    match args.pull {
+        crate::cli::Pull::Missing => PullPolicy::default(),
+        crate::cli::Pull::Never => PullPolicy::Never,
+    }
 }
 
 fn resolve(home: &Path, file: &str) -> PathBuf {
@@ -392,5 +564,6 @@ fn resolve(home: &Path, file: &str) -> PathBuf {
 fn host_info(host: &HostFacts) -> crate::results::model::HostInfo {
     let mut info = host.info();
     info.cgroup_version = host.cgroup.to_string();
+    info.class = crate::results::model::hardware_class(&info);
     info
 }

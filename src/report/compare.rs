@@ -112,14 +112,16 @@ pub struct BaseStat {
     pub n: usize,
 }
 
-/// Where a row is matched: cell group, phase, its threads, operation kind.
-pub type MatchKey = (String, String, u32, String);
+/// Where a row is matched: hardware class, cell group, phase, its
+/// threads, operation kind. Rows of two hardware classes never match.
+pub type MatchKey = (String, String, String, u32, String);
 
-/// A phase of a cell group at one thread count.
-type PhaseKey = (String, String, u32);
+/// A phase of a cell group at one thread count, on one hardware class.
+type PhaseKey = (String, String, String, u32);
 
 fn key(r: &FlatRow) -> MatchKey {
     (
+        r.hardware_class.clone(),
         r.cell_group.clone(),
         r.phase.clone(),
         r.threads,
@@ -128,7 +130,29 @@ fn key(r: &FlatRow) -> MatchKey {
 }
 
 fn phase_key(r: &FlatRow) -> PhaseKey {
-    (r.cell_group.clone(), r.phase.clone(), r.threads)
+    (
+        r.hardware_class.clone(),
+        r.cell_group.clone(),
+        r.phase.clone(),
+        r.threads,
+    )
+}
+
+/// Rows of runs recorded before hardware classes (an empty class) take
+/// the class of the other rows when those all ran on one class; with
+/// several, they stay apart (unknown hardware compares with nothing).
+pub fn fill_unknown_classes<'a>(rows: impl IntoIterator<Item = &'a mut FlatRow>) {
+    let mut rows: Vec<&mut FlatRow> = rows.into_iter().collect();
+    let known: BTreeSet<String> = rows
+        .iter()
+        .filter(|r| !r.hardware_class.is_empty())
+        .map(|r| r.hardware_class.clone())
+        .collect();
+    if let [one] = known.into_iter().collect::<Vec<_>>().as_slice() {
+        for r in rows.iter_mut().filter(|r| r.hardware_class.is_empty()) {
+            r.hardware_class = one.clone();
+        }
+    }
 }
 
 /// 2 × sample standard deviation over the mean; 0 for fewer than 2 values.
@@ -265,6 +289,8 @@ pub struct ChangeRow {
 pub struct Comparison {
     pub rows: Vec<ChangeRow>,
     pub threshold: Threshold,
+    /// The hardware classes of the rows of both sides.
+    pub classes: Vec<String>,
 }
 
 impl Comparison {
@@ -288,7 +314,7 @@ impl Comparison {
 /// lacks in such a group failed too.
 struct NewFailures {
     phases: BTreeMap<PhaseKey, String>,
-    groups: BTreeMap<String, String>,
+    groups: BTreeMap<(String, String), String>,
 }
 
 fn new_failures(candidate: &[FlatRow], base_failed: &BTreeSet<PhaseKey>) -> NewFailures {
@@ -301,7 +327,7 @@ fn new_failures(candidate: &[FlatRow], base_failed: &BTreeSet<PhaseKey>) -> NewF
         if !base_failed.contains(&k) {
             let why = format!("{}: {}", r.status.as_str().to_uppercase(), r.reason);
             f.groups
-                .entry(r.cell_group.clone())
+                .entry((r.hardware_class.clone(), r.cell_group.clone()))
                 .or_insert_with(|| why.clone());
             f.phases.entry(k).or_insert(why);
         }
@@ -343,10 +369,12 @@ fn assess(
     candidate: Option<f64>,
     failures: &NewFailures,
 ) -> Option<(Change, Option<f64>, String)> {
-    let failed = failures.phases.get(&(key.0.clone(), key.1.clone(), key.2));
+    let failed = failures
+        .phases
+        .get(&(key.0.clone(), key.1.clone(), key.2.clone(), key.3));
     Some(match (base, candidate, failed) {
         (Some(_), _, Some(reason)) => (Change::Failed, None, reason.clone()),
-        (Some(_), None, None) => match failures.groups.get(&key.0) {
+        (Some(_), None, None) => match failures.groups.get(&(key.0.clone(), key.1.clone())) {
             Some(why) => (Change::Failed, None, why.clone()),
             None => (Change::Missing, None, String::new()),
         },
@@ -369,6 +397,11 @@ pub fn compare(
     threshold: Threshold,
 ) -> Comparison {
     let failures = new_failures(candidate, base_failed);
+    let classes: BTreeSet<&String> = bases
+        .values()
+        .flat_map(|b| b.keys().map(|k| &k.0))
+        .chain(candidate.iter().map(|r| &r.hardware_class))
+        .collect();
     let mut rows = Vec::new();
     for (metric, base) in bases {
         let cand = ok_values(candidate, *metric);
@@ -381,20 +414,61 @@ pub fn compare(
             else {
                 continue;
             };
+            let label = labels.get(&k.1).cloned().unwrap_or_else(|| k.1.clone());
             rows.push(ChangeRow {
-                label: labels.get(&k.0).cloned().unwrap_or_else(|| k.0.clone()),
-                phase: format!("{} t{}", k.1, k.2),
-                op: k.3.clone(),
+                label: if classes.len() > 1 {
+                    format!("{label} [{}]", k.0)
+                } else {
+                    label
+                },
+                phase: format!("{} t{}", k.2, k.3),
+                op: k.4.clone(),
                 metric: *metric,
                 base: b,
                 candidate: c,
                 change,
                 verdict,
-                note,
+                note: other_class_note(verdict, note, k, base, &cand),
             });
         }
     }
-    Comparison { rows, threshold }
+    Comparison {
+        rows,
+        threshold,
+        classes: classes.into_iter().cloned().collect(),
+    }
+}
+
+/// A row on one side only because the other side ran it on another
+/// hardware class: said so, since such rows are never compared.
+fn other_class_note(
+    verdict: Change,
+    note: String,
+    k: &MatchKey,
+    base: &BTreeMap<MatchKey, BaseStat>,
+    cand: &BTreeMap<MatchKey, Vec<f64>>,
+) -> String {
+    let keys: Vec<&MatchKey> = match verdict {
+        Change::Missing => cand.keys().collect(),
+        Change::New => base.keys().collect(),
+        _ => return note,
+    };
+    let other: Vec<&String> = keys
+        .into_iter()
+        .filter(|o| o.0 != k.0 && (&o.1, &o.2, o.3, &o.4) == (&k.1, &k.2, k.3, &k.4))
+        .map(|o| &o.0)
+        .collect();
+    match other.first() {
+        Some(c) => format!(
+            "not compared: the {} ran it on hardware class `{c}`",
+            if verdict == Change::Missing {
+                "candidate"
+            } else {
+                "base"
+            }
+        ),
+        None => note,
+    }
 }
 
 /// Column headers of the rendered comparison.
@@ -474,7 +548,27 @@ fn aligned(lines: &[[String; 11]]) -> Vec<String> {
 /// The comparison as an aligned text table with a summary line.
 pub fn render(c: &Comparison, base_name: &str, cand_name: &str) -> String {
     let lines: Vec<[String; 11]> = c.rows.iter().map(cells).collect();
-    let mut out = format!("base: {base_name}\ncandidate: {cand_name}\n\n");
+    let mut out = format!("base: {base_name}\ncandidate: {cand_name}\n");
+    let classes: Vec<&str> = c
+        .classes
+        .iter()
+        .map(String::as_str)
+        .filter(|c| !c.is_empty())
+        .collect();
+    match classes.as_slice() {
+        [] => {}
+        [one] => {
+            let _ = writeln!(out, "hardware class: {one}");
+        }
+        many => {
+            let _ = writeln!(
+                out,
+                "hardware classes: {} (cells compare only within one class)",
+                many.join("; ")
+            );
+        }
+    }
+    out.push('\n');
     for l in aligned(&lines) {
         out.push_str(&l);
         out.push('\n');

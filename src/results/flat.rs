@@ -166,6 +166,10 @@ pub struct FlatRow {
     /// `read_bytes / duration_s`.
     #[serde(default)]
     pub read_bytes_per_s: Option<f64>,
+    /// The hardware class of the machine the cell ran on (its node's, or
+    /// the run's host's): rows compare only within one class.
+    #[serde(default)]
+    pub hardware_class: String,
     /// The environment without a settle sweep's cap tag
     /// ([`CellRecord::sweep_environment`]). Not exported, not in the
     /// history: empty in rows read back from it.
@@ -175,7 +179,7 @@ pub struct FlatRow {
 
 /// Column names of `FlatRow`'s first fields, in field order: the history's
 /// columns, and the start of the CSV header.
-pub const COLUMNS: [&str; 34] = [
+pub const COLUMNS: [&str; 35] = [
     "run_id",
     "run_started_at",
     "scenario",
@@ -210,6 +214,7 @@ pub const COLUMNS: [&str; 34] = [
     "memory_limit_bytes",
     "fidelity_valid",
     "tool_phase_throughput",
+    "hardware_class",
 ];
 
 /// Column names of `FlatRow`'s cost fields, in field order: the CSV
@@ -241,7 +246,7 @@ impl FlatRow {
     }
 
     /// The row's values as text, in `COLUMNS` order; `None` is empty.
-    pub fn values(&self) -> [String; 34] {
+    pub fn values(&self) -> [String; 35] {
         let opt = |v: Option<u64>| v.map(|b| b.to_string()).unwrap_or_default();
         let optf = |v: Option<f64>| v.map(|b| b.to_string()).unwrap_or_default();
         [
@@ -279,6 +284,7 @@ impl FlatRow {
             opt(self.memory_limit_bytes),
             self.fidelity_valid.to_string(),
             optf(self.tool_phase_throughput),
+            self.hardware_class.clone(),
         ]
     }
 }
@@ -340,6 +346,10 @@ fn cell_head(run: &RunData, cell: &CellData) -> FlatRow {
         data_size_bytes: rec.data_size_bytes,
         memory_limit_bytes: memory_cap(cell),
         fidelity_valid: cell_violations(rec).is_empty(),
+        hardware_class: match &rec.node {
+            Some(n) => n.host.class(),
+            None => run.run.host.class(),
+        },
         ..FlatRow::default()
     }
 }

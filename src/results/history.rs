@@ -15,7 +15,8 @@ use std::time::Duration;
 
 /// 2: latencies may be NULL (a tool did not report them), and the tool's
 /// own phase rate `tool_phase_throughput`.
-const SCHEMA_VERSION: i64 = 2;
+/// 3: each row's `hardware_class` (empty in rows of earlier versions).
+const SCHEMA_VERSION: i64 = 3;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS runs (
@@ -65,7 +66,8 @@ CREATE TABLE IF NOT EXISTS results (
     data_size_bytes   INTEGER,
     memory_limit_bytes INTEGER,
     fidelity_valid    INTEGER NOT NULL,
-    tool_phase_throughput REAL
+    tool_phase_throughput REAL,
+    hardware_class    TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS results_by_run ON results(run_id);
 CREATE INDEX IF NOT EXISTS results_by_group ON results(cell_group, phase, op);
@@ -142,6 +144,14 @@ fn open(path: &Path, create: bool) -> Result<Connection, HistoryError> {
     if version == 1 {
         conn.execute_batch(&migrate_from_v1())
             .map_err(sql_err(path, "upgrade the schema from version 1"))?;
+    } else if version == 2 {
+        conn.execute_batch(&format!(
+            "BEGIN;
+             ALTER TABLE results ADD COLUMN hardware_class TEXT NOT NULL DEFAULT '';
+             PRAGMA user_version = {SCHEMA_VERSION};
+             COMMIT;"
+        ))
+        .map_err(sql_err(path, "upgrade the schema from version 2"))?;
     } else if version < SCHEMA_VERSION {
         conn.execute_batch(SCHEMA)
             .map_err(sql_err(path, "create the schema"))?;
@@ -154,7 +164,8 @@ fn open(path: &Path, create: bool) -> Result<Connection, HistoryError> {
 /// Version 1 to 2 in one transaction: the results table is rebuilt (SQLite
 /// cannot drop a NOT NULL) and every row copied; v1 rows have no tool rate.
 fn migrate_from_v1() -> String {
-    let v1 = COLUMNS[..COLUMNS.len() - 1].join(", ");
+    // Version 1 had the columns up to `fidelity_valid`.
+    let v1 = COLUMNS[..33].join(", ");
     format!(
         "BEGIN;
          ALTER TABLE results RENAME TO results_v1;
@@ -290,6 +301,7 @@ fn insert_rows(
             row.memory_limit_bytes.map(|b| b as i64),
             row.fidelity_valid,
             row.tool_phase_throughput,
+            row.hardware_class,
         ])
         .map_err(sql_err(db_path, "insert a row"))?;
     }
@@ -342,6 +354,7 @@ fn read_row(r: &Row<'_>) -> rusqlite::Result<FlatRow> {
         memory_limit_bytes: r.get::<_, Option<i64>>(31)?.map(|b| b as u64),
         fidelity_valid: r.get(32)?,
         tool_phase_throughput: r.get(33)?,
+        hardware_class: r.get(34)?,
         ..FlatRow::default()
     })
 }

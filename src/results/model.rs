@@ -277,6 +277,10 @@ pub struct HostInfo {
     /// `enabled` and `defrag` modes (`madvise, defrag madvise`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transparent_hugepages: Option<String>,
+    /// The hardware class results compare within ([`hardware_class`]);
+    /// empty in records written before classes.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub class: String,
 }
 
 /// `results/<run-id>/run.json`: written when the run starts, rewritten
@@ -383,6 +387,62 @@ pub struct CellRecord {
     /// scenario verifies snapshots.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_digest: Option<String>,
+    /// The cluster node the cell ran on (`run --on slurm`): its job, its
+    /// hardware and the allocation read back. `None` for a local cell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<NodeRecord>,
+}
+
+/// Where a cell of a cluster run ran.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeRecord {
+    /// The scheduler (`slurm`) and its job id.
+    pub scheduler: String,
+    pub job_id: String,
+    /// When benchcage started on the node (RFC 3339).
+    pub started_at: String,
+    /// The node's name as the scheduler knows it.
+    pub name: String,
+    /// The node's hardware; its `class` groups the cells that compare.
+    pub host: HostInfo,
+    /// The CPUs the job may use, as the kernel reports them
+    /// (`Cpus_allowed_list`).
+    pub allocation_cpus: String,
+    /// The memory the scheduler allocated to the job, when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocation_memory_bytes: Option<u64>,
+}
+
+/// A machine's hardware class, to record: `BENCHCAGE_HARDWARE_CLASS`
+/// when set, else the one its hardware gives ([`HostInfo::class`]).
+pub fn hardware_class(host: &HostInfo) -> String {
+    match std::env::var("BENCHCAGE_HARDWARE_CLASS") {
+        Ok(c) if !c.trim().is_empty() => c.trim().to_string(),
+        _ => HostInfo {
+            class: String::new(),
+            ..host.clone()
+        }
+        .class(),
+    }
+}
+
+impl HostInfo {
+    /// Its hardware class: as recorded, else CPU model, cores and memory
+    /// rounded to GiB. Results compare only within one class.
+    pub fn class(&self) -> String {
+        if !self.class.is_empty() {
+            return self.class.clone();
+        }
+        format!(
+            "{} x{}, {} GiB",
+            self.cpu_model
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" "),
+            self.cores,
+            (self.memory_bytes as f64 / (1u64 << 30) as f64).round() as u64
+        )
+    }
 }
 
 /// The settle step of a cell, between load and measurement, as planned.

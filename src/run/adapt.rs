@@ -176,6 +176,7 @@ pub fn cell_work(
                 cache: cache.clone(),
             }),
         replicas,
+        node: None,
     }
 }
 

@@ -20,7 +20,6 @@ use crate::run::lock::{LockError, RunLock};
 use crate::run::resume::{self, CellState};
 use crate::run::signals::Interrupts;
 use crate::sandbox::Sandbox;
-use crate::units::CpuSet;
 use anyhow::Context;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -183,8 +182,56 @@ pub async fn run_matrix(
     Ok(out)
 }
 
+/// Run cell `index` of `cells` alone into the existing run `run_id`, as
+/// one job of a cluster run (`run --on slurm`) does on its node. The run's
+/// submitter holds the run and writes its record; this writes only the
+/// cell's folder.
+pub async fn run_one_cell(
+    cells: &[CellWork],
+    index: usize,
+    results_root: &Path,
+    run_id: &str,
+    make_sandbox: SandboxFactory,
+    prepare: PrepareFn,
+    interrupts: Interrupts,
+) -> anyhow::Result<MatrixOutcome> {
+    let run_id = RunId::parse(run_id).map_err(bad_input)?;
+    let paths = RunPaths::new(results_root, run_id.as_str());
+    if !paths.run_json().is_file() {
+        return Err(bad_input(format!(
+            "run {run_id} has no record at {}: a cell job runs into a run its submitter started",
+            paths.run_json().display()
+        )));
+    }
+    let m = Matrix {
+        work_dir: work_root().join(run_id.as_str()),
+        run_id: &run_id,
+        paths: &paths,
+        live: Arc::new(Mutex::new(Live::stderr())),
+        interrupts: &interrupts,
+        make_sandbox: &make_sandbox,
+        prepare: &prepare,
+        total: cells.len(),
+    };
+    let mut out = MatrixOutcome {
+        run_id: run_id.to_string(),
+        dir: paths.dir.clone(),
+        ..Default::default()
+    };
+    if let CellEnd::WriteFailed(note) = m.cell(index, &cells[index], &mut out).await? {
+        m.say(&note);
+    }
+    let _ = std::fs::remove_dir(&m.work_dir);
+    let _ = std::fs::remove_dir(work_root());
+    out.interrupted = interrupts.stop.is_cancelled();
+    Ok(out)
+}
+
 /// A new run's id and record, with no cell done yet.
-fn new_run(info: &RunInfo, keys: Vec<String>) -> (RunId, RunRecord, BTreeMap<String, CellState>) {
+pub(crate) fn new_run(
+    info: &RunInfo,
+    keys: Vec<String>,
+) -> (RunId, RunRecord, BTreeMap<String, CellState>) {
     let id = RunId::new(chrono::Utc::now());
     let rec = RunRecord {
         run_id: id.to_string(),
@@ -205,7 +252,7 @@ fn new_run(info: &RunInfo, keys: Vec<String>) -> (RunId, RunRecord, BTreeMap<Str
 
 /// The run record as this process starts (or resumes) the run: running,
 /// owned by this process.
-fn restart(record: &mut RunRecord, info: &RunInfo) {
+pub(crate) fn restart(record: &mut RunRecord, info: &RunInfo) {
     record.status = RunStatus::Running;
     record.finished_at = None;
     record.note = None;
@@ -221,7 +268,12 @@ fn restart(record: &mut RunRecord, info: &RunInfo) {
 
 /// The run record once the matrix ended: its status, how to resume, the
 /// peak memory of benchcage itself.
-fn conclude(record: &mut RunRecord, out: &MatrixOutcome, info: &RunInfo, run_id: &RunId) {
+pub(crate) fn conclude(
+    record: &mut RunRecord,
+    out: &MatrixOutcome,
+    info: &RunInfo,
+    run_id: &RunId,
+) {
     let resume_hint = resume::resume_command(&info.command_line, run_id.as_str());
     if out.interrupted {
         record.status = RunStatus::Interrupted;
@@ -339,7 +391,7 @@ impl Matrix<'_> {
             out.ran.push(cell.key.clone());
             let why = format!("getting its image: {e:#}");
             return Ok(self.tell(
-                failed_before_start(cell, &ctx, &why).map(|_| Err(why)),
+                failed_before_start(cell, &ctx.cell_dir, &why).map(|_| Err(why)),
                 cell,
                 &position,
                 out,
@@ -359,7 +411,9 @@ impl Matrix<'_> {
         });
         let rec = match sandboxes {
             Ok((sb, replicas)) => run_cell(cell, sb, replicas, &ctx, &AtomicWriter).await,
-            Err(e) => failed_before_start(cell, &ctx, &format!("creating the sandbox: {e:#}")),
+            Err(e) => {
+                failed_before_start(cell, &ctx.cell_dir, &format!("creating the sandbox: {e:#}"))
+            }
         };
         Ok(self.tell(rec.map(Ok), cell, &position, out))
     }
@@ -373,17 +427,7 @@ impl Matrix<'_> {
         sandbox_id: &str,
         position: &str,
     ) -> Option<Option<claim::Held>> {
-        let cpus = CpuSet::new(
-            cell.limits
-                .server_cpus
-                .iter()
-                .chain(cell.limits.client_cpus.iter())
-                .chain(
-                    cell.replicas
-                        .iter()
-                        .flat_map(|m| m.limits.server_cpus.iter()),
-                ),
-        );
+        let cpus = cell.all_cpus();
         let claimed = claim::acquire(
             &claim::default_dir(),
             sandbox_id,
@@ -463,8 +507,22 @@ impl Matrix<'_> {
 
 /// A cell that failed before its sandbox existed (its image could not be
 /// had, its sandbox could not be created): recorded as failed.
-fn failed_before_start(cell: &CellWork, ctx: &CellCtx, why: &str) -> anyhow::Result<CellRecord> {
+pub(crate) fn failed_before_start(
+    cell: &CellWork,
+    cell_dir: &Path,
+    why: &str,
+) -> anyhow::Result<CellRecord> {
     let rec = CellRecord {
+        failure: Some(why.to_string()),
+        ..failed_record(cell)
+    };
+    AtomicWriter.cell(cell_dir, &rec)?;
+    Ok(rec)
+}
+
+/// The record of a cell that failed with nothing of it measured.
+pub(crate) fn failed_record(cell: &CellWork) -> CellRecord {
+    CellRecord {
         key: cell.key.clone(),
         label: cell.label.clone(),
         engine: cell.engine.clone(),
@@ -474,17 +532,15 @@ fn failed_before_start(cell: &CellWork, ctx: &CellCtx, why: &str) -> anyhow::Res
         limits: cell.limits_record.clone(),
         knobs: cell.knobs.clone(),
         status: CellStatus::Failed,
-        failure: Some(why.to_string()),
         settle: Some(cell.settle.record()),
+        node: cell.node.clone(),
         ..Default::default()
-    };
-    AtomicWriter.cell(&ctx.cell_dir, &rec)?;
-    Ok(rec)
+    }
 }
 
 /// Move an earlier, unfinished attempt of a cell out of `cells/` so the
 /// new attempt starts clean and the old one stays for inspection.
-fn set_aside_attempt(run_dir: &Path, cell_dir: &Path) -> anyhow::Result<()> {
+pub(crate) fn set_aside_attempt(run_dir: &Path, cell_dir: &Path) -> anyhow::Result<()> {
     if !cell_dir.exists() {
         return Ok(());
     }
@@ -503,7 +559,7 @@ fn set_aside_attempt(run_dir: &Path, cell_dir: &Path) -> anyhow::Result<()> {
         .with_context(|| format!("moving the unfinished attempt {} aside", cell_dir.display()))
 }
 
-fn open_resumed(
+pub(crate) fn open_resumed(
     results_root: &Path,
     id: &str,
     info: &RunInfo,

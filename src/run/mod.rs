@@ -22,6 +22,7 @@
 pub mod adapt;
 pub mod cell;
 pub mod claim;
+pub mod cluster;
 pub mod disk;
 pub mod exec;
 pub mod facts;
@@ -30,6 +31,7 @@ pub mod key;
 pub mod live;
 pub mod lock;
 pub mod matrix;
+pub mod node;
 pub mod orphans;
 pub mod phase;
 pub mod provenance;

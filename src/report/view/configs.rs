@@ -101,6 +101,7 @@ pub(super) fn configs(obs: &[PhaseObs], series: &SeriesMap) -> Vec<Config> {
                 && c.head.cell_group == o.head.cell_group
                 && c.head.threads == o.head.threads
                 && c.head.phase == o.head.phase
+                && c.head.hardware_class == o.head.hardware_class
         }) {
             Some(c) => c.reps.push(o.clone()),
             None => out.push(Config {
@@ -108,6 +109,15 @@ pub(super) fn configs(obs: &[PhaseObs], series: &SeriesMap) -> Vec<Config> {
                 head: o.head.clone(),
                 reps: vec![o.clone()],
             }),
+        }
+    }
+    // Cells of two hardware classes are two configurations, each named
+    // with its class.
+    let classes: std::collections::BTreeSet<&str> =
+        out.iter().map(|c| c.head.hardware_class.as_str()).collect();
+    if classes.len() > 1 {
+        for c in &mut out {
+            c.head.group_label = format!("{} [{}]", c.head.group_label, c.head.hardware_class);
         }
     }
     out

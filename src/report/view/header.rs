@@ -47,6 +47,14 @@ pub(super) fn summary(
             join(engines.into_iter().map(|e| e.0)),
         ),
         ("Cells".to_string(), cells.to_string()),
+        (
+            "Hardware".to_string(),
+            join(
+                rows.iter()
+                    .map(|r| r.hardware_class.as_str())
+                    .collect::<BTreeSet<_>>(),
+            ),
+        ),
         ("Phases".to_string(), phases.len().to_string()),
         ("Results".to_string(), results.to_string()),
         ("Not results".to_string(), excluded.to_string()),
@@ -97,6 +105,7 @@ pub(super) fn host_facts(h: &HostInfo) -> Vec<(String, String)> {
         ("Memory".into(), fmt::bytes(h.memory_bytes as f64)),
         ("Kernel".into(), h.kernel.clone()),
         ("cgroup".into(), h.cgroup_version.clone()),
+        ("Hardware class".into(), h.class()),
     ]
 }
 

@@ -185,6 +185,25 @@ pub struct CellWork {
     /// A replica set's secondaries (the primary is the cell's server);
     /// empty for one server.
     pub replicas: Vec<ReplicaWork>,
+    /// The cluster node this cell runs on as a job (`run --on slurm`).
+    pub node: Option<crate::results::model::NodeRecord>,
+}
+
+impl CellWork {
+    /// Every CPU the cell uses: its server's, its client's, its members'.
+    pub fn all_cpus(&self) -> crate::units::CpuSet {
+        crate::units::CpuSet::new(
+            self.limits
+                .server_cpus
+                .iter()
+                .chain(self.limits.client_cpus.iter())
+                .chain(
+                    self.replicas
+                        .iter()
+                        .flat_map(|m| m.limits.server_cpus.iter()),
+                ),
+        )
+    }
 }
 
 /// A cell's snapshot key and the cache it is kept in.
@@ -521,6 +540,7 @@ fn base_record(work: &CellWork) -> CellRecord {
         knobs: work.knobs.clone(),
         status: CellStatus::Running,
         settle: Some(work.settle.record()),
+        node: work.node.clone(),
         ..Default::default()
     }
 }

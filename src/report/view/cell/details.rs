@@ -58,6 +58,20 @@ fn cell_facts(rec: &CellRecord) -> Vec<(String, String)> {
         // Right after the environment it ran in.
         facts.insert(4, ("Image".into(), image.describe()));
     }
+    if let Some(n) = &rec.node {
+        facts.push((
+            "Node".into(),
+            format!(
+                "{} ({} job {}; allocation CPUs {}, memory {}; hardware class {})",
+                n.name,
+                n.scheduler,
+                n.job_id,
+                n.allocation_cpus,
+                fmt::bytes_or_dash(n.allocation_memory_bytes),
+                n.host.class()
+            ),
+        ));
+    }
     if let Some(source) = &rec.load_source {
         facts.push(("Data".into(), data_source(source)));
     }

@@ -1,0 +1,340 @@
+//! Slurm's command-line tools, the only place benchcage runs them:
+//! `sbatch` submits a cell's job, `squeue` (and `sacct` when the cluster
+//! keeps accounting) tells its state, `scancel` cancels it, `scontrol`
+//! reads an allocation back, `sinfo` says whether a cluster answers.
+//!
+//! Every call is an argv array; output is read in `--parsable` /
+//! `--format` forms that the parsers below take apart (unit-tested on
+//! the tools' own output).
+
+use anyhow::{Context, anyhow};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use tokio::process::Command;
+
+/// One batch job to submit: `argv` runs on the node (no shell).
+#[derive(Debug, Clone)]
+pub struct Submit {
+    /// The job's name: the cell key.
+    pub name: String,
+    /// `benchcage <run id>`: finds the run's jobs in `squeue`.
+    pub comment: String,
+    /// The job's stdout and stderr.
+    pub output: PathBuf,
+    /// Working directory on the node.
+    pub chdir: PathBuf,
+    pub partition: Option<String>,
+    pub account: Option<String>,
+    /// The script sbatch runs: it `exec`s its arguments.
+    pub script: PathBuf,
+    pub argv: Vec<String>,
+}
+
+/// A job's state as Slurm tells it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobInfo {
+    /// `PENDING`, `RUNNING`, `COMPLETED`, `CANCELLED`, `FAILED`, ...
+    pub state: String,
+    /// The node it runs or ran on (empty while pending).
+    pub node: String,
+    /// Why it waits, or `None`.
+    pub reason: String,
+}
+
+impl JobInfo {
+    /// Still queued or running: its cell is not decided yet.
+    pub fn is_active(&self) -> bool {
+        is_active(&self.state)
+    }
+}
+
+/// Job states in which the job has not ended.
+pub fn is_active(state: &str) -> bool {
+    matches!(
+        state,
+        "PENDING"
+            | "CONFIGURING"
+            | "RUNNING"
+            | "COMPLETING"
+            | "SUSPENDED"
+            | "REQUEUED"
+            | "RESIZING"
+            | "SIGNALING"
+            | "STAGE_OUT"
+            | "STOPPED"
+    )
+}
+
+/// The script every job runs: its arguments, exec'd, so that the job's
+/// signals (scancel's SIGTERM) reach benchcage itself.
+pub const EXEC_SCRIPT: &str =
+    "#!/bin/sh\n# benchcage: one cell of a run, as the arguments say.\nexec \"$@\"\n";
+
+/// `sinfo` answers: a cluster is reachable from here. Its error says what
+/// to do otherwise.
+pub async fn check_cluster() -> Result<(), String> {
+    let out = Command::new("sinfo")
+        .args(["--noheader", "--format=%P %a %D %t"])
+        .output()
+        .await
+        .map_err(|e| {
+            format!("cannot run `sinfo` ({e}): install Slurm's client tools (Debian: slurm-client), or start the local one-node cluster with `bash scripts/slurm.sh`")
+        })?;
+    if !out.status.success() {
+        return Err(format!(
+            "`sinfo` failed: {}; is slurmctld running? (`bash scripts/slurm.sh` starts a local one-node cluster)",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(())
+}
+
+/// Submit `job`; its job id.
+pub async fn submit(job: &Submit) -> anyhow::Result<u64> {
+    let mut cmd = Command::new("sbatch");
+    cmd.args(sbatch_args(job));
+    let out = cmd.output().await.context("running sbatch")?;
+    if !out.status.success() {
+        return Err(anyhow!(
+            "sbatch refused the job of {}: {}",
+            job.name,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    parse_job_id(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// sbatch's arguments for `job`: a whole node, never requeued (a
+/// benchmark restarted elsewhere is a different measurement), the job's
+/// environment exported as it is here.
+pub fn sbatch_args(job: &Submit) -> Vec<String> {
+    let mut a = vec![
+        "--parsable".to_string(),
+        "--exclusive".into(),
+        "--no-requeue".into(),
+        "--nodes=1".into(),
+        "--mem=0".into(),
+        format!("--job-name={}", job.name),
+        format!("--comment={}", job.comment),
+        format!("--output={}", job.output.display()),
+        format!("--chdir={}", job.chdir.display()),
+        "--export=ALL".into(),
+    ];
+    if let Some(p) = &job.partition {
+        a.push(format!("--partition={p}"));
+    }
+    if let Some(acc) = &job.account {
+        a.push(format!("--account={acc}"));
+    }
+    a.push(job.script.display().to_string());
+    a.extend(job.argv.iter().cloned());
+    a
+}
+
+/// `12345` or `12345;cluster` as `sbatch --parsable` prints it.
+pub fn parse_job_id(stdout: &str) -> anyhow::Result<u64> {
+    let first = stdout.trim().split(';').next().unwrap_or_default();
+    first
+        .parse()
+        .map_err(|_| anyhow!("sbatch printed no job id: {:?}", stdout.trim()))
+}
+
+/// The state of each job in `ids` that Slurm still knows: `squeue` (which
+/// keeps ended jobs for the cluster's MinJobAge), then `sacct` for the
+/// others when the cluster keeps accounting. A job neither knows is absent.
+pub async fn query(ids: &[u64]) -> BTreeMap<u64, JobInfo> {
+    let mut found = BTreeMap::new();
+    if ids.is_empty() {
+        return found;
+    }
+    let list = ids.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
+    if let Ok(out) = Command::new("squeue")
+        .args([
+            "--noheader",
+            "--states=all",
+            &format!("--jobs={list}"),
+            "--format=%i|%T|%N|%r",
+        ])
+        .output()
+        .await
+    {
+        found.extend(parse_squeue(&String::from_utf8_lossy(&out.stdout)));
+    }
+    let missing: Vec<String> = ids
+        .iter()
+        .filter(|i| !found.contains_key(i))
+        .map(u64::to_string)
+        .collect();
+    if !missing.is_empty()
+        && let Ok(out) = Command::new("sacct")
+            .args([
+                "--noheader",
+                "--parsable2",
+                "--allocations",
+                &format!("--jobs={}", missing.join(",")),
+                "--format=JobID,State,NodeList",
+            ])
+            .output()
+            .await
+        && out.status.success()
+    {
+        found.extend(parse_sacct(&String::from_utf8_lossy(&out.stdout)));
+    }
+    found
+}
+
+/// `squeue --format=%i|%T|%N|%r` lines.
+pub fn parse_squeue(text: &str) -> BTreeMap<u64, JobInfo> {
+    text.lines()
+        .filter_map(|l| {
+            let mut f = l.trim().split('|');
+            let id = f.next()?.parse().ok()?;
+            let state = f.next()?.to_string();
+            let node = f.next().unwrap_or_default().to_string();
+            let reason = f.next().unwrap_or_default().to_string();
+            Some((
+                id,
+                JobInfo {
+                    state,
+                    node,
+                    reason,
+                },
+            ))
+        })
+        .collect()
+}
+
+/// `sacct --parsable2 --format=JobID,State,NodeList` lines; `CANCELLED
+/// by 0` is `CANCELLED`.
+pub fn parse_sacct(text: &str) -> BTreeMap<u64, JobInfo> {
+    text.lines()
+        .filter_map(|l| {
+            let mut f = l.trim().split('|');
+            let id = f.next()?.parse().ok()?;
+            let state = f.next()?.split_whitespace().next()?.to_string();
+            let node = f.next().unwrap_or_default().to_string();
+            Some((
+                id,
+                JobInfo {
+                    state,
+                    node,
+                    reason: String::new(),
+                },
+            ))
+        })
+        .collect()
+}
+
+/// Cancel `ids` (SIGTERM to the job, SIGKILL after the cluster's
+/// KillWait). An id that already ended is no error.
+pub async fn cancel(ids: &[u64]) -> anyhow::Result<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let out = Command::new("scancel")
+        .args(ids.iter().map(u64::to_string))
+        .output()
+        .await
+        .context("running scancel")?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        if !err.contains("already completed") && !err.contains("Invalid job id") {
+            return Err(anyhow!("scancel failed: {}", err.trim()));
+        }
+    }
+    Ok(())
+}
+
+/// The trackable resources of job `id` (`scontrol show job -o`), as
+/// `(cpus, memory bytes)`.
+pub async fn job_tres(id: &str) -> Option<(Option<u32>, Option<u64>)> {
+    let out = Command::new("scontrol")
+        .args(["show", "job", "-o", id])
+        .output()
+        .await
+        .ok()?;
+    out.status
+        .success()
+        .then(|| parse_tres(&String::from_utf8_lossy(&out.stdout)))
+        .flatten()
+}
+
+/// `TRES=cpu=2,mem=24105M,node=1,billing=2` from `scontrol show job -o`.
+pub fn parse_tres(text: &str) -> Option<(Option<u32>, Option<u64>)> {
+    let tres = text
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("TRES="))?;
+    let mut cpus = None;
+    let mut mem = None;
+    for kv in tres.split(',') {
+        match kv.split_once('=') {
+            Some(("cpu", v)) => cpus = v.parse().ok(),
+            Some(("mem", v)) => mem = parse_slurm_size(v),
+            _ => {}
+        }
+    }
+    Some((cpus, mem))
+}
+
+/// `24105M`, `2G`, `512K`, or megabytes without a suffix (Slurm's unit).
+pub fn parse_slurm_size(v: &str) -> Option<u64> {
+    let (num, mult) = match v.chars().last()? {
+        'K' => (&v[..v.len() - 1], 1u64 << 10),
+        'M' => (&v[..v.len() - 1], 1 << 20),
+        'G' => (&v[..v.len() - 1], 1 << 30),
+        'T' => (&v[..v.len() - 1], 1 << 40),
+        _ => (v, 1 << 20),
+    };
+    let n: f64 = num.parse().ok()?;
+    Some((n * mult as f64) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sbatch_asks_for_a_whole_node_once_and_runs_the_argv_as_given() {
+        let job = Submit {
+            name: "redis-7.0-a1b2".into(),
+            comment: "benchcage 20261202-030000-ab12".into(),
+            output: "/r/slurm/01.out".into(),
+            chdir: "/home/x".into(),
+            partition: Some("bench".into()),
+            account: None,
+            script: "/r/slurm/exec.sh".into(),
+            argv: vec!["/bin/benchcage".into(), "run".into(), "it's".into()],
+        };
+        let a = sbatch_args(&job);
+        for want in [
+            "--exclusive",
+            "--no-requeue",
+            "--parsable",
+            "--job-name=redis-7.0-a1b2",
+            "--partition=bench",
+        ] {
+            assert!(a.contains(&want.to_string()), "{want} missing in {a:?}");
+        }
+        assert!(!a.iter().any(|w| w.starts_with("--account")));
+        let script = a.iter().position(|w| w == "/r/slurm/exec.sh").unwrap();
+        assert_eq!(&a[script + 1..], &["/bin/benchcage", "run", "it's"]);
+    }
+
+    #[test]
+    fn the_tools_output_is_read() {
+        assert_eq!(parse_job_id("42\n").unwrap(), 42);
+        assert_eq!(parse_job_id("43;benchcage\n").unwrap(), 43);
+        assert!(parse_job_id("sbatch: error").is_err());
+        let q = parse_squeue("7|RUNNING|vm|None\n8|PENDING||Resources\n9|CANCELLED|vm|None\n");
+        assert_eq!(q[&7].node, "vm");
+        assert!(q[&8].is_active() && q[&8].reason == "Resources");
+        assert!(!q[&9].is_active());
+        let s = parse_sacct("10|CANCELLED by 0|vm\n11|COMPLETED|vm\n");
+        assert_eq!(s[&10].state, "CANCELLED");
+        assert_eq!(s[&11].state, "COMPLETED");
+        let t = "JobId=1 JobName=x TRES=cpu=2,mem=24105M,node=1,billing=2 Socks=*";
+        assert_eq!(parse_tres(t), Some((Some(2), Some(24105 << 20))));
+        assert_eq!(parse_slurm_size("2G"), Some(2 << 30));
+        assert_eq!(parse_slurm_size("100"), Some(100 << 20));
+    }
+}

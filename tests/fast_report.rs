@@ -411,6 +411,7 @@ impl Synth {
                 memory_bytes: 24 << 30,
                 cgroup_version: "v1".into(),
                 transparent_hugepages: None,
+                class: String::new(),
             },
             benchcage_version: "0.1.0".into(),
             git_rev: "4448a7c0d1e2".into(),

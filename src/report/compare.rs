@@ -715,7 +715,13 @@ mod tests {
     fn best_of_takes_the_best_run_and_the_spread_of_runs() {
         let runs = vec![vec![row("g", 1, 1000.0)], vec![row("g", 1, 1100.0)]];
         let b = base_best_of(&runs, Metric::Throughput);
-        let s = &b[&("g".to_string(), "run".to_string(), 0, "READ".to_string())];
+        let s = &b[&(
+            String::new(),
+            "g".to_string(),
+            "run".to_string(),
+            0,
+            "READ".to_string(),
+        )];
         assert_eq!(s.value, 1100.0);
         assert_eq!(s.n, 2);
         assert!(s.band > 0.0);

@@ -1,6 +1,7 @@
 //! One copy of each helper the test files share; a test file says
 //! `mod support;` and uses what it needs.
 //!
+//! - `clean`: what a run may not leave behind.
 //! - `cli`: the benchcage binary under test, its output, the fixtures built
 //!   beside it.
 //! - `files`: reading and writing what runs leave, project homes in temp dirs.
@@ -14,6 +15,7 @@
 
 #![allow(dead_code)]
 
+pub mod clean;
 pub mod cli;
 pub mod files;
 pub mod host;

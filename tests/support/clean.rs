@@ -1,0 +1,61 @@
+//! What a run may not leave behind, checked after it ends.
+
+use super::host::{name_of, run_groups};
+use std::path::Path;
+
+/// Nothing of run `run_id` is left: no cgroup in any controller (members'
+/// included), no ledger in `state`, no data dir under `work`, no process
+/// whose command line names both `marker` (a test's temp folder) and the
+/// run but a benchcage submitter, no temp file under `results`.
+pub fn assert_run_left_nothing(
+    marker: &Path,
+    results: &Path,
+    work: &Path,
+    state: &Path,
+    run_id: &str,
+) {
+    for g in run_groups() {
+        assert!(
+            !name_of(&g).starts_with(run_id),
+            "cgroup left: {}",
+            g.display()
+        );
+    }
+    let ledgers: Vec<String> = std::fs::read_dir(state)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(run_id))
+        .collect();
+    assert!(ledgers.is_empty(), "ledgers left: {ledgers:?}");
+    let data = work.join(run_id);
+    assert!(!data.exists(), "work dir left: {}", data.display());
+    let marker = marker.to_string_lossy();
+    for p in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = p.file_name().to_string_lossy().to_string();
+        if !name.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        let cmd = std::fs::read(p.path().join("cmdline")).unwrap_or_default();
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        assert!(
+            !(cmd.contains(marker.as_ref()) && cmd.contains(run_id)),
+            "process left: {name} {cmd}"
+        );
+    }
+    let mut stack = vec![results.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let n = e.file_name().to_string_lossy().to_string();
+            assert!(
+                !n.contains(".tmp."),
+                "temp file left: {}",
+                e.path().display()
+            );
+            if e.path().is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+}

@@ -403,3 +403,45 @@ fn slurm_flags_without_a_cluster_run_are_refused_before_anything_is_made() {
                 .is_none()
     );
 }
+
+#[test]
+fn a_cell_outside_its_jobs_allocation_is_refused_naming_what_is_outside() {
+    use benchcage::run::facts::ProbeFacts;
+    use benchcage::run::node::outside_allocation;
+    let home = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let host = benchcage::host::HostFacts::probe();
+    let target = benchcage::cli::ScenarioArgs {
+        scenario: "tests/scenarios/slurm-four.yaml".into(),
+        env: None,
+        only: Some("r0".into()),
+        set: vec![],
+    };
+    let cp = benchcage::commands::plan::command_plan(&home, &target, &host).unwrap();
+    let c = &cp.plan.cells[0];
+    let facts = ProbeFacts {
+        probe: c.readiness.probe.clone(),
+        facts: c.facts.clone(),
+        digest_sql: None,
+    };
+    let work =
+        benchcage::run::adapt::cell_work(c, "/bin/true".into(), std::sync::Arc::new(facts), None);
+    // quickstart: server on CPU 1, client on CPU 0, 256 MiB.
+    let mut node = benchcage::results::model::NodeRecord {
+        job_id: "7".into(),
+        name: "n1".into(),
+        allocation_cpus: "0".into(),
+        allocation_memory_bytes: Some(1 << 30),
+        ..Default::default()
+    };
+    let why = outside_allocation(&work, &node).expect("CPU 1 is not allocated");
+    assert!(
+        why.contains("CPU(s) 1 are outside") && why.contains("job 7"),
+        "{why}"
+    );
+    node.allocation_cpus = "0-1".into();
+    node.allocation_memory_bytes = Some(64 << 20);
+    let why = outside_allocation(&work, &node).expect("256 MiB is over 64 MiB");
+    assert!(why.contains("memory caps add up to 256"), "{why}");
+    node.allocation_memory_bytes = Some(1 << 30);
+    assert_eq!(outside_allocation(&work, &node), None);
+}

@@ -622,6 +622,50 @@ mod tests {
     }
 
     #[test]
+    fn cells_of_two_hardware_classes_are_never_compared_and_say_so() {
+        let on = |class: &str, tput: f64| FlatRow {
+            hardware_class: class.into(),
+            ..row("g", 1, tput)
+        };
+        // Half the throughput on other hardware: not a regression.
+        let c = run_cmp(
+            &[on("epyc x64", 1000.0)],
+            &[on("xeon x8", 500.0)],
+            Metric::Throughput,
+        );
+        assert_eq!(c.compared(), 0);
+        assert_eq!(c.failures(), 0);
+        let missing = c
+            .rows
+            .iter()
+            .find(|r| r.verdict == Change::Missing)
+            .unwrap();
+        assert!(
+            missing.note.contains("hardware class `xeon x8`"),
+            "{}",
+            missing.note
+        );
+        assert!(missing.label.ends_with("[epyc x64]"), "{}", missing.label);
+        let text = render(&c, "base", "cand");
+        assert!(
+            text.contains("hardware classes: epyc x64; xeon x8"),
+            "{text}"
+        );
+        // The same class compares, and the one class is named.
+        let same = run_cmp(
+            &[on("epyc x64", 1000.0)],
+            &[on("epyc x64", 500.0)],
+            Metric::Throughput,
+        );
+        assert_eq!(same.failures(), 1);
+        assert!(render(&same, "b", "c").contains("hardware class: epyc x64"));
+        // Rows recorded before classes take the one class of the others.
+        let mut rows = [on("", 1.0), on("epyc x64", 1.0)];
+        fill_unknown_classes(rows.iter_mut());
+        assert_eq!(rows[0].hardware_class, "epyc x64");
+    }
+
+    #[test]
     fn threshold_reads_percentages() {
         assert_eq!("5%".parse::<Threshold>().unwrap(), Threshold(0.05));
         assert_eq!("2.5".parse::<Threshold>().unwrap(), Threshold(0.025));

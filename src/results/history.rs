@@ -581,9 +581,43 @@ pub fn check(db_path: &Path) -> Result<HistoryCheck, HistoryError> {
 mod tests {
     use super::*;
 
+    /// The schema as version 2 wrote it: no hardware class.
+    fn schema_v2() -> String {
+        SCHEMA.replace(",\n    hardware_class    TEXT NOT NULL DEFAULT ''\n", "\n")
+    }
+
+    #[test]
+    fn a_version_2_history_gains_an_empty_hardware_class_and_keeps_its_rows() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("history.sqlite");
+        {
+            let c = Connection::open(&path).unwrap();
+            let v2 = schema_v2();
+            assert!(!v2.contains("hardware_class"));
+            c.execute_batch(&v2).unwrap();
+            c.pragma_update(None, "user_version", 2).unwrap();
+            c.execute_batch(
+                "INSERT INTO runs VALUES ('r1','s','h','finished','2026','2026','host','0.1','g',1,1);
+                 INSERT INTO results VALUES ('r1','2026','s','k','g','l','redis','7.0','e',
+                   'cgroup',1,0,0,'p','ycsb:a','ok','','READ',10,0,5.0,1,2,3,4,5,6,7,5.0,2.0,
+                   NULL,NULL,1,NULL);",
+            )
+            .unwrap();
+        }
+        let rows = rows_of_runs(&path, &["r1".into()]).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].hardware_class, "");
+        assert_eq!(rows[0].lat_p50_us, Some(3.0));
+        let c = open(&path, false).unwrap();
+        let v: i64 = c
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, SCHEMA_VERSION);
+    }
+
     /// The schema as version 1 wrote it: latencies NOT NULL, no tool rate.
     fn schema_v1() -> String {
-        let mut v1 = SCHEMA.replace(",\n    tool_phase_throughput REAL\n", "\n");
+        let mut v1 = schema_v2().replace(",\n    tool_phase_throughput REAL\n", "\n");
         for c in [
             "lat_min_us",
             "lat_mean_us",

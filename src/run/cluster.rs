@@ -228,10 +228,10 @@ impl Submitter<'_> {
             self.submit_waiting(steps, out).await?;
             let ids: Vec<u64> = self.active_ids(steps);
             let known = slurm::query(&ids).await;
-            for i in 0..steps.len() {
-                if steps[i] == Step::Active {
+            for (i, step) in steps.iter_mut().enumerate() {
+                if *step == Step::Active {
                     let info = known.get(&self.job(i).job_id).cloned();
-                    self.observe(i, info.as_ref(), &mut steps[i])?;
+                    self.observe(i, info.as_ref(), step)?;
                 }
             }
             self.state.save(&self.paths.dir)?;
@@ -522,8 +522,8 @@ pub fn overheads(state: &ClusterState, paths: &RunPaths) -> Vec<(String, f64, f6
     type Seen = (String, String, String, chrono::DateTime<chrono::Utc>);
     let mut seen: Vec<Seen> = state
         .jobs
-        .iter()
-        .filter_map(|(key, _)| {
+        .keys()
+        .filter_map(|key| {
             let path = paths.cell(key).cell_json();
             let rec: CellRecord = serde_json::from_slice(&std::fs::read(&path).ok()?).ok()?;
             let node = rec.node?;

@@ -47,6 +47,9 @@ pub(super) fn summary(
             join(engines.into_iter().map(|e| e.0)),
         ),
         ("Cells".to_string(), cells.to_string()),
+        ("Phases".to_string(), phases.len().to_string()),
+        ("Results".to_string(), results.to_string()),
+        ("Not results".to_string(), excluded.to_string()),
         (
             "Hardware".to_string(),
             join(
@@ -55,9 +58,6 @@ pub(super) fn summary(
                     .collect::<BTreeSet<_>>(),
             ),
         ),
-        ("Phases".to_string(), phases.len().to_string()),
-        ("Results".to_string(), results.to_string()),
-        ("Not results".to_string(), excluded.to_string()),
     ]
 }
 

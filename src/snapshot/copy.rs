@@ -126,28 +126,60 @@ pub fn disk_usage(dir: &Path) -> u64 {
 /// these files are evicted (a host-wide `drop_caches` would cost every
 /// other process its cache and took seconds here). Returns the bytes
 /// evicted.
+///
+/// Two passes: every file's writeback is started first, then each is
+/// waited for and dropped. `sync_file_range` writes the data pages without
+/// a journal commit per file (`fdatasync` per file cost ~1 ms each on
+/// ext4: over a second for a PostgreSQL data dir of 1000 files); clean
+/// pages are all `POSIX_FADV_DONTNEED` needs.
 pub fn evict(dir: &Path) -> Result<u64, SnapshotError> {
     use nix::fcntl::{PosixFadviseAdvice, posix_fadvise};
+    let files = regular_files(dir)?;
+    for path in &files {
+        let f = std::fs::File::open(path).map_err(io_err(path))?;
+        write_back(&f, libc::SYNC_FILE_RANGE_WRITE).map_err(io_err(path))?;
+    }
     let mut bytes = 0;
+    for path in &files {
+        let f = std::fs::File::open(path).map_err(io_err(path))?;
+        let wait = libc::SYNC_FILE_RANGE_WAIT_BEFORE
+            | libc::SYNC_FILE_RANGE_WRITE
+            | libc::SYNC_FILE_RANGE_WAIT_AFTER;
+        write_back(&f, wait).map_err(io_err(path))?;
+        posix_fadvise(&f, 0, 0, PosixFadviseAdvice::POSIX_FADV_DONTNEED)
+            .map_err(|e| io_err(path)(std::io::Error::from(e)))?;
+        bytes += f.metadata().map(|m| m.len()).unwrap_or(0);
+    }
+    Ok(bytes)
+}
+
+/// `sync_file_range(2)` over the whole file with `flags`.
+fn write_back(f: &std::fs::File, flags: libc::c_uint) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a valid open descriptor, a whole-file range, no memory passed.
+    let rc = unsafe { libc::sync_file_range(f.as_raw_fd(), 0, 0, flags) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Every regular file under `dir`.
+fn regular_files(dir: &Path) -> Result<Vec<PathBuf>, SnapshotError> {
+    let mut files = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
         let entries = std::fs::read_dir(&d).map_err(io_err(&d))?;
         for e in entries.flatten() {
-            let path = e.path();
-            let Ok(kind) = e.file_type() else { continue };
-            if kind.is_dir() {
-                stack.push(path);
-            } else if kind.is_file() {
-                let f = std::fs::File::open(&path).map_err(io_err(&path))?;
-                f.sync_data().map_err(io_err(&path))?;
-                let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-                posix_fadvise(&f, 0, 0, PosixFadviseAdvice::POSIX_FADV_DONTNEED)
-                    .map_err(|e| io_err(&path)(std::io::Error::from(e)))?;
-                bytes += len;
+            match e.file_type() {
+                Ok(k) if k.is_dir() => stack.push(e.path()),
+                Ok(k) if k.is_file() => files.push(e.path()),
+                _ => {}
             }
         }
     }
-    Ok(bytes)
+    Ok(files)
 }
 
 #[cfg(test)]

@@ -292,13 +292,7 @@ async fn run_on<S: TpccStore>(
             });
         }
         let mut r = super::measured_phase(v, workers, &NAMES, (stop, 1), cancel).await;
-        let value = tpmc(&r);
-        r.headline = Some(Headline {
-            name: "tpmC".into(),
-            value,
-        });
-        // The same figure as py-tpcc's, in the field its phases fill.
-        r.tpmc = Some(value);
+        r.headline = Some(Headline::tpmc(tpmc(&r)));
         let checked = store.check().await;
         invalidate(&mut r, checked);
         results.push(r);
@@ -378,7 +372,6 @@ mod tests {
             },
         );
         PhaseResult {
-            tpmc: None,
             name: "run".into(),
             workload: "tpcc".into(),
             threads: 1,

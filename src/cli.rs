@@ -291,7 +291,8 @@ pub struct DriveArgs {
     pub store: Option<String>,
     /// YCSB workload a..f, `candles`, `tpcc` (TPC-C's five transactions, 45/43/4/4/4, one
     /// terminal per thread, `[OVERALL], tpmC, N`, consistency conditions 1 to 4
-    /// checked after the run: exit non-zero when one fails), `sysbench-mongo` (write-up 002's
+    /// checked after the run: exit non-zero when one fails; postgres, mysql, mongodb),
+    /// `sysbench-mongo` (write-up 002's
     /// sysbench-mongodb transaction; mongodb), `iibench` (insert-only
     /// into purchases_index with 3 secondary indexes, --batch rows per
     /// insert, 1000 by default; --operations counts rows; mongodb, postgres,

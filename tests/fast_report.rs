@@ -216,7 +216,6 @@ impl Synth {
             total_errors: 0,
             throughput: if ok_or_invalid { tput } else { 0.0 },
             tool_ops_per_sec: None,
-            tpmc: None,
             headline: None,
             ops,
             series,

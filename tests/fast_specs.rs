@@ -484,7 +484,10 @@ fn write_up_002_on_mongodb_runs_the_built_in_sysbench_mongo_and_plan_says_so() {
         ),
         "{all}"
     );
-    assert!(text.contains("sysbench-mongodb transactions"), "{text}");
+    assert!(
+        text.contains("sysbench-mongodb transactions, 8 collections"),
+        "{text}"
+    );
     assert!(text.contains("loads"), "{text}");
 }
 

@@ -337,7 +337,7 @@ fn program_words(work: &Work) -> String {
     match work {
         Work::Builtin(Builtin::Ycsb { .. }) => "benchcage's built-in YCSB workloads".into(),
         Work::Builtin(Builtin::Candles { .. }) => "benchcage's built-in candles workload".into(),
-        Work::Builtin(Builtin::SysbenchMongo) => {
+        Work::Builtin(Builtin::SysbenchMongo { .. }) => {
             "benchcage's built-in sysbench-mongo (sysbench-mongodb's transaction)".into()
         }
         Work::Builtin(Builtin::Iibench) => "benchcage's built-in iibench".into(),
@@ -356,7 +356,11 @@ fn tools(r: &Reproduces, s: &Scenario, found: &mut Found) {
         LoadWorkload::Candles => Work::Builtin(Builtin::Candles {
             queries: crate::spec::scenario::CandleQuery::ByTicker,
         }),
-        LoadWorkload::SysbenchMongo => Work::Builtin(Builtin::SysbenchMongo),
+        LoadWorkload::SysbenchMongo => Work::Builtin(Builtin::SysbenchMongo {
+            collections: l
+                .collections
+                .unwrap_or(crate::workload::sysbench_mongo::COLLECTIONS),
+        }),
         LoadWorkload::Iibench => Work::Builtin(Builtin::Iibench),
         LoadWorkload::Tpcc => Work::Builtin(Builtin::Tpcc {
             warehouses: l.warehouses.unwrap_or(1),

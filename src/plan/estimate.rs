@@ -153,7 +153,10 @@ fn load(c: &PlannedCell, pace: Option<&Pace>) -> f64 {
     };
     // sysbench-mongo loads `records` documents into each collection.
     let per_record = match l.workload {
-        LoadWorkload::SysbenchMongo => crate::workload::sysbench_mongo::COLLECTIONS as f64,
+        LoadWorkload::SysbenchMongo => {
+            l.collections
+                .unwrap_or(crate::workload::sysbench_mongo::COLLECTIONS) as f64
+        }
         _ => 1.0,
     };
     let records = d.records as f64 * per_record;

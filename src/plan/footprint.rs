@@ -114,7 +114,9 @@ pub fn estimate(
         // One record is one `_id` in each of the collections.
         (Some(l), _) if l.workload == LoadWorkload::SysbenchMongo => {
             crate::workload::sysbench_mongo::RECORD_BYTES
-                * crate::workload::sysbench_mongo::COLLECTIONS as u64
+                * l.collections
+                    .unwrap_or(crate::workload::sysbench_mongo::COLLECTIONS)
+                    as u64
         }
         (Some(l), _) if l.workload == LoadWorkload::Iibench => {
             crate::workload::iibench::record_bytes(0)

@@ -100,7 +100,7 @@ fn phase_shape(pp: &PlannedPhase, dataset: Option<&Dataset>) -> Option<WorkerSha
             crate::workload::iibench::record_bytes(0),
             0,
         ),
-        Work::Builtin(Builtin::SysbenchMongo) => (
+        Work::Builtin(Builtin::SysbenchMongo { .. }) => (
             crate::workload::sysbench_mongo::NAMES.len(),
             crate::workload::sysbench_mongo::RECORD_BYTES,
             crate::workload::sysbench_mongo::RANGE_SIZE,

@@ -41,7 +41,10 @@ pub(super) fn load_config(
     let mut c = base("load", dataset, storage_engine);
     match load.workload {
         LoadWorkload::Candles => c.workload = WorkloadKind::Candles,
-        LoadWorkload::SysbenchMongo => c.workload = WorkloadKind::SysbenchMongo,
+        LoadWorkload::SysbenchMongo => {
+            c.workload = WorkloadKind::SysbenchMongo;
+            c.collections = load.collections;
+        }
         LoadWorkload::Iibench => c.workload = WorkloadKind::Iibench,
         LoadWorkload::Tpcc => {
             c.workload = WorkloadKind::Tpcc;
@@ -97,7 +100,10 @@ fn builtin_config(
             c.workload = WorkloadKind::Candles;
             c.queries = Some(*queries);
         }
-        Builtin::SysbenchMongo => c.workload = WorkloadKind::SysbenchMongo,
+        Builtin::SysbenchMongo { collections } => {
+            c.workload = WorkloadKind::SysbenchMongo;
+            c.collections = Some(*collections);
+        }
         Builtin::Iibench => c.workload = WorkloadKind::Iibench,
         Builtin::Tpcc { warehouses } => {
             c.workload = WorkloadKind::Tpcc;
@@ -217,10 +223,27 @@ mod tests {
                 workload,
                 batch: 1000,
                 warehouses: None,
+                collections: None,
             };
             let cfg = load_config(&load, None, None);
             assert_eq!((cfg.batch, cfg.workload), (Some(1000), kind));
         }
+    }
+
+    #[test]
+    fn a_sysbench_mongo_load_fills_the_collections_of_its_phases() {
+        let load = Load {
+            threads: 8,
+            workload: LoadWorkload::SysbenchMongo,
+            batch: 1000,
+            warehouses: None,
+            collections: Some(4),
+        };
+        let cfg = load_config(&load, None, None);
+        assert_eq!(
+            (cfg.workload, cfg.collections, cfg.batch),
+            (WorkloadKind::SysbenchMongo, Some(4), Some(1000))
+        );
     }
 
     #[test]
@@ -230,6 +253,7 @@ mod tests {
             workload: LoadWorkload::Tpcc,
             batch: 1,
             warehouses: Some(3),
+            collections: None,
         };
         let cfg = load_config(&load, None, None);
         assert_eq!(

@@ -4,7 +4,7 @@
 
 use crate::model::CellStatus;
 use crate::results::layout::{CellData, RunData, phase_stem, sample_in_phase};
-use crate::results::model::{CellRecord, Percentiles, PhaseResult, PhaseStatus};
+use crate::results::model::{CellRecord, Headline, Percentiles, PhaseResult, PhaseStatus};
 use crate::results::order::natural_cmp;
 use serde::{Deserialize, Serialize};
 
@@ -170,6 +170,10 @@ pub struct FlatRow {
     /// the run's host's): rows compare only within one class.
     #[serde(default)]
     pub hardware_class: String,
+    /// The phase's headline figure (TPC-C's `tpmC`) when its workload has
+    /// one. Not in the CSV nor the history: `None` in rows read back from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headline: Option<Headline>,
     /// The environment without a settle sweep's cap tag
     /// ([`CellRecord::sweep_environment`]). Not exported, not in the
     /// history: empty in rows read back from it.
@@ -383,6 +387,7 @@ fn phase_head(
         errors: phase.total_errors,
         phase_throughput: phase.throughput,
         tool_phase_throughput: phase.tool_ops_per_sec,
+        headline: phase.headline.clone(),
         duration_s: phase.duration_s,
         ..head.clone()
     }
@@ -694,7 +699,6 @@ mod tests {
             total_errors: 0,
             throughput: 1.0,
             tool_ops_per_sec: None,
-            tpmc: None,
             headline: None,
             ops: Default::default(),
             series: vec![],

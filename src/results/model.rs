@@ -108,12 +108,10 @@ pub struct PhaseResult {
     /// too; sysbench's transactions per second; pgbench's tps).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_ops_per_sec: Option<f64>,
-    /// NEW ORDER transactions per minute, for TPC-C (py-tpcc's TpmC).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tpmc: Option<f64>,
     /// The workload's own headline figure, when it has one: TPC-C's
-    /// `tpmC` (NEW ORDER transactions per minute).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// `tpmC` (NEW ORDER transactions per minute), built in or py-tpcc's.
+    /// Results written before it read their `tpmc` field into it.
+    #[serde(flatten, with = "headline_field")]
     pub headline: Option<Headline>,
     /// Per operation kind, upper-case YCSB names.
     pub ops: BTreeMap<String, OpStats>,
@@ -133,6 +131,44 @@ pub struct Headline {
     /// What it counts, as the workload's users write it: `tpmC`.
     pub name: String,
     pub value: f64,
+}
+
+impl Headline {
+    /// TPC-C's NEW ORDER transactions per minute.
+    pub fn tpmc(value: f64) -> Headline {
+        Headline {
+            name: "tpmC".into(),
+            value,
+        }
+    }
+}
+
+/// `headline`, and the `tpmc` number that results held before it (read,
+/// never written).
+mod headline_field {
+    use super::Headline;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    struct Fields {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        headline: Option<Headline>,
+        #[serde(default, skip_serializing)]
+        tpmc: Option<f64>,
+    }
+
+    pub fn serialize<S: Serializer>(h: &Option<Headline>, s: S) -> Result<S::Ok, S::Error> {
+        Fields {
+            headline: h.clone(),
+            tpmc: None,
+        }
+        .serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Headline>, D::Error> {
+        let f = Fields::deserialize(d)?;
+        Ok(f.headline.or(f.tpmc.map(Headline::tpmc)))
+    }
 }
 
 /// One kernel sample of a cgroup (server or client), taken every second.
@@ -478,5 +514,44 @@ impl CellRecord {
             })
             .filter(|base| !base.is_empty())
             .unwrap_or(&self.environment)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn phase(extra: serde_json::Value) -> serde_json::Value {
+        let mut v = serde_json::json!({
+            "name": "run", "workload": "tpcc", "threads": 1, "duration_s": 1.0,
+            "total_ops": 1, "total_errors": 0, "throughput": 1.0, "ops": {},
+            "status": "ok",
+        });
+        v.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        v
+    }
+
+    #[test]
+    fn results_with_the_old_tpmc_field_read_it_as_the_headline_and_write_only_the_headline() {
+        let old: PhaseResult =
+            serde_json::from_value(phase(serde_json::json!({"tpmc": 12.5}))).unwrap();
+        assert_eq!(old.headline, Some(Headline::tpmc(12.5)));
+        let both =
+            phase(serde_json::json!({"tpmc": 3.0, "headline": {"name": "tpmC", "value": 3.0}}));
+        let both: PhaseResult = serde_json::from_value(both).unwrap();
+        assert_eq!(both.headline, Some(Headline::tpmc(3.0)));
+        let written = serde_json::to_value(&old).unwrap();
+        assert!(written.get("tpmc").is_none(), "{written}");
+        assert_eq!(written["headline"]["value"], 12.5);
+        let none: PhaseResult = serde_json::from_value(phase(serde_json::json!({}))).unwrap();
+        assert_eq!(none.headline, None);
+        assert!(
+            serde_json::to_value(&none)
+                .unwrap()
+                .get("headline")
+                .is_none()
+        );
     }
 }

@@ -56,6 +56,10 @@ impl ProbeFacts {
                 first_number(&clients::postgres::query_text(&ep, sql).await.ok()?)
             }
             (FactQuery::Sql(sql), Probe::Mysql { .. }) => {
+                if let (Fact::Data, Some(db)) = (&fact, self.probe.data_database()) {
+                    // Sizes from fresh statistics, not the load's stale ones.
+                    let _ = clients::mysql::analyze_database(&ep, db).await;
+                }
                 first_number(&clients::mysql::query_text(&ep, sql).await.ok()?)
             }
             (FactQuery::Sql(_), _) => None,

@@ -158,6 +158,7 @@ mod tests {
                 workload: LoadWorkload::Ycsb,
                 batch: 1,
                 warehouses: None,
+                collections: None,
             },
             seed: 1,
             topology: "standalone".into(),

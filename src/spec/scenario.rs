@@ -135,6 +135,10 @@ pub struct Load {
     /// load's own `warehouses`, else its TPC-C phases'.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warehouses: Option<u32>,
+    /// sysbench-mongo collections the load fills (`workload:
+    /// sysbench-mongo` only): its phases'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collections: Option<u32>,
 }
 
 /// What the load phase inserts.
@@ -301,8 +305,9 @@ pub enum Builtin {
     },
     /// Write-up 000's candle queries.
     Candles { queries: CandleQuery },
-    /// sysbench-mongodb's OLTP transaction (write-up 002).
-    SysbenchMongo,
+    /// sysbench-mongodb's OLTP transaction (write-up 002) over
+    /// `collections` collections.
+    SysbenchMongo { collections: u32 },
     /// iiBench: insert-only batches into `purchases_index`, rows/s over time.
     Iibench,
     /// TPC-C's five transactions over `warehouses` warehouses.
@@ -600,6 +605,7 @@ impl FromNode for Load {
             workload,
             batch,
             warehouses,
+            collections: None,
         })
     }
 }
@@ -713,7 +719,14 @@ fn builtin_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Builtin> {
         node,
         cx,
         path,
-        &["workload", "distribution", "mix", "queries", "warehouses"],
+        &[
+            "workload",
+            "distribution",
+            "mix",
+            "queries",
+            "warehouses",
+            "collections",
+        ],
     )?;
     let wl_node = match f.get("workload") {
         Some(n) => n,
@@ -754,6 +767,7 @@ fn builtin_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Builtin> {
             None,
         );
     }
+    let collections = sysbench_collections(&f, cx, wl);
     if wl == "sysbench-mongo" || wl == "iibench" {
         for k in ["mix", "distribution", "queries"] {
             if f.get(k).is_some() {
@@ -765,10 +779,9 @@ fn builtin_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Builtin> {
                 );
             }
         }
-        return Some(if wl == "iibench" {
-            Builtin::Iibench
-        } else {
-            Builtin::SysbenchMongo
+        return Some(match collections {
+            Some(collections) => Builtin::SysbenchMongo { collections },
+            None => Builtin::Iibench,
         });
     }
     if f.get("queries").is_some() {
@@ -852,6 +865,35 @@ fn candles_from_fields(f: &Fields, cx: &mut Cx) -> Option<Builtin> {
     Some(Builtin::Candles { queries })
 }
 
+/// `collections` of `builtin: {workload: sysbench-mongo, collections: N}`
+/// (8 when omitted, from 1 to
+/// [`crate::workload::sysbench_mongo::MAX_COLLECTIONS`]); `None` for
+/// another workload, which must not have it.
+fn sysbench_collections(f: &Fields, cx: &mut Cx, wl: &str) -> Option<u32> {
+    if wl != "sysbench-mongo" {
+        if f.get("collections").is_some() {
+            cx.error(
+                f.pos_of("collections"),
+                &f.field("collections"),
+                "`collections` only applies to `workload: sysbench-mongo`",
+                None,
+            );
+        }
+        return None;
+    }
+    use crate::workload::sysbench_mongo::{COLLECTIONS, MAX_COLLECTIONS};
+    let n = f.or(cx, "collections", COLLECTIONS);
+    if n == 0 || n > MAX_COLLECTIONS {
+        cx.error(
+            f.pos_of("collections"),
+            &f.field("collections"),
+            format!("{n} collections is out of range"),
+            Some(format!("1 to {MAX_COLLECTIONS}; write-up 002 has 8")),
+        );
+    }
+    Some(n)
+}
+
 /// `builtin: {workload: tpcc, warehouses: N}` (1 when omitted); `mix`,
 /// `distribution` and `queries` do not apply.
 fn tpcc_from_fields(f: &Fields, cx: &mut Cx) -> Option<Builtin> {
@@ -880,6 +922,36 @@ fn check_warehouses(cx: &mut Cx, f: &Fields, w: u32) {
             format!("{w} warehouses is out of range"),
             Some(format!("1 to {most}")),
         );
+    }
+}
+
+/// A sysbench-mongo load fills its phases' collections; phases with other
+/// collections than the first's are refused.
+fn load_collections(load: &mut Option<Load>, phases: &[Phase], cx: &mut Cx) {
+    let Some(l) = load
+        .as_mut()
+        .filter(|l| l.workload == LoadWorkload::SysbenchMongo)
+    else {
+        return;
+    };
+    for (i, p) in phases.iter().enumerate() {
+        let Work::Builtin(Builtin::SysbenchMongo { collections }) = p.work else {
+            continue;
+        };
+        match l.collections {
+            None => l.collections = Some(collections),
+            Some(c) if c != collections => {
+                let field = format!("phases[{i}].builtin");
+                let pos = cx.positions.get(&field).copied().unwrap_or_default();
+                cx.error(
+                    pos,
+                    &field,
+                    format!("{collections} collections, but the load fills {c}"),
+                    Some("give every sysbench-mongo phase the same collections".into()),
+                );
+            }
+            Some(_) => {}
+        }
     }
 }
 
@@ -1279,6 +1351,7 @@ impl Scenario {
         let mut load: Option<Load> = f.opt(cx, "load");
         if let Some(ph) = &phases {
             tpcc_warehouses(&mut load, ph, cx);
+            load_collections(&mut load, ph, cx);
         }
         let tpcc_load = load.as_ref().map(|l| l.workload) == Some(LoadWorkload::Tpcc);
         if load.is_some() && !tpcc_load && dataset.is_none() && f.get("dataset").is_none() {
@@ -1466,7 +1539,12 @@ impl std::fmt::Display for Builtin {
                 distribution,
             } => write!(f, "YCSB workload {workload}, {distribution}"),
             Builtin::Candles { queries } => write!(f, "candles, {} queries", queries.name()),
-            Builtin::SysbenchMongo => f.write_str("sysbench-mongodb transactions"),
+            Builtin::SysbenchMongo { collections } => {
+                write!(
+                    f,
+                    "sysbench-mongodb transactions, {collections} collections"
+                )
+            }
             Builtin::Iibench => f.write_str("iiBench inserts"),
             Builtin::Tpcc { warehouses } => write!(f, "TPC-C, {warehouses} warehouses"),
         }

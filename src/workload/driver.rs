@@ -607,7 +607,6 @@ pub fn phase_result(
         total_errors: errors,
         throughput: if secs > 0.0 { ok as f64 / secs } else { 0.0 },
         tool_ops_per_sec: None,
-        tpmc: None,
         headline: None,
         ops: out.rec.op_stats(secs),
         series: out.rec.series(),

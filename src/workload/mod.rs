@@ -479,21 +479,20 @@ impl WorkloadConfig {
         }
     }
 
-    /// The candles workload runs on mongodb and postgres only, tpcc on
-    /// postgres and mysql, sysbench-mongo on mongodb, iibench on mongodb
-    /// and the SQL stores.
+    /// The candles workload runs on mongodb and postgres only, tpcc and
+    /// iibench on mongodb and the SQL stores, sysbench-mongo on mongodb.
     fn check_store_kind(&self, target: Option<&stores::StoreTarget>, errs: &mut Problems) {
         if self.workload == WorkloadKind::Tpcc
             && let Some(t) = target
             && !matches!(
                 t.kind,
-                stores::StoreKind::Mysql | stores::StoreKind::Postgres
+                stores::StoreKind::Mysql | stores::StoreKind::Postgres | stores::StoreKind::Mongodb
             )
         {
             errs.push(
                 "store",
                 format!(
-                    "the tpcc workload runs on postgres and mysql/mariadb, not {}",
+                    "the tpcc workload runs on postgres, mysql/mariadb and mongodb, not {}",
                     t.kind
                 ),
             );

@@ -27,6 +27,8 @@ use tokio_util::sync::CancellationToken;
 /// Collections when the config names none: write-up 002's 8 loaders
 /// each filled their own.
 pub const COLLECTIONS: u32 = 8;
+/// Most collections a scenario may ask for.
+pub const MAX_COLLECTIONS: u32 = 1024;
 /// Loaders when the config names none (write-up 002).
 pub const LOADERS: u32 = 8;
 /// Documents per insert in the load (write-up 002).

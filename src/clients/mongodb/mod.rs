@@ -82,6 +82,23 @@ pub async fn data_size(ep: &Endpoint) -> Result<Option<u64>, ClientError> {
     Ok(total)
 }
 
+/// A new logical session id, `{id: <UUID>}`, as extended JSON: the
+/// `lsid` of a transaction's commands.
+pub fn session_id() -> serde_json::Value {
+    let mut b = [0u8; 16];
+    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
+        let _ = std::io::Read::read_exact(&mut f, &mut b);
+    }
+    // A version 4 (random) UUID.
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let id = Bson::Binary(bson::Binary {
+        subtype: bson::spec::BinarySubtype::Uuid,
+        bytes: b.to_vec(),
+    });
+    serde_json::json!({ "id": id.into_canonical_extjson() })
+}
+
 fn path_number(doc: &RawDocument, path: &[&str]) -> Option<u64> {
     let (last, inner) = path.split_last()?;
     let mut d = doc;

@@ -303,6 +303,11 @@ impl Session {
         }
         match doc.get("ok") {
             Ok(Some(v)) if number(v) == Some(1.0) => Ok(doc),
+            _ if transient(doc) => Err(ClientError::Conflict {
+                engine: "mongodb",
+                addr: self.ep.addr(),
+                msg: format!("{what} failed: {}", server_error(doc)),
+            }),
             _ => Err(fail(
                 &self.ep,
                 format!("{what} failed: {}", server_error(doc)),
@@ -350,6 +355,21 @@ pub fn number(v: bson::RawBsonRef<'_>) -> Option<f64> {
         bson::RawBsonRef::Boolean(b) => Some(b as u8 as f64),
         _ => None,
     }
+}
+
+/// MongoDB's `WriteConflict`: another transaction wrote the document.
+const WRITE_CONFLICT: f64 = 112.0;
+
+/// Whether a failed reply says the transaction may be run again: a write
+/// conflict, or the `TransientTransactionError` label the server puts on
+/// a transaction it aborted.
+fn transient(doc: &RawDocument) -> bool {
+    let labelled = doc.get_array("errorLabels").is_ok_and(|a| {
+        a.into_iter()
+            .flatten()
+            .any(|l| l.as_str() == Some("TransientTransactionError"))
+    });
+    labelled || doc.get("code").ok().flatten().and_then(number) == Some(WRITE_CONFLICT)
 }
 
 /// `errmsg (code N)` or `$err` of a failed reply.

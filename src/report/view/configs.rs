@@ -37,6 +37,17 @@ impl Config {
     pub(super) fn throughputs(&self) -> Vec<f64> {
         self.reps.iter().map(|o| o.head.phase_throughput).collect()
     }
+    /// The headline figure's name and its mean over the repetitions that
+    /// have one (TPC-C's `tpmC`).
+    pub(super) fn headline(&self) -> Option<(String, f64)> {
+        let hs: Vec<_> = self
+            .reps
+            .iter()
+            .filter_map(|o| o.head.headline.as_ref())
+            .collect();
+        let name = hs.first()?.name.clone();
+        Some((name, mean(&hs.iter().map(|h| h.value).collect::<Vec<_>>())))
+    }
     /// Mean throughput over the repetitions.
     pub(super) fn mean(&self) -> f64 {
         mean(&self.throughputs())

@@ -69,9 +69,11 @@ fn bar(phase: &str, b: &Best) -> Bar {
     }
 }
 
-fn row(phase: &str, b: &Best) -> Vec<String> {
+/// A table row; with `headline`, the phase's headline figure last
+/// (`tpmC 1234.5`, or `–`).
+fn row(phase: &str, b: &Best, headline: bool) -> Vec<String> {
     let c = b.config;
-    vec![
+    let mut r = vec![
         phase.to_string(),
         c.style.name.clone(),
         c.head.group_label.clone(),
@@ -80,28 +82,44 @@ fn row(phase: &str, b: &Best) -> Vec<String> {
         fmt::ops(b.min),
         fmt::ops(b.max),
         b.reps.to_string(),
-    ]
+    ];
+    if headline {
+        r.push(match c.headline() {
+            Some((name, v)) => format!("{name} {}", fmt::ops(v)),
+            None => "–".into(),
+        });
+    }
+    r
 }
 
 /// The section: one bar chart of every phase, and its table.
 pub(super) fn section(cfgs: &[Config], phases: &[String]) -> Section {
     let styles = series_list(cfgs);
-    let mut table = Table::new(
-        TITLE,
-        &[
-            ("Phase", false),
-            ("Engine", false),
-            ("Configuration", false),
-            ("Threads", true),
-            ("ops/s", true),
-            ("min", true),
-            ("max", true),
-            ("Reps", true),
-        ],
-    );
+    let bars = best_bars(cfgs, phases, &styles);
+    // A column for the headline figures (tpmC) when a phase has one.
+    let headline = bars
+        .iter()
+        .flat_map(|(_, best)| best)
+        .any(|b| b.config.headline().is_some());
+    let mut cols = vec![
+        ("Phase", false),
+        ("Engine", false),
+        ("Configuration", false),
+        ("Threads", true),
+        ("ops/s", true),
+        ("min", true),
+        ("max", true),
+        ("Reps", true),
+    ];
+    if headline {
+        cols.push(("Headline", true));
+    }
+    let mut table = Table::new(TITLE, &cols);
     let mut groups = Vec::new();
-    for (phase, best) in best_bars(cfgs, phases, &styles) {
-        table.rows.extend(best.iter().map(|b| row(&phase, b)));
+    for (phase, best) in bars {
+        table
+            .rows
+            .extend(best.iter().map(|b| row(&phase, b, headline)));
         groups.push(BarGroup {
             bars: best.iter().map(|b| bar(&phase, b)).collect(),
             label: phase,
@@ -189,6 +207,25 @@ mod tests {
         assert_eq!(bars[0].range, None);
         assert_eq!(bars[1].range, Some((900.0, 1100.0)));
         assert_eq!(bars[1].series, 1);
+    }
+
+    #[test]
+    fn a_phase_with_a_headline_figure_shows_its_mean_in_a_column_of_its_own() {
+        use crate::results::model::Headline;
+        let tpcc = |cell: &str, tpmc: f64| crate::results::flat::FlatRow {
+            headline: Some(Headline::tpmc(tpmc)),
+            ..row("postgres", cell, "run", 4, 50.0)
+        };
+        let rows = [
+            tpcc("p1", 1200.0),
+            tpcc("p2", 1400.0),
+            row("redis", "r1", "run", 4, 900.0),
+        ];
+        let s = section_of(&rows);
+        let table = &s.figures[0].table;
+        assert_eq!(table.headers.last().map(String::as_str), Some("Headline"));
+        assert_eq!(table.rows[0][8], "tpmC 1,300");
+        assert_eq!(table.rows[1][8], "–");
     }
 
     #[test]

@@ -322,7 +322,6 @@ impl Parsed {
             total_errors,
             throughput,
             tool_ops_per_sec: self.tool_ops_per_sec,
-            tpmc: None,
             headline: None,
             ops: self.ops,
             series: self.series,

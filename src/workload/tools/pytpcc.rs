@@ -15,7 +15,7 @@
 //! time, as the write-ups measured it with `time`.
 
 use super::{Ctx, Parsed, ToolError, ToolTarget, exec, mean_only, num, op, parse_error};
-use crate::results::model::{OpStats, Percentiles, PhaseResult};
+use crate::results::model::{Headline, OpStats, Percentiles, PhaseResult};
 use crate::workload::stores::StoreKind;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -321,7 +321,7 @@ pub async fn run(
         } else {
             let out = parse(&ran.text).map_err(parse_error("py-tpcc", &out_dir, &ran.file))?;
             let mut r = out.parsed.into_result("pytpcc", n, raw);
-            r.tpmc = Some(out.tpmc);
+            r.headline = Some(Headline::tpmc(out.tpmc));
             r
         };
         results.push(r);

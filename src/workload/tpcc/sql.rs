@@ -264,7 +264,17 @@ pub struct SqlLoader {
 }
 
 impl super::TpccLoader for SqlLoader {
-    async fn insert(&mut self, batch: &Rows) -> Result<(), StoreError> {
+    async fn insert(&mut self, batches: &[Rows]) -> Result<(), StoreError> {
+        for b in batches {
+            self.insert_table(b).await?;
+        }
+        Ok(())
+    }
+}
+
+impl SqlLoader {
+    /// Inserts one table's rows.
+    async fn insert_table(&mut self, batch: &Rows) -> Result<(), StoreError> {
         let cols: Vec<&str> = batch.columns().collect();
         let dates: Vec<&str> = batch.date_columns().collect();
         let per_stmt = (MAX_PARAMS / cols.len().max(1)).min(LOAD_ROWS);

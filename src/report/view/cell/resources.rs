@@ -147,7 +147,6 @@ pub(super) mod tests {
             total_errors: 0,
             throughput: 100.0,
             tool_ops_per_sec: None,
-            tpmc: None,
             headline: None,
             ops: Default::default(),
             series: vec![],

@@ -47,14 +47,20 @@ run() {
     python3 -c "import sys, time; print(time.time() - float(sys.argv[1]))" "$start" >"$tmp/$label.wall"
 }
 
+# SNAP_ONLY=nightly (or ramfit) runs one matrix.
+only=${SNAP_ONLY:-}
 ramfit=$(verified doesnt-fit-in-ram)
 nightly=$(verified nightly)
+if [ "$only" != nightly ]; then
 run ramfit-fresh "$ramfit" --no-snapshots
 run ramfit-snap "$ramfit"
+fi
+if [ "$only" != ramfit ]; then
 run nightly-fresh "$nightly" --only postgres@15 --no-snapshots --fetch
 run nightly-snap "$nightly" --only postgres@15 --fetch
 # The next night: the cache the first one filled, every repetition restores.
 CACHE=nightly-snap run nightly-next "$nightly" --only postgres@15 --fetch
+fi
 
 python3 - "$tmp" <<'EOF'
 import json, pathlib, sys
@@ -68,12 +74,16 @@ def data_time(c):
     s = c.get("stage_s", {})
     return sum(s.get(k, 0.0) for k in ("load", "snapshot", "restore"))
 
-out = {}
+out_path = pathlib.Path("results/bench/snapshots.json")
+# A run of one matrix keeps the other's last numbers.
+out = json.loads(out_path.read_text()) if out_path.is_file() else {}
 for name, fresh_label, snap_label in (
     ("ramfit", "ramfit-fresh", "ramfit-snap"),
     ("nightly", "nightly-fresh", "nightly-snap"),
     ("nightly_next_night", "nightly-fresh", "nightly-next"),
 ):
+    if not (tmp / fresh_label).is_dir():
+        continue
     fresh, snap = cells(fresh_label), cells(snap_label)
     loads = [c["stage_s"]["load"] for c in fresh]
     restores = [(c["stage_s"]["restore"], c["load_source"]["load_s"])
@@ -98,6 +108,6 @@ for name, fresh_label, snap_label in (
           f"{r['load_save_restore_s_with_snapshots']}s with (ratio {r['ratio']}); "
           f"each restore / its load: {r['restore_vs_its_load']}; digests identical: {r['digests_identical']}; "
           f"wall {r['wall_s_without']}s -> {r['wall_s_with']}s")
-pathlib.Path("results/bench").mkdir(parents=True, exist_ok=True)
-pathlib.Path("results/bench/snapshots.json").write_text(json.dumps(out, indent=2) + "\n")
+out_path.parent.mkdir(parents=True, exist_ok=True)
+out_path.write_text(json.dumps(out, indent=2) + "\n")
 EOF

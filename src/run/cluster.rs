@@ -146,7 +146,7 @@ pub async fn run_on_slurm(
         cells.len(),
         paths.dir.display()
     ));
-    let mut steps = sub.attach(&states).await;
+    let mut steps = sub.attach(&states).await?;
     let mut out = MatrixOutcome {
         run_id: run_id.to_string(),
         dir: paths.dir.clone(),
@@ -186,9 +186,13 @@ impl Submitter<'_> {
 
     /// Each cell's step as this invocation starts: finished earlier, its
     /// job still queued or running (re-attached), or to submit.
-    async fn attach(&mut self, states: &BTreeMap<String, CellState>) -> Vec<Step> {
+    async fn attach(&mut self, states: &BTreeMap<String, CellState>) -> anyhow::Result<Vec<Step>> {
         let ids: Vec<u64> = self.state.jobs.values().map(|j| j.job_id).collect();
-        let known = slurm::query(&ids).await;
+        // Without an answer no job can be judged ended: submitting its
+        // cell again could run it twice.
+        let known = slurm::query(&ids).await.map_err(|e| {
+            anyhow::anyhow!("{e}; cannot tell which of run {}'s jobs still run; run the same command again once Slurm answers", self.run_id)
+        })?;
         let mut steps = Vec::new();
         for (i, cell) in self.cells.iter().enumerate() {
             let job = self.state.jobs.get(&cell.key);
@@ -209,7 +213,7 @@ impl Submitter<'_> {
             }
             steps.push(step);
         }
-        steps
+        Ok(steps)
     }
 
     /// Submit within `--max-parallel`, read the jobs' states, gather the
@@ -227,7 +231,18 @@ impl Submitter<'_> {
             }
             self.submit_waiting(steps, out).await?;
             let ids: Vec<u64> = self.active_ids(steps);
-            let known = slurm::query(&ids).await;
+            let known = match slurm::query(&ids).await {
+                Ok(k) => k,
+                Err(e) => {
+                    // Slurm did not answer: judge nothing, ask again.
+                    self.say(&format!("warning: {e}; asking again"));
+                    tokio::select! {
+                        _ = tokio::time::sleep(POLL * 4) => {}
+                        _ = interrupts.stop.cancelled() => {}
+                    }
+                    continue;
+                }
+            };
             for (i, step) in steps.iter_mut().enumerate() {
                 if *step == Step::Active {
                     let info = known.get(&self.job(i).job_id).cloned();
@@ -435,8 +450,9 @@ impl Submitter<'_> {
             slurm::cancel(&ids).await?;
             let deadline = tokio::time::Instant::now() + CANCEL_WAIT;
             while tokio::time::Instant::now() < deadline {
-                let known = slurm::query(&ids).await;
-                if !known.values().any(JobInfo::is_active) {
+                if let Ok(known) = slurm::query(&ids).await
+                    && !known.values().any(JobInfo::is_active)
+                {
                     break;
                 }
                 tokio::time::sleep(POLL).await;

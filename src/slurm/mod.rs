@@ -141,14 +141,16 @@ pub fn parse_job_id(stdout: &str) -> anyhow::Result<u64> {
 
 /// The state of each job in `ids` that Slurm still knows: `squeue` (which
 /// keeps ended jobs for the cluster's MinJobAge), then `sacct` for the
-/// others when the cluster keeps accounting. A job neither knows is absent.
-pub async fn query(ids: &[u64]) -> BTreeMap<u64, JobInfo> {
+/// others when the cluster keeps accounting. A job neither knows is
+/// absent. An error when `squeue` itself cannot answer (slurmctld down or
+/// unreachable): then nothing can be said of any job.
+pub async fn query(ids: &[u64]) -> anyhow::Result<BTreeMap<u64, JobInfo>> {
     let mut found = BTreeMap::new();
     if ids.is_empty() {
-        return found;
+        return Ok(found);
     }
     let list = ids.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
-    if let Ok(out) = Command::new("squeue")
+    let out = Command::new("squeue")
         .args([
             "--noheader",
             "--states=all",
@@ -157,9 +159,13 @@ pub async fn query(ids: &[u64]) -> BTreeMap<u64, JobInfo> {
         ])
         .output()
         .await
-    {
-        found.extend(parse_squeue(&String::from_utf8_lossy(&out.stdout)));
+        .context("running squeue")?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    // A list of only forgotten ids is "invalid"; that is an answer.
+    if !out.status.success() && !err.contains("Invalid job id") {
+        return Err(anyhow!("squeue failed: {}", err.trim()));
     }
+    found.extend(parse_squeue(&String::from_utf8_lossy(&out.stdout)));
     let missing: Vec<String> = ids
         .iter()
         .filter(|i| !found.contains_key(i))
@@ -180,7 +186,7 @@ pub async fn query(ids: &[u64]) -> BTreeMap<u64, JobInfo> {
     {
         found.extend(parse_sacct(&String::from_utf8_lossy(&out.stdout)));
     }
-    found
+    Ok(found)
 }
 
 /// `squeue --format=%i|%T|%N|%r` lines.

@@ -1429,6 +1429,7 @@ fn a_knob_value_with_a_newline_or_a_quote_cannot_add_a_config_line() {
         memory: None,
         cpus: 1,
         knobs: &knobs,
+        member: benchcage::render::MemberContext::standalone(),
     };
     for (format, tpl) in [
         (

@@ -1,6 +1,7 @@
 //! Replica sets end to end on the cgroup backend (issue 12): a primary
 //! and two secondaries of PostgreSQL (streaming standbys made by
-//! pg_basebackup) and of redis (REPLICAOF), each member in its own
+//! pg_basebackup), of redis (REPLICAOF) and of MariaDB (GTID replicas),
+//! each member in its own
 //! sandbox; every secondary holds the primary's records after the load; a
 //! secondary killed during a phase invalidates that phase and the matrix
 //! goes on; nothing is left after a SIGKILL of benchcage while the
@@ -181,12 +182,12 @@ fn server_pids(id: &str) -> Vec<u32> {
 }
 
 #[test]
-fn every_secondary_of_a_postgres_and_a_redis_replica_set_holds_the_primarys_records() {
+fn every_secondary_of_a_postgres_a_redis_and_a_mariadb_replica_set_holds_the_primarys_records() {
     let place = Place::new();
     let (mut child, lines) = place.spawn(&["run", "tests/scenarios/run-replica-sets.yaml"]);
-    let run = run_id_of(&wait_line(&mut child, &lines, &["run ", "2 cell(s)"], 60));
+    let run = run_id_of(&wait_line(&mut child, &lines, &["run ", "3 cell(s)"], 60));
     // While the postgres secondaries run, each is in a sandbox of its own.
-    wait_line(&mut child, &lines, &["[1/2", "] load"], 120);
+    wait_line(&mut child, &lines, &["[1/3", "] load"], 120);
     for m in ["m1", "m2"] {
         assert!(
             !server_pids(&format!("{run}-01-{m}")).is_empty(),
@@ -196,7 +197,10 @@ fn every_secondary_of_a_postgres_and_a_redis_replica_set_holds_the_primarys_reco
     let status = child.wait().unwrap();
     assert!(status.success(), "{}", lines.lock().unwrap().join("\n"));
     let cells = place.cells(&run);
-    assert_eq!(cells.len(), 2);
+    assert_eq!(
+        cells.keys().collect::<Vec<_>>(),
+        ["mariadb", "postgres", "redis"]
+    );
     for (engine, c) in &cells {
         assert_eq!(c.status, CellStatus::Finished, "{engine}: {:?}", c.failure);
         let primary = c.data_digest.clone().expect("the primary's digest");
@@ -237,6 +241,22 @@ fn every_secondary_of_a_postgres_and_a_redis_replica_set_holds_the_primarys_reco
         assert_eq!((reads.total_ops, reads.total_errors), (2000, 0), "{engine}");
         assert!(reads.status.is_ok(), "{engine}: {:?}", reads.status);
         assert!(c.stage_s.contains_key("replicas"), "{engine}");
+    }
+    // Each MariaDB member ran with a server_id of its own and a binary log.
+    let dir = place.path("results").join(&run);
+    let mariadb = cell_dirs(&dir)
+        .into_iter()
+        .find(|d| name_of(d).starts_with("mariadb"))
+        .unwrap();
+    for (i, kept) in ["config", "members/m1/config", "members/m2/config"]
+        .iter()
+        .enumerate()
+    {
+        let cnf = support::files::read_text(&mariadb.join(kept).join("my.cnf"));
+        assert!(
+            cnf.contains(&format!("\nserver_id = {}\nlog_bin", i + 1)),
+            "{kept}: {cnf}"
+        );
     }
     place.assert_clean(&run);
 }

@@ -15,6 +15,22 @@ pub struct PlannedMember {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shard: Option<u32>,
     pub cpus: CpuSet,
+    /// Its own config files when they differ from the cell's (which are
+    /// the first member's): a template that uses `member`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub configs: Vec<crate::render::RenderedConfig>,
+}
+
+impl PlannedMember {
+    /// What its templates see as `member`, as member `index` of `count`.
+    pub fn context(&self, index: usize, count: usize) -> crate::render::MemberContext {
+        crate::render::MemberContext {
+            name: self.name.clone(),
+            role: self.role.name().to_string(),
+            index,
+            count,
+        }
+    }
 }
 
 /// The entry's topology: its own, else its environment's.
@@ -86,6 +102,7 @@ pub(super) fn plan(
                 role: m.role,
                 shard: m.shard,
                 cpus,
+                configs: Vec::new(),
             })
             .collect(),
     )

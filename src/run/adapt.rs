@@ -197,10 +197,11 @@ fn members_of(cell: &Arc<PlannedCell>) -> (CellLimits, Vec<ReplicaWork>) {
         .iter()
         .map(|m| {
             let p = cell.clone();
+            let own = m.configs.clone();
             let launch: ReplicaLaunchFn =
                 Arc::new(move |port, data_dir, config_dir, log_path, primary_port| {
-                    let files = p
-                        .configs
+                    let configs = if own.is_empty() { &p.configs } else { &own };
+                    let files = configs
                         .iter()
                         .map(|c| (c.name.clone(), c.content.clone()))
                         .collect();

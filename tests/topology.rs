@@ -231,6 +231,15 @@ fn every_secondary_of_a_postgres_a_redis_and_a_mariadb_replica_set_holds_the_pri
             );
             assert!(!m.engine_thread_cpus.is_empty(), "{engine} {name}");
             assert!(m.engine_thread_cpus.values().all(|c| c == "1"));
+            // Its lag, read every second from when it followed the primary.
+            assert!(!m.lag.is_empty(), "{engine} {name}");
+            for w in m.lag.windows(2) {
+                let gap = w[1].t_ms - w[0].t_ms;
+                assert!((500..=3000).contains(&gap), "{engine} {name}: {gap} ms");
+            }
+            assert!(m.lag.iter().all(|l| l.linked && l.behind.is_some()));
+            let most = m.lag.iter().filter_map(|l| l.behind).max().unwrap();
+            assert!(m.max_behind >= most, "{engine} {name}");
         }
         assert!(
             c.fidelity.violations.is_empty(),
@@ -242,8 +251,18 @@ fn every_secondary_of_a_postgres_a_redis_and_a_mariadb_replica_set_holds_the_pri
         assert!(reads.status.is_ok(), "{engine}: {:?}", reads.status);
         assert!(c.stage_s.contains_key("replicas"), "{engine}");
     }
-    // Each MariaDB member ran with a server_id of its own and a binary log.
     let dir = place.path("results").join(&run);
+    // Every member's cgroup was sampled beside the primary's.
+    for d in cell_dirs(&dir) {
+        let samples: Vec<benchcage::results::model::ResourceSample> =
+            read_json(&d.join("samples.json"));
+        for m in ["server", "m1", "m2"] {
+            let of: Vec<_> = samples.iter().filter(|s| s.cgroup == m).collect();
+            assert!(of.len() >= 3, "{}: {m}", d.display());
+            assert!(of.iter().any(|s| s.memory_bytes > 0 && s.cpu_usec > 0));
+        }
+    }
+    // Each MariaDB member ran with a server_id of its own and a binary log.
     let mariadb = cell_dirs(&dir)
         .into_iter()
         .find(|d| name_of(d).starts_with("mariadb"))

@@ -187,8 +187,8 @@ impl RedisConn {
             .map_err(|e| err(&self.ep, e))
     }
 
-    /// A digest of every key and its serialized value (`DUMP`), keys in
-    /// order, with the number of keys: equal for equal data.
+    /// A digest of every key and its value, keys in order, with the number
+    /// of keys: equal for equal data (see [`RedisConn::value_bytes`]).
     pub async fn digest(&mut self) -> Result<(u64, String), ClientError> {
         use sha2::Digest;
         let mut keys: Vec<Vec<u8>> = Vec::new();
@@ -209,18 +209,41 @@ impl RedisConn {
         keys.dedup();
         let mut h = sha2::Sha256::new();
         for k in &keys {
-            let mut c = ::redis::cmd("DUMP");
-            c.arg(k.as_slice());
-            let v = self.call(&c).await?;
-            let dump: Option<Vec<u8>> =
-                ::redis::from_redis_value(v).map_err(|e| err(&self.ep, e))?;
-            let dump = dump.unwrap_or_default();
+            let value = self.value_bytes(k).await?;
             h.update((k.len() as u64).to_le_bytes());
             h.update(k);
-            h.update((dump.len() as u64).to_le_bytes());
-            h.update(&dump);
+            h.update((value.len() as u64).to_le_bytes());
+            h.update(&value);
         }
         Ok((keys.len() as u64, hex::encode(h.finalize())))
+    }
+
+    /// A key's value as bytes that are equal for equal values: a hash's
+    /// fields sorted (`DUMP` of a hash in a hashtable writes the fields in
+    /// the table's order, which differs between a primary that grew it
+    /// and a replica that loaded it), the serialized value (`DUMP`) of
+    /// the other types, whose order is their content's.
+    async fn value_bytes(&mut self, key: &[u8]) -> Result<Vec<u8>, ClientError> {
+        let mut t = ::redis::cmd("TYPE");
+        t.arg(key);
+        let kind = value_text(&self.call(&t).await?);
+        let mut c = ::redis::cmd(if kind == "hash" { "HGETALL" } else { "DUMP" });
+        c.arg(key);
+        let v = self.call(&c).await?;
+        if kind != "hash" {
+            let dump: Option<Vec<u8>> =
+                ::redis::from_redis_value(v).map_err(|e| err(&self.ep, e))?;
+            return Ok(dump.unwrap_or_default());
+        }
+        let flat: Vec<Vec<u8>> = ::redis::from_redis_value(v).map_err(|e| err(&self.ep, e))?;
+        let mut pairs: Vec<&[Vec<u8>]> = flat.chunks(2).collect();
+        pairs.sort();
+        let mut out = b"hash".to_vec();
+        for part in pairs.into_iter().flatten() {
+            out.extend((part.len() as u64).to_le_bytes());
+            out.extend(part);
+        }
+        Ok(out)
     }
 
     /// Any command, reply as a string.

@@ -70,7 +70,7 @@ pub(super) fn plan(
         return None;
     }
     let server = &e.ep.env.server_cpus;
-    let share = e.ep.spec.share_cpus;
+    let share = e.ep.env.share_cpus;
     let cpus = match split_cpus(server, members.len(), share) {
         Ok(c) => c,
         Err(short) => {

@@ -240,6 +240,9 @@ fn every_secondary_of_a_postgres_a_redis_and_a_mariadb_replica_set_holds_the_pri
             assert!(m.lag.iter().all(|l| l.linked && l.behind.is_some()));
             let most = m.lag.iter().filter_map(|l| l.behind).max().unwrap();
             assert!(m.max_behind >= most, "{engine} {name}");
+            // Ready for the load once every secondary followed.
+            let ready = c.topology_ready_s.expect("the topology's readiness");
+            assert!(ready >= m.in_sync_s.unwrap(), "{engine} {name}");
         }
         assert!(
             c.fidelity.violations.is_empty(),

@@ -377,6 +377,11 @@ pub struct CellRecord {
     /// Seconds spent outside the phases (provision, start, ready, load, teardown).
     #[serde(default)]
     pub overhead_s: f64,
+    /// Seconds from the cell's start (provision) until its topology was
+    /// ready for the load: the server answering, and for a replica set
+    /// every secondary following the primary with nothing left to replay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology_ready_s: Option<f64>,
     /// Seconds per lifecycle stage (`provision`, `start`, `ready`, `load`,
     /// `settle`, `phases`, `collect`, `teardown`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

@@ -567,6 +567,7 @@ async fn lifecycle(
         r.enter(ctx, "replicas");
         members::start_replicas(work, ctx, r, writer).await?;
     }
+    r.record.topology_ready_s = Some(r.epoch.elapsed().as_secs_f64());
 
     if let Some(leave) = work.hog_leave {
         r.enter(ctx, "hog");

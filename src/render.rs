@@ -57,6 +57,35 @@ pub struct RenderInput<'a> {
     pub cpus: usize,
     /// Typed values of the knobs that are set.
     pub knobs: &'a BTreeMap<String, KnobValue>,
+    /// The topology member the files are for (`member` in templates).
+    pub member: MemberContext,
+}
+
+/// `member` in a template: which server of the cell's topology the files
+/// are for (a MariaDB replica set's members each need a `server_id` of
+/// their own). A standalone server is member 0 of 1, the primary.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct MemberContext {
+    /// `m0`, `m1`, ...
+    pub name: String,
+    /// `primary`, `secondary`, ...
+    pub role: String,
+    /// Its place in the topology, from 0.
+    pub index: usize,
+    /// How many members the topology has.
+    pub count: usize,
+}
+
+impl MemberContext {
+    /// The one server of a standalone cell.
+    pub fn standalone() -> MemberContext {
+        MemberContext {
+            name: "m0".into(),
+            role: "primary".into(),
+            index: 0,
+            count: 1,
+        }
+    }
 }
 
 /// `3.2` -> 302, `2.0.2` -> 200, `10.11` -> 1011.
@@ -249,6 +278,7 @@ fn context(input: &RenderInput) -> tera::Context {
         .map(|(k, v)| (k.as_str(), knob_json(v)))
         .collect();
     cx.insert("knobs", &knobs);
+    cx.insert("member", &input.member);
     cx
 }
 
@@ -318,6 +348,7 @@ mod tests {
             memory: None,
             cpus: 1,
             knobs,
+            member: MemberContext::standalone(),
         };
         render_text("t", tpl, ConfigFormat::Redis, &input).map_err(|e| e.to_string())
     }

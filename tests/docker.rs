@@ -1814,3 +1814,98 @@ async fn a_snapshot_saved_from_a_container_restores_into_the_next_with_the_same_
     }
     assert_run_left_nothing(&s, &run);
 }
+
+/// A primary and 2 secondaries of postgres (pg_basebackup), redis
+/// (REPLICAOF) and MariaDB (GTID) with every member in a container of
+/// its own: while the load runs the secondaries' containers are up, every
+/// secondary ends with the primary's records, and nothing is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replica_sets_run_with_every_member_in_a_container_of_its_own() {
+    use benchcage::results::model::CellRecord;
+    let Some(_daemon) = shared().await else {
+        return;
+    };
+    let s = Scratch::on_disk("rs");
+    let mut child = in_scratch(&s, &repo())
+        .args([
+            "run",
+            "tests/scenarios/run-replica-sets.yaml",
+            "--set",
+            "backend=docker",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let err = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let run = run_id_of(&line_with(&rx, "cell(s), results in"));
+    line_with(&rx, "] load");
+    for m in ["m1", "m2"] {
+        let filter = format!("label=benchcage.run={run}-01-{m}");
+        let running = docker(&["ps", "-q", "--filter", &filter]);
+        assert!(!running.is_empty(), "no running container of {m}");
+    }
+    std::thread::spawn(move || for _ in rx {});
+    let status = child.wait().unwrap();
+    assert!(status.code().is_some(), "{status}");
+    let run_dir = s.path().join("results").join(&run);
+    let cells: Vec<CellRecord> = cell_dirs(&run_dir)
+        .iter()
+        .map(|d| read_json(&d.join("cell.json")))
+        .collect();
+    let mut engines: Vec<&str> = cells.iter().map(|c| c.engine.as_str()).collect();
+    engines.sort();
+    assert_eq!(engines, ["mariadb", "postgres", "redis"]);
+    for c in &cells {
+        let engine = &c.engine;
+        assert_eq!(
+            c.status,
+            benchcage::model::CellStatus::Finished,
+            "{engine}: {:?}",
+            c.failure
+        );
+        assert_eq!(
+            (c.backend.as_str(), c.topology.as_str()),
+            ("docker", "replica_set:3")
+        );
+        let primary = c.data_digest.clone().expect("the primary's digest");
+        let counted: u64 = primary.split(' ').next().unwrap().parse().unwrap();
+        assert!((2000..=2001).contains(&counted), "{engine}: {primary}");
+        let members = &c.fidelity.members;
+        assert_eq!(members.keys().collect::<Vec<_>>(), ["m1", "m2"], "{engine}");
+        for (name, m) in members {
+            assert_eq!(m.data_digest.as_ref(), Some(&primary), "{engine} {name}");
+            // Read back from its container's cgroup: pinned and capped.
+            assert!(
+                m.limits_read_back.contains_key("docker/cgroup_driver"),
+                "{engine} {name}: {:?}",
+                m.limits_read_back
+            );
+            assert_eq!(
+                m.limits_read_back
+                    .get("Cpus_allowed_list")
+                    .map(String::as_str),
+                Some("1"),
+                "{engine} {name}"
+            );
+            assert!(!m.lag.is_empty(), "{engine} {name}");
+        }
+        // Whatever CPU contention from elsewhere did to the phases, nothing
+        // of the topology itself went wrong.
+        assert!(
+            !c.fidelity
+                .violations
+                .iter()
+                .any(|v| v.contains("secondary")),
+            "{engine}: {:?}",
+            c.fidelity.violations
+        );
+    }
+    assert_run_left_nothing(&s, &run);
+}

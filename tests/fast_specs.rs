@@ -98,6 +98,8 @@ fn every_shipped_scenario_plans_on_this_host_and_creates_nothing() {
         "002-sysbench-fractal-tree",
         "003-mongodb-3.2",
         "004-tpcc-mongodb",
+        "004-tpcc-mongodb-replica-set",
+        "replica-sets-here",
     ] {
         assert!(scenarios.iter().any(|s| s == want), "{want} is not shipped");
     }
@@ -633,6 +635,7 @@ fn every_shipped_write_up_scenario_declares_what_the_write_up_published() {
         ("003-mongodb-3.2", "003"),
         ("003-mongodb-3.2-here", "003"),
         ("004-tpcc-mongodb", "004"),
+        ("004-tpcc-mongodb-replica-set", "004"),
         ("002-sysbench-mongo", "002"),
     ] {
         let r = project.scenarios[name]
@@ -1432,6 +1435,7 @@ fn a_knob_value_with_a_newline_or_a_quote_cannot_add_a_config_line() {
         memory: None,
         cpus: 1,
         knobs: &knobs,
+        member: benchcage::render::MemberContext::standalone(),
     };
     for (format, tpl) in [
         (

@@ -1,6 +1,7 @@
 //! Replica sets end to end on the cgroup backend (issue 12): a primary
 //! and two secondaries of PostgreSQL (streaming standbys made by
-//! pg_basebackup) and of redis (REPLICAOF), each member in its own
+//! pg_basebackup), of redis (REPLICAOF) and of MariaDB (GTID replicas),
+//! each member in its own
 //! sandbox; every secondary holds the primary's records after the load; a
 //! secondary killed during a phase invalidates that phase and the matrix
 //! goes on; nothing is left after a SIGKILL of benchcage while the
@@ -181,12 +182,12 @@ fn server_pids(id: &str) -> Vec<u32> {
 }
 
 #[test]
-fn every_secondary_of_a_postgres_and_a_redis_replica_set_holds_the_primarys_records() {
+fn every_secondary_of_a_postgres_a_redis_and_a_mariadb_replica_set_holds_the_primarys_records() {
     let place = Place::new();
     let (mut child, lines) = place.spawn(&["run", "tests/scenarios/run-replica-sets.yaml"]);
-    let run = run_id_of(&wait_line(&mut child, &lines, &["run ", "2 cell(s)"], 60));
+    let run = run_id_of(&wait_line(&mut child, &lines, &["run ", "3 cell(s)"], 60));
     // While the postgres secondaries run, each is in a sandbox of its own.
-    wait_line(&mut child, &lines, &["[1/2", "] load"], 120);
+    wait_line(&mut child, &lines, &["[1/3", "] load"], 120);
     for m in ["m1", "m2"] {
         assert!(
             !server_pids(&format!("{run}-01-{m}")).is_empty(),
@@ -196,7 +197,10 @@ fn every_secondary_of_a_postgres_and_a_redis_replica_set_holds_the_primarys_reco
     let status = child.wait().unwrap();
     assert!(status.success(), "{}", lines.lock().unwrap().join("\n"));
     let cells = place.cells(&run);
-    assert_eq!(cells.len(), 2);
+    assert_eq!(
+        cells.keys().collect::<Vec<_>>(),
+        ["mariadb", "postgres", "redis"]
+    );
     for (engine, c) in &cells {
         assert_eq!(c.status, CellStatus::Finished, "{engine}: {:?}", c.failure);
         let primary = c.data_digest.clone().expect("the primary's digest");
@@ -227,6 +231,18 @@ fn every_secondary_of_a_postgres_and_a_redis_replica_set_holds_the_primarys_reco
             );
             assert!(!m.engine_thread_cpus.is_empty(), "{engine} {name}");
             assert!(m.engine_thread_cpus.values().all(|c| c == "1"));
+            // Its lag, read every second from when it followed the primary.
+            assert!(!m.lag.is_empty(), "{engine} {name}");
+            for w in m.lag.windows(2) {
+                let gap = w[1].t_ms - w[0].t_ms;
+                assert!((500..=3000).contains(&gap), "{engine} {name}: {gap} ms");
+            }
+            assert!(m.lag.iter().all(|l| l.linked && l.behind.is_some()));
+            let most = m.lag.iter().filter_map(|l| l.behind).max().unwrap();
+            assert!(m.max_behind >= most, "{engine} {name}");
+            // Ready for the load once every secondary followed.
+            let ready = c.topology_ready_s.expect("the topology's readiness");
+            assert!(ready >= m.in_sync_s.unwrap(), "{engine} {name}");
         }
         assert!(
             c.fidelity.violations.is_empty(),
@@ -237,6 +253,32 @@ fn every_secondary_of_a_postgres_and_a_redis_replica_set_holds_the_primarys_reco
         assert_eq!((reads.total_ops, reads.total_errors), (2000, 0), "{engine}");
         assert!(reads.status.is_ok(), "{engine}: {:?}", reads.status);
         assert!(c.stage_s.contains_key("replicas"), "{engine}");
+    }
+    let dir = place.path("results").join(&run);
+    // Every member's cgroup was sampled beside the primary's.
+    for d in cell_dirs(&dir) {
+        let samples: Vec<benchcage::results::model::ResourceSample> =
+            read_json(&d.join("samples.json"));
+        for m in ["server", "m1", "m2"] {
+            let of: Vec<_> = samples.iter().filter(|s| s.cgroup == m).collect();
+            assert!(of.len() >= 3, "{}: {m}", d.display());
+            assert!(of.iter().any(|s| s.memory_bytes > 0 && s.cpu_usec > 0));
+        }
+    }
+    // Each MariaDB member ran with a server_id of its own and a binary log.
+    let mariadb = cell_dirs(&dir)
+        .into_iter()
+        .find(|d| name_of(d).starts_with("mariadb"))
+        .unwrap();
+    for (i, kept) in ["config", "members/m1/config", "members/m2/config"]
+        .iter()
+        .enumerate()
+    {
+        let cnf = support::files::read_text(&mariadb.join(kept).join("my.cnf"));
+        assert!(
+            cnf.contains(&format!("\nserver_id = {}\nlog_bin", i + 1)),
+            "{kept}: {cnf}"
+        );
     }
     place.assert_clean(&run);
 }

@@ -95,6 +95,40 @@ pub async fn table_checksum(ep: &Endpoint, table: &str) -> Result<String, Client
         .unwrap_or_default())
 }
 
+/// Every row of `sql` (text protocol, no parameters) by column name, each
+/// value as text (`NULL` is empty): `SHOW SLAVE STATUS`, `SHOW BINARY LOGS`.
+pub async fn query_named(
+    ep: &Endpoint,
+    sql: &str,
+) -> Result<Vec<std::collections::BTreeMap<String, String>>, ClientError> {
+    let mut conn = MyConn::connect(ep).await?;
+    let rows: Vec<::mysql_async::Row> = conn.conn.query(sql).await.map_err(|e| err(ep, e))?;
+    let _ = conn.conn.disconnect().await;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let names: Vec<String> = row
+                .columns_ref()
+                .iter()
+                .map(|c| c.name_str().into_owned())
+                .collect();
+            names
+                .into_iter()
+                .zip(decode(row))
+                .map(|(name, cell)| {
+                    let text = match cell {
+                        Cell::Null => String::new(),
+                        Cell::Text(t) => t,
+                        Cell::Int(i) => i.to_string(),
+                        Cell::Float(f) => f.to_string(),
+                    };
+                    (name, text)
+                })
+                .collect()
+        })
+        .collect())
+}
+
 /// One connection.
 pub struct MyConn {
     ep: Endpoint,

@@ -187,8 +187,8 @@ impl RedisConn {
             .map_err(|e| err(&self.ep, e))
     }
 
-    /// A digest of every key and its serialized value (`DUMP`), keys in
-    /// order, with the number of keys: equal for equal data.
+    /// A digest of every key and its value, keys in order, with the number
+    /// of keys: equal for equal data (see [`RedisConn::value_bytes`]).
     pub async fn digest(&mut self) -> Result<(u64, String), ClientError> {
         use sha2::Digest;
         let mut keys: Vec<Vec<u8>> = Vec::new();
@@ -208,19 +208,60 @@ impl RedisConn {
         keys.sort();
         keys.dedup();
         let mut h = sha2::Sha256::new();
-        for k in &keys {
-            let mut c = ::redis::cmd("DUMP");
-            c.arg(k.as_slice());
-            let v = self.call(&c).await?;
-            let dump: Option<Vec<u8>> =
-                ::redis::from_redis_value(v).map_err(|e| err(&self.ep, e))?;
-            let dump = dump.unwrap_or_default();
-            h.update((k.len() as u64).to_le_bytes());
-            h.update(k);
-            h.update((dump.len() as u64).to_le_bytes());
-            h.update(&dump);
+        for batch in keys.chunks(DIGEST_BATCH) {
+            for (k, value) in batch.iter().zip(self.values_bytes(batch).await?) {
+                h.update((k.len() as u64).to_le_bytes());
+                h.update(k);
+                h.update((value.len() as u64).to_le_bytes());
+                h.update(&value);
+            }
         }
         Ok((keys.len() as u64, hex::encode(h.finalize())))
+    }
+
+    /// The values of `keys` as bytes that are equal for equal values, in
+    /// one round trip (and one more per key that is not a hash): a hash's
+    /// fields sorted (`DUMP` of a hash in a hashtable writes the fields in
+    /// the table's order, which differs between a primary that grew it
+    /// and a replica that loaded it), the serialized value (`DUMP`) of
+    /// the other types, whose order is their content's.
+    async fn values_bytes(&mut self, keys: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, ClientError> {
+        let cmds: Vec<::redis::Cmd> = keys
+            .iter()
+            .map(|k| {
+                let mut c = ::redis::cmd("HGETALL");
+                c.arg(k.as_slice());
+                c
+            })
+            .collect();
+        self.send(&cmds.iter().collect::<Vec<_>>()).await?;
+        let mut replies = Vec::with_capacity(keys.len());
+        for _ in keys {
+            let (_, len) = self.frame().await?;
+            let v = ::redis::parse_redis_value(&self.inbuf[..len]);
+            self.inbuf.advance(len);
+            // WRONGTYPE: not a hash, dumped below.
+            replies.push(v.and_then(|v| v.extract_error()).ok());
+        }
+        let mut out = Vec::with_capacity(keys.len());
+        for (k, reply) in keys.iter().zip(replies) {
+            out.push(match reply {
+                Some(v) => {
+                    let flat: Vec<Vec<u8>> =
+                        ::redis::from_redis_value(v).map_err(|e| err(&self.ep, e))?;
+                    sorted_hash(&flat)
+                }
+                None => {
+                    let mut c = ::redis::cmd("DUMP");
+                    c.arg(k.as_slice());
+                    let v = self.call(&c).await?;
+                    let dump: Option<Vec<u8>> =
+                        ::redis::from_redis_value(v).map_err(|e| err(&self.ep, e))?;
+                    dump.unwrap_or_default()
+                }
+            });
+        }
+        Ok(out)
     }
 
     /// Any command, reply as a string.
@@ -335,6 +376,21 @@ impl RedisConn {
     }
 }
 
+/// Keys whose values one round trip of the digest asks for.
+const DIGEST_BATCH: usize = 500;
+
+/// A hash's `HGETALL` reply as bytes, its fields in order.
+fn sorted_hash(flat: &[Vec<u8>]) -> Vec<u8> {
+    let mut pairs: Vec<&[Vec<u8>]> = flat.chunks(2).collect();
+    pairs.sort();
+    let mut out = b"hash".to_vec();
+    for part in pairs.into_iter().flatten() {
+        out.extend((part.len() as u64).to_le_bytes());
+        out.extend(part);
+    }
+    out
+}
+
 fn value_text(v: &::redis::Value) -> String {
     use ::redis::Value;
     match v {
@@ -351,5 +407,18 @@ fn value_text(v: &::redis::Value) -> String {
         Value::Boolean(b) => b.to_string(),
         Value::ServerError(e) => format!("error: {}", e.details().unwrap_or("")),
         _ => "a reply of another type".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hash_digests_the_same_whatever_the_order_of_its_fields() {
+        let f = |v: &[&str]| v.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>();
+        let a = sorted_hash(&f(&["f1", "x", "f0", "y"]));
+        assert_eq!(a, sorted_hash(&f(&["f0", "y", "f1", "x"])));
+        assert_ne!(a, sorted_hash(&f(&["f0", "x", "f1", "y"])));
     }
 }

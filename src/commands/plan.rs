@@ -333,6 +333,29 @@ fn describe_configs(o: &mut String, c: &PlannedCell, shown: &mut BTreeMap<String
             }
         }
     }
+    describe_member_configs(o, c);
+}
+
+/// A member's own config files, as the lines that differ from the first
+/// member's.
+fn describe_member_configs(o: &mut String, c: &PlannedCell) {
+    let first = c.members.first().map(|m| m.name.as_str()).unwrap_or("m0");
+    for m in c.members.iter().filter(|m| !m.configs.is_empty()) {
+        for cfg in &m.configs {
+            let base = c.configs.iter().find(|b| b.name == cfg.name);
+            let theirs: Vec<&str> = base
+                .map(|b| b.content.lines().collect())
+                .unwrap_or_default();
+            let _ = writeln!(
+                o,
+                "  config    {} of {}: {first}'s, except",
+                cfg.name, m.name
+            );
+            for line in cfg.content.lines().filter(|l| !theirs.contains(l)) {
+                let _ = writeln!(o, "    | {line}");
+            }
+        }
+    }
 }
 
 /// Everything `run` executes for a cell, and as whom: the engine's user,

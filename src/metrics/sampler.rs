@@ -37,10 +37,23 @@ pub trait StatsSource: Send + Sync {
     /// Counters of one cgroup; an error skips that sample (the cgroup may be
     /// gone already while the sampler stops).
     async fn stats(&self, target: Target) -> anyhow::Result<CgroupStats>;
+
+    /// Counters of the topology's other members (a replica set's
+    /// secondaries), by member name, sampled beside the server's: those
+    /// that cannot be read now (not provisioned yet, gone) are left out.
+    async fn member_stats(&self) -> Vec<(String, CgroupStats)> {
+        Vec::new()
+    }
 }
 
 /// One sample from the kernel counters of one cgroup.
 pub fn to_sample(t_ms: u64, target: Target, phase: &str, s: &CgroupStats) -> ResourceSample {
+    sample_of(t_ms, target.name(), phase, s)
+}
+
+/// One sample of the cgroup named `cgroup` (`server`, `client`, or a
+/// member's name).
+fn sample_of(t_ms: u64, cgroup: &str, phase: &str, s: &CgroupStats) -> ResourceSample {
     ResourceSample {
         t_ms,
         cpu_usec: s.cpu_usec,
@@ -51,7 +64,7 @@ pub fn to_sample(t_ms: u64, target: Target, phase: &str, s: &CgroupStats) -> Res
         major_faults: s.major_faults,
         io_read_bytes: s.io_read_bytes,
         io_write_bytes: s.io_write_bytes,
-        cgroup: target.name().to_string(),
+        cgroup: cgroup.to_string(),
         phase: phase.to_string(),
         inactive_file_bytes: s.inactive_file,
     }
@@ -94,6 +107,12 @@ impl Sampler {
         *p = name.to_string();
     }
 
+    /// The label of the samples being taken, shared (the replication lag
+    /// samples carry it too).
+    pub fn phase_label(&self) -> Arc<Mutex<String>> {
+        self.phase.clone()
+    }
+
     /// The latest server sample, for the live view.
     pub fn latest(&self) -> watch::Receiver<Option<ResourceSample>> {
         self.latest.clone()
@@ -132,6 +151,9 @@ async fn sample_loop(
                 }
                 out.push(sample);
             }
+        }
+        for (name, stats) in source.member_stats().await {
+            out.push(sample_of(t_ms, &name, &label, &stats));
         }
     }
     out
@@ -185,6 +207,55 @@ mod tests {
         assert_eq!(samples.last().unwrap().phase, "workload-a/t4");
         assert_eq!(latest.major_faults, samples.last().unwrap().major_faults);
         assert!(samples.iter().any(|s| s.phase == "load"));
+    }
+
+    /// A server and two members, m2 not readable.
+    struct Topology;
+
+    #[async_trait::async_trait]
+    impl StatsSource for Topology {
+        async fn stats(&self, target: Target) -> anyhow::Result<CgroupStats> {
+            Ok(CgroupStats {
+                cpu_usec: if target == Target::Server { 1 } else { 2 },
+                ..Default::default()
+            })
+        }
+        async fn member_stats(&self) -> Vec<(String, CgroupStats)> {
+            let s = CgroupStats {
+                cpu_usec: 7,
+                ..Default::default()
+            };
+            vec![("m1".into(), s)]
+        }
+    }
+
+    #[tokio::test]
+    async fn the_members_of_a_topology_are_sampled_beside_the_server_under_their_names() {
+        let sampler = Sampler::start(
+            Arc::new(Topology),
+            Duration::from_millis(40),
+            Instant::now(),
+        );
+        sampler.set_phase("load");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        *sampler.phase_label().lock().unwrap() = "reads/t1".into();
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        let samples = sampler.finish().await;
+        let of = |name: &str| samples.iter().filter(|s| s.cgroup == name).count();
+        assert!(of("m1") >= 3, "{samples:?}");
+        assert_eq!(of("m1"), of("server"));
+        assert_eq!(of("m1"), of("client"));
+        assert!(
+            samples
+                .iter()
+                .filter(|s| s.cgroup == "m1")
+                .all(|s| s.cpu_usec == 7)
+        );
+        assert!(
+            samples
+                .iter()
+                .any(|s| s.cgroup == "m1" && s.phase == "reads/t1")
+        );
     }
 
     #[test]

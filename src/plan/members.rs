@@ -15,6 +15,22 @@ pub struct PlannedMember {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shard: Option<u32>,
     pub cpus: CpuSet,
+    /// Its own config files when they differ from the cell's (which are
+    /// the first member's): a template that uses `member`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub configs: Vec<crate::render::RenderedConfig>,
+}
+
+impl PlannedMember {
+    /// What its templates see as `member`, as member `index` of `count`.
+    pub fn context(&self, index: usize, count: usize) -> crate::render::MemberContext {
+        crate::render::MemberContext {
+            name: self.name.clone(),
+            role: self.role.name().to_string(),
+            index,
+            count,
+        }
+    }
 }
 
 /// The entry's topology: its own, else its environment's.
@@ -54,7 +70,7 @@ pub(super) fn plan(
         return None;
     }
     let server = &e.ep.env.server_cpus;
-    let share = e.ep.spec.share_cpus;
+    let share = e.ep.env.share_cpus;
     let cpus = match split_cpus(server, members.len(), share) {
         Ok(c) => c,
         Err(short) => {
@@ -86,6 +102,7 @@ pub(super) fn plan(
                 role: m.role,
                 shard: m.shard,
                 cpus,
+                configs: Vec::new(),
             })
             .collect(),
     )

@@ -462,7 +462,7 @@ impl Planning<'_> {
         let memory = e.ep.effective_memory(host.mem_total);
         let knobs = knobs::resolve(e, self.sets, memory, deviations, diags)?;
         fit::check_cache(e, self.sets, &knobs, diags)?;
-        let configs = self.render(e, &knobs, diags)?;
+        let (configs, members) = self.render_members(e, &knobs, members, diags)?;
         let work = cells::ScaledWork::of(e, &self.sets.applied, &self.project.home);
         if self.host_checks {
             self.check_work(e, &work, diags)?;
@@ -481,11 +481,40 @@ impl Planning<'_> {
         Some(cells::expand(e, s, &parts, self.only))
     }
 
-    /// The engine's config files from its templates and the cell's knobs.
+    /// The cell's config files (its first member's), and the members,
+    /// each given its own files where they differ from those.
+    fn render_members(
+        &self,
+        e: &Entry,
+        knobs: &knobs::Knobs,
+        mut members: Vec<members::PlannedMember>,
+        diags: &mut Diagnostics,
+    ) -> Option<(
+        Vec<crate::render::RenderedConfig>,
+        Vec<members::PlannedMember>,
+    )> {
+        let count = members.len();
+        let first = members
+            .first()
+            .map(|m| m.context(0, count))
+            .unwrap_or_else(crate::render::MemberContext::standalone);
+        let configs = self.render(e, knobs, first, diags)?;
+        for (i, m) in members.iter_mut().enumerate().skip(1) {
+            let own = self.render(e, knobs, m.context(i, count), diags)?;
+            if own != configs {
+                m.configs = own;
+            }
+        }
+        Some((configs, members))
+    }
+
+    /// The engine's config files from its templates and the cell's knobs,
+    /// for one member of its topology.
     fn render(
         &self,
         e: &Entry,
         knobs: &knobs::Knobs,
+        member: crate::render::MemberContext,
         diags: &mut Diagnostics,
     ) -> Option<Vec<crate::render::RenderedConfig>> {
         let input = crate::render::RenderInput {
@@ -496,6 +525,7 @@ impl Planning<'_> {
             memory: e.ep.env.memory,
             cpus: e.ep.env.server_cpus.len(),
             knobs: &knobs.typed,
+            member,
         };
         let rendered = crate::render::render_all(&self.project.home, &input).map_err(|err| {
             e.engine.origin.diag(
@@ -820,6 +850,48 @@ mod tests {
             e.contains("cannot run as replica_set:3: it declares standalone only"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn each_mariadb_replica_set_member_gets_a_server_id_of_its_own_and_a_binary_log() {
+        let mut p = project();
+        let mut s = p.scenarios["quickstart"].clone();
+        s.knobs.clear();
+        s.matrix.engines[0].engine = "mariadb".into();
+        s.matrix.engines[0].version = None;
+        let h = host("0-1", 24, 20);
+        let alone = plan_on(&p, &s, &[], None, None, &h).unwrap();
+        let cnf = &alone.cells[0].configs[0].content;
+        assert!(
+            cnf.contains("\nskip-log-bin\n") && !cnf.contains("server_id"),
+            "{cnf}"
+        );
+        assert!(alone.cells[0].members.iter().all(|m| m.configs.is_empty()));
+        s.matrix.engines[0].topology = Some(crate::model::Topology::ReplicaSet { members: 3 });
+        p.environments.get_mut("quickstart").unwrap().share_cpus = true;
+        let plan = plan_on(&p, &s, &[], None, None, &h).unwrap();
+        let c = &plan.cells[0];
+        let cnf = |configs: &[crate::render::RenderedConfig]| configs[0].content.clone();
+        let primary = cnf(&c.configs);
+        assert!(
+            primary.contains("\nserver_id = 1\nlog_bin = mariadb-bin\n"),
+            "{primary}"
+        );
+        assert!(!primary.contains("skip-log-bin"), "{primary}");
+        // The first member uses the cell's files; the others their own.
+        assert!(c.members[0].configs.is_empty());
+        for (i, m) in c.members.iter().enumerate().skip(1) {
+            let own = cnf(&m.configs);
+            assert!(own.contains(&format!("\nserver_id = {}\n", i + 1)), "{own}");
+            assert!(
+                own.contains(&format!("member {} (secondary) of 3", m.name)),
+                "{own}"
+            );
+        }
+        // A template that does not use `member` gives every member the same.
+        s.matrix.engines[0].engine = "redis".into();
+        let plan = plan_on(&p, &s, &[], None, None, &h).unwrap();
+        assert!(plan.cells[0].members.iter().all(|m| m.configs.is_empty()));
     }
 
     #[test]

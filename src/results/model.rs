@@ -259,9 +259,28 @@ pub struct MemberFidelity {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_digest: Option<String>,
     /// The most it was behind the primary when sampled (bytes of redis
-    /// replication stream, of PostgreSQL WAL).
+    /// replication stream, of PostgreSQL WAL, of MariaDB binary log).
     #[serde(default)]
     pub max_behind: u64,
+    /// How far behind it was, read every second from the moment it first
+    /// followed the primary to the teardown.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lag: Vec<LagSample>,
+}
+
+/// One reading of a secondary's replication state.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LagSample {
+    /// Milliseconds since the cell started.
+    pub t_ms: u64,
+    /// Stage or phase running when it was read.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub phase: String,
+    /// Connected to the primary and applying what it sends.
+    pub linked: bool,
+    /// Bytes it has yet to receive or replay; `None` when it could not be
+    /// read (no answer within a second, or an error).
+    pub behind: Option<u64>,
 }
 
 /// Kernel counters of the server over one phase (differences, end - start).
@@ -376,6 +395,10 @@ pub struct CellRecord {
     pub engine_reported_version: String,
     pub environment: String,
     pub backend: String,
+    /// `standalone` or `replica_set:3` (as `plan` names topologies); empty
+    /// in records from before topologies, which were all standalone.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub topology: String,
     pub threads: u32,
     pub repetition: u32,
     /// Limits as planned (memory, cache, CPUs, hog...), as strings.
@@ -394,6 +417,11 @@ pub struct CellRecord {
     /// Seconds spent outside the phases (provision, start, ready, load, teardown).
     #[serde(default)]
     pub overhead_s: f64,
+    /// Seconds from the cell's start (provision) until its topology was
+    /// ready for the load: the server answering, and for a replica set
+    /// every secondary following the primary with nothing left to replay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology_ready_s: Option<f64>,
     /// Seconds per lifecycle stage (`provision`, `start`, `ready`, `load`,
     /// `settle`, `phases`, `collect`, `teardown`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

@@ -55,6 +55,13 @@ pub fn keys_of(cell: &PlannedCell) -> (String, String) {
             if cell.transparent_hugepages == ThpPolicy::Off {
                 l["transparent_hugepages"] = json!(cell.transparent_hugepages);
             }
+            // A topology's members, their CPUs and own configs: a replica
+            // set is another cell than the same engine as one server. Only
+            // then, so that standalone cells keep their keys.
+            if cell.members.len() > 1 {
+                l["topology"] = json!(cell.topology.key());
+                l["members"] = json!(cell.members);
+            }
             l
         },
         workload: {
@@ -198,10 +205,11 @@ fn members_of(cell: &Arc<PlannedCell>) -> (CellLimits, Vec<ReplicaWork>) {
         .iter()
         .map(|m| {
             let p = cell.clone();
+            let own = m.configs.clone();
             let launch: ReplicaLaunchFn =
                 Arc::new(move |port, data_dir, config_dir, log_path, primary_port| {
-                    let files = p
-                        .configs
+                    let configs = if own.is_empty() { &p.configs } else { &own };
+                    let files = configs
                         .iter()
                         .map(|c| (c.name.clone(), c.content.clone()))
                         .collect();
@@ -440,6 +448,22 @@ mod tests {
                 (4, false, true, true)
             ]
         );
+    }
+
+    #[test]
+    fn a_replica_set_is_another_cell_than_the_same_engine_as_one_server() {
+        let p = crate::plan::plan(&project(), "replica-sets-here", &[], None, Some("postgres"))
+            .unwrap();
+        let [alone, set] = [&p.cells[0], &p.cells[1]];
+        assert_eq!((alone.members.len(), set.members.len()), (1, 3));
+        // The same rendered configs: only the topology tells them apart.
+        assert_eq!(alone.configs, set.configs);
+        assert_ne!(keys_of(alone).0, keys_of(set).0);
+        assert_ne!(keys_of(alone).1, keys_of(set).1);
+        // One server keeps the key it had before topologies.
+        let mut plain = alone.clone();
+        plain.members.clear();
+        assert_eq!(keys_of(alone), keys_of(&plain));
     }
 
     #[test]

@@ -130,6 +130,36 @@ fn lsn(text: &str) -> Option<u64> {
     Some((u64::from_str_radix(hi, 16).ok()? << 32) | u64::from_str_radix(lo, 16).ok()?)
 }
 
+type Row = std::collections::BTreeMap<String, String>;
+
+/// A MySQL-protocol replica's state from the primary's `SHOW BINARY LOGS`
+/// and its own `SHOW SLAVE STATUS` (`None`: not a replica): linked while
+/// both its threads run; behind by the bytes of the primary's binary logs
+/// after the last event it applied (`Exec_Master_Log_Pos` in
+/// `Relay_Master_Log_File`), which counts what it has yet to fetch too.
+fn mysql_follow(logs: &[Row], status: Option<&Row>) -> ReplicaState {
+    let field = |row: &Row, k: &str| row.get(k).cloned().unwrap_or_default();
+    let size = |row: &Row| field(row, "File_size").parse::<u64>().unwrap_or(0);
+    let total: u64 = logs.iter().map(size).sum();
+    let Some(s) = status else {
+        return ReplicaState {
+            linked: false,
+            behind: total,
+        };
+    };
+    let running = |k: &str| field(s, k) == "Yes";
+    let file = field(s, "Relay_Master_Log_File");
+    let done: u64 = field(s, "Exec_Master_Log_Pos").parse().unwrap_or(0);
+    let behind = match logs.iter().position(|l| field(l, "Log_name") == file) {
+        Some(i) => logs[i..].iter().map(size).sum::<u64>().saturating_sub(done),
+        None => total,
+    };
+    ReplicaState {
+        linked: running("Slave_IO_Running") && running("Slave_SQL_Running"),
+        behind,
+    }
+}
+
 impl ProbeFacts {
     /// How the secondary on `replica` follows the primary on `primary`:
     /// redis `INFO replication` (link status, offsets), PostgreSQL's WAL
@@ -170,7 +200,13 @@ impl ProbeFacts {
                 })
             }
             Probe::Mysql { .. } => {
-                Err("benchcage cannot yet read a MySQL-protocol replica's state".into())
+                let logs = clients::mysql::query_named(&p, "SHOW BINARY LOGS")
+                    .await
+                    .map_err(e)?;
+                let status = clients::mysql::query_named(&r, "SHOW SLAVE STATUS")
+                    .await
+                    .map_err(e)?;
+                Ok(mysql_follow(&logs, status.first()))
             }
             Probe::Mongodb => Err("benchcage cannot yet read a MongoDB secondary's state".into()),
         }
@@ -225,6 +261,37 @@ impl EngineFacts for ProbeFacts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn row(pairs: &[(&str, &str)]) -> Row {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_mysql_replica_is_behind_by_the_binary_log_bytes_after_what_it_applied() {
+        let logs = [
+            row(&[("Log_name", "b.000001"), ("File_size", "1000")]),
+            row(&[("Log_name", "b.000002"), ("File_size", "500")]),
+        ];
+        let mut status = row(&[
+            ("Slave_IO_Running", "Yes"),
+            ("Slave_SQL_Running", "Yes"),
+            ("Relay_Master_Log_File", "b.000001"),
+            ("Exec_Master_Log_Pos", "900"),
+        ]);
+        let s = mysql_follow(&logs, Some(&status));
+        assert_eq!((s.linked, s.behind), (true, 600));
+        status.insert("Relay_Master_Log_File".into(), "b.000002".into());
+        status.insert("Exec_Master_Log_Pos".into(), "500".into());
+        let s = mysql_follow(&logs, Some(&status));
+        assert_eq!((s.linked, s.behind), (true, 0));
+        status.insert("Slave_SQL_Running".into(), "No".into());
+        assert!(!mysql_follow(&logs, Some(&status)).linked);
+        let s = mysql_follow(&logs, None);
+        assert_eq!((s.linked, s.behind), (false, 1500));
+    }
 
     #[test]
     fn postgres_lsns_are_byte_positions() {

@@ -1448,6 +1448,7 @@ pub const ENV_OVERRIDE_ROOTS: &[&str] = &[
     "server",
     "client",
     "allow_cache_overcommit",
+    "share_cpus",
     "host",
 ];
 

@@ -24,6 +24,7 @@ pub const ENV_KEYS: &[&str] = &[
     "hog.leave",
     "scale",
     "allow_cache_overcommit",
+    "share_cpus",
     "host.transparent_hugepages",
 ];
 
@@ -41,6 +42,8 @@ pub struct CellEnv {
     pub hog: Hog,
     pub scale: f64,
     pub allow_cache_overcommit: bool,
+    /// A topology's members may share the server's CPUs.
+    pub share_cpus: bool,
     pub thp: ThpPolicy,
 }
 
@@ -68,6 +71,7 @@ impl CellEnv {
             },
             scale,
             allow_cache_overcommit: env.allow_cache_overcommit,
+            share_cpus: env.share_cpus,
             thp: env.host.transparent_hugepages,
         }
     }
@@ -116,6 +120,7 @@ impl CellEnv {
                 parse_scale(v)?;
             }
             "allow_cache_overcommit" => self.allow_cache_overcommit = bool_of(v)?,
+            "share_cpus" => self.share_cpus = bool_of(v)?,
             "host.transparent_hugepages" => self.thp = thp_of(v)?,
             _ => {
                 return Err((
@@ -215,6 +220,7 @@ pub fn check_env_key(key: &str, value: &str) -> Result<(), (String, Option<Strin
         hog: Hog::None,
         scale: 1.0,
         allow_cache_overcommit: false,
+        share_cpus: false,
         thp: ThpPolicy::Leave,
     };
     scratch.apply(key, value)

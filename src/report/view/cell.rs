@@ -3,6 +3,7 @@
 //! phases and, one click away, its records.
 
 mod details;
+mod members;
 mod resources;
 
 use super::series::SeriesMap;
@@ -65,6 +66,7 @@ fn view(
     let mut charts = Vec::new();
     charts.extend(ops_chart(&clock, rec, &verdicts, &windows, &style));
     charts.extend(server_charts(&clock, cell));
+    charts.extend(member_charts(&clock, cell));
     let restored = rec
         .load_source
         .as_ref()
@@ -251,6 +253,37 @@ fn server_charts(clock: &Clock, cell: &CellData) -> Vec<Chart> {
             "Disk reads",
             Axis::zero("disk reads", Unit::BytesPerSec),
             vec![line],
+        ));
+    }
+    charts
+}
+
+/// A topology's members: CPU and memory of each, and each secondary's
+/// replication lag; none for one server.
+fn member_charts(clock: &Clock, cell: &CellData) -> Vec<Chart> {
+    let mut charts = Vec::new();
+    let cpu = members::cpu_lines(cell);
+    if !cpu.is_empty() {
+        charts.push(clock.chart(
+            "member-cpu",
+            "CPU per member",
+            Axis::zero("CPUs used", Unit::Plain),
+            cpu,
+        ));
+        charts.push(clock.chart(
+            "member-mem",
+            "Memory per member",
+            Axis::zero("memory", Unit::Bytes),
+            members::memory_lines(cell),
+        ));
+    }
+    let lag = members::lag_lines(cell);
+    if lag.iter().any(|l| !l.points.is_empty()) {
+        charts.push(clock.chart(
+            "lag",
+            "Replication lag (behind the primary, read every second)",
+            Axis::zero("behind the primary", Unit::Bytes),
+            lag,
         ));
     }
     charts

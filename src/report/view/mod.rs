@@ -14,7 +14,7 @@
 //! - `header`: title, key facts and the runs' tables; `excluded`: what is
 //!   not a result;
 //! - the sections: `throughput`, `threads`, `latency`, `fit` (doesn't fit
-//!   in RAM), `size`, `trend`;
+//!   in RAM), `size`, `topology` (single node vs replica set), `trend`;
 //! - `cell`: each cell's time series, phase table and records;
 //!   `all_rows`: every row.
 
@@ -31,6 +31,7 @@ mod size;
 mod testing;
 mod threads;
 mod throughput;
+mod topology;
 mod trend;
 
 pub use configs::family;
@@ -158,6 +159,7 @@ fn sections(
         fit::memory_section(obs, series, &phases),
         size::section(obs, series),
     ];
+    sections.extend(topology::section(input, rows));
     if input.runs.len() == 1 && !input.past.is_empty() {
         sections.push(trend::section(rows, &input.past, series, &phases));
     }

@@ -6,6 +6,7 @@
 
 use super::*;
 use crate::model::EngineLaunch;
+use crate::results::model::LagSample;
 use crate::spec::engine::PRIMARY_PORT;
 
 /// How long the secondaries get to catch up with the primary.
@@ -97,7 +98,106 @@ pub(super) async fn start_replicas(
         member.limits_read_back.extend(handle.read_back);
         ready_and_join(work, ctx, rr, rw, &launch, primary).await?;
     }
-    wait_in_sync(work, ctx, r).await
+    wait_in_sync(work, ctx, r).await?;
+    r.lag = Some(LagSampler::start(work, r));
+    Ok(())
+}
+
+/// How often the secondaries' replication state is read, and how long
+/// one reading may take.
+const LAG_PERIOD: Duration = Duration::from_secs(1);
+
+/// Reads every secondary's replication state every [`LAG_PERIOD`], each
+/// reading labelled with the stage or phase then running.
+pub(super) struct LagSampler {
+    stop: CancellationToken,
+    join: tokio::task::JoinHandle<Vec<(usize, LagSample)>>,
+}
+
+impl LagSampler {
+    fn start(work: &CellWork, r: &Running) -> LagSampler {
+        let facts = work.facts.clone();
+        let primary = r.port;
+        let ports: Vec<u16> = r.replicas.iter().map(|rr| rr.port).collect();
+        let label = r
+            .sampler
+            .as_ref()
+            .map(|s| s.phase_label())
+            .unwrap_or_default();
+        let (epoch, stop) = (r.epoch, CancellationToken::new());
+        let until = stop.clone();
+        let join = tokio::spawn(async move {
+            let mut out = Vec::new();
+            let mut tick = tokio::time::interval(LAG_PERIOD);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+            loop {
+                tokio::select! {
+                    _ = until.cancelled() => break,
+                    _ = tick.tick() => {}
+                }
+                let t_ms = epoch.elapsed().as_millis() as u64;
+                let phase = label.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                for (i, port) in ports.iter().enumerate() {
+                    let read =
+                        tokio::time::timeout(LAG_PERIOD, facts.replica_state(primary, *port));
+                    let (linked, behind) = match read.await {
+                        Ok(Ok(s)) => (s.linked, Some(s.behind)),
+                        _ => (false, None),
+                    };
+                    let phase = phase.clone();
+                    out.push((
+                        i,
+                        LagSample {
+                            t_ms,
+                            phase,
+                            linked,
+                            behind,
+                        },
+                    ));
+                }
+            }
+            out
+        });
+        LagSampler { stop, join }
+    }
+}
+
+/// Stop reading the secondaries' lag; each one's series goes into its
+/// fidelity entry, and its most behind into `max_behind`.
+pub(super) async fn finish_lag(r: &mut Running) {
+    let Some(lag) = r.lag.take() else {
+        return;
+    };
+    lag.stop.cancel();
+    for (i, sample) in lag.join.await.unwrap_or_default() {
+        let Some(rr) = r.replicas.get(i) else {
+            continue;
+        };
+        let member = member(&mut r.record, &rr.name);
+        member.max_behind = member.max_behind.max(sample.behind.unwrap_or(0));
+        member.lag.push(sample);
+    }
+}
+
+/// The kernel counters of the primary (`server`, `client`) and of every
+/// secondary, by member name, for the cell's sampler.
+pub(super) struct TopologyStats {
+    pub primary: StatsReader,
+    pub secondaries: Vec<(String, StatsReader)>,
+}
+
+#[async_trait::async_trait]
+impl StatsSource for TopologyStats {
+    async fn stats(&self, target: Target) -> anyhow::Result<CgroupStats> {
+        self.primary.stats(target).await
+    }
+
+    async fn member_stats(&self) -> Vec<(String, CgroupStats)> {
+        self.secondaries
+            .iter()
+            .filter_map(|(name, s)| Some((name.clone(), s.server().ok()?)))
+            .collect()
+    }
 }
 
 /// Wait until the secondary answers, then send its join statements.

@@ -293,6 +293,8 @@ struct Running {
     abort: Option<String>,
     /// A replica set's secondaries, in `work.replicas` order.
     replicas: Vec<members::ReplicaRun>,
+    /// Reads their lag every second once they follow the primary.
+    lag: Option<members::LagSampler>,
 }
 
 impl Running {
@@ -381,6 +383,7 @@ pub async fn run_cell(
             .zip(replicas)
             .map(|(rw, sb)| members::ReplicaRun::new(rw, sb))
             .collect(),
+        lag: None,
     };
     std::fs::create_dir_all(&ctx.cell_dir)?;
     let outcome = lifecycle(work, ctx, &mut r, writer).await;
@@ -398,6 +401,7 @@ pub async fn run_cell(
         Some(s) => s.finish().await,
         None => Vec::new(),
     };
+    members::finish_lag(&mut r).await;
     let mut leaked = members::teardown_all(&mut r, &ctx.hurry).await;
     if let Some(sandbox) = r.sandbox.take() {
         leaked.extend(teardown(sandbox, &ctx.hurry).await);
@@ -529,6 +533,13 @@ fn base_record(work: &CellWork) -> CellRecord {
         version: work.version.clone(),
         environment: work.environment.clone(),
         backend: work.backend.name().into(),
+        topology: match work.replicas.len() {
+            0 => crate::model::Topology::Standalone,
+            n => crate::model::Topology::ReplicaSet {
+                members: n as u32 + 1,
+            },
+        }
+        .key(),
         threads: work
             .phases
             .iter()
@@ -576,6 +587,7 @@ async fn lifecycle(
         r.enter(ctx, "replicas");
         members::start_replicas(work, ctx, r, writer).await?;
     }
+    r.record.topology_ready_s = Some(r.epoch.elapsed().as_secs_f64());
 
     if let Some(leave) = work.hog_leave {
         r.enter(ctx, "hog");

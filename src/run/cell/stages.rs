@@ -18,8 +18,16 @@ pub(super) async fn provision(work: &CellWork, ctx: &CellCtx, r: &mut Running) -
         .extend(provisioned.read_back);
     let before = r.stats.server()?;
     r.oom_at_start = before.oom_kills;
+    let stats = super::members::TopologyStats {
+        primary: r.stats.clone(),
+        secondaries: r
+            .replicas
+            .iter()
+            .map(|rr| (rr.name.clone(), rr.stats.clone()))
+            .collect(),
+    };
     r.sampler = Some(Sampler::start(
-        Arc::new(r.stats.clone()),
+        Arc::new(stats),
         Duration::from_secs(1),
         r.epoch,
     ));

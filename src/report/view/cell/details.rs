@@ -78,6 +78,12 @@ fn cell_facts(rec: &CellRecord) -> Vec<(String, String)> {
     if let Some(d) = &rec.data_digest {
         facts.push(("Records digest".into(), d.clone()));
     }
+    if !rec.topology.is_empty() {
+        facts.push(("Topology".into(), rec.topology.clone()));
+    }
+    if let Some(s) = rec.topology_ready_s {
+        facts.push(("Ready for the load (s)".into(), format!("{s:.1}")));
+    }
     facts
 }
 

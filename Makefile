@@ -5,18 +5,28 @@ SHELL := /bin/bash
 CARGO ?= cargo
 BIN := $(or $(CARGO_TARGET_DIR),target)/debug/benchcage
 
-.PHONY: build test test-fast test-v2 demo lint bench images deps
+.PHONY: build test test-env test-fast test-v2 demo lint bench images deps
 
 build:
 	$(CARGO) build
 
 ## Everything CI runs: unit tests, CLI tests and the end-to-end tests
-## against real cgroups, dockerd and engines (needs root and `make deps`).
+## against real cgroups, dockerd, Slurm and engines (needs root; `test-env`
+## installs and starts what they need).
 ## Every run loads its cells afresh (BENCHCAGE_SNAPSHOTS=off), so that no
 ## test restores what another loaded; tests/snapshot.rs gives each of its
 ## runs a snapshot cache of its own.
-test: build
+test: build test-env
 	BENCHCAGE_SNAPSHOTS=off $(CARGO) test --no-fail-fast -- --test-threads=2
+
+## What the tests need running, each step idempotent (root): the Debian
+## packages, dockerd, the engines' local images and the one-node Slurm
+## cluster.
+test-env:
+	bash scripts/deps.sh
+	bash scripts/dockerd.sh
+	bash scripts/images.sh
+	bash scripts/slurm.sh
 
 ## The fast tier: every test that needs neither root nor an engine, in
 ## under a minute: the unit tests and the files tests/fast_*.rs (CLI

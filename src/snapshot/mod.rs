@@ -23,8 +23,10 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
 /// Changes when what a snapshot holds, or how, changes: older entries then
-/// no longer match any key.
-pub const KEY_FORMAT: u32 = 1;
+/// no longer match any key. 2: redis digests a hash by its sorted fields
+/// (an entry of format 1 holds a digest of its load that a restore of it
+/// would no longer reproduce).
+pub const KEY_FORMAT: u32 = 2;
 
 /// What makes two loads give the same data dir. Two cells whose keys are
 /// equal may share one load.

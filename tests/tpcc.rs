@@ -100,6 +100,45 @@ fn corrupt(s: &Server, sql: &str) {
     });
 }
 
+/// One number a query on the TPC-C database returns.
+fn number(s: &Server, sql: &str) -> i64 {
+    block_on(async {
+        let mut c = store(s).raw().await.unwrap();
+        let rows = c.select(sql).await.unwrap();
+        rows[0][0].int().unwrap_or(0)
+    })
+}
+
+/// The stock rows changed as the order lines of the run say (a NEW ORDER
+/// updates all of an order's stock rows in one statement, lines of one
+/// item together): counters start at 0, so their sums are the run's
+/// lines; quantities stay within 10 to 100; each line carries its
+/// district's `S_DIST_xx`.
+fn assert_stock_follows_order_lines(s: &Server) {
+    let new = "FROM order_line WHERE ol_o_id > 3000";
+    let lines = number(s, &format!("SELECT COUNT(*) {new}"));
+    assert!(lines > 0, "the run placed no order lines");
+    assert_eq!(number(s, "SELECT SUM(s_order_cnt) FROM stock"), lines);
+    let ordered = number(s, &format!("SELECT SUM(ol_quantity) {new}"));
+    assert_eq!(number(s, "SELECT SUM(s_ytd) FROM stock"), ordered);
+    let remote = number(
+        s,
+        &format!("SELECT COUNT(*) {new} AND ol_supply_w_id <> ol_w_id"),
+    );
+    assert_eq!(number(s, "SELECT SUM(s_remote_cnt) FROM stock"), remote);
+    let outside = "SELECT COUNT(*) FROM stock WHERE s_quantity < 10 OR s_quantity > 100";
+    assert_eq!(number(s, outside), 0);
+    let dist: String = (1..=10)
+        .map(|d| format!(" WHEN {d} THEN s_dist_{d:02}"))
+        .collect();
+    let wrong = format!(
+        "SELECT COUNT(*) FROM order_line JOIN stock \
+         ON s_w_id = ol_supply_w_id AND s_i_id = ol_i_id \
+         WHERE ol_o_id > 3000 AND ol_dist_info <> CASE ol_d_id{dist} END"
+    );
+    assert_eq!(number(s, &wrong), 0);
+}
+
 /// Loads `warehouses`, checks every table's rows, runs the mix and checks
 /// its shares and the consistency conditions; then corrupts a district
 /// and checks that the conditions, the phase and `drive` fail.
@@ -176,6 +215,9 @@ fn tpcc_on(s: &Server, warehouses: u32) {
     // The run changed the districts it checks: orders were placed.
     let after = data_rows(s);
     assert!(after["orders"] > rows["orders"]);
+    if kind != Kind::Secantus {
+        assert_stock_follows_order_lines(s);
+    }
 
     corrupt_district(s, 1, 3, true);
     corrupt_district(s, 1, 7, false);

@@ -105,6 +105,48 @@ pub enum Param<'a> {
     Null,
 }
 
+/// One statement of a [pipeline](postgres::PgConn::pipeline): sent
+/// together with the others of its pipeline where the protocol allows
+/// (PostgreSQL), one after the other otherwise (MySQL).
+#[derive(Debug, Clone, Copy)]
+pub enum Step<'a> {
+    /// Opens a transaction: PostgreSQL's `BEGIN`; nothing on a MySQL
+    /// connection with autocommit off, whose next statement opens one.
+    Begin,
+    /// A statement without parameters (`COMMIT`).
+    Text(&'a str),
+    /// Prepared statement `id` whose rows are wanted.
+    Rows(usize, &'a [Param<'a>]),
+    /// Prepared statement `id` whose changed-row count is wanted.
+    Exec(usize, &'a [Param<'a>]),
+}
+
+/// What one [`Step`] returned.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Done,
+    Rows(Vec<Vec<Cell>>),
+    Changed(u64),
+}
+
+impl Outcome {
+    /// The rows of a [`Step::Rows`]; none for any other step.
+    pub fn into_rows(self) -> Vec<Vec<Cell>> {
+        match self {
+            Outcome::Rows(r) => r,
+            _ => Vec::new(),
+        }
+    }
+
+    /// The changed-row count of a [`Step::Exec`]; 0 for any other step.
+    pub fn changed(&self) -> u64 {
+        match self {
+            Outcome::Changed(n) => *n,
+            _ => 0,
+        }
+    }
+}
+
 /// Where a client connects: always loopback.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Endpoint {

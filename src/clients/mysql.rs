@@ -1,6 +1,6 @@
 //! The only importer of `mysql_async`.
 
-use super::{Cell, ClientError, Endpoint, Param};
+use super::{Cell, ClientError, Endpoint, Outcome, Param, Step};
 use ::mysql_async::prelude::Queryable;
 
 fn err(ep: &Endpoint, e: impl std::fmt::Display) -> ClientError {
@@ -134,6 +134,8 @@ pub struct MyConn {
     ep: Endpoint,
     conn: ::mysql_async::Conn,
     statements: Vec<::mysql_async::Statement>,
+    /// Each statement commits on its own (the server's default).
+    autocommit: bool,
 }
 
 impl MyConn {
@@ -159,6 +161,7 @@ impl MyConn {
             ep: ep.clone(),
             conn,
             statements: Vec::new(),
+            autocommit: true,
         })
     }
 
@@ -224,6 +227,38 @@ impl MyConn {
             .await
             .map_err(|e| db_err(&self.ep, e))?;
         Ok(self.conn.affected_rows())
+    }
+}
+
+impl MyConn {
+    /// Turns autocommit off: the first statement after a `COMMIT` opens
+    /// the next transaction, which saves [`Step::Begin`] its round trip.
+    pub async fn autocommit_off(&mut self) -> Result<(), ClientError> {
+        self.exec_text("SET autocommit = 0").await?;
+        self.autocommit = false;
+        Ok(())
+    }
+
+    /// Runs `steps` one after the other (the protocol answers each before
+    /// the next is sent), up to the first that fails.
+    pub async fn pipeline(&mut self, steps: &[Step<'_>]) -> Result<Vec<Outcome>, ClientError> {
+        let mut out = Vec::with_capacity(steps.len());
+        for step in steps {
+            out.push(match *step {
+                Step::Begin if !self.autocommit => Outcome::Done,
+                Step::Begin => {
+                    self.exec_text("BEGIN").await?;
+                    Outcome::Done
+                }
+                Step::Text(sql) => {
+                    self.exec_text(sql).await?;
+                    Outcome::Done
+                }
+                Step::Rows(id, params) => Outcome::Rows(self.query_rows(id, params).await?),
+                Step::Exec(id, params) => Outcome::Changed(self.execute(id, params).await?),
+            });
+        }
+        Ok(out)
     }
 }
 

@@ -1,6 +1,6 @@
 //! The only importer of `tokio-postgres`.
 
-use super::{Cell, ClientError, Endpoint, Param};
+use super::{Cell, ClientError, Endpoint, Outcome, Param, Step};
 use ::tokio_postgres::error::SqlState;
 use ::tokio_postgres::types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
 use bytes::BytesMut;
@@ -153,6 +153,57 @@ impl PgConn {
             .execute(st, &refs(&args))
             .await
             .map_err(|e| db_err(&self.ep, e))
+    }
+}
+
+/// Most steps sent in one go: `join_all` polls up to this many futures in
+/// order (a request goes out at its future's first poll); a longer
+/// pipeline goes in parts.
+const PIPELINE_MAX: usize = 30;
+
+impl PgConn {
+    /// Runs `steps` in order as one pipeline: every request is written
+    /// before the first answer is read, so the pipeline costs one round
+    /// trip (per [`PIPELINE_MAX`] steps). Returns each step's outcome, or
+    /// the first failed step's error: PostgreSQL still ran the later
+    /// steps, in the transaction that error aborted.
+    pub async fn pipeline(&mut self, steps: &[Step<'_>]) -> Result<Vec<Outcome>, ClientError> {
+        let mut out = Vec::with_capacity(steps.len());
+        for part in steps.chunks(PIPELINE_MAX) {
+            for r in self.pipeline_part(part).await {
+                out.push(r?);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn pipeline_part(&self, steps: &[Step<'_>]) -> Vec<Result<Outcome, ClientError>> {
+        let (client, statements, ep) = (&self.client, &self.statements, &self.ep);
+        let sent = steps.iter().map(|step| async move {
+            let db = |e| db_err(ep, e);
+            match *step {
+                Step::Begin => client.batch_execute("BEGIN").await.map_err(db)?,
+                Step::Text(sql) => client.batch_execute(sql).await.map_err(db)?,
+                Step::Rows(id, params) => {
+                    let args = args(&statements[id], params);
+                    let rows = client
+                        .query(&statements[id], &refs(&args))
+                        .await
+                        .map_err(db)?;
+                    return Ok(Outcome::Rows(decode(ep, &rows)?));
+                }
+                Step::Exec(id, params) => {
+                    let args = args(&statements[id], params);
+                    let n = client
+                        .execute(&statements[id], &refs(&args))
+                        .await
+                        .map_err(db)?;
+                    return Ok(Outcome::Changed(n));
+                }
+            }
+            Ok(Outcome::Done)
+        });
+        futures::future::join_all(sent).await
     }
 }
 

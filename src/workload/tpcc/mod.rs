@@ -10,7 +10,8 @@
 //! - `schema`: the tables and their SQL DDL;
 //! - `loader`: the initial database, as jobs for loader tasks;
 //! - `txn`: the transactions' inputs, the mix, the store trait;
-//! - `sql`: PostgreSQL and MySQL/MariaDB;
+//! - `sql`: PostgreSQL and MySQL/MariaDB: tables and load;
+//! - `sql_terminal`: their transactions;
 //! - `mongo`: MongoDB, in py-tpcc's document schema;
 //! - `check`: the consistency conditions.
 
@@ -20,6 +21,7 @@ pub mod mongo;
 pub mod random;
 pub mod schema;
 pub mod sql;
+pub mod sql_terminal;
 pub mod txn;
 
 use super::driver::{self, Timing, Worker};

@@ -261,7 +261,8 @@ fn every_secondary_of_a_postgres_a_redis_and_a_mariadb_replica_set_holds_the_pri
             read_json(&d.join("samples.json"));
         for m in ["server", "m1", "m2"] {
             let of: Vec<_> = samples.iter().filter(|s| s.cgroup == m).collect();
-            assert!(of.len() >= 3, "{}: {m}", d.display());
+            // Sampled once a second: a short redis cell has few samples.
+            assert!(!of.is_empty(), "{}: {m}", d.display());
             assert!(of.iter().any(|s| s.memory_bytes > 0 && s.cpu_usec > 0));
         }
     }

@@ -142,16 +142,13 @@ pub async fn run_matrix(
     write_json_atomic(&paths.run_json(), &record)
         .with_context(|| format!("writing the run record of {run_id}"))?;
 
-    let m = Matrix {
-        work_dir: work_root().join(run_id.as_str()),
-        run_id: &run_id,
-        paths: &paths,
-        live: Arc::new(Mutex::new(Live::stderr())),
-        interrupts: &interrupts,
-        make_sandbox: &make_sandbox,
-        prepare: &prepare,
-        total: cells.len(),
-    };
+    let m = Matrix::new(
+        &run_id,
+        &paths,
+        &interrupts,
+        (&make_sandbox, &prepare),
+        cells.len(),
+    );
     m.say(&format!(
         "run {run_id}: {} cell(s), results in {}",
         cells.len(),
@@ -203,16 +200,13 @@ pub async fn run_one_cell(
             paths.run_json().display()
         )));
     }
-    let m = Matrix {
-        work_dir: work_root().join(run_id.as_str()),
-        run_id: &run_id,
-        paths: &paths,
-        live: Arc::new(Mutex::new(Live::stderr())),
-        interrupts: &interrupts,
-        make_sandbox: &make_sandbox,
-        prepare: &prepare,
-        total: cells.len(),
-    };
+    let m = Matrix::new(
+        &run_id,
+        &paths,
+        &interrupts,
+        (&make_sandbox, &prepare),
+        cells.len(),
+    );
     let mut out = MatrixOutcome {
         run_id: run_id.to_string(),
         dir: paths.dir.clone(),
@@ -323,7 +317,28 @@ struct Matrix<'a> {
     total: usize,
 }
 
-impl Matrix<'_> {
+impl<'a> Matrix<'a> {
+    /// The matrix of run `run_id` over `total` cells, its live view on
+    /// stderr.
+    fn new(
+        run_id: &'a RunId,
+        paths: &'a RunPaths,
+        interrupts: &'a Interrupts,
+        (make_sandbox, prepare): (&'a SandboxFactory, &'a PrepareFn),
+        total: usize,
+    ) -> Self {
+        Matrix {
+            work_dir: work_root().join(run_id.as_str()),
+            run_id,
+            paths,
+            live: Arc::new(Mutex::new(Live::stderr())),
+            interrupts,
+            make_sandbox,
+            prepare,
+            total,
+        }
+    }
+
     fn say(&self, msg: &str) {
         self.live.lock().unwrap_or_else(|e| e.into_inner()).say(msg);
     }

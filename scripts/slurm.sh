@@ -103,7 +103,12 @@ mkdir -p /run/munge /var/log/munge /var/lib/munge
 chown munge:munge /run/munge /var/log/munge /var/lib/munge
 if ! pgrep -x munged >/dev/null; then
   runuser -u munge -- munged
-  pgrep -xo munged >"$pids/munged.pid"
+  # munged forks: its own pid file names the daemon.
+  for ((i = 0; i < 50; i++)); do
+    [[ -s /run/munge/munged.pid ]] && break
+    sleep 0.1
+  done
+  cp /run/munge/munged.pid "$pids/munged.pid"
 fi
 
 start() {

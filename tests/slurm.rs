@@ -445,3 +445,41 @@ fn a_cell_outside_its_jobs_allocation_is_refused_naming_what_is_outside() {
     node.allocation_memory_bytes = Some(1 << 30);
     assert_eq!(outside_allocation(&work, &node), None);
 }
+
+#[test]
+fn ctrl_c_cancels_the_runs_jobs_and_leaves_the_run_resumable() {
+    let Some(place) = Place::new() else { return };
+    let mut sub = spawn(
+        &place,
+        &["tests/scenarios/slurm-long.yaml", "--on", "slurm"],
+    );
+    let (dir, state) = jobs_submitted(&place, 3);
+    sub.run_dir = Some(dir.clone());
+    let first = state.jobs.values().map(|j| j.job_id).min().unwrap();
+    wait_for("the first job to run", Duration::from_secs(600), || {
+        (job_state(first) == "RUNNING").then_some(())
+    });
+    support::host::signal(&sub.child, nix::sys::signal::Signal::SIGINT);
+    let status = wait_for("the submitter to end", Duration::from_secs(180), || {
+        sub.child.try_wait().unwrap()
+    });
+    assert_eq!(status.code(), Some(130));
+    let run_id = dir.file_name().unwrap().to_string_lossy().to_string();
+    for id in jobs_of_run(&run_id) {
+        assert_eq!(job_state(id), "CANCELLED", "job {id}");
+    }
+    let run: RunRecord = read_json(&dir.join("run.json"));
+    assert_eq!(run.status, RunStatus::Interrupted);
+    assert!(run.note.unwrap_or_default().contains("--resume"));
+    // A cell the cancelled job got to is not finished (it may not have
+    // made its folder yet).
+    if dir.join("cells").is_dir() {
+        for d in cell_dirs(&dir) {
+            if let Ok(b) = std::fs::read(d.join("cell.json")) {
+                let c: CellRecord = serde_json::from_slice(&b).unwrap();
+                assert_ne!(c.status, CellStatus::Finished, "{}", c.key);
+            }
+        }
+    }
+    place.assert_clean(&run_id);
+}

@@ -182,6 +182,25 @@ fn spawn(place: &Place, args: &[&str]) -> Submitter {
     }
 }
 
+/// A submitter of tests/scenarios/slurm-long.yaml (3 cells, an 8 s
+/// phase), once its 3 jobs are submitted: it, the run folder, the jobs.
+fn submit_long(place: &Place) -> (Submitter, PathBuf, ClusterState) {
+    let mut sub = spawn(place, &["tests/scenarios/slurm-long.yaml", "--on", "slurm"]);
+    let (dir, state) = jobs_submitted(place, 3);
+    sub.run_dir = Some(dir.clone());
+    (sub, dir, state)
+}
+
+/// The cell key and job id of the first job submitted.
+fn first_job(state: &ClusterState) -> (String, u64) {
+    state
+        .jobs
+        .iter()
+        .map(|(k, j)| (k.clone(), j.job_id))
+        .min_by_key(|(_, id)| *id)
+        .unwrap()
+}
+
 #[test]
 fn a_four_cell_matrix_runs_as_slurm_jobs_gathered_into_one_run_and_report() {
     let Some(place) = Place::new() else { return };
@@ -252,15 +271,8 @@ fn a_four_cell_matrix_runs_as_slurm_jobs_gathered_into_one_run_and_report() {
 #[test]
 fn a_job_cancelled_with_scancel_fails_its_cell_and_the_others_finish() {
     let Some(place) = Place::new() else { return };
-    let mut sub = spawn(
-        &place,
-        &["tests/scenarios/slurm-long.yaml", "--on", "slurm"],
-    );
-    let (dir, state) = jobs_submitted(&place, 3);
-    sub.run_dir = Some(dir.clone());
-    let mut jobs: Vec<_> = state.jobs.iter().collect();
-    jobs.sort_by_key(|(_, j)| j.job_id);
-    let (victim_key, victim) = (jobs[0].0.clone(), jobs[0].1.job_id);
+    let (mut sub, dir, state) = submit_long(&place);
+    let (victim_key, victim) = first_job(&state);
     // Cancelled once it runs its phase (the job's output tells the stages).
     let log = dir.join("slurm").join(format!("01-{victim}.out"));
     wait_for("the first job's phase", Duration::from_secs(600), || {
@@ -301,13 +313,8 @@ fn a_job_cancelled_with_scancel_fails_its_cell_and_the_others_finish() {
 #[test]
 fn a_submitter_killed_and_resumed_reattaches_to_its_jobs_without_resubmitting() {
     let Some(place) = Place::new() else { return };
-    let mut sub = spawn(
-        &place,
-        &["tests/scenarios/slurm-long.yaml", "--on", "slurm"],
-    );
-    let (dir, state) = jobs_submitted(&place, 3);
-    sub.run_dir = Some(dir.clone());
-    let first = state.jobs.values().map(|j| j.job_id).min().unwrap();
+    let (mut sub, dir, state) = submit_long(&place);
+    let (_, first) = first_job(&state);
     wait_for("the first job to run", Duration::from_secs(600), || {
         (job_state(first) == "RUNNING").then_some(())
     });
@@ -449,13 +456,8 @@ fn a_cell_outside_its_jobs_allocation_is_refused_naming_what_is_outside() {
 #[test]
 fn ctrl_c_cancels_the_runs_jobs_and_leaves_the_run_resumable() {
     let Some(place) = Place::new() else { return };
-    let mut sub = spawn(
-        &place,
-        &["tests/scenarios/slurm-long.yaml", "--on", "slurm"],
-    );
-    let (dir, state) = jobs_submitted(&place, 3);
-    sub.run_dir = Some(dir.clone());
-    let first = state.jobs.values().map(|j| j.job_id).min().unwrap();
+    let (mut sub, dir, state) = submit_long(&place);
+    let (_, first) = first_job(&state);
     wait_for("the first job to run", Duration::from_secs(600), || {
         (job_state(first) == "RUNNING").then_some(())
     });

@@ -10,6 +10,7 @@ pub mod mongodb;
 pub mod mysql;
 pub mod postgres;
 pub mod redis;
+pub mod redis_cluster;
 
 /// How long one protocol round trip may take before the probe gives up.
 pub const PING_TIMEOUT: Duration = Duration::from_secs(5);

@@ -188,9 +188,19 @@ impl RedisConn {
     }
 
     /// A digest of every key and its value, keys in order, with the number
-    /// of keys: equal for equal data (see [`RedisConn::value_bytes`]).
+    /// of keys: equal for equal data (see [`RedisConn::values_bytes`]).
     pub async fn digest(&mut self) -> Result<(u64, String), ClientError> {
-        use sha2::Digest;
+        Ok(digest_of(self.entries().await?))
+    }
+
+    /// Every key of this server with its value as bytes that are equal
+    /// for equal values, keys in order. On a Redis Cluster replica the
+    /// reads are allowed first (`READONLY`): they would be redirected to
+    /// the shard's primary otherwise.
+    pub async fn entries(&mut self) -> Result<Vec<(Vec<u8>, Vec<u8>)>, ClientError> {
+        if cluster_enabled(&self.cmd(&["INFO", "cluster"]).await?) {
+            self.cmd(&["READONLY"]).await?;
+        }
         let mut keys: Vec<Vec<u8>> = Vec::new();
         let mut cursor = 0u64;
         loop {
@@ -207,16 +217,11 @@ impl RedisConn {
         }
         keys.sort();
         keys.dedup();
-        let mut h = sha2::Sha256::new();
+        let mut out = Vec::with_capacity(keys.len());
         for batch in keys.chunks(DIGEST_BATCH) {
-            for (k, value) in batch.iter().zip(self.values_bytes(batch).await?) {
-                h.update((k.len() as u64).to_le_bytes());
-                h.update(k);
-                h.update((value.len() as u64).to_le_bytes());
-                h.update(&value);
-            }
+            out.extend(batch.iter().cloned().zip(self.values_bytes(batch).await?));
         }
-        Ok((keys.len() as u64, hex::encode(h.finalize())))
+        Ok(out)
     }
 
     /// The values of `keys` as bytes that are equal for equal values, in
@@ -374,6 +379,26 @@ impl RedisConn {
         let refs: Vec<&::redis::Cmd> = cmds.iter().collect();
         self.round_trip(&refs).await.map(drop)
     }
+}
+
+/// Whether `INFO cluster` says the server runs in cluster mode.
+pub fn cluster_enabled(info: &str) -> bool {
+    info.lines().any(|l| l.trim() == "cluster_enabled:1")
+}
+
+/// The number of keys and a sha256 of every key and value, in key order:
+/// equal for equal data, whichever servers held it.
+pub fn digest_of(mut entries: Vec<(Vec<u8>, Vec<u8>)>) -> (u64, String) {
+    use sha2::Digest;
+    entries.sort();
+    let mut h = sha2::Sha256::new();
+    for (k, value) in &entries {
+        h.update((k.len() as u64).to_le_bytes());
+        h.update(k);
+        h.update((value.len() as u64).to_le_bytes());
+        h.update(value);
+    }
+    (entries.len() as u64, hex::encode(h.finalize()))
 }
 
 /// Keys whose values one round trip of the digest asks for.

@@ -105,7 +105,11 @@ fn plan_or_refuse(home: &Path, args: &RunArgs, host: &HostFacts) -> anyhow::Resu
                 "engine {} declares no `replication:` (how a secondary joins its primary)",
                 c.engine
             ),
-            _ => "`run` starts replica sets so far, not sharded clusters".to_string(),
+            (crate::model::Topology::Sharded { .. }, _) if c.sharding.is_some() => continue,
+            _ => format!(
+                "engine {} declares no `sharding:` (how its members form a sharded cluster)",
+                c.engine
+            ),
         };
         return Err(crate::error::bad_input(format!(
             "cell {}: `plan` lays out its {} members, but {why}; run it with `topology: standalone`",

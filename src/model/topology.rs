@@ -121,6 +121,20 @@ impl Topology {
         }
     }
 
+    /// How many shards, routers and config servers it has (0 for a
+    /// replica set or one server).
+    pub fn sharded_counts(&self) -> (u32, u32, u32) {
+        match *self {
+            Topology::Sharded {
+                shards,
+                routers,
+                config_servers,
+                ..
+            } => (shards, routers, config_servers),
+            _ => (0, 0, 0),
+        }
+    }
+
     /// The kind's name as engines declare it (`replica_set`).
     pub fn kind(&self) -> &'static str {
         match self {
@@ -140,11 +154,10 @@ impl Topology {
             Topology::Sharded {
                 shards,
                 replicas_per_shard,
-                routers,
                 ..
-            } if shards == 0 || replicas_per_shard == 0 || routers == 0 => Some(
-                "a sharded cluster needs at least 1 shard, 1 member per shard and 1 router".into(),
-            ),
+            } if shards == 0 || replicas_per_shard == 0 => {
+                Some("a sharded cluster needs at least 1 shard and 1 member per shard".into())
+            }
             _ if n > MAX_MEMBERS => Some(format!("{n} members in one cell: at most {MAX_MEMBERS}")),
             _ => None,
         }
@@ -196,13 +209,21 @@ mod tests {
                 .unwrap()
                 .contains("at least 2")
         );
-        let no_router = Topology::Sharded {
-            shards: 2,
+        let no_shard = Topology::Sharded {
+            shards: 0,
             replicas_per_shard: 1,
             config_servers: 1,
+            routers: 1,
+        };
+        assert!(no_shard.problem().unwrap().contains("1 shard"));
+        // Whether routers are needed is the engine's to say (plan).
+        let no_router = Topology::Sharded {
+            shards: 3,
+            replicas_per_shard: 1,
+            config_servers: 0,
             routers: 0,
         };
-        assert!(no_router.problem().unwrap().contains("1 router"));
+        assert_eq!(no_router.problem(), None);
         assert!(
             Topology::ReplicaSet { members: 65 }
                 .problem()

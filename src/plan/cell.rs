@@ -88,6 +88,9 @@ pub struct PlannedCell {
     /// How a replica set's secondaries join (the engine's `replication:`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replication: Option<crate::spec::engine::ReplicationSpec>,
+    /// How a sharded cluster's members form it (the engine's `sharding:`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sharding: Option<crate::spec::engine::ShardingSpec>,
 }
 
 /// A store URL option a knob sets: `write_concern=1` gives `w=1`.

@@ -177,6 +177,7 @@ fn planned_cell(
         topology: super::members::topology_of(e),
         members: parts.members.clone(),
         replication: engine.replication.clone(),
+        sharding: engine.sharding.as_deref().cloned(),
     }
 }
 

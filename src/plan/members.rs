@@ -69,6 +69,10 @@ pub(super) fn plan(
         diags.push(diag(e, s, &field, msg, None));
         return None;
     }
+    if let Some(msg) = sharding_problem(e, topology) {
+        diags.push(diag(e, s, &field, msg, None));
+        return None;
+    }
     let server = &e.ep.env.server_cpus;
     let share = e.ep.env.share_cpus;
     let cpus = match split_cpus(server, members.len(), share) {
@@ -106,6 +110,35 @@ pub(super) fn plan(
             })
             .collect(),
     )
+}
+
+/// A sharded cluster whose routers or config servers the engine does not
+/// have (Redis Cluster has neither), or needs and is not given.
+fn sharding_problem(e: &Entry, topology: Topology) -> Option<String> {
+    let (_, routers, config_servers) = topology.sharded_counts();
+    let spec = e.engine.sharding.as_ref()?;
+    if !matches!(topology, Topology::Sharded { .. }) {
+        return None;
+    }
+    let part = |has: bool, n: u32, what: &str, field: &str| match (has, n) {
+        (false, 1..) => Some(format!(
+            "{}'s sharded cluster has no {what}: give `{field}: 0`",
+            e.label
+        )),
+        (true, 0) => Some(format!(
+            "{}'s sharded cluster needs at least one {what}: give `{field}: 1` or more",
+            e.label
+        )),
+        _ => None,
+    };
+    part(spec.routers, routers, "router", "routers").or_else(|| {
+        part(
+            spec.config_servers,
+            config_servers,
+            "config server",
+            "config_servers",
+        )
+    })
 }
 
 /// A diagnostic at the matrix entry's topology, else the environment's.

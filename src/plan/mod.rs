@@ -853,6 +853,57 @@ mod tests {
     }
 
     #[test]
+    fn a_redis_cluster_has_no_router_and_every_member_renders_cluster_mode() {
+        let mut p = project();
+        let mut s = p.scenarios["quickstart"].clone();
+        p.environments.get_mut("quickstart").unwrap().share_cpus = true;
+        let h = host("0-1", 24, 20);
+        let sharded = |routers, config_servers| crate::model::Topology::Sharded {
+            shards: 3,
+            replicas_per_shard: 1,
+            config_servers,
+            routers,
+        };
+        s.matrix.engines[0].topology = Some(sharded(1, 0));
+        let e = plan_on(&p, &s, &[], None, None, &h)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("redis@7.0's sharded cluster has no router: give `routers: 0`"),
+            "{e}"
+        );
+        s.matrix.engines[0].topology = Some(sharded(0, 1));
+        let e = plan_on(&p, &s, &[], None, None, &h)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("has no config server: give `config_servers: 0`"),
+            "{e}"
+        );
+        s.matrix.engines[0].topology = Some(sharded(0, 0));
+        let plan = plan_on(&p, &s, &[], None, None, &h).unwrap();
+        let c = &plan.cells[0];
+        let names: Vec<&str> = c.members.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, ["shard0-m0", "shard1-m0", "shard2-m0"]);
+        assert!(c.sharding.as_ref().is_some_and(|sh| !sh.routers));
+        for m in &c.members {
+            let configs = if m.configs.is_empty() {
+                &c.configs
+            } else {
+                &m.configs
+            };
+            assert!(
+                configs[0].content.contains("\ncluster-enabled yes\n"),
+                "{}",
+                m.name
+            );
+        }
+        // A standalone redis is not in cluster mode.
+        let one = plan_on(&p, &p.scenarios["quickstart"], &[], None, None, &h).unwrap();
+        assert!(!one.cells[0].configs[0].content.contains("cluster-enabled"));
+    }
+
+    #[test]
     fn each_mariadb_replica_set_member_gets_a_server_id_of_its_own_and_a_binary_log() {
         let mut p = project();
         let mut s = p.scenarios["quickstart"].clone();

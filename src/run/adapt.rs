@@ -5,7 +5,7 @@ use crate::metrics::fidelity::IoBoundThresholds;
 use crate::model::{Backend, CellLimits, Program, ThpPolicy};
 use crate::plan::{PhaseConfig, PlannedCell, PlannedPhase};
 use crate::run::cell::{
-    CellWork, EngineFacts, LaunchFn, PhaseStep, ReplicaLaunchFn, ReplicaWork, SettleSpec,
+    CellWork, EngineFacts, LaunchFn, Leader, PhaseStep, ReplicaLaunchFn, ReplicaWork, SettleSpec,
     SnapshotWork,
 };
 use crate::run::exec::DriveExec;
@@ -183,24 +183,28 @@ pub fn cell_work(
                 cache: cache.clone(),
             }),
         replicas,
+        topology: cell.topology,
+        sharding: cell.sharding.clone(),
         node: None,
     }
 }
 
-/// The primary's limits (its CPUs from the topology's split) and the
-/// secondaries of a replica set, each with its CPUs and the cell's memory
-/// cap; one server keeps the cell's limits.
+/// The first member's limits (its CPUs from the topology's split) and the
+/// other members, each with its CPUs and the cell's memory cap, how it
+/// joins and whom it follows; one server keeps the cell's limits.
 fn members_of(cell: &Arc<PlannedCell>) -> (CellLimits, Vec<ReplicaWork>) {
     let mut limits = cell.limits.clone();
     let Some(primary) = cell.members.first().filter(|_| cell.members.len() > 1) else {
         return (limits, Vec::new());
     };
     limits.server_cpus = primary.cpus.clone();
-    let join = cell
-        .replication
-        .as_ref()
-        .map(|r| r.replica_join.clone())
-        .unwrap_or_default();
+    let sharded = matches!(cell.topology, crate::model::Topology::Sharded { .. });
+    let join = if sharded {
+        cell.sharding.as_ref().map(|s| s.member_join.clone())
+    } else {
+        cell.replication.as_ref().map(|r| r.replica_join.clone())
+    }
+    .unwrap_or_default();
     let replicas = cell.members[1..]
         .iter()
         .map(|m| {
@@ -213,8 +217,12 @@ fn members_of(cell: &Arc<PlannedCell>) -> (CellLimits, Vec<ReplicaWork>) {
                         .iter()
                         .map(|c| (c.name.clone(), c.content.clone()))
                         .collect();
-                    let launch =
-                        p.replica_launch(port, data_dir, config_dir, log_path, primary_port);
+                    // A shard member starts empty, as the first one did.
+                    let launch = if sharded {
+                        p.launch(port, data_dir, config_dir, log_path)
+                    } else {
+                        p.replica_launch(port, data_dir, config_dir, log_path, primary_port)
+                    };
                     Ok((launch, files))
                 });
             ReplicaWork {
@@ -226,10 +234,36 @@ fn members_of(cell: &Arc<PlannedCell>) -> (CellLimits, Vec<ReplicaWork>) {
                 },
                 launch,
                 join: join.clone(),
+                shard: m.shard,
+                leader: leader_of(&cell.members, m),
             }
         })
         .collect();
     (limits, replicas)
+}
+
+/// Whom member `m` follows: a replica set's secondary the primary (the
+/// cell's server), a shard's secondary its shard's primary, a shard's
+/// primary nobody.
+fn leader_of(
+    members: &[crate::plan::members::PlannedMember],
+    m: &crate::plan::members::PlannedMember,
+) -> Leader {
+    use crate::model::Role;
+    match m.role {
+        Role::Secondary => Leader::Cell,
+        Role::ShardSecondary => {
+            let at = members
+                .iter()
+                .position(|o| o.role == Role::ShardPrimary && o.shard == m.shard);
+            match at {
+                Some(0) => Leader::Cell,
+                Some(i) => Leader::Member(i - 1),
+                None => Leader::None,
+            }
+        }
+        _ => Leader::None,
+    }
 }
 
 /// The cell's limits as its record shows them.

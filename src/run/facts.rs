@@ -224,29 +224,65 @@ impl EngineFacts for ProbeFacts {
     }
 
     async fn execute(&self, port: u16, statement: &str) -> Result<(), String> {
+        if let Probe::Postgres { .. } = &self.probe {
+            // Several statements, and ones that return no row.
+            let ep = self.endpoint(port);
+            let c = clients::postgres::PgConn::connect(&ep)
+                .await
+                .map_err(|e| e.to_string())?;
+            return c.batch(statement).await.map_err(|e| e.to_string());
+        }
+        self.reply(port, statement).await.map(drop)
+    }
+
+    async fn reply(&self, port: u16, statement: &str) -> Result<String, String> {
         let ep = self.endpoint(port);
         let e = |e: crate::clients::ClientError| e.to_string();
         match &self.probe {
             Probe::Redis => {
                 let argv: Vec<&str> = statement.split_whitespace().collect();
                 if argv.is_empty() {
-                    return Ok(());
+                    return Ok(String::new());
                 }
                 let mut c = clients::redis::RedisConn::connect(&ep).await.map_err(e)?;
-                c.cmd(&argv).await.map(|_| ()).map_err(e)
+                c.cmd(&argv).await.map_err(e)
             }
-            Probe::Postgres { .. } => {
-                let c = clients::postgres::PgConn::connect(&ep).await.map_err(e)?;
-                c.batch(statement).await.map_err(e)
-            }
-            Probe::Mysql { .. } => clients::mysql::query_text(&ep, statement)
+            Probe::Postgres { .. } => clients::postgres::query_text(&ep, statement)
                 .await
-                .map(|_| ())
                 .map_err(e),
+            Probe::Mysql { .. } => clients::mysql::query_text(&ep, statement).await.map_err(e),
             Probe::Mongodb => Err(format!(
                 "`{statement}`: statements are SQL or redis commands; a MongoDB engine takes none"
             )),
         }
+    }
+
+    async fn cluster_digest(&self, port: u16) -> Result<String, String> {
+        let e = |e: crate::clients::ClientError| e.to_string();
+        match &self.probe {
+            Probe::Redis => {
+                let mut c = clients::redis_cluster::RedisCluster::connect(&self.endpoint(port))
+                    .await
+                    .map_err(e)?;
+                let (n, d) = c.digest().await.map_err(e)?;
+                Ok(format!("{n} keys, sha256 {d}"))
+            }
+            _ => Err("benchcage digests the sharded clusters of redis only".into()),
+        }
+    }
+
+    async fn cluster_data_size(&self, port: u16) -> Option<u64> {
+        let Probe::Redis = &self.probe else {
+            return None;
+        };
+        let c = clients::redis_cluster::RedisCluster::connect(&self.endpoint(port))
+            .await
+            .ok()?;
+        let mut total = 0;
+        for ep in c.primaries() {
+            total += self.data_size(ep.port).await?;
+        }
+        Some(total)
     }
 
     async fn data_size(&self, port: u16) -> Option<u64> {

@@ -151,8 +151,52 @@ pub struct Engine {
     /// `None` = `run` cannot start its replica sets (plan still lays them
     /// out).
     pub replication: Option<ReplicationSpec>,
+    /// `sharding:`: how a sharded cluster's members form it; `None` =
+    /// `run` cannot start its sharded clusters (plan still lays them out).
+    /// Boxed: most engines have none, and it is large.
+    pub sharding: Option<Box<ShardingSpec>>,
     pub origin: Origin,
 }
+
+/// `sharding:`: how the members of a sharded cluster form it, as data:
+/// statements sent once each member answers, then to each shard's
+/// primary, then to each shard's secondaries, and the reply every member
+/// gives once the cluster is whole. Redis Cluster (no router, no config
+/// server): `CLUSTER MEET`, `CLUSTER ADDSLOTS`, `CLUSTER REPLICATE`,
+/// `CLUSTER INFO` until `cluster_state:ok`.
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
+pub struct ShardingSpec {
+    /// Whether the cluster has routers the client connects to (mongos);
+    /// without, the client finds each key's shard itself.
+    pub routers: bool,
+    /// Whether the cluster keeps its shard map on config servers.
+    pub config_servers: bool,
+    /// Sent to every member but the first once it answers;
+    /// `{primary_port}` is the first member's port.
+    pub member_join: Vec<String>,
+    /// Sent to each shard's primary once every member has joined;
+    /// `{shard_slots}` is the shard's share of the 16384 hash slots.
+    pub shard_init: Vec<String>,
+    /// Asked of a shard's primary for `{shard_primary_id}`, its node id.
+    pub node_id: Option<String>,
+    /// Sent to each shard's secondaries once every shard has its slots.
+    pub replica_join: Vec<String>,
+    /// Asked of every member until its reply holds each line of `expect`
+    /// (`{members}` is the member count): the cluster is whole.
+    pub ready: Option<ClusterReady>,
+}
+
+/// `ready: {statement: "CLUSTER INFO", expect: ["cluster_state:ok"]}`.
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
+pub struct ClusterReady {
+    pub statement: String,
+    pub expect: Vec<String>,
+}
+
+/// The placeholders of `sharding:`.
+pub const SHARD_SLOTS: &str = "{shard_slots}";
+pub const SHARD_PRIMARY_ID: &str = "{shard_primary_id}";
+pub const MEMBER_COUNT: &str = "{members}";
 
 /// `replication: {replica_init: [ARGV...], replica_join: [STATEMENT...]}`:
 /// how a secondary of a replica set comes to follow the primary, as data.
@@ -1005,6 +1049,58 @@ fn replication_from_node(node: &Node, cx: &mut Cx) -> Option<ReplicationSpec> {
     })
 }
 
+/// `sharding: {routers, config_servers, member_join, shard_init,
+/// node_id, replica_join, ready}`.
+fn sharding_from_node(node: &Node, cx: &mut Cx) -> Option<ShardingSpec> {
+    let known = [
+        "routers",
+        "config_servers",
+        "member_join",
+        "shard_init",
+        "node_id",
+        "replica_join",
+        "ready",
+    ];
+    let f = Fields::open(node, cx, "sharding", &known)?;
+    let ready = f.get("ready").and_then(|n| {
+        let r = Fields::open(n, cx, "sharding.ready", &["statement", "expect"])?;
+        Some(ClusterReady {
+            statement: r.req(cx, "statement")?,
+            expect: r.or(cx, "expect", Vec::new()),
+        })
+    });
+    let spec = ShardingSpec {
+        routers: f.or(cx, "routers", true),
+        config_servers: f.or(cx, "config_servers", true),
+        member_join: f.or(cx, "member_join", Vec::new()),
+        shard_init: f.or(cx, "shard_init", Vec::new()),
+        node_id: f.opt(cx, "node_id"),
+        replica_join: f.or(cx, "replica_join", Vec::new()),
+        ready,
+    };
+    let needs_id = spec
+        .replica_join
+        .iter()
+        .any(|s| s.contains(SHARD_PRIMARY_ID));
+    if needs_id && spec.node_id.is_none() {
+        cx.error(
+            f.pos_of("replica_join"),
+            "sharding.replica_join",
+            format!("uses {SHARD_PRIMARY_ID} but `node_id` does not say how to ask for it"),
+            Some("e.g. `node_id: CLUSTER MYID`".into()),
+        );
+    }
+    if spec.shard_init.is_empty() && spec.member_join.is_empty() {
+        cx.error(
+            f.pos,
+            "sharding",
+            "says neither how members join nor how shards are made",
+            Some("give member_join (statements sent to each member once it answers) and shard_init (sent to each shard's primary)".into()),
+        );
+    }
+    Some(spec)
+}
+
 /// `snapshot: {knobs, digest}`: every knob named is one of the engine's.
 fn snapshot_from_node(
     node: &Node,
@@ -1128,6 +1224,7 @@ const ENGINE_FIELDS: &[&str] = &[
     "snapshot",
     "topologies",
     "replication",
+    "sharding",
 ];
 
 /// `default_version:`, one of `versions`; else the last version.
@@ -1216,6 +1313,10 @@ impl Engine {
         let replication = f
             .get("replication")
             .and_then(|n| replication_from_node(n, cx));
+        let sharding = f
+            .get("sharding")
+            .and_then(|n| sharding_from_node(n, cx))
+            .map(Box::new);
         Some(Engine {
             name: name.to_string(),
             description: f.or(cx, "description", String::new()),
@@ -1250,6 +1351,7 @@ impl Engine {
             snapshot,
             topologies,
             replication,
+            sharding,
             origin: Origin::default(),
         })
     }

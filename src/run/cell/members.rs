@@ -1,8 +1,10 @@
-//! A replica set's secondaries (issue 12): each in a sandbox of its own
-//! with its CPUs and memory cap, made and joined to the primary as the
-//! engine's `replication:` says, followed until it has nothing left to
-//! replay before the load and after it, its records digested against the
-//! primary's, watched after every phase, and torn down with the cell.
+//! A replica set's secondaries, or a sharded cluster's members after the
+//! first (issue 12): each in a sandbox of its own with its CPUs and memory
+//! cap, made and joined as the engine's `replication:` or `sharding:`
+//! says (the cluster formed by `shards`), each follower followed until it
+//! has nothing left to replay before the load and after it, its records
+//! digested against its leader's, watched after every phase, and torn
+//! down with the cell.
 
 use super::*;
 use crate::model::EngineLaunch;
@@ -25,6 +27,8 @@ pub(super) struct ReplicaRun {
     pub started: Option<Instant>,
     /// The CPUs it was given, to check its threads against.
     pub cpus: crate::units::CpuSet,
+    /// Whom it copies.
+    pub leader: Leader,
 }
 
 impl ReplicaRun {
@@ -32,12 +36,22 @@ impl ReplicaRun {
         ReplicaRun {
             name: rw.name.clone(),
             cpus: rw.limits.server_cpus.clone(),
+            leader: rw.leader,
             stats: sandbox.stats_reader(),
             sandbox: Some(sandbox),
             port: 0,
             engine_pid: None,
             oom_at_start: 0,
             started: None,
+        }
+    }
+
+    /// How it is named in violations and reasons: a secondary follows a
+    /// primary, a shard's primary follows nobody.
+    fn what(&self) -> &'static str {
+        match self.leader {
+            Leader::None => "member",
+            _ => "secondary",
         }
     }
 
@@ -54,6 +68,15 @@ fn member<'a>(
     name: &str,
 ) -> &'a mut crate::results::model::MemberFidelity {
     rec.fidelity.members.entry(name.to_string()).or_default()
+}
+
+/// The port of the member `rr` follows; `None` for a shard's primary.
+pub(super) fn leader_port(r: &Running, leader: Leader) -> Option<u16> {
+    match leader {
+        Leader::Cell => Some(r.port),
+        Leader::Member(i) => r.replicas.get(i).map(|l| l.port),
+        Leader::None => None,
+    }
 }
 
 /// Provision, start and join every secondary, then wait until each
@@ -98,6 +121,9 @@ pub(super) async fn start_replicas(
         member.limits_read_back.extend(handle.read_back);
         ready_and_join(work, ctx, rr, rw, &launch, primary).await?;
     }
+    if work.sharding.is_some() {
+        super::shards::form(work, ctx, r).await?;
+    }
     wait_in_sync(work, ctx, r).await?;
     r.lag = Some(LagSampler::start(work, r));
     Ok(())
@@ -117,8 +143,13 @@ pub(super) struct LagSampler {
 impl LagSampler {
     fn start(work: &CellWork, r: &Running) -> LagSampler {
         let facts = work.facts.clone();
-        let primary = r.port;
-        let ports: Vec<u16> = r.replicas.iter().map(|rr| rr.port).collect();
+        // (index, leader's port, its port) of every follower.
+        let pairs: Vec<(usize, u16, u16)> = r
+            .replicas
+            .iter()
+            .enumerate()
+            .filter_map(|(i, rr)| Some((i, leader_port(r, rr.leader)?, rr.port)))
+            .collect();
         let label = r
             .sampler
             .as_ref()
@@ -137,9 +168,8 @@ impl LagSampler {
                 }
                 let t_ms = epoch.elapsed().as_millis() as u64;
                 let phase = label.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                for (i, port) in ports.iter().enumerate() {
-                    let read =
-                        tokio::time::timeout(LAG_PERIOD, facts.replica_state(primary, *port));
+                for &(i, leader, port) in &pairs {
+                    let read = tokio::time::timeout(LAG_PERIOD, facts.replica_state(leader, port));
                     let (linked, behind) = match read.await {
                         Ok(Ok(s)) => (s.linked, Some(s.behind)),
                         _ => (false, None),
@@ -238,8 +268,11 @@ pub(super) async fn wait_in_sync(
     loop {
         let mut waiting = Vec::new();
         for rr in &r.replicas {
+            let Some(leader) = leader_port(r, rr.leader) else {
+                continue;
+            };
             let member = member(&mut r.record, &rr.name);
-            match work.facts.replica_state(r.port, rr.port).await {
+            match work.facts.replica_state(leader, rr.port).await {
                 Ok(s) if s.linked && s.behind == 0 => {
                     if member.in_sync_s.is_none() {
                         member.in_sync_s = rr.started.map(|t| t.elapsed().as_secs_f64());
@@ -258,7 +291,7 @@ pub(super) async fn wait_in_sync(
         }
         if Instant::now() >= deadline {
             return Err(Stop::Failed(format!(
-                "the secondaries did not catch up with the primary within {}s ({})",
+                "the secondaries did not catch up with their primaries within {}s ({})",
                 IN_SYNC_TIMEOUT.as_secs(),
                 waiting.join("; ")
             )));
@@ -279,36 +312,52 @@ pub(super) async fn compare_records(
     r: &mut Running,
 ) -> Result<(), Stop> {
     wait_in_sync(work, ctx, r).await?;
-    let primary = work
-        .facts
-        .digest(r.port)
-        .await
-        .map_err(|e| Stop::Failed(format!("digesting the primary's records: {e}")))?;
-    for rr in &r.replicas {
-        let digest = work
-            .facts
-            .digest(rr.port)
+    let digest = |port: u16, whose: String| async move {
+        work.facts
+            .digest(port)
             .await
-            .map_err(|e| Stop::Failed(format!("digesting {}'s records: {e}", rr.name)))?;
-        if digest != primary {
+            .map_err(|e| Stop::Failed(format!("digesting {whose}'s records: {e}")))
+    };
+    let primary = digest(r.port, "the primary".into()).await?;
+    let mut digests: Vec<String> = Vec::new();
+    for rr in &r.replicas {
+        let own = digest(rr.port, rr.name.clone()).await?;
+        let leader = match rr.leader {
+            Leader::Cell => Some(&primary),
+            Leader::Member(i) => digests.get(i),
+            Leader::None => None,
+        };
+        if let Some(want) = leader.filter(|want| **want != own) {
             r.record.fidelity.violations.push(format!(
-                "secondary {} holds other records than the primary after the load ({digest} against {primary})",
+                "secondary {} holds other records than its primary after the load ({own} against {want})",
                 rr.name
             ));
         }
-        let member = member(&mut r.record, &rr.name);
-        member.data_digest = Some(digest);
+        member(&mut r.record, &rr.name).data_digest = Some(own.clone());
+        digests.push(own);
     }
-    r.record.data_digest = Some(primary);
+    r.record.data_digest = Some(if work.sharding.is_some() {
+        work.facts
+            .cluster_digest(r.port)
+            .await
+            .map_err(|e| Stop::Failed(format!("digesting the cluster's records: {e}")))?
+    } else {
+        primary
+    });
     Ok(())
 }
 
 /// Why the phase that just ended does not stand for the topology: a
 /// secondary that died, or one no longer linked to the primary.
 pub(super) async fn broken_during_phase(work: &CellWork, r: &mut Running) -> Option<String> {
-    let primary = r.port;
     let mut why = Vec::new();
-    for rr in &mut r.replicas {
+    let leaders: Vec<Option<u16>> = r
+        .replicas
+        .iter()
+        .map(|rr| leader_port(r, rr.leader))
+        .collect();
+    for (rr, leader) in r.replicas.iter_mut().zip(leaders) {
+        let what = rr.what();
         let Some(sb) = rr.sandbox.as_deref_mut() else {
             continue;
         };
@@ -318,18 +367,21 @@ pub(super) async fn broken_during_phase(work: &CellWork, r: &mut Running) -> Opt
             Ok(status) => {
                 member.engine_restarts = 1;
                 why.push(format!(
-                    "secondary {} died during the phase ({})",
+                    "{what} {} died during the phase ({})",
                     rr.name,
                     crate::sandbox::process::describe(status)
                 ));
                 continue;
             }
             Err(e) => {
-                why.push(format!("secondary {}: {e}", rr.name));
+                why.push(format!("{what} {}: {e}", rr.name));
                 continue;
             }
         }
-        match work.facts.replica_state(primary, rr.port).await {
+        let Some(leader) = leader else {
+            continue;
+        };
+        match work.facts.replica_state(leader, rr.port).await {
             Ok(s) if s.linked => member.max_behind = member.max_behind.max(s.behind),
             Ok(_) => why.push(format!(
                 "replication to secondary {} broke during the phase",
@@ -373,11 +425,11 @@ pub(super) fn collect(r: &mut Running) {
             member.oom_kills,
             member.engine_restarts,
         ));
-        let name = rr.name.clone();
+        let name = format!("{} {}", rr.what(), rr.name);
         r.record
             .fidelity
             .violations
-            .extend(found.into_iter().map(|v| format!("secondary {name}: {v}")));
+            .extend(found.into_iter().map(|v| format!("{name}: {v}")));
     }
 }
 
@@ -388,7 +440,7 @@ pub(super) async fn teardown_all(r: &mut Running, hurry: &CancellationToken) -> 
         if let Some(sb) = rr.sandbox.take()
             && let Some(leak) = super::end::teardown(sb, hurry).await
         {
-            leaks.push(format!("secondary {}: {leak}", rr.name));
+            leaks.push(format!("{} {}: {leak}", rr.what(), rr.name));
         }
     }
     leaks

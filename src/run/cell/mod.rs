@@ -30,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 mod end;
 mod measure;
 mod members;
+mod shards;
 mod stages;
 
 use end::{collect, restore_host, teardown};
@@ -60,6 +61,16 @@ pub trait EngineFacts: Send + Sync {
     async fn digest(&self, port: u16) -> Result<String, String>;
     /// Send one statement (SQL, or a redis command) and wait for it.
     async fn execute(&self, port: u16, statement: &str) -> Result<(), String>;
+    /// Send one statement and return its reply as text (a node id, a
+    /// cluster's state).
+    async fn reply(&self, port: u16, statement: &str) -> Result<String, String>;
+    /// A digest of the records of the whole sharded cluster the member on
+    /// `port` belongs to: equal to [`EngineFacts::digest`] of one server
+    /// holding the same records.
+    async fn cluster_digest(&self, port: u16) -> Result<String, String>;
+    /// The data size of the whole sharded cluster the member on `port`
+    /// belongs to: the sum over its shards' primaries.
+    async fn cluster_data_size(&self, port: u16) -> Option<u64>;
     /// How the secondary on `replica` follows the primary on `primary`.
     async fn replica_state(&self, primary: u16, replica: u16) -> Result<ReplicaState, String>;
 }
@@ -91,6 +102,21 @@ pub struct ReplicaWork {
     pub launch: ReplicaLaunchFn,
     /// Statements sent to it once it answers, `{primary_port}` unfilled.
     pub join: Vec<String>,
+    /// The shard it belongs to, in a sharded cluster.
+    pub shard: Option<u32>,
+    /// The member whose data it copies, whose lag it is followed by.
+    pub leader: Leader,
+}
+
+/// Whom a member follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Leader {
+    /// The cell's server (a replica set's primary, shard 0's primary).
+    Cell,
+    /// Another member: its index in `CellWork::replicas`.
+    Member(usize),
+    /// Nobody: a shard's primary.
+    None,
 }
 
 /// The settle step of a cell.
@@ -182,9 +208,14 @@ pub struct CellWork {
     /// The snapshot of the cell's load: restored instead of loading when
     /// the cache has it, saved after the load when not.
     pub snapshot: Option<SnapshotWork>,
-    /// A replica set's secondaries (the primary is the cell's server);
-    /// empty for one server.
+    /// A replica set's secondaries, or a sharded cluster's members after
+    /// the first (the cell's server is the primary, or the first shard's
+    /// primary); empty for one server.
     pub replicas: Vec<ReplicaWork>,
+    /// One server, a replica set or a sharded cluster.
+    pub topology: crate::model::Topology,
+    /// How a sharded cluster's members form it.
+    pub sharding: Option<crate::spec::engine::ShardingSpec>,
     /// The cluster node this cell runs on as a job (`run --on slurm`).
     pub node: Option<crate::results::model::NodeRecord>,
 }
@@ -533,13 +564,7 @@ fn base_record(work: &CellWork) -> CellRecord {
         version: work.version.clone(),
         environment: work.environment.clone(),
         backend: work.backend.name().into(),
-        topology: match work.replicas.len() {
-            0 => crate::model::Topology::Standalone,
-            n => crate::model::Topology::ReplicaSet {
-                members: n as u32 + 1,
-            },
-        }
-        .key(),
+        topology: work.topology.key(),
         threads: work
             .phases
             .iter()

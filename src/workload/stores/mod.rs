@@ -380,7 +380,7 @@ impl AnyStore {
         }
         match target.kind {
             StoreKind::Null => AnyStore::Null(null::NullStore),
-            StoreKind::Redis => AnyStore::Redis(redis::RedisStore { ep, schema }),
+            StoreKind::Redis => AnyStore::Redis(redis::RedisStore::new(ep, schema)),
             StoreKind::Postgres => AnyStore::Postgres(postgres::PgStore { ep, schema }),
             StoreKind::Mysql => AnyStore::Mysql(mysql::MyStore { ep, schema }),
             StoreKind::Mongodb => AnyStore::Mongodb(mongodb::MongoStore {

@@ -1,10 +1,15 @@
 //! Redis: a hash per record (`HSET`/`HGETALL`), and like YCSB's redis
 //! binding a sorted set `_indices` scored by the key's hash for scans.
 //! A load batch is one pipeline of `HSET` + `ZADD` per record.
+//!
+//! A server in cluster mode is a Redis Cluster: each record goes to the
+//! primary that holds its hash slot, `_indices` to the one that holds
+//! its own, as YCSB's binding does through a cluster client.
 
 use super::{Batch, Schema, Store, StoreConn, StoreError, Values};
 use crate::clients::Endpoint;
 use crate::clients::redis::RedisConn;
+use crate::clients::redis_cluster::{self, RedisCluster};
 
 /// Sorted set that orders keys for scans.
 const INDEX: &str = "_indices";
@@ -13,11 +18,37 @@ const INDEX: &str = "_indices";
 pub struct RedisStore {
     pub ep: Endpoint,
     pub schema: Schema,
+    /// Whether the server runs in cluster mode, asked on first connect.
+    pub cluster: tokio::sync::OnceCell<bool>,
 }
 
-/// One Redis connection.
+impl RedisStore {
+    pub fn new(ep: Endpoint, schema: Schema) -> RedisStore {
+        RedisStore {
+            ep,
+            schema,
+            cluster: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    async fn is_cluster(&self) -> Result<bool, StoreError> {
+        let yes = self
+            .cluster
+            .get_or_try_init(|| redis_cluster::is_cluster(&self.ep))
+            .await?;
+        Ok(*yes)
+    }
+}
+
+/// One Redis connection, or one per primary of a cluster.
+enum Conn {
+    One(RedisConn),
+    Cluster(RedisCluster),
+}
+
+/// One connection of a load or phase thread.
 pub struct RedisStoreConn {
-    conn: RedisConn,
+    conn: Conn,
     schema: Schema,
 }
 
@@ -33,19 +64,28 @@ fn java_hash(s: &str) -> f64 {
 impl Store for RedisStore {
     type Conn = RedisStoreConn;
     async fn connect(&self) -> Result<RedisStoreConn, StoreError> {
+        let conn = if self.is_cluster().await? {
+            Conn::Cluster(RedisCluster::connect(&self.ep).await?)
+        } else {
+            Conn::One(RedisConn::connect(&self.ep).await?)
+        };
         Ok(RedisStoreConn {
-            conn: RedisConn::connect(&self.ep).await?,
+            conn,
             schema: self.schema.clone(),
         })
     }
     async fn recreate(&self) -> Result<(), StoreError> {
-        let mut c = RedisConn::connect(&self.ep).await?;
-        c.cmd(&["FLUSHDB"]).await?;
+        match self.connect().await?.conn {
+            Conn::One(mut c) => drop(c.cmd(&["FLUSHDB"]).await?),
+            Conn::Cluster(mut c) => c.flush().await?,
+        }
         Ok(())
     }
     async fn holds_data(&self) -> Result<Option<String>, StoreError> {
-        let mut c = RedisConn::connect(&self.ep).await?;
-        let keys: u64 = c.cmd(&["DBSIZE"]).await?.trim().parse().unwrap_or(1);
+        let keys: u64 = match self.connect().await?.conn {
+            Conn::One(mut c) => c.cmd(&["DBSIZE"]).await?.trim().parse().unwrap_or(1),
+            Conn::Cluster(mut c) => c.dbsize().await?,
+        };
         Ok((keys > 0).then(|| {
             format!(
                 "redis at {} holds {keys} key(s) in database {} (a load empties it with FLUSHDB)",
@@ -58,14 +98,22 @@ impl Store for RedisStore {
 
 impl StoreConn for RedisStoreConn {
     async fn read(&mut self, key: &str) -> Result<(), StoreError> {
-        match self.conn.hgetall_len(key).await? {
+        let fields = match &mut self.conn {
+            Conn::One(c) => c.hgetall_len(key).await?,
+            Conn::Cluster(c) => c.hgetall_len(key).await?,
+        };
+        match fields {
             0 => Err(StoreError::NotFound(key.to_string())),
             _ => Ok(()),
         }
     }
     async fn update(&mut self, key: &str, field: usize, value: &str) -> Result<(), StoreError> {
         let f = &self.schema.fields[field];
-        if self.conn.hset_existing(key, f, value).await? {
+        let existed = match &mut self.conn {
+            Conn::One(c) => c.hset_existing(key, f, value).await?,
+            Conn::Cluster(c) => c.hset_existing(key, f, value).await?,
+        };
+        if existed {
             Ok(())
         } else {
             Err(StoreError::NotFound(key.to_string()))
@@ -73,26 +121,54 @@ impl StoreConn for RedisStoreConn {
     }
     async fn insert(&mut self, key: &str, values: &Values<'_>) -> Result<(), StoreError> {
         let fields = self.schema.fields.clone();
-        self.conn
-            .hset(key, values.pairs(&fields), Some((INDEX, java_hash(key))))
-            .await?;
+        match &mut self.conn {
+            Conn::One(c) => {
+                c.hset(key, values.pairs(&fields), Some((INDEX, java_hash(key))))
+                    .await?
+            }
+            Conn::Cluster(c) => {
+                let pairs: Vec<_> = values.pairs(&fields).collect();
+                c.hset(key, &pairs).await?;
+                c.zadd(INDEX, &[(java_hash(key), key)]).await?;
+            }
+        }
         Ok(())
     }
     async fn insert_batch(&mut self, batch: &Batch<'_>) -> Result<(), StoreError> {
         let fields = self.schema.fields.clone();
-        let records = batch
-            .records()
-            .map(|(key, values)| (key, values.pairs(&fields), Some((INDEX, java_hash(key)))));
-        self.conn.hset_many(records).await?;
+        match &mut self.conn {
+            Conn::One(c) => {
+                let records = batch.records().map(|(key, values)| {
+                    (key, values.pairs(&fields), Some((INDEX, java_hash(key))))
+                });
+                c.hset_many(records).await?;
+            }
+            Conn::Cluster(c) => {
+                let records: Vec<_> = batch
+                    .records()
+                    .map(|(key, values)| (key, values.pairs(&fields).collect()))
+                    .collect();
+                c.hset_many(&records).await?;
+                let scores: Vec<_> = records.iter().map(|(k, _)| (java_hash(k), *k)).collect();
+                c.zadd(INDEX, &scores).await?;
+            }
+        }
         Ok(())
     }
     async fn scan(&mut self, start: &str, count: usize) -> Result<(), StoreError> {
-        let keys = self
-            .conn
-            .zrange_from(INDEX, java_hash(start), count)
-            .await?;
-        for k in &keys {
-            self.conn.hgetall_len(k).await?;
+        match &mut self.conn {
+            Conn::One(c) => {
+                let keys = c.zrange_from(INDEX, java_hash(start), count).await?;
+                for k in &keys {
+                    c.hgetall_len(k).await?;
+                }
+            }
+            Conn::Cluster(c) => {
+                let keys = c.zrange_from(INDEX, java_hash(start), count).await?;
+                for k in &keys {
+                    c.hgetall_len(k).await?;
+                }
+            }
         }
         Ok(())
     }

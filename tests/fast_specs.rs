@@ -207,6 +207,40 @@ fn fake_thp(enabled: &str) -> tempfile::TempDir {
 }
 
 #[test]
+fn a_mongodb_sharded_cluster_plans_its_members_but_run_refuses_it_before_anything_is_made() {
+    let home = temp_home(true);
+    let before = snapshot(home.path());
+    let plan = bc(home.path())
+        .args(["plan", "003-mongodb-3.2-sharded"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&plan.stdout);
+    assert!(
+        plan.status.success(),
+        "{}",
+        String::from_utf8_lossy(&plan.stderr)
+    );
+    assert!(
+        out.contains("topology  sharded:3x1+1cfg+3router: cfg0 (config_server, cpus 1)")
+            && out.contains("router2 (router, cpus 1)"),
+        "{out}"
+    );
+    let run = bc(home.path())
+        .args(["run", "003-mongodb-3.2-sharded"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "engine mongodb declares no `sharding:` (how its members form a sharded cluster)"
+        ),
+        "{err}"
+    );
+    assert_eq!(before, snapshot(home.path()), "nothing was created");
+}
+
+#[test]
 fn tokumx_on_a_host_with_thp_always_is_refused_by_plan_and_run_with_the_way_out() {
     let home = temp_home(true);
     let thp = fake_thp("[always] madvise never");

@@ -127,6 +127,7 @@ pub fn cell_work(
         Ok((p.launch(port, data_dir, config_dir, log_path), files))
     });
     let (limits, replicas) = members_of(&planned);
+    let replicas_len = replicas.len();
     let load = cell.load.as_ref().zip(cell.load_config.as_ref());
     let load = load.map(|(l, config)| PhaseStep {
         name: "load".into(),
@@ -185,6 +186,12 @@ pub fn cell_work(
         replicas,
         topology: cell.topology,
         sharding: cell.sharding.clone(),
+        initiate: cell
+            .replication
+            .as_ref()
+            .filter(|_| replicas_len > 0 && !sharded(cell))
+            .map(|r| r.initiate.clone())
+            .unwrap_or_default(),
         node: None,
     }
 }
@@ -198,7 +205,7 @@ fn members_of(cell: &Arc<PlannedCell>) -> (CellLimits, Vec<ReplicaWork>) {
         return (limits, Vec::new());
     };
     limits.server_cpus = primary.cpus.clone();
-    let sharded = matches!(cell.topology, crate::model::Topology::Sharded { .. });
+    let sharded = sharded(cell);
     let join = if sharded {
         cell.sharding.as_ref().map(|s| s.member_join.clone())
     } else {
@@ -240,6 +247,11 @@ fn members_of(cell: &Arc<PlannedCell>) -> (CellLimits, Vec<ReplicaWork>) {
         })
         .collect();
     (limits, replicas)
+}
+
+/// Whether the cell is a sharded cluster.
+fn sharded(cell: &PlannedCell) -> bool {
+    matches!(cell.topology, crate::model::Topology::Sharded { .. })
 }
 
 /// Whom member `m` follows: a replica set's secondary the primary (the

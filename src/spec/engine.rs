@@ -198,8 +198,9 @@ pub const SHARD_SLOTS: &str = "{shard_slots}";
 pub const SHARD_PRIMARY_ID: &str = "{shard_primary_id}";
 pub const MEMBER_COUNT: &str = "{members}";
 
-/// `replication: {replica_init: [ARGV...], replica_join: [STATEMENT...]}`:
-/// how a secondary of a replica set comes to follow the primary, as data.
+/// `replication: {replica_init: [ARGV...], replica_join: [STATEMENT...],
+/// initiate: [STATEMENT...]}`: how a secondary of a replica set comes to
+/// follow the primary, as data.
 /// Both may use `{primary_port}` beside the launch placeholders.
 #[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
 pub struct ReplicationSpec {
@@ -209,7 +210,15 @@ pub struct ReplicationSpec {
     /// Sent to a secondary once it answers (redis `REPLICAOF`, MariaDB
     /// `CHANGE MASTER TO` and `START SLAVE`).
     pub replica_join: Vec<String>,
+    /// Sent to the primary once every secondary answers, with
+    /// `{set_members}` (MongoDB `replSetInitiate`).
+    pub initiate: Vec<String>,
 }
+
+/// The placeholder of a replica set's members in `replication.initiate`:
+/// a JSON array of `{"_id": N, "host": "127.0.0.1:PORT", "priority": P}`,
+/// the primary first and with the highest priority.
+pub const SET_MEMBERS: &str = "{set_members}";
 
 /// The placeholder of the primary's port in `replication:`.
 pub const PRIMARY_PORT: &str = "{primary_port}";
@@ -1022,9 +1031,15 @@ fn topologies_of(f: &Fields, cx: &mut Cx) -> Vec<String> {
 
 /// `replication: {replica_init, replica_join}`: argv arrays and statements.
 fn replication_from_node(node: &Node, cx: &mut Cx) -> Option<ReplicationSpec> {
-    let f = Fields::open(node, cx, "replication", &["replica_init", "replica_join"])?;
+    let f = Fields::open(
+        node,
+        cx,
+        "replication",
+        &["replica_init", "replica_join", "initiate"],
+    )?;
     let replica_init: Vec<Vec<String>> = f.or(cx, "replica_init", Vec::new());
     let replica_join: Vec<String> = f.or(cx, "replica_join", Vec::new());
+    let initiate: Vec<String> = f.or(cx, "initiate", Vec::new());
     for (j, argv) in replica_init.iter().enumerate() {
         if argv.first().is_none_or(|a| a.trim().is_empty()) {
             cx.error(
@@ -1035,17 +1050,18 @@ fn replication_from_node(node: &Node, cx: &mut Cx) -> Option<ReplicationSpec> {
             );
         }
     }
-    if replica_init.is_empty() && replica_join.is_empty() {
+    if replica_init.is_empty() && replica_join.is_empty() && initiate.is_empty() {
         cx.error(
             f.pos_of("replica_join"),
             "replication",
             "says neither how a secondary is made nor how it joins",
-            Some("give replica_init (commands run before its first start) or replica_join (statements sent once it answers), or both".into()),
+            Some("give replica_init (commands run before its first start), replica_join (statements sent once it answers) or initiate (statements sent to the primary once every member answers)".into()),
         );
     }
     Some(ReplicationSpec {
         replica_init,
         replica_join,
+        initiate,
     })
 }
 

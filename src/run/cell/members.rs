@@ -124,8 +124,38 @@ pub(super) async fn start_replicas(
     if work.sharding.is_some() {
         super::shards::form(work, ctx, r).await?;
     }
+    initiate(work, r).await?;
     wait_in_sync(work, ctx, r).await?;
     r.lag = Some(LagSampler::start(work, r));
+    Ok(())
+}
+
+/// Send the primary the engine's `replication.initiate`, every member
+/// named in `{set_members}` (the primary first, with the highest
+/// priority, so that it is the one elected).
+async fn initiate(work: &CellWork, r: &Running) -> Result<(), Stop> {
+    if work.initiate.is_empty() {
+        return Ok(());
+    }
+    let ports = std::iter::once(r.port).chain(r.replicas.iter().map(|rr| rr.port));
+    let members: Vec<serde_json::Value> = ports
+        .enumerate()
+        .map(|(i, port)| {
+            serde_json::json!({
+                "_id": i,
+                "host": format!("127.0.0.1:{port}"),
+                "priority": if i == 0 { 2 } else { 1 },
+            })
+        })
+        .collect();
+    let members = serde_json::Value::Array(members).to_string();
+    for statement in &work.initiate {
+        let statement = statement.replace(crate::spec::engine::SET_MEMBERS, &members);
+        work.facts
+            .execute(r.port, &statement)
+            .await
+            .map_err(|e| Stop::Failed(format!("initiating the replica set: `{statement}`: {e}")))?;
+    }
     Ok(())
 }
 

@@ -216,6 +216,9 @@ pub struct CellWork {
     pub topology: crate::model::Topology,
     /// How a sharded cluster's members form it.
     pub sharding: Option<crate::spec::engine::ShardingSpec>,
+    /// Sent to a replica set's primary once every secondary answers,
+    /// `{set_members}` unfilled.
+    pub initiate: Vec<String>,
     /// The cluster node this cell runs on as a job (`run --on slurm`).
     pub node: Option<crate::results::model::NodeRecord>,
 }

@@ -181,6 +181,29 @@ fn server_pids(id: &str) -> Vec<u32> {
         .collect()
 }
 
+/// What a busy host (a build or another test beside this one) may do to a
+/// valid run: void a phase because something outside the server's cgroup
+/// took time from its CPUs. These tests assert everything else.
+const BUSY_HOST: &str = "something outside the server's cgroup used";
+
+/// The violations but those of a busy host.
+fn violations(c: &CellRecord) -> Vec<&String> {
+    c.fidelity
+        .violations
+        .iter()
+        .filter(|v| !v.contains(BUSY_HOST))
+        .collect()
+}
+
+/// Whether a phase is valid, or void only because the host was busy.
+fn valid_but_for_a_busy_host(status: &PhaseStatus) -> bool {
+    match status {
+        PhaseStatus::Ok => true,
+        PhaseStatus::Invalid { reason } => reason.contains(BUSY_HOST),
+        _ => false,
+    }
+}
+
 #[test]
 fn every_secondary_of_a_postgres_a_redis_and_a_mariadb_replica_set_holds_the_primarys_records() {
     let place = Place::new();
@@ -244,14 +267,14 @@ fn every_secondary_of_a_postgres_a_redis_and_a_mariadb_replica_set_holds_the_pri
             let ready = c.topology_ready_s.expect("the topology's readiness");
             assert!(ready >= m.in_sync_s.unwrap(), "{engine} {name}");
         }
-        assert!(
-            c.fidelity.violations.is_empty(),
-            "{engine}: {:?}",
-            c.fidelity.violations
-        );
+        assert!(violations(c).is_empty(), "{engine}: {:?}", violations(c));
         let reads = c.phases.iter().find(|p| p.name == "reads").unwrap();
         assert_eq!((reads.total_ops, reads.total_errors), (2000, 0), "{engine}");
-        assert!(reads.status.is_ok(), "{engine}: {:?}", reads.status);
+        assert!(
+            valid_but_for_a_busy_host(&reads.status),
+            "{engine}: {:?}",
+            reads.status
+        );
         assert!(c.stage_s.contains_key("replicas"), "{engine}");
     }
     let dir = place.path("results").join(&run);
@@ -308,14 +331,7 @@ fn a_three_shard_redis_cluster_holds_every_record_once_and_serves_every_key() {
         cluster.failure
     );
     assert_eq!(cluster.topology, "sharded:3x2+0cfg+0router");
-    // A busy host (a build beside the test) may void a phase; nothing else.
-    let violations: Vec<_> = cluster
-        .fidelity
-        .violations
-        .iter()
-        .filter(|v| !v.contains("something outside the server's cgroup used"))
-        .collect();
-    assert!(violations.is_empty(), "{violations:?}");
+    assert!(violations(cluster).is_empty(), "{:?}", violations(cluster));
     // The whole cluster holds the 2000 records and the scan index once.
     let digest = cluster.data_digest.clone().expect("the cluster's digest");
     assert!(digest.starts_with("2001 keys, sha256 "), "{digest}");
@@ -412,17 +428,14 @@ fn a_secondary_killed_during_a_phase_invalidates_it_and_the_matrix_goes_on() {
     // The matrix went on: the postgres replica set ran whole.
     let pg = &cells["postgres"];
     assert_eq!(pg.status, CellStatus::Finished, "{:?}", pg.failure);
-    // Its reads ran whole; a busy host may still void them (another
-    // process took time from its CPUs), but never for a secondary.
+    // Its reads ran whole, valid unless the host was busy.
     let pg_reads = pg.phases.iter().find(|p| p.name == "reads").unwrap();
     assert!(pg_reads.total_ops > 0, "{pg_reads:?}");
-    match &pg_reads.status {
-        PhaseStatus::Ok => {}
-        PhaseStatus::Invalid { reason } => {
-            assert!(!reason.contains("secondary"), "{reason}")
-        }
-        other => panic!("{other:?}"),
-    }
+    assert!(
+        valid_but_for_a_busy_host(&pg_reads.status),
+        "{:?}",
+        pg_reads.status
+    );
     assert!(pg.fidelity.members.values().all(|m| m.engine_restarts == 0));
     for pid in pids {
         assert!(!pid_alive(pid), "{pid} still alive");

@@ -185,7 +185,7 @@ pub fn cell_work(
             }),
         replicas,
         topology: cell.topology,
-        sharding: cell.sharding.clone(),
+        sharding: cell.sharding.clone().filter(|_| sharded(cell)),
         initiate: cell
             .replication
             .as_ref()

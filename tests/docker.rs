@@ -1909,3 +1909,73 @@ async fn replica_sets_run_with_every_member_in_a_container_of_its_own() {
     }
     assert_run_left_nothing(&s, &run);
 }
+
+/// A 3-shard Redis Cluster (a primary and a secondary per shard) with
+/// every member in a container of its own: the cluster holds every
+/// record once, each shard's secondary its primary's, and nothing is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_cluster_runs_with_every_member_in_a_container_of_its_own() {
+    use benchcage::results::model::CellRecord;
+    let Some(_daemon) = shared().await else {
+        return;
+    };
+    let s = Scratch::on_disk("rc");
+    let out = in_scratch(&s, &repo())
+        .args([
+            "run",
+            "tests/scenarios/run-redis-cluster.yaml",
+            "--set",
+            "backend=docker",
+            "--only",
+            "redis-cluster",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code().is_some(), "{err}");
+    let run = run_id_of(
+        err.lines()
+            .find(|l| l.contains("cell(s), results in"))
+            .unwrap(),
+    );
+    let run_dir = s.path().join("results").join(&run);
+    let cells: Vec<CellRecord> = cell_dirs(&run_dir)
+        .iter()
+        .map(|d| read_json(&d.join("cell.json")))
+        .collect();
+    let c = &cells[0];
+    assert_eq!(c.status, benchcage::model::CellStatus::Finished, "{err}");
+    assert_eq!(
+        (c.backend.as_str(), c.topology.as_str()),
+        ("docker", "sharded:3x2+0cfg+0router")
+    );
+    let digest = c.data_digest.clone().expect("the cluster's digest");
+    assert!(digest.starts_with("2001 keys, sha256 "), "{digest}");
+    let members = &c.fidelity.members;
+    assert_eq!(members.len(), 5);
+    for shard in ["shard1", "shard2"] {
+        let p = &members[&format!("{shard}-m0")];
+        let sec = &members[&format!("{shard}-m1")];
+        assert!(p.data_digest.is_some() && sec.data_digest == p.data_digest);
+    }
+    for (name, m) in members {
+        assert!(
+            m.limits_read_back.contains_key("docker/cgroup_driver"),
+            "{name}: {:?}",
+            m.limits_read_back
+        );
+    }
+    let reads = c.phases.iter().find(|p| p.name == "reads").unwrap();
+    assert_eq!((reads.total_ops, reads.total_errors), (2000, 0));
+    // Whatever CPU contention from elsewhere did to the phases, nothing
+    // of the topology itself went wrong.
+    assert!(
+        !c.fidelity
+            .violations
+            .iter()
+            .any(|v| v.contains("secondary") || v.contains("member")),
+        "{:?}",
+        c.fidelity.violations
+    );
+    assert_run_left_nothing(&s, &run);
+}

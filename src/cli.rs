@@ -387,11 +387,32 @@ pub struct DriveArgs {
     pub config: Option<PathBuf>,
 }
 
+/// `--results DIR`: the results folder a command reads runs and the
+/// history from.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ResultsDir {
+    /// Results folder holding the runs and history.sqlite, the one `run
+    /// --results` wrote to (default: `results/` under --home).
+    #[arg(long = "results", env = "BENCHCAGE_RESULTS", value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+impl ResultsDir {
+    /// The folder: the one given, else `results/` under `home`.
+    pub fn root(&self, home: &std::path::Path) -> PathBuf {
+        self.dir
+            .clone()
+            .unwrap_or_else(|| crate::results::layout::results_root(home))
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Run ids (folders under results/) or paths.
+    /// Run ids (folders under the results folder) or paths.
     #[arg(required = true)]
     pub runs: Vec<String>,
+    #[command(flatten)]
+    pub results: ResultsDir,
     /// html, md, json or csv.
     #[arg(long, default_value = "html")]
     pub format: String,
@@ -419,6 +440,8 @@ pub struct HistoryArgs {
     /// are indexed when they finish, this is for runs copied from elsewhere.
     #[arg(long = "index", value_name = "RUN", num_args = 1..)]
     pub index: Vec<String>,
+    #[command(flatten)]
+    pub results: ResultsDir,
 }
 
 #[derive(Debug, Args)]
@@ -443,6 +466,8 @@ pub struct CompareArgs {
     /// base's repetitions (of the last N runs for best-of-last:N) over their mean.
     #[arg(long = "metric")]
     pub metric: Vec<String>,
+    #[command(flatten)]
+    pub results: ResultsDir,
 }
 
 #[derive(Debug, Args)]

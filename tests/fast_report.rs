@@ -1176,6 +1176,58 @@ fn bad_input_exits_2_with_a_hint_and_creates_nothing() {
 }
 
 #[test]
+fn history_report_and_compare_read_the_results_folder_a_run_wrote_to() {
+    let home = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let a = Synth::new("20261120-020000-aaaa", "2026-11-20T02:00:00Z");
+    let b = Synth::new("20261129-020000-bbbb", "2026-11-29T02:00:00Z");
+    for s in [&a, &b] {
+        s.write(elsewhere.path());
+    }
+    let dir = elsewhere.path().to_str().unwrap();
+    bc_home(home.path())
+        .args(["history", "--results", dir, "--index", &a.run_id, &b.run_id])
+        .assert()
+        .success();
+    assert!(elsewhere.path().join("history.sqlite").is_file());
+    assert!(!results(home.path()).join("history.sqlite").exists());
+    let out = bc_home(home.path())
+        .env("BENCHCAGE_RESULTS", dir)
+        .args(["history", "--ids"])
+        .output()
+        .unwrap();
+    let ids = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        ids.lines().collect::<Vec<_>>(),
+        [b.run_id.as_str(), a.run_id.as_str()]
+    );
+    // A run id names a run in that folder for report and compare too.
+    bc_home(home.path())
+        .args([
+            "report",
+            &b.run_id,
+            "--results",
+            dir,
+            "--format",
+            "md",
+            "-o",
+            "-",
+        ])
+        .assert()
+        .success();
+    let cmp = bc_home(home.path())
+        .args(["compare", "best-of-last:1", &b.run_id, "--results", dir])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&cmp.stdout);
+    assert!(
+        text.contains(&a.run_id),
+        "{text}{}",
+        String::from_utf8_lossy(&cmp.stderr)
+    );
+}
+
+#[test]
 fn history_lists_runs_by_engine_scenario_and_date_and_reindexing_replaces_a_run() {
     let home = tempfile::tempdir().unwrap();
     let root = results(home.path());

@@ -71,7 +71,7 @@ fn best_of_history(
     cand: &layout::RunData,
     n: usize,
 ) -> anyhow::Result<(Vec<Vec<FlatRow>>, String)> {
-    let db = layout::history_db(home);
+    let db = args.results.root(home).join(layout::HISTORY_FILE);
     let ids = history::last_finished_runs(
         &db,
         &cand.run.scenario,
@@ -116,12 +116,13 @@ pub async fn run(home: &Path, args: &CompareArgs) -> anyhow::Result<ExitCode> {
         )));
     };
     let best_of = best_of_n(args)?;
-    let cand = load_runs(home, std::slice::from_ref(candidate))?.remove(0);
+    let cand = load_runs(&args.results.root(home), std::slice::from_ref(candidate))?.remove(0);
     let mut cand_rows = flatten(&cand);
     let (mut base_runs, base_name) = match best_of {
         Some(n) => best_of_history(home, args, &cand, n)?,
         None => {
-            let base = load_runs(home, std::slice::from_ref(&args.base))?.remove(0);
+            let base =
+                load_runs(&args.results.root(home), std::slice::from_ref(&args.base))?.remove(0);
             let name = base.run.run_id.clone();
             (vec![flatten(&base)], name)
         }
@@ -171,7 +172,7 @@ fn by_version(
             args.base
         )));
     }
-    let run = load_runs(home, std::slice::from_ref(&args.base))?.remove(0);
+    let run = load_runs(&args.results.root(home), std::slice::from_ref(&args.base))?.remove(0);
     let setup: BTreeMap<String, String> = run
         .cells
         .iter()

@@ -11,9 +11,10 @@ use std::path::Path;
 use std::process::ExitCode;
 
 pub async fn run(home: &Path, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
-    let db = layout::history_db(home);
+    let root = args.results.root(home);
+    let db = root.join(layout::HISTORY_FILE);
     if !args.index.is_empty() {
-        let runs = load_runs(home, &args.index)?;
+        let runs = load_runs(&root, &args.index)?;
         let mut h = history::History::open(&db)?;
         for r in &runs {
             let n = h

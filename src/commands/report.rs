@@ -11,8 +11,9 @@ use std::process::ExitCode;
 
 pub async fn run(home: &Path, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     let format: Format = args.format.parse().map_err(bad_input)?;
-    let runs = load_runs(home, &args.runs)?;
-    let input = match input_with_history(runs.clone(), &layout::history_db(home)) {
+    let root = args.results.root(home);
+    let runs = load_runs(&root, &args.runs)?;
+    let input = match input_with_history(runs.clone(), &root.join(layout::HISTORY_FILE)) {
         Ok(i) => i,
         Err(e) => {
             eprintln!("warning: no trend over past runs: {e}");
@@ -41,12 +42,12 @@ pub async fn run(home: &Path, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Resolve and load run ids or folders; an unknown run is bad input.
-pub fn load_runs(home: &Path, args: &[String]) -> anyhow::Result<Vec<RunData>> {
-    let root = layout::results_root(home);
+/// Resolve run ids (in the results folder `root`) or folders and load
+/// them; an unknown run is bad input.
+pub fn load_runs(root: &Path, args: &[String]) -> anyhow::Result<Vec<RunData>> {
     let dirs: Vec<PathBuf> = args
         .iter()
-        .map(|a| layout::resolve_run(&root, a).map_err(|e| bad_input(e.to_string())))
+        .map(|a| layout::resolve_run(root, a).map_err(|e| bad_input(e.to_string())))
         .collect::<anyhow::Result<_>>()?;
     // A damaged run.json or cell.json is bad input (exit 2), like an
     // unknown run: the user named a run that cannot be read.

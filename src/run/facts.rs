@@ -163,7 +163,11 @@ fn mysql_follow(logs: &[Row], status: Option<&Row>) -> ReplicaState {
 impl ProbeFacts {
     /// How the secondary on `replica` follows the primary on `primary`:
     /// redis `INFO replication` (link status, offsets), PostgreSQL's WAL
-    /// receiver and replay position against the primary's WAL position.
+    /// receiver and replay position against the primary's WAL position,
+    /// MySQL's replica threads and binary log positions; MongoDB's
+    /// `replSetGetStatus` on the primary (linked while the member is a
+    /// SECONDARY of a PRIMARY), where `behind` is in milliseconds of
+    /// operations, not bytes: the oplog says when, not how much.
     async fn follow(&self, primary: u16, replica: u16) -> Result<ReplicaState, String> {
         let e = |e: crate::clients::ClientError| e.to_string();
         let (p, r) = (self.endpoint(primary), self.endpoint(replica));
@@ -208,7 +212,15 @@ impl ProbeFacts {
                     .map_err(e)?;
                 Ok(mysql_follow(&logs, status.first()))
             }
-            Probe::Mongodb => Err("benchcage cannot yet read a MongoDB secondary's state".into()),
+            Probe::Mongodb => {
+                let f = clients::mongodb::topology::replica_follow(&p, replica)
+                    .await
+                    .map_err(e)?;
+                Ok(ReplicaState {
+                    linked: f.linked,
+                    behind: f.behind_ms,
+                })
+            }
         }
     }
 }
@@ -251,9 +263,12 @@ impl EngineFacts for ProbeFacts {
                 .await
                 .map_err(e),
             Probe::Mysql { .. } => clients::mysql::query_text(&ep, statement).await.map_err(e),
-            Probe::Mongodb => Err(format!(
-                "`{statement}`: statements are SQL or redis commands; a MongoDB engine takes none"
-            )),
+            // A command as JSON (`{"replSetInitiate": {...}}`), on admin
+            // unless its "$db" says otherwise; its reply as JSON.
+            Probe::Mongodb => clients::mongodb::topology::run_statement(&ep, statement)
+                .await
+                .map(|v| v.to_string())
+                .map_err(e),
         }
     }
 

@@ -17,18 +17,49 @@ of each command arrived, so tests can check what the client really sent,
 and what acknowledgement and reads were asked for: the distinct arguments
 of getLastError (`gleArgs`), the distinct writeConcern documents of the
 write commands (`writeConcerns`, `{}` when a command had none), and how
-many reads set the SecondaryOk bit of OP_QUERY (`readFlags`).
+many reads set the SecondaryOk bit of OP_QUERY (`readFlags`). Asked
+`{legacyStats: 1, commandLog: 1}` it also returns every command received
+but legacyStats itself, in order: `commandLog`, a list of `{db, command,
+n}` with the whole command document and `n` its rank on its connection
+(1 is a client's handshake).
+
+Topologies, as MongoDB 3.2 (wire 4) or 2.4/2.6 (wire 0, 2) answer them:
+
+--replset NAME: a member of replica set NAME. Before replSetInitiate it
+is neither primary nor secondary. replSetInitiate checks the config as
+mongod does (the set's name, members with distinct numeric _id and a
+host:port, this server among them, configsvr as --configsvr says, no
+unknown fields) and refuses a second one. Then this server is the
+PRIMARY while a majority of the members' ports accept a connection, and
+a SECONDARY otherwise; replSetGetStatus lists the other members as
+SECONDARY while their port accepts a connection, DOWN when not. The
+members are only listened for: this server's writes make its oplog, and
+a listening member has applied every write at least --repl-delay seconds
+old (optime `{ts, t}` at wire 4, a bare timestamp below, optimeDate from
+its seconds).
+
+--configsvr: a config server (replSetInitiate wants configsvr: true).
+
+--mongos: a router: isMaster says `msg: "isdbgrid"`; addShard (a seed
+`SET/host:port,...` of which one port accepts a connection),
+enableSharding, shardCollection (`{f: 1}` or one `{f: "hashed"}`) and
+listShards work; the replica set commands are unknown, as on mongos.
+
 Listens on 127.0.0.1 only. Data is kept in memory.
 """
 
 import argparse
+import datetime
 import itertools
 import socket
 import socketserver
 import struct
 import threading
+import time
 
 import bson
+from bson.int64 import Int64
+from bson.timestamp import Timestamp
 
 OP_REPLY, OP_UPDATE, OP_INSERT, OP_QUERY = 1, 2001, 2002, 2004
 OP_GET_MORE, OP_DELETE, OP_KILL_CURSORS = 2005, 2006, 2007
@@ -44,6 +75,20 @@ WRITE_CONCERNS = []  # distinct writeConcern of write commands
 READ_FLAGS = {}  # "secondaryOk" / "primary" -> reads
 NEXT_CURSOR = itertools.count(1000)
 WIRE = 0
+COMMAND_LOG = []  # every command but legacyStats: {db, command, n}
+
+# Topology (see the module's doc); set from the command line.
+SELF_HOST = ""  # 127.0.0.1:PORT
+REPLSET = None
+CONFIGSVR = False
+MONGOS = False
+REPL_DELAY = 0.0
+RS_CONFIG = None  # the config of replSetInitiate
+OPLOG = []  # (wall time, Timestamp) of replSetInitiate, then of each write
+SHARDS = []  # listShards' entries, in the order added
+SHARDED_DBS = set()
+SHARDED_COLLECTIONS = {}  # ns -> key
+STATE_NAMES = {1: "PRIMARY", 2: "SECONDARY", 8: "DOWN"}
 
 
 def count(key):
@@ -68,6 +113,193 @@ def cstring(buf, at):
 def doc_at(buf, at):
     (n,) = struct.unpack_from("<i", buf, at)
     return bson.decode(buf[at:at + n]), at + n
+
+
+def error(code, msg):
+    return {"ok": 0.0, "errmsg": msg, "code": code}
+
+
+def note_write():
+    """Appends a write to the oplog of an initiated replica set."""
+    if RS_CONFIG is None:
+        return
+    now = time.time()
+    secs = int(now)
+    last = OPLOG[-1][1] if OPLOG else None
+    inc = last.inc + 1 if last is not None and last.time == secs else 1
+    OPLOG.append((now, Timestamp(secs, inc)))
+
+
+def reachable(host):
+    """Whether host:port accepts a connection (this server always). A
+    member that went away refuses at once; a live one on a loaded machine
+    may be slow to accept, so the wait is long."""
+    if host == SELF_HOST:
+        return True
+    name, _, port = host.rpartition(":")
+    try:
+        socket.create_connection((name, int(port)), timeout=5).close()
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def is_primary():
+    members = RS_CONFIG["members"]
+    up = sum(1 for m in members if reachable(m["host"]))
+    return up * 2 > len(members)
+
+
+def applied_optime(now):
+    """What a listening secondary has applied: the last write at least
+    REPL_DELAY seconds old (the initiation at least)."""
+    done = [ts for wall, ts in OPLOG if wall <= now - REPL_DELAY]
+    return done[-1] if done else OPLOG[0][1]
+
+
+def host_port(h):
+    name, sep, port = h.rpartition(":")
+    return bool(sep and name and port.isdigit())
+
+
+RS_FIELDS = {"_id", "version", "members", "configsvr", "protocolVersion", "settings"}
+MEMBER_FIELDS = {"_id", "host", "priority", "votes", "arbiterOnly", "hidden",
+                 "slaveDelay", "secondaryDelaySecs", "tags", "buildIndexes"}
+
+
+def check_config(cfg):
+    """mongod's refusal of a replica set config (code 93), or None."""
+    if not isinstance(cfg, dict):
+        return "replSetInitiate wants a config document (this test server builds none)"
+    for k in cfg:
+        if k not in RS_FIELDS:
+            return "Unexpected field %s in replica set config" % k
+    if cfg.get("_id") != REPLSET:
+        return ("Attempting to initiate a replica set with name %s, but command line "
+                "reports %s; rejecting" % (cfg.get("_id"), REPLSET))
+    members = cfg.get("members")
+    if not isinstance(members, list) or not members:
+        return "Replica set configuration must contain at least one member"
+    ids = set()
+    for m in members:
+        if not isinstance(m, dict):
+            return "Expected type of members element to be a document"
+        for k in m:
+            if k not in MEMBER_FIELDS:
+                return "Unexpected field %s in replica set member configuration" % k
+        mid = m.get("_id")
+        if isinstance(mid, bool) or not isinstance(mid, (int, float)) or mid in ids:
+            return "Replica set members need distinct numeric _id; found %r" % (mid,)
+        ids.add(mid)
+        if not isinstance(m.get("host"), str) or not host_port(m["host"]):
+            return "Replica set member %r needs a host:port; found %r" % (mid, m.get("host"))
+        if "priority" in m and not isinstance(m["priority"], (int, float)):
+            return "priority field value of %r is not a number" % (m["priority"],)
+    if bool(cfg.get("configsvr")) != CONFIGSVR:
+        if CONFIGSVR:
+            return "Nodes started with the --configsvr flag must have configsvr:true in their config"
+        return "Nodes being used for config servers must be started with the --configsvr flag"
+    if SELF_HOST not in [m["host"] for m in members]:
+        return ("No host described in new configuration for replica set %s maps to "
+                "this node (%s)" % (REPLSET, SELF_HOST))
+    return None
+
+
+def status_member(m, primary, now):
+    host = m["host"]
+    if host == SELF_HOST:
+        state, ts, health = (1 if primary else 2), OPLOG[-1][1], 1.0
+    elif reachable(host):
+        state, ts, health = 2, applied_optime(now), 1.0
+    else:
+        state, ts, health = 8, Timestamp(0, 0), 0.0
+    term = 1 if health else -1
+    optime = {"ts": ts, "t": Int64(term)} if WIRE >= 4 else ts
+    r = {"_id": m["_id"], "name": host, "health": health, "state": state,
+         "stateStr": STATE_NAMES[state], "optime": optime,
+         "optimeDate": datetime.datetime.fromtimestamp(ts.time, datetime.timezone.utc)}
+    if host == SELF_HOST:
+        r["self"] = True
+    return r
+
+
+def replset_command(lname, cmd):
+    """replSetInitiate / replSetGetStatus of a mongod, or None."""
+    global RS_CONFIG
+    if lname == "replsetinitiate":
+        if REPLSET is None:
+            return error(76, "This node was not started with the replSet option")
+        if RS_CONFIG is not None:
+            return error(23, "already initialized")
+        why = check_config(cmd["replSetInitiate"])
+        if why:
+            return error(93, why)
+        RS_CONFIG = cmd["replSetInitiate"]
+        note_write()
+        return {"info": "Config now saved locally.  Should come online in about a minute.",
+                "ok": 1.0}
+    if lname == "replsetgetstatus":
+        if REPLSET is None:
+            return error(76, "not running with --replSet")
+        if RS_CONFIG is None:
+            return error(94, "no replset config has been received")
+        now = time.time()
+        primary = is_primary()
+        members = [status_member(m, primary, now) for m in RS_CONFIG["members"]]
+        return {"set": REPLSET, "date": datetime.datetime.now(datetime.timezone.utc),
+                "myState": 1 if primary else 2, "members": members, "ok": 1.0}
+    return None
+
+
+def sharding_command(lname, cmd):
+    """The router's addShard / enableSharding / shardCollection / listShards, or None."""
+    name = next(iter(cmd))
+    if lname == "addshard":
+        seed = cmd[name]
+        setname, _, hosts = seed.rpartition("/") if isinstance(seed, str) else ("", "", "")
+        hosts = hosts.split(",")
+        if not all(host_port(h) for h in hosts):
+            return error(9, "invalid connection string %r" % (seed,))
+        if not any(reachable(h) for h in hosts):
+            return error(6, "couldn't connect to new shard %s" % seed)
+        sid = cmd.get("name") or setname or "shard%04d" % len(SHARDS)
+        for s in SHARDS:
+            if s["_id"] == sid:
+                if s["host"] == seed:
+                    return {"shardAdded": sid, "ok": 1.0}
+                return error(96, "A shard named %s already exists" % sid)
+        SHARDS.append({"_id": sid, "host": seed, "state": 1})
+        return {"shardAdded": sid, "ok": 1.0}
+    if lname == "enablesharding":
+        db = cmd[name]
+        if not isinstance(db, str) or not db or "." in db:
+            return error(73, "invalid db name specified: %r" % (db,))
+        if not SHARDS:
+            return error(70, "no shards found to enable sharding of %s on" % db)
+        if db in SHARDED_DBS:
+            return error(23, "sharding already enabled for database %s" % db)
+        SHARDED_DBS.add(db)
+        return {"ok": 1.0}
+    if lname == "shardcollection":
+        ns = cmd[name]
+        db, _, coll = ns.partition(".") if isinstance(ns, str) else ("", "", "")
+        if not db or not coll:
+            return error(73, "invalid collection namespace [%s]" % (ns,))
+        if db not in SHARDED_DBS:
+            return error(20, "sharding not enabled for db %s" % db)
+        key = cmd.get("key")
+        values = list(key.values()) if isinstance(key, dict) else []
+        ranged = values and all(v == 1 and not isinstance(v, bool) for v in values)
+        if not (ranged or values == ["hashed"]):
+            return error(2, "unsupported shard key pattern %r. Pattern must either be a single "
+                            "hashed field, or a list of ascending fields." % (key,))
+        if ns in SHARDED_COLLECTIONS:
+            return error(20, "sharding already enabled for collection %s" % ns)
+        SHARDED_COLLECTIONS[ns] = key
+        return {"collectionsharded": ns, "ok": 1.0}
+    if lname == "listshards":
+        return {"shards": SHARDS, "ok": 1.0}
+    return None
 
 
 def compare(v, op, arg):
@@ -113,6 +345,7 @@ def insert(ns, docs, ordered=True):
                 break
             continue
         coll[key] = d
+        note_write()
     return len(docs) - len(errors), errors
 
 
@@ -121,6 +354,7 @@ def update(ns, sel, upd, multi=False, upsert=False):
     for d in select(ns, sel, None, 0):
         for k, v in upd.get("$set", {}).items():
             d[k] = v
+        note_write()
         n += 1
         if not multi:
             break
@@ -132,6 +366,7 @@ def delete(ns, sel, single):
     gone = 0
     for d in select(ns, sel, None, 0):
         del coll[repr(d["_id"])]
+        note_write()
         gone += 1
         if single:
             break
@@ -157,25 +392,52 @@ def more(cid, n):
     return batch, 0
 
 
+def is_master():
+    r = {"ismaster": True, "maxBsonObjectSize": 16 * 1024 * 1024, "ok": 1.0}
+    if WIRE > 0:
+        r.update(maxWireVersion=WIRE, minWireVersion=0)
+    if MONGOS:
+        r["msg"] = "isdbgrid"
+    if REPLSET is not None and RS_CONFIG is None:
+        r.update(ismaster=False, secondary=False, isreplicaset=True,
+                 info="Does not have a valid replica set config")
+    elif REPLSET is not None:
+        primary = is_primary()
+        r.update(ismaster=primary, secondary=not primary, setName=REPLSET, setVersion=1,
+                 hosts=[m["host"] for m in RS_CONFIG["members"]], me=SELF_HOST)
+        if primary:
+            r["primary"] = SELF_HOST
+    if CONFIGSVR:
+        r["configsvr"] = 2
+    return r
+
+
 class Conn:
     def __init__(self):
         self.last_error = {"err": None, "n": 0, "ok": 1.0}
+        self.commands = 0
 
     def command(self, db, cmd):
         name = next(iter(cmd))
         count("cmd:" + name)
         lname = name.lower()
+        self.commands += 1
+        if lname != "legacystats":
+            COMMAND_LOG.append({"db": db, "command": cmd, "n": self.commands})
         if lname in ("ismaster", "hello"):
-            r = {"ismaster": True, "maxBsonObjectSize": 16 * 1024 * 1024, "ok": 1.0}
-            if WIRE > 0:
-                r.update(maxWireVersion=WIRE, minWireVersion=0)
-            return r
+            return is_master()
         if lname == "buildinfo":
             return {"version": "2.4.10" if WIRE == 0 else "3.2.6", "ok": 1.0}
         if lname == "legacystats":
-            return {"stats": dict(STATS), "indexes": {k: len(v) for k, v in INDEXES.items()},
-                    "gleArgs": GLE_ARGS, "writeConcerns": WRITE_CONCERNS,
-                    "readFlags": READ_FLAGS, "ok": 1.0}
+            r = {"stats": dict(STATS), "indexes": {k: len(v) for k, v in INDEXES.items()},
+                 "gleArgs": GLE_ARGS, "writeConcerns": WRITE_CONCERNS,
+                 "readFlags": READ_FLAGS, "ok": 1.0}
+            if cmd.get("commandLog"):
+                r["commandLog"] = COMMAND_LOG
+            return r
+        r = sharding_command(lname, cmd) if MONGOS else replset_command(lname, cmd)
+        if r is not None:
+            return r
         if lname == "getlasterror":
             seen(GLE_ARGS, {k: v for k, v in cmd.items() if k != name})
             r = dict(self.last_error)
@@ -360,15 +622,28 @@ class Handler(socketserver.BaseRequestHandler):
 class Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's backlog of 5 overflows when the members of a replica
+    # set are asked whether they listen faster than a loaded machine lets
+    # this process accept; a dropped connection then looks like a member
+    # that is down.
+    request_queue_size = 128
 
 
 def main():
-    global WIRE
+    global WIRE, SELF_HOST, REPLSET, CONFIGSVR, MONGOS, REPL_DELAY
     p = argparse.ArgumentParser()
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--wire", type=int, choices=[0, 2, 4], required=True)
+    p.add_argument("--replset", metavar="NAME")
+    p.add_argument("--configsvr", action="store_true")
+    p.add_argument("--mongos", action="store_true")
+    p.add_argument("--repl-delay", type=float, default=0.0, metavar="SECONDS")
     a = p.parse_args()
+    if a.mongos and (a.replset or a.configsvr):
+        p.error("--mongos is a router: no --replset or --configsvr")
     WIRE = a.wire
+    SELF_HOST = "127.0.0.1:%d" % a.port
+    REPLSET, CONFIGSVR, MONGOS, REPL_DELAY = a.replset, a.configsvr, a.mongos, a.repl_delay
     with Server(("127.0.0.1", a.port), Handler) as s:
         s.serve_forever()
 

@@ -11,6 +11,10 @@
 //!   documents in `system.indexes`; below wire 4, reads and scans as
 //!   OP_QUERY on the collection, then OP_GET_MORE and OP_KILL_CURSORS.
 //!
+//! [`topology`] holds what makes and watches replica sets and sharded
+//! clusters (`replSetInitiate`, `replSetGetStatus`, `addShard`, ...) and
+//! runs the engine specs' statements, commands written as JSON.
+//!
 //! Each benchcage worker owns one [`MongoConn`], one socket. A server error
 //! (`ok: 0`, a write error inside a batch) fails that call and leaves the
 //! socket in step; a timeout or a cut reply fails the call and the next
@@ -21,6 +25,7 @@ mod scram;
 mod session;
 #[cfg(test)]
 mod tests;
+pub mod topology;
 pub mod wire;
 
 pub use options::{MongoOptions, ReadPreference, STORE_OPTIONS, W, WriteConcern};
@@ -192,10 +197,16 @@ impl MongoConn {
         cmd: &serde_json::Value,
     ) -> Result<serde_json::Value, ClientError> {
         let cmd = json_doc(cmd).map_err(|e| self.fail(e))?;
+        let doc = self.command(db, &cmd).await?;
+        Ok(Bson::Document(doc).into_relaxed_extjson())
+    }
+
+    /// Runs `cmd` on `db`, named after its first key in errors; returns
+    /// the checked reply.
+    async fn command(&mut self, db: &str, cmd: &Document) -> Result<Document, ClientError> {
         let what = cmd.keys().next().cloned().unwrap_or_default();
         self.s.ready().await?;
-        let doc = self.s.command_doc(db, &cmd, &what).await?;
-        Ok(Bson::Document(doc).into_relaxed_extjson())
+        self.s.command_doc(db, cmd, &what).await
     }
 
     /// Drops collection `name` (missing is fine).

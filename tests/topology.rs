@@ -388,6 +388,151 @@ fn a_three_shard_redis_cluster_holds_every_record_once_and_serves_every_key() {
     place.assert_clean(&run);
 }
 
+/// The legacy MongoDB test server (tests/support/legacy_mongo.py, wire 4)
+/// as an engine whose members form a replica set the way the mongodb
+/// engine's spec says: a project of its own in `home`.
+fn legacy_mongo_project(home: &Path) {
+    let python = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .unwrap();
+    let python = String::from_utf8_lossy(&python.stdout).trim().to_string();
+    for d in ["engines", "environments", "scenarios"] {
+        std::fs::create_dir_all(home.join(d)).unwrap();
+    }
+    let script = home.join("legacy_mongo.py");
+    std::fs::copy(
+        Path::new(HOME).join("tests/support/legacy_mongo.py"),
+        &script,
+    )
+    .unwrap();
+    std::fs::copy(
+        Path::new(HOME).join("environments/rs3-here.yaml"),
+        home.join("environments/rs3-here.yaml"),
+    )
+    .unwrap();
+    // The mongodb engine's own `replication:`, word for word.
+    let mongodb = support::files::read_text(&Path::new(HOME).join("engines/mongodb.yaml"));
+    let initiate = mongodb
+        .lines()
+        .skip_while(|l| !l.starts_with("replication:"))
+        .take(2)
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(initiate.contains("replSetInitiate"), "{initiate}");
+    let engine = format!(
+        "description: test only; the legacy MongoDB 3.2 test server as a replica set member\n\
+         versions:\n  \"3.2\": {{binary: {python}}}\n\
+         command: [\"{{binary}}\", \"{}\", --port, \"{{port}}\", --wire, \"4\", --replset, benchcage, --echo]\n\
+         user: root\n\
+         readiness: {{probe: mongodb, timeout: 30s}}\n\
+         topologies: [replica_set]\n{initiate}\n\
+         knobs:\n  cache_size: {{type: size}}\n\
+         reports_own_version: false\n",
+        script.display()
+    );
+    std::fs::write(home.join("engines/legacymongo.yaml"), engine).unwrap();
+    std::fs::write(
+        home.join("scenarios/mongo-rs.yaml"),
+        "matrix: {engines: [legacymongo], environments: [rs3-here]}\n\
+         dataset: {records: 300, field_count: 2, field_length: 20}\n\
+         load: {threads: 1}\n\
+         phases:\n  - {name: reads, builtin: {workload: c}, threads: 1, duration: 3s}\n",
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_mongodb_replica_set_is_initiated_on_its_primary_naming_every_member_then_followed() {
+    let place = Place::new();
+    let home = place.path("home");
+    legacy_mongo_project(&home);
+    let out = bc_in(
+        &home,
+        &place.path("results"),
+        &place.path("work"),
+        &place.path("state"),
+    )
+    .args(["run", "mongo-rs"])
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let run = run_id_of(
+        err.lines()
+            .find(|l| l.contains("cell(s), results in"))
+            .unwrap(),
+    );
+    let dir = place.path("results").join(&run);
+    let cell = cell_dirs(&dir).remove(0);
+    let c: CellRecord = read_json(&cell.join("cell.json"));
+    assert_eq!(c.status, CellStatus::Finished, "{err}");
+    assert_eq!(c.topology, "replica_set:3");
+    // What the primary was sent, in order: the set named with every
+    // member's port, itself first and preferred, then its status until
+    // every secondary followed it.
+    let log = support::files::read_text(&cell.join("engine.log"));
+    let commands: Vec<&str> = log
+        .lines()
+        .filter_map(|l| l.strip_prefix("command admin "))
+        .collect();
+    let at = commands
+        .iter()
+        .position(|c| c.starts_with("{\"replSetInitiate\""))
+        .unwrap();
+    let ports = [
+        launch_port(&cell.join("launch.json")),
+        c.fidelity.members["m1"].port,
+        c.fidelity.members["m2"].port,
+    ];
+    let want = format!(
+        "{{\"replSetInitiate\": {{\"_id\": \"benchcage\", \"members\": [\
+         {{\"_id\": 0, \"host\": \"127.0.0.1:{}\", \"priority\": 2}}, \
+         {{\"_id\": 1, \"host\": \"127.0.0.1:{}\", \"priority\": 1}}, \
+         {{\"_id\": 2, \"host\": \"127.0.0.1:{}\", \"priority\": 1}}]}}}}",
+        ports[0], ports[1], ports[2]
+    );
+    assert_eq!(commands[at], want);
+    assert_eq!(
+        commands
+            .iter()
+            .filter(|c| c.contains("replSetInitiate"))
+            .count(),
+        1
+    );
+    assert!(
+        commands[at + 1].starts_with("{\"replSetGetStatus\""),
+        "{commands:?}"
+    );
+    for (name, m) in &c.fidelity.members {
+        // Followed from replSetGetStatus, in milliseconds of oplog time.
+        assert!(m.in_sync_s.is_some(), "{name}");
+        assert_eq!(m.lag_unit.as_deref(), Some("ms"), "{name}");
+        assert!(
+            !m.lag.is_empty() && m.lag.iter().all(|l| l.linked),
+            "{name}"
+        );
+    }
+    // The test server replicates nothing: the digests after the load say so.
+    let primary = c.data_digest.clone().unwrap();
+    assert!(primary.starts_with("300 documents"), "{primary}");
+    for m in ["m1", "m2"] {
+        assert!(
+            c.fidelity.violations.iter().any(|v| v.starts_with(&format!(
+                "secondary {m} holds other records than its primary after the load (0 documents"
+            ))),
+            "{:?}",
+            c.fidelity.violations
+        );
+    }
+    place.assert_clean(&run);
+}
+
+/// The port a launch.json gave the engine.
+fn launch_port(file: &Path) -> u16 {
+    let v: serde_json::Value = read_json(file);
+    v["port"].as_u64().unwrap() as u16
+}
+
 #[test]
 fn a_secondary_killed_during_a_phase_invalidates_it_and_the_matrix_goes_on() {
     let place = Place::new();

@@ -258,10 +258,15 @@ pub struct MemberFidelity {
     /// primary's `data_digest`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_digest: Option<String>,
-    /// The most it was behind the primary when sampled (bytes of redis
-    /// replication stream, of PostgreSQL WAL, of MariaDB binary log).
+    /// The most it was behind the primary when sampled, in `lag_unit`s
+    /// (bytes of redis replication stream, of PostgreSQL WAL, of MariaDB
+    /// binary log; milliseconds of MongoDB oplog time).
     #[serde(default)]
     pub max_behind: u64,
+    /// What `max_behind` and `lag[].behind` count: `bytes` (absent, as
+    /// results before it) or `ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lag_unit: Option<String>,
     /// How far behind it was, read every second from the moment it first
     /// followed the primary to the teardown.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -278,8 +283,9 @@ pub struct LagSample {
     pub phase: String,
     /// Connected to the primary and applying what it sends.
     pub linked: bool,
-    /// Bytes it has yet to receive or replay; `None` when it could not be
-    /// read (no answer within a second, or an error).
+    /// What it has yet to receive or replay (bytes, or ms: the member's
+    /// `lag_unit`); `None` when it could not be read (no answer within a
+    /// second, or an error).
     pub behind: Option<u64>,
 }
 

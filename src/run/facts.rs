@@ -116,7 +116,14 @@ impl ProbeFacts {
                     database: Some(db.to_string()),
                     ..ep
                 };
-                let mut c = clients::mongodb::MongoConn::connect(&ep).await.map_err(e)?;
+                // A replica set's secondary answers reads that allow it.
+                let opts = clients::mongodb::MongoOptions {
+                    read_preference: clients::mongodb::ReadPreference::PrimaryPreferred,
+                    ..Default::default()
+                };
+                let mut c = clients::mongodb::MongoConn::connect_with(&ep, &opts)
+                    .await
+                    .map_err(e)?;
                 let (n, d) = c.digest(table).await.map_err(e)?;
                 Ok(format!("{n} documents, sha256 {d}"))
             }
@@ -229,6 +236,11 @@ impl ProbeFacts {
 impl EngineFacts for ProbeFacts {
     async fn replica_state(&self, primary: u16, replica: u16) -> Result<ReplicaState, String> {
         self.follow(primary, replica).await
+    }
+
+    fn lag_unit(&self) -> Option<&'static str> {
+        // replSetGetStatus gives optimes, not bytes.
+        matches!(self.probe, Probe::Mongodb).then_some("ms")
     }
 
     async fn digest(&self, port: u16) -> Result<String, String> {

@@ -54,10 +54,12 @@ import itertools
 import socket
 import socketserver
 import struct
+import sys
 import threading
 import time
 
 import bson
+import bson.json_util
 from bson.int64 import Int64
 from bson.timestamp import Timestamp
 
@@ -75,6 +77,7 @@ WRITE_CONCERNS = []  # distinct writeConcern of write commands
 READ_FLAGS = {}  # "secondaryOk" / "primary" -> reads
 NEXT_CURSOR = itertools.count(1000)
 WIRE = 0
+ECHO = False  # --echo: each command on stderr
 COMMAND_LOG = []  # every command but legacyStats: {db, command, n}
 
 # Topology (see the module's doc); set from the command line.
@@ -424,6 +427,9 @@ class Conn:
         self.commands += 1
         if lname != "legacystats":
             COMMAND_LOG.append({"db": db, "command": cmd, "n": self.commands})
+            if ECHO and lname not in ("ismaster", "hello", "insert", "find", "getmore"):
+                # One line per command on stderr (the engine log of a run).
+                print("command %s %s" % (db, bson.json_util.dumps(cmd)), file=sys.stderr, flush=True)
         if lname in ("ismaster", "hello"):
             return is_master()
         if lname == "buildinfo":
@@ -630,7 +636,7 @@ class Server(socketserver.ThreadingTCPServer):
 
 
 def main():
-    global WIRE, SELF_HOST, REPLSET, CONFIGSVR, MONGOS, REPL_DELAY
+    global WIRE, SELF_HOST, REPLSET, CONFIGSVR, MONGOS, REPL_DELAY, ECHO
     p = argparse.ArgumentParser()
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--wire", type=int, choices=[0, 2, 4], required=True)
@@ -638,10 +644,12 @@ def main():
     p.add_argument("--configsvr", action="store_true")
     p.add_argument("--mongos", action="store_true")
     p.add_argument("--repl-delay", type=float, default=0.0, metavar="SECONDS")
+    p.add_argument("--echo", action="store_true", help="print each command but hello and the data ones on stderr")
     a = p.parse_args()
     if a.mongos and (a.replset or a.configsvr):
         p.error("--mongos is a router: no --replset or --configsvr")
     WIRE = a.wire
+    ECHO = a.echo
     SELF_HOST = "127.0.0.1:%d" % a.port
     REPLSET, CONFIGSVR, MONGOS, REPL_DELAY = a.replset, a.configsvr, a.mongos, a.repl_delay
     with Server(("127.0.0.1", a.port), Handler) as s:

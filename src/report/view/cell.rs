@@ -282,7 +282,7 @@ fn member_charts(clock: &Clock, cell: &CellData) -> Vec<Chart> {
         charts.push(clock.chart(
             "lag",
             "Replication lag (behind the primary, read every second)",
-            Axis::zero("behind the primary", Unit::Bytes),
+            Axis::zero("behind the primary", members::lag_axis_unit(cell)),
             lag,
         ));
     }

@@ -115,6 +115,7 @@ pub(super) async fn start_replicas(
         }
         let member = member(&mut r.record, &rw.name);
         member.role = rw.role.clone();
+        member.lag_unit = work.facts.lag_unit().map(String::from);
         member.cpus = rw.limits.server_cpus.to_string();
         member.port = rr.port;
         member.limits_read_back = provisioned.read_back;

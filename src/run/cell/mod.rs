@@ -59,7 +59,8 @@ pub trait EngineFacts: Send + Sync {
     /// A digest of the load generator's records, equal for equal data
     /// (snapshots are checked with it).
     async fn digest(&self, port: u16) -> Result<String, String>;
-    /// Send one statement (SQL, or a redis command) and wait for it.
+    /// Send one statement (SQL, a redis command, or a MongoDB command as
+    /// JSON) and wait for it.
     async fn execute(&self, port: u16, statement: &str) -> Result<(), String>;
     /// Send one statement and return its reply as text (a node id, a
     /// cluster's state).
@@ -73,6 +74,11 @@ pub trait EngineFacts: Send + Sync {
     async fn cluster_data_size(&self, port: u16) -> Option<u64>;
     /// How the secondary on `replica` follows the primary on `primary`.
     async fn replica_state(&self, primary: u16, replica: u16) -> Result<ReplicaState, String>;
+    /// What [`ReplicaState::behind`] counts: `None` for bytes, else the
+    /// unit (`ms`).
+    fn lag_unit(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 /// A secondary's replication, as the engines report it.
@@ -80,7 +86,8 @@ pub trait EngineFacts: Send + Sync {
 pub struct ReplicaState {
     /// Connected to the primary and receiving.
     pub linked: bool,
-    /// What it has still to receive or replay (bytes of stream or WAL).
+    /// What it has still to receive or replay (bytes of stream or WAL;
+    /// milliseconds of oplog time on MongoDB: see `EngineFacts::lag_unit`).
     pub behind: u64,
 }
 

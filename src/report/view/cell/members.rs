@@ -97,6 +97,22 @@ pub(super) fn memory_lines(cell: &CellData) -> Vec<Line> {
     })
 }
 
+/// The lag chart's unit: time when the engine reports its lag in
+/// milliseconds (the points are in µs then), else bytes.
+pub(super) fn lag_axis_unit(cell: &CellData) -> crate::report::charts::Unit {
+    let ms = cell
+        .record
+        .fidelity
+        .members
+        .values()
+        .any(|m| m.lag_unit.as_deref() == Some("ms"));
+    if ms {
+        crate::report::charts::Unit::Micros
+    } else {
+        crate::report::charts::Unit::Bytes
+    }
+}
+
 /// How far behind the primary each secondary was, per reading; a
 /// reading that failed is left out (the fidelity record has it).
 pub(super) fn lag_lines(cell: &CellData) -> Vec<Line> {
@@ -114,10 +130,14 @@ pub(super) fn lag_lines(cell: &CellData) -> Vec<Line> {
                     let behind = l.behind?;
                     let t = l.t_ms as f64 / 1000.0;
                     let link = if l.linked { "" } else { ", not linked" };
+                    let (y, what) = match m.lag_unit.as_deref() {
+                        Some("ms") => (behind as f64 * 1000.0, format!("{behind} ms")),
+                        _ => (behind as f64, fmt::bytes(behind as f64)),
+                    };
                     Some(Point {
                         x: t,
-                        y: behind as f64,
-                        tip: format!("{name} {t:.0}s: {} behind{link}", fmt::bytes(behind as f64)),
+                        y,
+                        tip: format!("{name} {t:.0}s: {what} behind{link}"),
                     })
                 })
                 .collect();
@@ -193,5 +213,13 @@ mod tests {
         assert_eq!(lag.len(), 1);
         assert_eq!(lag[0].points.len(), 1, "the failed reading is left out");
         assert_eq!((lag[0].points[0].x, lag[0].points[0].y), (1.5, 4096.0));
+        assert_eq!(lag_axis_unit(&c), crate::report::charts::Unit::Bytes);
+        // A MongoDB secondary's lag is oplog time: drawn as time.
+        let m = c.record.fidelity.members.get_mut("m1").unwrap();
+        m.lag_unit = Some("ms".into());
+        let lag = lag_lines(&c);
+        assert_eq!(lag[0].points[0].y, 4_096_000.0);
+        assert!(lag[0].points[0].tip.contains("4096 ms behind"));
+        assert_eq!(lag_axis_unit(&c), crate::report::charts::Unit::Micros);
     }
 }

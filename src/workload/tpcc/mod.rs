@@ -28,6 +28,7 @@ use super::driver::{self, Timing, Worker};
 use super::histo::Recorder;
 use super::stores::{StoreError, StoreKind};
 use super::{Validated, WorkloadError};
+use crate::model::{DocumentSchema, MongoTpccMode};
 use crate::results::model::{Headline, PhaseResult, PhaseStatus};
 use loader::{Job, Rows};
 use std::collections::BTreeMap;
@@ -100,6 +101,11 @@ pub trait TpccStore: Send + Sync + 'static {
     fn data_rows(
         &self,
     ) -> impl Future<Output = Result<BTreeMap<&'static str, u64>, StoreError>> + Send;
+    /// py-tpcc's document schema, for a MongoDB store; `None` for the SQL
+    /// stores, whose schema is TPC-C's relational one.
+    fn schema(&self) -> Option<DocumentSchema> {
+        None
+    }
 }
 
 /// A loader's connection.
@@ -232,7 +238,7 @@ pub async fn run(
             let s = mongo::MongoTpcc {
                 ep,
                 opts: v.target.mongo.clone(),
-                denormalize: true,
+                schema: DocumentSchema::from_denormalize(v.cfg.denormalize),
             };
             run_on(&s, v, cancel).await
         }
@@ -293,8 +299,13 @@ async fn run_on<S: TpccStore>(
                 retries: 0,
             });
         }
+        let mode = store.schema().map(|schema| MongoTpccMode {
+            schema,
+            transactions: None,
+        });
         let mut r = super::measured_phase(v, workers, &NAMES, (stop, 1), cancel).await;
         r.headline = Some(Headline::tpmc(tpmc(&r)));
+        r.mongo_tpcc = mode;
         let checked = store.check().await;
         invalidate(&mut r, checked);
         results.push(r);
@@ -355,7 +366,12 @@ async fn load<S: TpccStore>(
         budget: v.budget,
     };
     let out = driver::run_phase(workers, &LOAD_NAMES, &plan, cancel).await;
-    Ok(driver::phase_result("load", label, threads, &out, v.budget))
+    let mut r = driver::phase_result("load", label, threads, &out, v.budget);
+    r.mongo_tpcc = store.schema().map(|schema| MongoTpccMode {
+        schema,
+        transactions: None,
+    });
+    Ok(r)
 }
 
 #[cfg(test)]
@@ -383,6 +399,7 @@ mod tests {
             throughput: new_orders as f64 / secs,
             tool_ops_per_sec: None,
             headline: None,
+            mongo_tpcc: None,
             ops,
             series: Vec::new(),
             status: PhaseStatus::Ok,

@@ -4,7 +4,7 @@
 
 mod support;
 
-use benchcage::model::DocumentSchema;
+use benchcage::model::{DocumentSchema, TxnMode};
 use benchcage::results::model::{PhaseResult, PhaseStatus};
 use benchcage::workload::stores::StoreTarget;
 use benchcage::workload::tpcc::mongo::{self, MongoTpcc};
@@ -170,13 +170,14 @@ fn assert_stock_follows_order_lines(s: &Server) {
 /// its shares and the consistency conditions; then corrupts a district
 /// and checks that the conditions, the phase and `drive` fail.
 fn tpcc_end_to_end(kind: Kind, warehouses: u32) {
-    tpcc_on(&Server::start(kind), warehouses, None);
+    tpcc_on(&Server::start(kind), warehouses, None, None);
 }
 
 /// As [`tpcc_end_to_end`] on a running server; on MongoDB in py-tpcc's
 /// `denormalize` schema when given (its default when not), which every
-/// phase must record.
-fn tpcc_on(s: &Server, warehouses: u32, denormalize: Option<bool>) {
+/// phase must record, and in the `transactions` mode its server allows,
+/// which every measured phase must record.
+fn tpcc_on(s: &Server, warehouses: u32, denormalize: Option<bool>, transactions: Option<TxnMode>) {
     let kind = s.kind;
     let w = warehouses as u64;
     let schema = DocumentSchema::from_denormalize(denormalize);
@@ -237,6 +238,7 @@ fn tpcc_on(s: &Server, warehouses: u32, denormalize: Option<bool>) {
     let run = run_config(&tpcc(false, Some(n)));
     let r = &run[0];
     assert_eq!(r.mongo_tpcc.as_ref().map(|m| m.schema), mongo_schema);
+    assert_eq!(r.mongo_tpcc.and_then(|m| m.transactions), transactions);
     let samples: Vec<&String> = r.ops.values().flat_map(|o| &o.error_samples).collect();
     assert!(r.status.is_ok(), "{:?}: {samples:?}", r.status);
     assert_eq!(r.total_ops, n);
@@ -306,6 +308,9 @@ fn tpcc_on(s: &Server, warehouses: u32, denormalize: Option<bool>) {
     if let Some(schema) = mongo_schema {
         let line = format!("[TPC-C], Schema, {}", schema.name());
         assert!(out.contains(&line), "{out}");
+        let t = transactions.expect("a MongoDB run's transaction mode");
+        let line = format!("[TPC-C], Transactions, {}", t.name());
+        assert!(out.contains(&line), "{out}");
     } else {
         assert!(!out.contains("[TPC-C]"), "{out}");
     }
@@ -331,12 +336,17 @@ fn tpcc_on_secantusdb_runs_in_multi_document_transactions() {
     let s = Server::start(Kind::Secantus);
     let mut c = block_on(mongo_store(&s, DocumentSchema::Denormalized).raw()).unwrap();
     assert!(block_on(mongo::has_transactions(&mut c)).unwrap());
-    tpcc_on(&s, 1, None);
+    tpcc_on(&s, 1, None, Some(TxnMode::MultiDocument));
 }
 
 #[test]
 fn tpcc_on_secantusdb_in_the_normalized_schema_keeps_order_lines_in_a_collection_of_their_own() {
-    tpcc_on(&Server::start(Kind::Secantus), 1, Some(false));
+    tpcc_on(
+        &Server::start(Kind::Secantus),
+        1,
+        Some(false),
+        Some(TxnMode::MultiDocument),
+    );
 }
 
 #[test]
@@ -345,7 +355,7 @@ fn tpcc_on_a_standalone_secantusdb_runs_without_transactions_at_two_warehouses()
     s.restart_secantus_with(&["--standalone"]);
     let mut c = block_on(mongo_store(&s, DocumentSchema::Denormalized).raw()).unwrap();
     assert!(!block_on(mongo::has_transactions(&mut c)).unwrap());
-    tpcc_on(&s, 2, None);
+    tpcc_on(&s, 2, None, Some(TxnMode::None));
 }
 
 #[test]

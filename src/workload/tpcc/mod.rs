@@ -299,9 +299,10 @@ async fn run_on<S: TpccStore>(
                 retries: 0,
             });
         }
+        // Every terminal of a server runs them the same way.
         let mode = store.schema().map(|schema| MongoTpccMode {
             schema,
-            transactions: None,
+            transactions: workers.first().and_then(|w| w.conn.transactions()),
         });
         let mut r = super::measured_phase(v, workers, &NAMES, (stop, 1), cancel).await;
         r.headline = Some(Headline::tpmc(tpmc(&r)));

@@ -23,7 +23,7 @@ use super::txn::{
 use super::{DISTRICTS, TpccLoader, TpccStore};
 use crate::clients::mongodb::{self, MongoConn, MongoOptions};
 use crate::clients::{Cell, ClientError, Endpoint};
-use crate::model::DocumentSchema;
+use crate::model::{DocumentSchema, TxnMode};
 use crate::workload::stores::StoreError;
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -931,6 +931,12 @@ impl MongoTerminal {
 }
 
 impl TpccConn for MongoTerminal {
+    fn transactions(&self) -> Option<TxnMode> {
+        Some(match self.db.txn {
+            Some(_) => TxnMode::MultiDocument,
+            None => TxnMode::None,
+        })
+    }
     async fn new_order(&mut self, t: &NewOrder) -> Result<NewOrderEnd, StoreError> {
         self.db.begin();
         let r = self.new_order_body(t).await;

@@ -13,7 +13,9 @@ use benchcage::workload::tpcc::sql::{SqlConn, SqlTpcc};
 use benchcage::workload::tpcc::{TpccStore, txn::MIX};
 use benchcage::workload::{self, WorkloadConfig};
 use serde_json::json;
+use std::collections::BTreeSet;
 use support::cli::drive;
+use support::tap::Tap;
 use support::{Kind, Server, block_on};
 use tokio_util::sync::CancellationToken;
 
@@ -42,11 +44,37 @@ fn store(s: &Server) -> SqlTpcc {
 /// The MongoDB store, in one of py-tpcc's document schemas.
 fn mongo_store(s: &Server, schema: DocumentSchema) -> MongoTpcc {
     let t = StoreTarget::parse(&url(s)).unwrap();
-    MongoTpcc {
-        ep: t.endpoint,
-        opts: t.mongo,
-        schema,
+    MongoTpcc::new(t.endpoint, t.mongo, schema)
+}
+
+/// The logical sessions of the commands that went through `tap`, checked
+/// to be ended: one `endSessions`, after the last command of any of them,
+/// with every one of their ids. Returns how many there were.
+fn sessions_ended(tap: &Tap) -> usize {
+    let commands = tap.commands();
+    let used: BTreeSet<String> = commands
+        .iter()
+        .filter_map(|c| c.get("lsid"))
+        .map(|l| l.to_string())
+        .collect();
+    let ends: Vec<usize> = (0..commands.len())
+        .filter(|&i| commands[i].get("endSessions").is_some())
+        .collect();
+    if used.is_empty() {
+        assert_eq!(ends, Vec::<usize>::new(), "endSessions without sessions");
+        return 0;
     }
+    assert_eq!(ends.len(), 1, "one endSessions: {ends:?}");
+    let ended: BTreeSet<String> = commands[ends[0]]["endSessions"]
+        .as_array()
+        .expect("an array of session ids")
+        .iter()
+        .map(|l| l.to_string())
+        .collect();
+    assert_eq!(ended, used);
+    let last_use = commands.iter().rposition(|c| c.get("lsid").is_some());
+    assert!(last_use < Some(ends[0]), "a session was used after its end");
+    used.len()
 }
 
 /// Rows (documents, embedded order lines) per table.
@@ -184,6 +212,8 @@ fn tpcc_on(s: &Server, warehouses: u32, denormalize: Option<bool>, transactions:
     let mongo_schema = (kind == Kind::Secantus).then_some(schema);
     let tpcc = |load, ops| tpcc(&url(s), warehouses, denormalize, load, ops);
     let load = run_config(&tpcc(true, None));
+    // MongoDB's run goes through a wire tap, for the sessions it ends.
+    let tap = (kind == Kind::Secantus).then(|| Tap::start(s.port));
     assert_eq!(load.len(), 1);
     assert!(load[0].status.is_ok(), "{:?}", load[0].status);
     let recorded = load[0].mongo_tpcc.as_ref();
@@ -235,8 +265,21 @@ fn tpcc_on(s: &Server, warehouses: u32, denormalize: Option<bool>, transactions:
 
     // SecantusDB runs a few dozen transactions a second.
     let n = if kind == Kind::Secantus { 600 } else { 1500 };
-    let run = run_config(&tpcc(false, Some(n)));
+    let mut cfg = tpcc(false, Some(n));
+    if let Some(t) = &tap {
+        let tapped = url(s).replace(&format!(":{}", s.port), &format!(":{}", t.port));
+        cfg.store = Some(tapped);
+    }
+    let run = run_config(&cfg);
     let r = &run[0];
+    if let Some(t) = &tap {
+        // One session per terminal, each in its transactions.
+        let want = match transactions {
+            Some(TxnMode::MultiDocument) => 4,
+            _ => 0,
+        };
+        assert_eq!(sessions_ended(t), want);
+    }
     assert_eq!(r.mongo_tpcc.as_ref().map(|m| m.schema), mongo_schema);
     assert_eq!(r.mongo_tpcc.and_then(|m| m.transactions), transactions);
     let samples: Vec<&String> = r.ops.values().flat_map(|o| &o.error_samples).collect();

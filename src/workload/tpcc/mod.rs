@@ -106,6 +106,12 @@ pub trait TpccStore: Send + Sync + 'static {
     fn schema(&self) -> Option<DocumentSchema> {
         None
     }
+    /// Ends what the terminals of a phase that ended left on the server:
+    /// MongoDB's logical sessions (`endSessions`), which it would
+    /// otherwise keep until they time out. Nothing on the SQL stores.
+    fn end_sessions(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
+        async { Ok(()) }
+    }
 }
 
 /// A loader's connection.
@@ -235,11 +241,11 @@ pub async fn run(
             run_on(&s, v, cancel).await
         }
         StoreKind::Mongodb => {
-            let s = mongo::MongoTpcc {
+            let s = mongo::MongoTpcc::new(
                 ep,
-                opts: v.target.mongo.clone(),
-                schema: DocumentSchema::from_denormalize(v.cfg.denormalize),
-            };
+                v.target.mongo.clone(),
+                DocumentSchema::from_denormalize(v.cfg.denormalize),
+            );
             run_on(&s, v, cancel).await
         }
         other => Err(WorkloadError::Config(super::Problems::one(
@@ -307,6 +313,11 @@ async fn run_on<S: TpccStore>(
         let mut r = super::measured_phase(v, workers, &NAMES, (stop, 1), cancel).await;
         r.headline = Some(Headline::tpmc(tpmc(&r)));
         r.mongo_tpcc = mode;
+        // The phase's result stands either way: a server that missed
+        // this drops the sessions after its session timeout.
+        if let Err(e) = store.end_sessions().await {
+            eprintln!("warning: ending the terminals' sessions: {e}");
+        }
         let checked = store.check().await;
         invalidate(&mut r, checked);
         results.push(r);

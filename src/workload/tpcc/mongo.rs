@@ -56,9 +56,22 @@ pub struct MongoTpcc {
     pub opts: MongoOptions,
     /// Whether orders embed their lines (py-tpcc's `denormalize`).
     pub schema: DocumentSchema,
+    /// The logical sessions of the terminals' transactions, ended when
+    /// their phase ends.
+    sessions: mongodb::Sessions,
 }
 
 impl MongoTpcc {
+    /// The store at `ep`, in `schema`.
+    pub fn new(ep: Endpoint, opts: MongoOptions, schema: DocumentSchema) -> MongoTpcc {
+        MongoTpcc {
+            ep,
+            opts,
+            schema,
+            sessions: mongodb::Sessions::default(),
+        }
+    }
+
     fn db_endpoint(&self) -> Endpoint {
         let mut ep = self.ep.clone();
         ep.database.get_or_insert_with(|| DB.into());
@@ -374,7 +387,7 @@ impl TpccStore for MongoTpcc {
         let mut db = self.raw().await?;
         if has_transactions(&mut db).await? {
             db.txn = Some(Txn {
-                lsid: mongodb::session_id(),
+                lsid: self.sessions.start(),
                 number: 0,
                 open: false,
                 started: false,
@@ -431,6 +444,16 @@ impl TpccStore for MongoTpcc {
 
     fn schema(&self) -> Option<DocumentSchema> {
         Some(self.schema)
+    }
+
+    async fn end_sessions(&self) -> Result<(), StoreError> {
+        // Terminals of a server without transactions started none.
+        if self.sessions.is_empty() {
+            return Ok(());
+        }
+        let mut c = self.raw().await?;
+        self.sessions.end_all(&mut c.conn).await?;
+        Ok(())
     }
 
     async fn data_rows(&self) -> Result<BTreeMap<&'static str, u64>, StoreError> {

@@ -305,6 +305,12 @@ pub struct DriveArgs {
     /// terminals over them. 1 by default.
     #[arg(long)]
     pub warehouses: Option<u32>,
+    /// py-tpcc's MongoDB document schema for `--workload tpcc` (its
+    /// `denormalize` option): `true` (the default) embeds each order's
+    /// lines in the order, `false` keeps ORDER_LINE a collection of its
+    /// own. Give the load and the runs the same one. Not for SQL stores.
+    #[arg(long, value_name = "true|false")]
+    pub denormalize: Option<bool>,
     /// Number of records in the data set (at most 10^10, inserts included).
     #[arg(long, default_value_t = 1000)]
     pub records: u64,

@@ -217,6 +217,7 @@ impl Synth {
             throughput: if ok_or_invalid { tput } else { 0.0 },
             tool_ops_per_sec: None,
             headline: None,
+            mongo_tpcc: None,
             ops,
             series,
             status,

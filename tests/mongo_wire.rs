@@ -5,11 +5,12 @@
 mod support;
 
 use benchcage::clients::Endpoint;
-use benchcage::clients::mongodb::{MongoConn, MongoOptions, Protocol};
+use benchcage::clients::mongodb::{MongoConn, MongoOptions, Protocol, Sessions};
 use serde_json::json;
 use support::cli::bc;
 use support::legacy::LegacyMongo;
 use support::server::mongo_endpoint;
+use support::tap::Tap;
 use support::{Kind, Server, block_on};
 
 fn conn(port: u16, max_wire: Option<i32>) -> MongoConn {
@@ -428,4 +429,29 @@ fn secantus_takes_the_write_concern_and_read_preference_over_op_msg_and_op_query
             "{err}"
         );
     }
+}
+
+#[test]
+fn sessions_end_together_with_every_id_in_batches_of_the_servers_limit() {
+    let s = Server::start(Kind::Secantus);
+    let tap = Tap::start(s.port);
+    let sessions = Sessions::default();
+    let ids: Vec<serde_json::Value> = (0..10_001).map(|_| sessions.start()).collect();
+    let mut c = conn(tap.port, None);
+    // The server learns a session from the first command that carries it.
+    let find = json!({"find": "none", "filter": {}, "lsid": ids[0]});
+    block_on(c.run_json("benchcage", &find)).unwrap();
+    assert_eq!(block_on(sessions.end_all(&mut c)).unwrap(), 10_001);
+    assert!(sessions.is_empty());
+    assert_eq!(block_on(sessions.end_all(&mut c)).unwrap(), 0);
+    let ended: Vec<Vec<String>> = tap
+        .commands()
+        .iter()
+        .filter_map(|c| c.get("endSessions").and_then(|e| e.as_array()))
+        .map(|a| a.iter().map(|id| id.to_string()).collect())
+        .collect();
+    let sizes: Vec<usize> = ended.iter().map(Vec::len).collect();
+    assert_eq!(sizes, [10_000, 1]);
+    let want: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
+    assert_eq!(ended.concat(), want);
 }

@@ -4,6 +4,7 @@
 
 mod support;
 
+use benchcage::model::{DocumentSchema, TxnMode};
 use benchcage::results::model::{PhaseResult, PhaseStatus};
 use benchcage::workload::stores::StoreTarget;
 use benchcage::workload::tpcc::mongo::{self, MongoTpcc};
@@ -11,7 +12,10 @@ use benchcage::workload::tpcc::schema::Dialect;
 use benchcage::workload::tpcc::sql::{SqlConn, SqlTpcc};
 use benchcage::workload::tpcc::{TpccStore, txn::MIX};
 use benchcage::workload::{self, WorkloadConfig};
+use serde_json::json;
+use std::collections::BTreeSet;
 use support::cli::drive;
+use support::tap::Tap;
 use support::{Kind, Server, block_on};
 use tokio_util::sync::CancellationToken;
 
@@ -37,32 +41,73 @@ fn store(s: &Server) -> SqlTpcc {
     }
 }
 
-/// The MongoDB store, in py-tpcc's default (denormalized) schema.
-fn mongo_store(s: &Server) -> MongoTpcc {
+/// The MongoDB store, in one of py-tpcc's document schemas.
+fn mongo_store(s: &Server, schema: DocumentSchema) -> MongoTpcc {
     let t = StoreTarget::parse(&url(s)).unwrap();
-    MongoTpcc {
-        ep: t.endpoint,
-        opts: t.mongo,
-        denormalize: true,
+    MongoTpcc::new(t.endpoint, t.mongo, schema)
+}
+
+/// The logical sessions of the commands that went through `tap`, checked
+/// to be ended: one `endSessions`, after the last command of any of them,
+/// with every one of their ids. Returns how many there were.
+fn sessions_ended(tap: &Tap) -> usize {
+    let commands = tap.commands();
+    let used: BTreeSet<String> = commands
+        .iter()
+        .filter_map(|c| c.get("lsid"))
+        .map(|l| l.to_string())
+        .collect();
+    let ends: Vec<usize> = (0..commands.len())
+        .filter(|&i| commands[i].get("endSessions").is_some())
+        .collect();
+    if used.is_empty() {
+        assert_eq!(ends, Vec::<usize>::new(), "endSessions without sessions");
+        return 0;
     }
+    assert_eq!(ends.len(), 1, "one endSessions: {ends:?}");
+    let ended: BTreeSet<String> = commands[ends[0]]["endSessions"]
+        .as_array()
+        .expect("an array of session ids")
+        .iter()
+        .map(|l| l.to_string())
+        .collect();
+    assert_eq!(ended, used);
+    let last_use = commands.iter().rposition(|c| c.get("lsid").is_some());
+    assert!(last_use < Some(ends[0]), "a session was used after its end");
+    used.len()
 }
 
 /// Rows (documents, embedded order lines) per table.
-fn data_rows(s: &Server) -> std::collections::BTreeMap<&'static str, u64> {
+fn data_rows(s: &Server, schema: DocumentSchema) -> std::collections::BTreeMap<&'static str, u64> {
     match s.kind {
-        Kind::Secantus => block_on(mongo_store(s).data_rows()),
+        Kind::Secantus => block_on(mongo_store(s, schema).data_rows()),
         _ => block_on(store(s).data_rows()),
     }
     .unwrap()
 }
 
 /// The violated consistency conditions.
-fn check(s: &Server) -> Vec<String> {
+fn check(s: &Server, schema: DocumentSchema) -> Vec<String> {
     match s.kind {
-        Kind::Secantus => block_on(mongo_store(s).check()),
+        Kind::Secantus => block_on(mongo_store(s, schema).check()),
         _ => block_on(store(s).check()),
     }
     .unwrap()
+}
+
+/// Documents of a MongoDB collection that match `query`.
+fn count_documents(s: &Server, coll: &str, query: serde_json::Value) -> u64 {
+    block_on(async {
+        let mut c = mongo_store(s, DocumentSchema::Denormalized)
+            .raw()
+            .await
+            .unwrap();
+        let r = c
+            .cmd(serde_json::json!({"count": coll, "query": query}))
+            .await
+            .unwrap();
+        r["n"].as_u64().unwrap()
+    })
 }
 
 /// Adds 1 to district `w`/`d`'s next order id (`next`) or its `D_YTD`.
@@ -76,7 +121,10 @@ fn corrupt_district(s: &Server, w: u32, d: u32, next: bool) {
     }
     let field = if next { "D_NEXT_O_ID" } else { "D_YTD" };
     block_on(async {
-        let mut c = mongo_store(s).raw().await.unwrap();
+        let mut c = mongo_store(s, DocumentSchema::Denormalized)
+            .raw()
+            .await
+            .unwrap();
         let u = serde_json::json!({"update": "DISTRICT", "updates": [
             {"q": {"D_W_ID": w, "D_ID": d}, "u": {"$inc": {field: 1}}}]});
         let r = c.cmd(u).await.unwrap();
@@ -84,9 +132,16 @@ fn corrupt_district(s: &Server, w: u32, d: u32, next: bool) {
     });
 }
 
-fn tpcc(url: &str, warehouses: u32, load: bool, operations: Option<u64>) -> WorkloadConfig {
+/// TPC-C on `url`; on MongoDB in py-tpcc's `denormalize` schema when given.
+fn tpcc(
+    url: &str,
+    warehouses: u32,
+    denormalize: Option<bool>,
+    load: bool,
+    operations: Option<u64>,
+) -> WorkloadConfig {
     serde_json::from_value(serde_json::json!({
-        "store": url, "workload": "tpcc", "warehouses": warehouses,
+        "store": url, "workload": "tpcc", "warehouses": warehouses, "denormalize": denormalize,
         "threads": 4, "load": load, "operations": operations, "seed": 3,
     }))
     .unwrap()
@@ -143,16 +198,28 @@ fn assert_stock_follows_order_lines(s: &Server) {
 /// its shares and the consistency conditions; then corrupts a district
 /// and checks that the conditions, the phase and `drive` fail.
 fn tpcc_end_to_end(kind: Kind, warehouses: u32) {
-    tpcc_on(&Server::start(kind), warehouses);
+    tpcc_on(&Server::start(kind), warehouses, None, None);
 }
 
-fn tpcc_on(s: &Server, warehouses: u32) {
+/// As [`tpcc_end_to_end`] on a running server; on MongoDB in py-tpcc's
+/// `denormalize` schema when given (its default when not), which every
+/// phase must record, and in the `transactions` mode its server allows,
+/// which every measured phase must record.
+fn tpcc_on(s: &Server, warehouses: u32, denormalize: Option<bool>, transactions: Option<TxnMode>) {
     let kind = s.kind;
     let w = warehouses as u64;
-    let load = run_config(&tpcc(&url(s), warehouses, true, None));
+    let schema = DocumentSchema::from_denormalize(denormalize);
+    let mongo_schema = (kind == Kind::Secantus).then_some(schema);
+    let tpcc = |load, ops| tpcc(&url(s), warehouses, denormalize, load, ops);
+    let load = run_config(&tpcc(true, None));
+    // MongoDB's run goes through a wire tap, for the sessions it ends.
+    let tap = (kind == Kind::Secantus).then(|| Tap::start(s.port));
     assert_eq!(load.len(), 1);
     assert!(load[0].status.is_ok(), "{:?}", load[0].status);
-    let rows = data_rows(s);
+    let recorded = load[0].mongo_tpcc.as_ref();
+    assert_eq!(recorded.map(|m| m.schema), mongo_schema);
+    assert_eq!(recorded.and_then(|m| m.transactions), None);
+    let rows = data_rows(s, schema);
     for (table, want) in [
         ("item", 100_000),
         ("warehouse", w),
@@ -183,12 +250,38 @@ fn tpcc_on(s: &Server, warehouses: u32) {
         let mb = size.parse::<u64>().unwrap() / 1_000_000;
         assert!(mb >= 70 * w, "{mb} MB for {w} warehouses");
     }
-    assert_eq!(check(s), Vec::<String>::new());
+    if kind == Kind::Secantus {
+        // Order lines where the schema puts them: in their own collection,
+        // or in their orders.
+        let embedded = json!({"ORDER_LINE": {"$exists": true}});
+        let (in_collection, in_orders) = match schema {
+            DocumentSchema::Normalized => (rows["order_line"], 0),
+            DocumentSchema::Denormalized => (0, 30_000 * w),
+        };
+        assert_eq!(count_documents(s, "ORDER_LINE", json!({})), in_collection);
+        assert_eq!(count_documents(s, "ORDERS", embedded), in_orders);
+    }
+    assert_eq!(check(s, schema), Vec::<String>::new());
 
     // SecantusDB runs a few dozen transactions a second.
     let n = if kind == Kind::Secantus { 600 } else { 1500 };
-    let run = run_config(&tpcc(&url(s), warehouses, false, Some(n)));
+    let mut cfg = tpcc(false, Some(n));
+    if let Some(t) = &tap {
+        let tapped = url(s).replace(&format!(":{}", s.port), &format!(":{}", t.port));
+        cfg.store = Some(tapped);
+    }
+    let run = run_config(&cfg);
     let r = &run[0];
+    if let Some(t) = &tap {
+        // One session per terminal, each in its transactions.
+        let want = match transactions {
+            Some(TxnMode::MultiDocument) => 4,
+            _ => 0,
+        };
+        assert_eq!(sessions_ended(t), want);
+    }
+    assert_eq!(r.mongo_tpcc.as_ref().map(|m| m.schema), mongo_schema);
+    assert_eq!(r.mongo_tpcc.and_then(|m| m.transactions), transactions);
     let samples: Vec<&String> = r.ops.values().flat_map(|o| &o.error_samples).collect();
     assert!(r.status.is_ok(), "{:?}: {samples:?}", r.status);
     assert_eq!(r.total_ops, n);
@@ -213,7 +306,7 @@ fn tpcc_on(s: &Server, warehouses: u32) {
     let new_orders = r.ops["NEW_ORDER"].count as f64;
     assert!((h.value - new_orders * 60.0 / r.duration_s).abs() < 1e-6);
     // The run changed the districts it checks: orders were placed.
-    let after = data_rows(s);
+    let after = data_rows(s, schema);
     assert!(after["orders"] > rows["orders"]);
     if kind != Kind::Secantus {
         assert_stock_follows_order_lines(s);
@@ -221,11 +314,11 @@ fn tpcc_on(s: &Server, warehouses: u32) {
 
     corrupt_district(s, 1, 3, true);
     corrupt_district(s, 1, 7, false);
-    let v = check(s);
+    let v = check(s, schema);
     assert_eq!(v.len(), 2, "{v:?}");
     assert!(v[0].starts_with("condition 1: warehouse 1"), "{v:?}");
     assert!(v[1].starts_with("condition 2: district 1/3"), "{v:?}");
-    let run = run_config(&tpcc(&url(s), warehouses, false, Some(40)));
+    let run = run_config(&tpcc(false, Some(40)));
     match &run[0].status {
         PhaseStatus::Invalid { reason } => {
             // A NEW ORDER in district 3 may move its max(O_ID) up to the
@@ -234,21 +327,36 @@ fn tpcc_on(s: &Server, warehouses: u32) {
         }
         other => panic!("a corrupted district left the phase {other:?}"),
     }
-    let (code, out, err) = drive(&[
+    let (warehouses, store) = (warehouses.to_string(), url(s));
+    let mut args = vec![
         "--store",
-        &url(s),
+        &store,
         "--workload",
         "tpcc",
         "--warehouses",
-        &warehouses.to_string(),
+        &warehouses,
         "--threads",
         "2",
         "--operations",
         "20",
-    ]);
+    ];
+    let denormalize = denormalize.map(|d| d.to_string());
+    if let Some(d) = &denormalize {
+        args.extend(["--denormalize", d]);
+    }
+    let (code, out, err) = drive(&args);
     assert_ne!(code, Some(0), "{out}");
     assert!(out.contains("[OVERALL], tpmC, "), "{out}");
     assert!(err.contains("condition 1: warehouse 1"), "{err}");
+    if let Some(schema) = mongo_schema {
+        let line = format!("[TPC-C], Schema, {}", schema.name());
+        assert!(out.contains(&line), "{out}");
+        let t = transactions.expect("a MongoDB run's transaction mode");
+        let line = format!("[TPC-C], Transactions, {}", t.name());
+        assert!(out.contains(&line), "{out}");
+    } else {
+        assert!(!out.contains("[TPC-C]"), "{out}");
+    }
 }
 
 #[test]
@@ -269,22 +377,32 @@ fn tpcc_at_two_warehouses_on_postgres() {
 #[test]
 fn tpcc_on_secantusdb_runs_in_multi_document_transactions() {
     let s = Server::start(Kind::Secantus);
-    let mut c = block_on(mongo_store(&s).raw()).unwrap();
+    let mut c = block_on(mongo_store(&s, DocumentSchema::Denormalized).raw()).unwrap();
     assert!(block_on(mongo::has_transactions(&mut c)).unwrap());
-    tpcc_on(&s, 1);
+    tpcc_on(&s, 1, None, Some(TxnMode::MultiDocument));
+}
+
+#[test]
+fn tpcc_on_secantusdb_in_the_normalized_schema_keeps_order_lines_in_a_collection_of_their_own() {
+    tpcc_on(
+        &Server::start(Kind::Secantus),
+        1,
+        Some(false),
+        Some(TxnMode::MultiDocument),
+    );
 }
 
 #[test]
 fn tpcc_on_a_standalone_secantusdb_runs_without_transactions_at_two_warehouses() {
     let mut s = Server::start(Kind::Secantus);
     s.restart_secantus_with(&["--standalone"]);
-    let mut c = block_on(mongo_store(&s).raw()).unwrap();
+    let mut c = block_on(mongo_store(&s, DocumentSchema::Denormalized).raw()).unwrap();
     assert!(!block_on(mongo::has_transactions(&mut c)).unwrap());
-    tpcc_on(&s, 2);
+    tpcc_on(&s, 2, None, Some(TxnMode::None));
 }
 
 #[test]
-fn tpcc_refuses_a_store_it_does_not_run_on_and_warehouses_elsewhere() {
+fn tpcc_refuses_a_store_it_does_not_run_on_and_warehouses_or_a_document_schema_elsewhere() {
     let (code, _, err) = drive(&[
         "--store",
         "redis://127.0.0.1:1",
@@ -313,4 +431,32 @@ fn tpcc_refuses_a_store_it_does_not_run_on_and_warehouses_elsewhere() {
         err.contains("--warehouses: `warehouses` only applies"),
         "{err}"
     );
+    // py-tpcc's document schema is MongoDB's: refused for SQL stores and
+    // for other workloads, before anything connects.
+    for (store, workload, want) in [
+        (
+            "postgres://127.0.0.1:1/x",
+            "tpcc",
+            "--denormalize: py-tpcc's MongoDB document schema does not apply to postgres",
+        ),
+        (
+            "mongodb://127.0.0.1:1/x",
+            "a",
+            "--denormalize: `denormalize` only applies to `workload: tpcc`",
+        ),
+    ] {
+        let args = [
+            "--store",
+            store,
+            "--workload",
+            workload,
+            "--denormalize",
+            "false",
+            "--operations",
+            "1",
+        ];
+        let (code, _, err) = drive(&args);
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains(want), "{err}");
+    }
 }

@@ -119,6 +119,7 @@ fn config_from_flags(args: &DriveArgs) -> anyhow::Result<WorkloadConfig> {
         batch: args.batch,
         progress: args.progress,
         warehouses: args.warehouses,
+        denormalize: args.denormalize,
         ..Default::default()
     };
     (cfg.workload, cfg.mix) = workload_of(&args.workload)?;

@@ -5,7 +5,7 @@ use crate::cli::{PlanArgs, ScenarioArgs};
 use crate::display::approx;
 use crate::display::span;
 use crate::host::HostFacts;
-use crate::model::{Backend, Probe, Program};
+use crate::model::{Backend, DocumentSchema, Probe, Program};
 use crate::plan::{CommandPlan, HOG_MARGIN, Plan, PlannedCell, plan_command_line};
 use crate::spec::Diagnostics;
 use crate::spec::scenario::{Length, Work};
@@ -262,9 +262,13 @@ fn describe_work(o: &mut String, c: &PlannedCell, host: &HostFacts) {
         );
     }
     if let Some(load) = &c.load {
+        let schema = load
+            .denormalize
+            .map(|d| format!(", {}", DocumentSchema::from_denormalize(Some(d))))
+            .unwrap_or_default();
         let _ = writeln!(
             o,
-            "  load      {}, {} threads, batch {}",
+            "  load      {}, {} threads, batch {}{schema}",
             load.workload, load.threads, load.batch
         );
     }

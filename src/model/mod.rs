@@ -1,7 +1,8 @@
 //! The shared vocabulary: the types that flow from the specs through the
 //! plan and the run to the sandbox and into the results (limits, launch,
-//! readiness, probe, backend, image record, run and cell status). Every
-//! layer depends on it; it depends on nothing in the crate but `units`.
+//! readiness, probe, backend, image record, run and cell status, how
+//! TPC-C ran on MongoDB). Every layer depends on it; it depends on
+//! nothing in the crate but `units`.
 //! Types only, with their `Display` for people: behaviour lives with the
 //! layer that acts.
 
@@ -15,6 +16,7 @@ pub mod source;
 pub mod status;
 pub mod thp;
 pub mod topology;
+pub mod tpcc;
 
 pub use backend::Backend;
 pub use image::ImageRecord;
@@ -26,3 +28,4 @@ pub use source::Source;
 pub use status::{CellStatus, RunStatus};
 pub use thp::{ThpNeed, ThpPolicy};
 pub use topology::{Member, Role, Topology};
+pub use tpcc::{DocumentSchema, MongoTpccMode, TxnMode};

@@ -364,6 +364,7 @@ fn tools(r: &Reproduces, s: &Scenario, found: &mut Found) {
         LoadWorkload::Iibench => Work::Builtin(Builtin::Iibench),
         LoadWorkload::Tpcc => Work::Builtin(Builtin::Tpcc {
             warehouses: l.warehouses.unwrap_or(1),
+            denormalize: l.denormalize,
         }),
     });
     let steps = load_work

@@ -49,6 +49,7 @@ pub(super) fn load_config(
         LoadWorkload::Tpcc => {
             c.workload = WorkloadKind::Tpcc;
             c.warehouses = load.warehouses;
+            c.denormalize = load.denormalize;
         }
         LoadWorkload::Ycsb => {}
     }
@@ -105,9 +106,13 @@ fn builtin_config(
             c.collections = Some(*collections);
         }
         Builtin::Iibench => c.workload = WorkloadKind::Iibench,
-        Builtin::Tpcc { warehouses } => {
+        Builtin::Tpcc {
+            warehouses,
+            denormalize,
+        } => {
             c.workload = WorkloadKind::Tpcc;
             c.warehouses = Some(*warehouses);
+            c.denormalize = *denormalize;
         }
     }
     match phase.length {
@@ -223,6 +228,7 @@ mod tests {
                 workload,
                 batch: 1000,
                 warehouses: None,
+                denormalize: None,
                 collections: None,
             };
             let cfg = load_config(&load, None, None);
@@ -237,6 +243,7 @@ mod tests {
             workload: LoadWorkload::SysbenchMongo,
             batch: 1000,
             warehouses: None,
+            denormalize: None,
             collections: Some(4),
         };
         let cfg = load_config(&load, None, None);
@@ -253,6 +260,7 @@ mod tests {
             workload: LoadWorkload::Tpcc,
             batch: 1,
             warehouses: Some(3),
+            denormalize: Some(false),
             collections: None,
         };
         let cfg = load_config(&load, None, None);
@@ -260,6 +268,7 @@ mod tests {
             (cfg.workload, cfg.warehouses, cfg.batch, cfg.load),
             (WorkloadKind::Tpcc, Some(3), None, true)
         );
+        assert_eq!(cfg.denormalize, Some(false));
     }
 
     #[test]

@@ -700,6 +700,7 @@ mod tests {
             throughput: 1.0,
             tool_ops_per_sec: None,
             headline: None,
+            mongo_tpcc: None,
             ops: Default::default(),
             series: vec![],
             status: PhaseStatus::Ok,

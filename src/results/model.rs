@@ -113,6 +113,11 @@ pub struct PhaseResult {
     /// Results written before it read their `tpmc` field into it.
     #[serde(flatten, with = "headline_field")]
     pub headline: Option<Headline>,
+    /// How a built-in TPC-C phase on MongoDB ran: py-tpcc's document
+    /// schema and, for a measured phase, whether in multi-document
+    /// transactions. `None` elsewhere, and in results written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mongo_tpcc: Option<crate::model::MongoTpccMode>,
     /// Per operation kind, upper-case YCSB names.
     pub ops: BTreeMap<String, OpStats>,
     /// Per-second time series of the measured window.
@@ -567,6 +572,11 @@ mod tests {
         v
     }
 
+    /// Whether `r` is written with a field named `key`.
+    fn writes(r: &PhaseResult, key: &str) -> bool {
+        serde_json::to_value(r).unwrap().get(key).is_some()
+    }
+
     #[test]
     fn results_with_the_old_tpmc_field_read_it_as_the_headline_and_write_only_the_headline() {
         let old: PhaseResult =
@@ -581,11 +591,27 @@ mod tests {
         assert_eq!(written["headline"]["value"], 12.5);
         let none: PhaseResult = serde_json::from_value(phase(serde_json::json!({}))).unwrap();
         assert_eq!(none.headline, None);
-        assert!(
-            serde_json::to_value(&none)
-                .unwrap()
-                .get("headline")
-                .is_none()
+        assert!(!writes(&none, "headline"));
+    }
+
+    #[test]
+    fn results_without_a_mongodb_tpcc_mode_read_as_none_and_one_round_trips() {
+        use crate::model::{DocumentSchema, MongoTpccMode, TxnMode};
+        let old: PhaseResult = serde_json::from_value(phase(serde_json::json!({}))).unwrap();
+        assert_eq!(old.mongo_tpcc, None);
+        assert!(!writes(&old, "mongo_tpcc"));
+        let mode =
+            serde_json::json!({"mongo_tpcc": {"schema": "normalized", "transactions": "none"}});
+        let new: PhaseResult = serde_json::from_value(phase(mode)).unwrap();
+        assert_eq!(
+            new.mongo_tpcc,
+            Some(MongoTpccMode {
+                schema: DocumentSchema::Normalized,
+                transactions: Some(TxnMode::None),
+            })
         );
+        let again: PhaseResult =
+            serde_json::from_value(serde_json::to_value(&new).unwrap()).unwrap();
+        assert_eq!(again, new);
     }
 }

@@ -389,6 +389,7 @@ impl Project {
         let mut diags = Diagnostics::default();
         self.check_engine_refs(s, &mut diags);
         check_labels(self, s, &mut diags);
+        check_tpcc_schema(self, s, &mut diags);
         self.check_env_refs(s, &mut diags);
         diags
     }
@@ -480,6 +481,39 @@ impl Project {
                     );
                 }
             }
+        }
+    }
+}
+
+/// py-tpcc's `denormalize` chooses a MongoDB document schema: an engine of
+/// the matrix that speaks SQL runs TPC-C's relational schema, so a
+/// scenario that gives it is refused, at the field that gave it.
+fn check_tpcc_schema(project: &Project, s: &Scenario, diags: &mut Diagnostics) {
+    let given = std::iter::once("load.denormalize".to_string())
+        .chain((0..s.phases.len()).map(|i| format!("phases[{i}].builtin.denormalize")))
+        .find(|f| s.origin.positions.contains_key(f));
+    let Some(field) = given else {
+        return;
+    };
+    for er in &s.matrix.engines {
+        let Some(e) = project.engines.get(&er.engine) else {
+            continue;
+        };
+        if matches!(
+            e.readiness.probe,
+            crate::model::Probe::Postgres { .. } | crate::model::Probe::Mysql { .. }
+        ) {
+            diags.push(s.origin.diag(
+                &field,
+                format!(
+                    "`denormalize` is py-tpcc's MongoDB document schema, but engine `{}` \
+                     runs TPC-C in its relational schema",
+                    er.engine
+                ),
+                Some(
+                    "leave `denormalize` out, or run TPC-C with it on mongodb engines only".into(),
+                ),
+            ));
         }
     }
 }

@@ -4,6 +4,7 @@
 use super::de::{Fields, FromNode, Text, check_ident, check_spec_name, choice, one_or_many, word};
 use super::diag::{Cx, Origin, join};
 use super::yaml::{Node, NodeKind};
+use crate::model::DocumentSchema;
 use crate::units::{Bytes, Duration, Share};
 use crate::workload::bounds;
 use crate::workload::mix::MixProblem;
@@ -135,6 +136,11 @@ pub struct Load {
     /// load's own `warehouses`, else its TPC-C phases'.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warehouses: Option<u32>,
+    /// py-tpcc's document schema the TPC-C load writes on MongoDB
+    /// (`workload: tpcc` only): the load's own `denormalize`, else its
+    /// TPC-C phases'. `None` when none gives it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub denormalize: Option<bool>,
     /// sysbench-mongo collections the load fills (`workload:
     /// sysbench-mongo` only): its phases'.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -310,8 +316,14 @@ pub enum Builtin {
     SysbenchMongo { collections: u32 },
     /// iiBench: insert-only batches into `purchases_index`, rows/s over time.
     Iibench,
-    /// TPC-C's five transactions over `warehouses` warehouses.
-    Tpcc { warehouses: u32 },
+    /// TPC-C's five transactions over `warehouses` warehouses; on
+    /// MongoDB in py-tpcc's document schema, which `denormalize` names
+    /// (py-tpcc's option; `None` when not given: embedded order lines).
+    Tpcc {
+        warehouses: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        denormalize: Option<bool>,
+    },
 }
 
 /// YCSB workload letter or a custom mix.
@@ -561,7 +573,7 @@ impl FromNode for Load {
             node,
             cx,
             path,
-            &["threads", "workload", "batch", "warehouses"],
+            &["threads", "workload", "batch", "warehouses", "denormalize"],
         )?;
         let threads = f.or(cx, "threads", 1u32);
         let workloads = [
@@ -585,13 +597,12 @@ impl FromNode for Load {
         if let Some(w) = warehouses {
             check_warehouses(cx, &f, w);
             if workload != LoadWorkload::Tpcc {
-                cx.error(
-                    f.pos_of("warehouses"),
-                    &f.field("warehouses"),
-                    "`warehouses` only applies to `workload: tpcc`",
-                    None,
-                );
+                only_for_tpcc(cx, &f, "warehouses");
             }
+        }
+        let denormalize: Option<bool> = f.opt(cx, "denormalize");
+        if denormalize.is_some() && workload != LoadWorkload::Tpcc {
+            only_for_tpcc(cx, &f, "denormalize");
         }
         let batch = f.or(cx, "batch", default_batch);
         if let Err(r) = bounds::check_thread_count(threads) {
@@ -605,6 +616,7 @@ impl FromNode for Load {
             workload,
             batch,
             warehouses,
+            denormalize,
             collections: None,
         })
     }
@@ -726,6 +738,7 @@ fn builtin_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Builtin> {
             "queries",
             "warehouses",
             "collections",
+            "denormalize",
         ],
     )?;
     let wl_node = match f.get("workload") {
@@ -759,13 +772,10 @@ fn builtin_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Builtin> {
     if wl == "tpcc" {
         return tpcc_from_fields(&f, cx);
     }
-    if f.get("warehouses").is_some() {
-        cx.error(
-            f.pos_of("warehouses"),
-            &f.field("warehouses"),
-            "`warehouses` only applies to `workload: tpcc`",
-            None,
-        );
+    for k in ["warehouses", "denormalize"] {
+        if f.get(k).is_some() {
+            only_for_tpcc(cx, &f, k);
+        }
     }
     let collections = sysbench_collections(&f, cx, wl);
     if wl == "sysbench-mongo" || wl == "iibench" {
@@ -894,8 +904,19 @@ fn sysbench_collections(f: &Fields, cx: &mut Cx, wl: &str) -> Option<u32> {
     Some(n)
 }
 
-/// `builtin: {workload: tpcc, warehouses: N}` (1 when omitted); `mix`,
-/// `distribution` and `queries` do not apply.
+/// `key` given to a workload other than TPC-C.
+fn only_for_tpcc(cx: &mut Cx, f: &Fields, key: &str) {
+    cx.error(
+        f.pos_of(key),
+        &f.field(key),
+        format!("`{key}` only applies to `workload: tpcc`"),
+        None,
+    );
+}
+
+/// `builtin: {workload: tpcc, warehouses: N, denormalize: B}` (1
+/// warehouse when omitted; `denormalize` is py-tpcc's MongoDB schema
+/// option); `mix`, `distribution` and `queries` do not apply.
 fn tpcc_from_fields(f: &Fields, cx: &mut Cx) -> Option<Builtin> {
     for k in ["mix", "distribution", "queries"] {
         if f.get(k).is_some() {
@@ -909,7 +930,11 @@ fn tpcc_from_fields(f: &Fields, cx: &mut Cx) -> Option<Builtin> {
     }
     let warehouses = f.or(cx, "warehouses", 1u32);
     check_warehouses(cx, f, warehouses);
-    Some(Builtin::Tpcc { warehouses })
+    let denormalize = f.opt(cx, "denormalize");
+    Some(Builtin::Tpcc {
+        warehouses,
+        denormalize,
+    })
 }
 
 /// 1 to [`crate::workload::tpcc::MAX_WAREHOUSES`] warehouses.
@@ -923,6 +948,13 @@ fn check_warehouses(cx: &mut Cx, f: &Fields, w: u32) {
             Some(format!("1 to {most}")),
         );
     }
+}
+
+/// An error at phase `i`'s `builtin`.
+fn builtin_error(cx: &mut Cx, i: usize, message: String, hint: &str) {
+    let field = format!("phases[{i}].builtin");
+    let pos = cx.positions.get(&field).copied().unwrap_or_default();
+    cx.error(pos, &field, message, Some(hint.into()));
 }
 
 /// A sysbench-mongo load fills its phases' collections; phases with other
@@ -941,13 +973,11 @@ fn load_collections(load: &mut Option<Load>, phases: &[Phase], cx: &mut Cx) {
         match l.collections {
             None => l.collections = Some(collections),
             Some(c) if c != collections => {
-                let field = format!("phases[{i}].builtin");
-                let pos = cx.positions.get(&field).copied().unwrap_or_default();
-                cx.error(
-                    pos,
-                    &field,
+                builtin_error(
+                    cx,
+                    i,
                     format!("{collections} collections, but the load fills {c}"),
-                    Some("give every sysbench-mongo phase the same collections".into()),
+                    "give every sysbench-mongo phase the same collections",
                 );
             }
             Some(_) => {}
@@ -960,7 +990,7 @@ fn load_collections(load: &mut Option<Load>, phases: &[Phase], cx: &mut Cx) {
 /// another load.
 fn tpcc_warehouses(load: &mut Option<Load>, phases: &[Phase], cx: &mut Cx) {
     for (i, p) in phases.iter().enumerate() {
-        let Work::Builtin(Builtin::Tpcc { warehouses }) = p.work else {
+        let Work::Builtin(Builtin::Tpcc { warehouses, .. }) = p.work else {
             continue;
         };
         let field = format!("phases[{i}].builtin");
@@ -992,6 +1022,48 @@ fn tpcc_warehouses(load: &mut Option<Load>, phases: &[Phase], cx: &mut Cx) {
         && l.workload == LoadWorkload::Tpcc
     {
         l.warehouses.get_or_insert(1);
+    }
+}
+
+/// One document schema for a cell's TPC-C: the load's `denormalize`, else
+/// the first TPC-C phase's, given to the load and every TPC-C phase that
+/// does not say; one that says otherwise is refused (its terminals would
+/// look for order lines where the load did not put them).
+fn tpcc_schema(load: &mut Option<Load>, phases: &mut [Phase], cx: &mut Cx) {
+    let tpcc_load = load.as_mut().filter(|l| l.workload == LoadWorkload::Tpcc);
+    let from_phases = phases.iter().find_map(|p| match p.work {
+        Work::Builtin(Builtin::Tpcc { denormalize, .. }) => denormalize,
+        _ => None,
+    });
+    let (agreed, source) = match tpcc_load.as_ref().and_then(|l| l.denormalize) {
+        Some(d) => (d, "the load"),
+        None => match from_phases {
+            Some(d) => (d, "the first TPC-C phase"),
+            None => return,
+        },
+    };
+    for (i, p) in phases.iter_mut().enumerate() {
+        let Work::Builtin(Builtin::Tpcc { denormalize, .. }) = &mut p.work else {
+            continue;
+        };
+        match *denormalize {
+            None => *denormalize = Some(agreed),
+            Some(d) if d != agreed => {
+                builtin_error(
+                    cx,
+                    i,
+                    format!(
+                        "`denormalize: {d}`, but {source} has `denormalize: {agreed}` ({})",
+                        DocumentSchema::from_denormalize(Some(agreed))
+                    ),
+                    "give the load and every TPC-C phase one `denormalize`",
+                );
+            }
+            Some(_) => {}
+        }
+    }
+    if let Some(l) = tpcc_load {
+        l.denormalize = Some(agreed);
     }
 }
 
@@ -1346,11 +1418,12 @@ impl Scenario {
                 Some("1 to 100".into()),
             );
         }
-        let phases = phases_from_node(&f, cx);
+        let mut phases = phases_from_node(&f, cx);
         let dataset: Option<Dataset> = f.opt(cx, "dataset");
         let mut load: Option<Load> = f.opt(cx, "load");
-        if let Some(ph) = &phases {
+        if let Some(ph) = &mut phases {
             tpcc_warehouses(&mut load, ph, cx);
+            tpcc_schema(&mut load, ph, cx);
             load_collections(&mut load, ph, cx);
         }
         let tpcc_load = load.as_ref().map(|l| l.workload) == Some(LoadWorkload::Tpcc);
@@ -1369,13 +1442,11 @@ impl Scenario {
                     && dataset.is_none()
                     && f.get("dataset").is_none()
                 {
-                    let field = format!("phases[{i}].builtin");
-                    let pos = cx.positions.get(&field).copied().unwrap_or_default();
-                    cx.error(
-                        pos,
-                        &field,
-                        "a built-in workload needs a `dataset`",
-                        Some("dataset: {records: 100000}".into()),
+                    builtin_error(
+                        cx,
+                        i,
+                        "a built-in workload needs a `dataset`".into(),
+                        "dataset: {records: 100000}",
                     );
                 }
             }
@@ -1546,7 +1617,16 @@ impl std::fmt::Display for Builtin {
                 )
             }
             Builtin::Iibench => f.write_str("iiBench inserts"),
-            Builtin::Tpcc { warehouses } => write!(f, "TPC-C, {warehouses} warehouses"),
+            Builtin::Tpcc {
+                warehouses,
+                denormalize,
+            } => {
+                write!(f, "TPC-C, {warehouses} warehouses")?;
+                match denormalize {
+                    Some(d) => write!(f, ", {}", DocumentSchema::from_denormalize(Some(*d))),
+                    None => Ok(()),
+                }
+            }
         }
     }
 }
@@ -1626,5 +1706,42 @@ mod tests {
             w.to_string(),
             "YCSB workload custom (read 0.9, update 0.05, insert 0.05), zipfian"
         );
+    }
+
+    fn scenario(text: &str) -> Scenario {
+        let mut diags = crate::spec::Diagnostics::default();
+        match crate::spec::parse_text("s.yaml", "s", text, crate::spec::Kind::Scenario, &mut diags)
+        {
+            Some(crate::spec::Parsed::Scenario(s)) => s,
+            _ => panic!("{diags:?}"),
+        }
+    }
+
+    #[test]
+    fn one_tpcc_phase_names_the_document_schema_of_the_load_and_of_the_phases_that_do_not() {
+        let s = scenario(
+            "matrix: {engines: [secantusdb], environments: [quickstart]}\n\
+             load: {workload: tpcc}\n\
+             phases:\n\
+             - {name: a, builtin: {workload: tpcc, denormalize: false}, duration: 5s}\n\
+             - {name: b, builtin: {workload: tpcc}, duration: 5s}\n",
+        );
+        assert_eq!(s.load.as_ref().unwrap().denormalize, Some(false));
+        for p in &s.phases {
+            assert_eq!(
+                p.work.to_string(),
+                "TPC-C, 1 warehouses, normalized documents (ORDER_LINE a collection of its own)"
+            );
+        }
+        let s = scenario(
+            "matrix: {engines: [postgres], environments: [quickstart]}\n\
+             load: {workload: tpcc}\n\
+             phases: [{name: a, builtin: {workload: tpcc}, duration: 5s}]\n",
+        );
+        assert_eq!(s.load.as_ref().unwrap().denormalize, None);
+        assert_eq!(s.phases[0].work.to_string(), "TPC-C, 1 warehouses");
+        // Cells keyed before the option keep their keys.
+        let json = serde_json::to_string(&s.phases[0].work).unwrap();
+        assert!(!json.contains("denormalize"), "{json}");
     }
 }

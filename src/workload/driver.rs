@@ -608,6 +608,7 @@ pub fn phase_result(
         throughput: if secs > 0.0 { ok as f64 / secs } else { 0.0 },
         tool_ops_per_sec: None,
         headline: None,
+        mongo_tpcc: None,
         ops: out.rec.op_stats(secs),
         series: out.rec.series(),
         status,

@@ -201,6 +201,12 @@ pub struct WorkloadConfig {
     /// the terminals by the run. 1 when omitted.
     #[serde(default)]
     pub warehouses: Option<u32>,
+    /// py-tpcc's document schema on MongoDB (`tpcc` only): `false` keeps
+    /// ORDER_LINE a collection of its own, `true` (the default) embeds
+    /// each order's lines in it. Refused for a SQL store, whose schema
+    /// is TPC-C's relational one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub denormalize: Option<bool>,
     /// Request distribution; the workload's own when omitted.
     #[serde(default)]
     pub distribution: Option<Distribution>,
@@ -461,7 +467,8 @@ impl WorkloadConfig {
         }
     }
 
-    /// `warehouses` belongs to tpcc, from 1 to [`tpcc::MAX_WAREHOUSES`].
+    /// `warehouses` belongs to tpcc, from 1 to [`tpcc::MAX_WAREHOUSES`];
+    /// so does `denormalize`.
     fn check_warehouses(&self, errs: &mut Problems) {
         match (self.workload, self.warehouses) {
             (WorkloadKind::Tpcc, Some(w)) if w == 0 || w > tpcc::MAX_WAREHOUSES => errs.push(
@@ -477,11 +484,32 @@ impl WorkloadConfig {
                 "`warehouses` only applies to `workload: tpcc`",
             ),
         }
+        if self.workload != WorkloadKind::Tpcc && self.denormalize.is_some() {
+            errs.push(
+                "denormalize",
+                "`denormalize` only applies to `workload: tpcc` (on mongodb)",
+            );
+        }
     }
 
     /// The candles workload runs on mongodb and postgres only, tpcc and
-    /// iibench on mongodb and the SQL stores, sysbench-mongo on mongodb.
+    /// iibench on mongodb and the SQL stores, sysbench-mongo on mongodb;
+    /// tpcc's `denormalize` is for mongodb.
     fn check_store_kind(&self, target: Option<&stores::StoreTarget>, errs: &mut Problems) {
+        if self.workload == WorkloadKind::Tpcc
+            && self.denormalize.is_some()
+            && let Some(t) = target
+            && t.kind != stores::StoreKind::Mongodb
+        {
+            errs.push(
+                "denormalize",
+                format!(
+                    "py-tpcc's MongoDB document schema does not apply to {}, which has \
+                     TPC-C's relational schema: leave it out, or run on a mongodb store",
+                    t.kind
+                ),
+            );
+        }
         if self.workload == WorkloadKind::Tpcc
             && let Some(t) = target
             && !matches!(

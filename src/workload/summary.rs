@@ -15,6 +15,13 @@ pub fn ycsb_text(r: &PhaseResult) -> String {
     if let Some(h) = &r.headline {
         let _ = writeln!(s, "[OVERALL], {}, {:.1}", h.name, h.value);
     }
+    // What a TPC-C phase on MongoDB ran in, as py-tpcc names it.
+    if let Some(m) = &r.mongo_tpcc {
+        let _ = writeln!(s, "[TPC-C], Schema, {}", m.schema.name());
+        if let Some(t) = m.transactions {
+            let _ = writeln!(s, "[TPC-C], Transactions, {}", t.name());
+        }
+    }
     for (name, op) in &r.ops {
         let l = &op.latency_us;
         if op.count > 0 {

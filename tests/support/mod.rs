@@ -9,6 +9,7 @@
 //! - `scratch`: a sandbox test's folder, run id and ledgers.
 //! - `launch`: engine launches for the sandbox tests and the hold fixture.
 //! - `server`, `legacy`: real servers on loopback ports.
+//! - `tap`: a wire tap in front of a MongoDB-protocol server.
 //!
 //! Which test files need root or engines, and which run in `make
 //! test-fast`, is said in the README ("Tests").
@@ -23,6 +24,7 @@ pub mod launch;
 pub mod legacy;
 pub mod scratch;
 pub mod server;
+pub mod tap;
 
 // Not every test file starts a server.
 #[allow(unused_imports)]

@@ -89,7 +89,7 @@ pub async fn data_size(ep: &Endpoint) -> Result<Option<u64>, ClientError> {
 
 /// A new logical session id, `{id: <UUID>}`, as extended JSON: the
 /// `lsid` of a transaction's commands.
-pub fn session_id() -> serde_json::Value {
+fn session_id() -> serde_json::Value {
     let mut b = [0u8; 16];
     if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
         let _ = std::io::Read::read_exact(&mut f, &mut b);
@@ -102,6 +102,58 @@ pub fn session_id() -> serde_json::Value {
         bytes: b.to_vec(),
     });
     serde_json::json!({ "id": id.into_canonical_extjson() })
+}
+
+/// Most session ids one `endSessions` takes (the server's limit).
+const END_SESSIONS_MAX: usize = 10_000;
+
+/// The logical sessions a group of connections started (one phase's
+/// terminals), to end together: the server keeps a session until it has
+/// been idle for `logicalSessionTimeoutMinutes` (30 by default) unless the
+/// client sends `endSessions` with its id.
+#[derive(Debug, Default)]
+pub struct Sessions {
+    ids: std::sync::Mutex<Vec<serde_json::Value>>,
+}
+
+impl Sessions {
+    fn ids(&self) -> std::sync::MutexGuard<'_, Vec<serde_json::Value>> {
+        self.ids
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A new session id (the `lsid` of the commands that use it), kept to
+    /// be ended by [`Sessions::end_all`].
+    pub fn start(&self) -> serde_json::Value {
+        let id = session_id();
+        self.ids().push(id.clone());
+        id
+    }
+
+    /// Whether no session is left to end.
+    pub fn is_empty(&self) -> bool {
+        self.ids().is_empty()
+    }
+
+    /// Sends `endSessions` on `conn` with every session started since the
+    /// last call; returns how many it ended.
+    pub async fn end_all(&self, conn: &mut MongoConn) -> Result<usize, ClientError> {
+        let ids = std::mem::take(&mut *self.ids());
+        for chunk in ids.chunks(END_SESSIONS_MAX) {
+            conn.run_json("admin", &serde_json::json!({ "endSessions": chunk }))
+                .await?;
+        }
+        Ok(ids.len())
+    }
+}
+
+/// A BSON document's bytes as relaxed extended JSON, as
+/// [`MongoConn::run_json`] returns replies: for readers of raw messages,
+/// such as a test's wire tap.
+pub fn document_json(bytes: &[u8]) -> Result<serde_json::Value, String> {
+    let doc = Document::from_reader(bytes).map_err(|e| e.to_string())?;
+    Ok(Bson::Document(doc).into_relaxed_extjson())
 }
 
 fn path_number(doc: &RawDocument, path: &[&str]) -> Option<u64> {

@@ -323,6 +323,7 @@ impl Parsed {
             throughput,
             tool_ops_per_sec: self.tool_ops_per_sec,
             headline: None,
+            mongo_tpcc: None,
             ops: self.ops,
             series: self.series,
             status: PhaseStatus::Ok,

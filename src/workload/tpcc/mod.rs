@@ -28,6 +28,7 @@ use super::driver::{self, Timing, Worker};
 use super::histo::Recorder;
 use super::stores::{StoreError, StoreKind};
 use super::{Validated, WorkloadError};
+use crate::model::{DocumentSchema, MongoTpccMode};
 use crate::results::model::{Headline, PhaseResult, PhaseStatus};
 use loader::{Job, Rows};
 use std::collections::BTreeMap;
@@ -100,6 +101,17 @@ pub trait TpccStore: Send + Sync + 'static {
     fn data_rows(
         &self,
     ) -> impl Future<Output = Result<BTreeMap<&'static str, u64>, StoreError>> + Send;
+    /// py-tpcc's document schema, for a MongoDB store; `None` for the SQL
+    /// stores, whose schema is TPC-C's relational one.
+    fn schema(&self) -> Option<DocumentSchema> {
+        None
+    }
+    /// Ends what the terminals of a phase that ended left on the server:
+    /// MongoDB's logical sessions (`endSessions`), which it would
+    /// otherwise keep until they time out. Nothing on the SQL stores.
+    fn end_sessions(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
+        async { Ok(()) }
+    }
 }
 
 /// A loader's connection.
@@ -229,11 +241,11 @@ pub async fn run(
             run_on(&s, v, cancel).await
         }
         StoreKind::Mongodb => {
-            let s = mongo::MongoTpcc {
+            let s = mongo::MongoTpcc::new(
                 ep,
-                opts: v.target.mongo.clone(),
-                denormalize: true,
-            };
+                v.target.mongo.clone(),
+                DocumentSchema::from_denormalize(v.cfg.denormalize),
+            );
             run_on(&s, v, cancel).await
         }
         other => Err(WorkloadError::Config(super::Problems::one(
@@ -293,8 +305,19 @@ async fn run_on<S: TpccStore>(
                 retries: 0,
             });
         }
+        // Every terminal of a server runs them the same way.
+        let mode = store.schema().map(|schema| MongoTpccMode {
+            schema,
+            transactions: workers.first().and_then(|w| w.conn.transactions()),
+        });
         let mut r = super::measured_phase(v, workers, &NAMES, (stop, 1), cancel).await;
         r.headline = Some(Headline::tpmc(tpmc(&r)));
+        r.mongo_tpcc = mode;
+        // The phase's result stands either way: a server that missed
+        // this drops the sessions after its session timeout.
+        if let Err(e) = store.end_sessions().await {
+            eprintln!("warning: ending the terminals' sessions: {e}");
+        }
         let checked = store.check().await;
         invalidate(&mut r, checked);
         results.push(r);
@@ -355,7 +378,12 @@ async fn load<S: TpccStore>(
         budget: v.budget,
     };
     let out = driver::run_phase(workers, &LOAD_NAMES, &plan, cancel).await;
-    Ok(driver::phase_result("load", label, threads, &out, v.budget))
+    let mut r = driver::phase_result("load", label, threads, &out, v.budget);
+    r.mongo_tpcc = store.schema().map(|schema| MongoTpccMode {
+        schema,
+        transactions: None,
+    });
+    Ok(r)
 }
 
 #[cfg(test)]
@@ -383,6 +411,7 @@ mod tests {
             throughput: new_orders as f64 / secs,
             tool_ops_per_sec: None,
             headline: None,
+            mongo_tpcc: None,
             ops,
             series: Vec::new(),
             status: PhaseStatus::Ok,

@@ -1,8 +1,9 @@
 //! TPC-C on MongoDB in py-tpcc's document schema: one collection per
 //! table, named and with fields as py-tpcc names them (`WAREHOUSE`,
 //! `D_NEXT_O_ID`), the indexes of the MongoDB-maintained py-tpcc, and with
-//! `denormalize` (py-tpcc's default) every order holding its lines in an
-//! `ORDER_LINE` array instead of a collection of their own.
+//! `denormalize` (py-tpcc's default; `denormalize: false` in a scenario,
+//! `--denormalize false` for `drive`, turns it off) every order holding
+//! its lines in an `ORDER_LINE` array instead of a collection of their own.
 //!
 //! A transaction runs as one multi-document transaction where the server
 //! has them (a 4.0+ replica set: `setName` in `isMaster` and wire version
@@ -22,6 +23,7 @@ use super::txn::{
 use super::{DISTRICTS, TpccLoader, TpccStore};
 use crate::clients::mongodb::{self, MongoConn, MongoOptions};
 use crate::clients::{Cell, ClientError, Endpoint};
+use crate::model::{DocumentSchema, TxnMode};
 use crate::workload::stores::StoreError;
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -52,11 +54,24 @@ const LINE_INDEX: &[&str] = &["OL_W_ID", "OL_D_ID", "OL_O_ID", "OL_NUMBER"];
 pub struct MongoTpcc {
     pub ep: Endpoint,
     pub opts: MongoOptions,
-    /// Orders embed their lines (py-tpcc's `denormalize`).
-    pub denormalize: bool,
+    /// Whether orders embed their lines (py-tpcc's `denormalize`).
+    pub schema: DocumentSchema,
+    /// The logical sessions of the terminals' transactions, ended when
+    /// their phase ends.
+    sessions: mongodb::Sessions,
 }
 
 impl MongoTpcc {
+    /// The store at `ep`, in `schema`.
+    pub fn new(ep: Endpoint, opts: MongoOptions, schema: DocumentSchema) -> MongoTpcc {
+        MongoTpcc {
+            ep,
+            opts,
+            schema,
+            sessions: mongodb::Sessions::default(),
+        }
+    }
+
     fn db_endpoint(&self) -> Endpoint {
         let mut ep = self.ep.clone();
         ep.database.get_or_insert_with(|| DB.into());
@@ -307,7 +322,7 @@ const EMBEDDED_DROP: [&str; 3] = ["OL_O_ID", "OL_D_ID", "OL_W_ID"];
 /// A loader's connection.
 pub struct MongoLoader {
     db: Db,
-    denormalize: bool,
+    schema: DocumentSchema,
 }
 
 impl MongoLoader {
@@ -334,7 +349,7 @@ impl TpccLoader for MongoLoader {
         // Each order's lines, by order id, when orders embed them (a
         // job holds one district's orders and all their lines).
         let mut lines: BTreeMap<i64, Vec<Value>> = BTreeMap::new();
-        if self.denormalize {
+        if self.schema.embeds_lines() {
             for r in batches.iter().filter(|r| r.table.name == "order_line") {
                 for mut d in documents(r, &date) {
                     let o = d["OL_O_ID"].as_i64().unwrap_or(0);
@@ -347,11 +362,11 @@ impl TpccLoader for MongoLoader {
         }
         for r in batches {
             let coll = r.table.name.to_uppercase();
-            if self.denormalize && coll == "ORDER_LINE" {
+            if self.schema.embeds_lines() && coll == "ORDER_LINE" {
                 continue;
             }
             let mut docs = documents(r, &date);
-            if self.denormalize && coll == "ORDERS" {
+            if self.schema.embeds_lines() && coll == "ORDERS" {
                 for d in &mut docs {
                     let o = d["O_ID"].as_i64().unwrap_or(0);
                     let l = lines.remove(&o).unwrap_or_default();
@@ -372,7 +387,7 @@ impl TpccStore for MongoTpcc {
         let mut db = self.raw().await?;
         if has_transactions(&mut db).await? {
             db.txn = Some(Txn {
-                lsid: mongodb::session_id(),
+                lsid: self.sessions.start(),
                 number: 0,
                 open: false,
                 started: false,
@@ -380,14 +395,14 @@ impl TpccStore for MongoTpcc {
         }
         Ok(MongoTerminal {
             db,
-            denormalize: self.denormalize,
+            schema: self.schema,
         })
     }
 
     async fn loader(&self) -> Result<MongoLoader, StoreError> {
         Ok(MongoLoader {
             db: self.raw().await?,
-            denormalize: self.denormalize,
+            schema: self.schema,
         })
     }
 
@@ -414,7 +429,7 @@ impl TpccStore for MongoTpcc {
         for t in TABLES {
             c.conn.drop_collection(&t.name.to_uppercase()).await?;
         }
-        let lines = (!self.denormalize).then_some(("ORDER_LINE", LINE_INDEX));
+        let lines = (!self.schema.embeds_lines()).then_some(("ORDER_LINE", LINE_INDEX));
         for (coll, fields) in INDEXES.into_iter().chain(lines) {
             let keys: Vec<(&str, i32)> = fields.iter().map(|f| (*f, 1)).collect();
             c.conn.create_index(coll, &keys).await?;
@@ -424,7 +439,21 @@ impl TpccStore for MongoTpcc {
 
     async fn check(&self) -> Result<Vec<String>, StoreError> {
         let mut c = self.raw().await?;
-        Ok(facts(&mut c, self.denormalize).await?.violations())
+        Ok(facts(&mut c, self.schema).await?.violations())
+    }
+
+    fn schema(&self) -> Option<DocumentSchema> {
+        Some(self.schema)
+    }
+
+    async fn end_sessions(&self) -> Result<(), StoreError> {
+        // Terminals of a server without transactions started none.
+        if self.sessions.is_empty() {
+            return Ok(());
+        }
+        let mut c = self.raw().await?;
+        self.sessions.end_all(&mut c.conn).await?;
+        Ok(())
     }
 
     async fn data_rows(&self) -> Result<BTreeMap<&'static str, u64>, StoreError> {
@@ -432,13 +461,13 @@ impl TpccStore for MongoTpcc {
         let mut out = BTreeMap::new();
         for t in TABLES {
             let coll = t.name.to_uppercase();
-            if self.denormalize && coll == "ORDER_LINE" {
+            if self.schema.embeds_lines() && coll == "ORDER_LINE" {
                 continue;
             }
             let r = c.cmd(json!({"count": coll})).await?;
             out.insert(t.name, r["n"].as_u64().unwrap_or(0));
         }
-        if self.denormalize {
+        if self.schema.embeds_lines() {
             let g = c
                 .aggregate(
                     "ORDERS",
@@ -468,7 +497,7 @@ fn group_key(d: &Value) -> (u64, u64) {
 }
 
 /// What the collections hold for the consistency conditions.
-async fn facts(c: &mut Db, denormalize: bool) -> Result<Facts, StoreError> {
+async fn facts(c: &mut Db, schema: DocumentSchema) -> Result<Facts, StoreError> {
     let mut f = Facts::default();
     for w in c
         .find(
@@ -489,7 +518,7 @@ async fn facts(c: &mut Db, denormalize: bool) -> Result<Facts, StoreError> {
         f.next_o_id
             .insert((w, num(&d, "D_ID") as u64), num(&d, "D_NEXT_O_ID"));
     }
-    let lines = if denormalize {
+    let lines = if schema.embeds_lines() {
         json!({"$sum": {"$size": "$ORDER_LINE"}})
     } else {
         json!({"$sum": 0})
@@ -500,11 +529,11 @@ async fn facts(c: &mut Db, denormalize: bool) -> Result<Facts, StoreError> {
         let k = group_key(&o);
         f.max_o_id.insert(k, num(&o, "max"));
         f.ol_cnt_sum.insert(k, num(&o, "cnt"));
-        if denormalize {
+        if schema.embeds_lines() {
             f.order_lines.insert(k, num(&o, "lines"));
         }
     }
-    if !denormalize {
+    if !schema.embeds_lines() {
         let g = json!([{"$group": {"_id": {"w": "$OL_W_ID", "d": "$OL_D_ID"}, "n": {"$sum": 1}}}]);
         for l in c.aggregate("ORDER_LINE", g).await? {
             f.order_lines.insert(group_key(&l), num(&l, "n"));
@@ -522,7 +551,7 @@ async fn facts(c: &mut Db, denormalize: bool) -> Result<Facts, StoreError> {
 /// One terminal's connection.
 pub struct MongoTerminal {
     db: Db,
-    denormalize: bool,
+    schema: DocumentSchema,
 }
 
 impl MongoTerminal {
@@ -688,7 +717,7 @@ impl MongoTerminal {
             let amount = (qty as f64 * price * 100.0).round() / 100.0;
             let mut line = json!({"OL_NUMBER": k + 1, "OL_I_ID": i, "OL_SUPPLY_W_ID": sw,
                 "OL_DELIVERY_D": null, "OL_QUANTITY": qty, "OL_AMOUNT": amount, "OL_DIST_INFO": s.1});
-            if !self.denormalize {
+            if !self.schema.embeds_lines() {
                 line["OL_O_ID"] = o_id.into();
                 line["OL_D_ID"] = d.into();
                 line["OL_W_ID"] = w.into();
@@ -698,7 +727,7 @@ impl MongoTerminal {
         self.db.update("STOCK", updates).await?;
         let mut order = json!({"O_ID": o_id, "O_C_ID": c, "O_D_ID": d, "O_W_ID": w, "O_ENTRY_D": date,
             "O_CARRIER_ID": null, "O_OL_CNT": t.lines.len(), "O_ALL_LOCAL": t.all_local as i64});
-        if self.denormalize {
+        if self.schema.embeds_lines() {
             order["ORDER_LINE"] = Value::Array(std::mem::take(&mut lines));
         }
         self.db.insert("ORDERS", vec![order]).await?;
@@ -782,7 +811,7 @@ impl MongoTerminal {
         let o = o
             .first()
             .ok_or_else(|| StoreError::NotFound(format!("an order of customer {w}/{d}/{c}")))?;
-        if !self.denormalize {
+        if !self.schema.embeds_lines() {
             let filter = json!({"OL_W_ID": w, "OL_D_ID": d, "OL_O_ID": num(o, "O_ID")});
             self.db
                 .find("ORDER_LINE", filter, json!({"_id": 0}), None, 0)
@@ -830,7 +859,7 @@ impl MongoTerminal {
         let key = json!({"O_W_ID": w, "O_D_ID": d, "O_ID": o});
         let mut set = json!({ "O_CARRIER_ID": carrier });
         let mut fields = json!({"_id": 0, "O_C_ID": 1});
-        if self.denormalize {
+        if self.schema.embeds_lines() {
             set["ORDER_LINE.$[].OL_DELIVERY_D"] = date.clone();
             fields["ORDER_LINE.OL_AMOUNT"] = 1.into();
         }
@@ -843,7 +872,7 @@ impl MongoTerminal {
         self.db
             .update("ORDERS", vec![json!({"q": key, "u": {"$set": set}})])
             .await?;
-        let lines = if self.denormalize {
+        let lines = if self.schema.embeds_lines() {
             order["ORDER_LINE"].as_array().cloned().unwrap_or_default()
         } else {
             let q = json!({"OL_W_ID": w, "OL_D_ID": d, "OL_O_ID": o});
@@ -884,7 +913,7 @@ impl MongoTerminal {
         let next = num(&dist, "D_NEXT_O_ID");
         let range = json!({"$lt": next, "$gte": next - 20});
         let mut ids = BTreeSet::new();
-        if self.denormalize {
+        if self.schema.embeds_lines() {
             let q = json!({"O_W_ID": w, "O_D_ID": d, "O_ID": range});
             for o in self
                 .db
@@ -925,6 +954,12 @@ impl MongoTerminal {
 }
 
 impl TpccConn for MongoTerminal {
+    fn transactions(&self) -> Option<TxnMode> {
+        Some(match self.db.txn {
+            Some(_) => TxnMode::MultiDocument,
+            None => TxnMode::None,
+        })
+    }
     async fn new_order(&mut self, t: &NewOrder) -> Result<NewOrderEnd, StoreError> {
         self.db.begin();
         let r = self.new_order_body(t).await;

@@ -4,6 +4,7 @@
 
 use super::random::{self, Constants, TpccRng};
 use super::{CUSTOMERS, DISTRICTS, ITEMS};
+use crate::model::TxnMode;
 use crate::workload::stores::StoreError;
 use std::future::Future;
 
@@ -126,6 +127,12 @@ pub trait TpccConn: Send + 'static {
         &mut self,
         t: &StockLevel,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// How MongoDB runs this terminal's transactions, as its server
+    /// allows; `None` on the SQL stores, which always run them as
+    /// transactions.
+    fn transactions(&self) -> Option<TxnMode> {
+        None
+    }
 }
 
 /// One terminal: a home warehouse and district, and the inputs it drew

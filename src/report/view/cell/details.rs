@@ -18,13 +18,30 @@ pub(super) fn tables(run: &RunRecord, cell: &CellData) -> Vec<Table> {
             .clone()
             .map(|t| ("Transparent huge pages".into(), t)),
     );
-    vec![
-        kv_table("Cell", cell_facts(rec)),
+    let mut tables = vec![kv_table("Cell", cell_facts(rec))];
+    let workload = workload_facts(rec);
+    if !workload.is_empty() {
+        tables.push(kv_table("Workload", workload));
+    }
+    tables.extend([
         kv_table("Limits (planned)", pairs(&rec.limits)),
         kv_table("Fidelity record", fidelity_facts(&rec.fidelity)),
         kv_table("Knobs", pairs(&rec.knobs)),
         kv_table("Host", host),
-    ]
+    ]);
+    tables
+}
+
+/// What a phase ran in beyond its name, where the workload records it:
+/// TPC-C on MongoDB's document schema and transaction mode, per phase.
+fn workload_facts(rec: &CellRecord) -> Vec<(String, String)> {
+    rec.phases
+        .iter()
+        .filter_map(|p| {
+            let m = p.mongo_tpcc.as_ref()?;
+            Some((p.name.clone(), format!("TPC-C on MongoDB: {m}")))
+        })
+        .collect()
 }
 
 fn pairs(m: &BTreeMap<String, String>) -> Vec<(String, String)> {
@@ -200,6 +217,48 @@ mod tests {
         assert_eq!(facts[3].1, "small (cgroup)");
         assert_eq!(facts[6], ("Data size".to_string(), "—".to_string()));
         assert_eq!(facts[8], ("Failure".to_string(), "—".to_string()));
+    }
+}
+
+#[cfg(test)]
+mod workload_tests {
+    use super::super::resources::tests::phase;
+    use super::*;
+    use crate::model::{DocumentSchema, MongoTpccMode, TxnMode};
+
+    #[test]
+    fn a_cell_shows_the_schema_and_transactions_of_its_mongodb_tpcc_phases_only() {
+        let mut rec = CellRecord::default();
+        let mut load = phase("load", 1.0);
+        load.mongo_tpcc = Some(MongoTpccMode {
+            schema: DocumentSchema::Normalized,
+            transactions: None,
+        });
+        let mut run = phase("run", 1.0);
+        run.mongo_tpcc = Some(MongoTpccMode {
+            schema: DocumentSchema::Normalized,
+            transactions: Some(TxnMode::None),
+        });
+        let other = phase("ycsb", 1.0);
+        rec.phases = vec![load, run, other];
+        let facts = workload_facts(&rec);
+        assert_eq!(facts.len(), 2, "{facts:?}");
+        assert_eq!(
+            facts[0],
+            (
+                "load".to_string(),
+                "TPC-C on MongoDB: normalized documents (ORDER_LINE a collection of its own)"
+                    .to_string()
+            )
+        );
+        assert!(
+            facts[1]
+                .1
+                .ends_with("no transactions (py-tpcc's non-transactional mode)"),
+            "{facts:?}"
+        );
+        rec.phases.truncate(0);
+        assert!(workload_facts(&rec).is_empty());
     }
 }
 

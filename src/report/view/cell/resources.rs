@@ -148,6 +148,7 @@ pub(super) mod tests {
             throughput: 100.0,
             tool_ops_per_sec: None,
             headline: None,
+            mongo_tpcc: None,
             ops: Default::default(),
             series: vec![],
             status: PhaseStatus::Ok,

@@ -194,6 +194,56 @@ fn assert_stock_follows_order_lines(s: &Server) {
     assert_eq!(number(s, &wrong), 0);
 }
 
+/// The run's deliveries, whole (TPC-C's consistency conditions 5, 7 and,
+/// summed over every customer, 10): an order has a carrier exactly when
+/// it is no longer a new order, and its lines a delivery date exactly
+/// when it has a carrier; each order delivered in the run counted once in
+/// its customer's deliveries and its lines' amounts in the balance (which
+/// payments lowered by what the history holds).
+fn assert_deliveries_are_whole(s: &Server) {
+    let carrier_or_new = "SELECT COUNT(*) FROM orders LEFT JOIN new_order \
+        ON no_w_id = o_w_id AND no_d_id = o_d_id AND no_o_id = o_id \
+        WHERE (o_carrier_id IS NULL) <> (no_o_id IS NOT NULL)";
+    assert_eq!(number(s, carrier_or_new), 0);
+    let lines = "SELECT COUNT(*) FROM orders JOIN order_line \
+        ON ol_w_id = o_w_id AND ol_d_id = o_d_id AND ol_o_id = o_id \
+        WHERE (o_carrier_id IS NULL) <> (ol_delivery_d IS NULL)";
+    assert_eq!(number(s, lines), 0);
+    let in_run = "FROM orders WHERE o_id >= 2101 AND o_carrier_id IS NOT NULL";
+    let delivered = number(s, &format!("SELECT COUNT(*) {in_run}"));
+    assert!(delivered > 0, "the run delivered no order");
+    assert_eq!(
+        number(s, "SELECT SUM(c_delivery_cnt) FROM customer"),
+        delivered
+    );
+    // Customers start at -10.00 with one 10.00 history row each.
+    let off = "SELECT COUNT(*) FROM customer WHERE c_id = 1 AND c_d_id = 1 AND c_w_id = 1 AND ABS(\
+         (SELECT SUM(c_balance) FROM customer) + (SELECT SUM(h_amount) FROM history) - \
+         (SELECT SUM(ol_amount) FROM order_line JOIN orders \
+          ON ol_w_id = o_w_id AND ol_d_id = o_d_id AND ol_o_id = o_id \
+          WHERE o_id >= 2101 AND o_carrier_id IS NOT NULL)) < 0.005";
+    assert_eq!(
+        number(s, off),
+        1,
+        "balances do not add up to deliveries less payments"
+    );
+}
+
+/// The run's `payments`, each with its history row, and each bad-credit
+/// customer who paid in the run with the payment's line before their data
+/// (`C_ID C_D_ID ...`). Together with the balances of
+/// [`assert_deliveries_are_whole`] and condition 1 (warehouse and district
+/// year-to-date), every part of a PAYMENT is checked.
+fn assert_payments_are_whole(s: &Server, warehouses: u64, payments: u64) {
+    let history = number(s, "SELECT COUNT(*) FROM history") as u64;
+    assert_eq!(history, 30_000 * warehouses + payments);
+    let paid = "FROM customer WHERE c_credit = 'BC' AND c_payment_cnt > 1";
+    assert!(number(s, &format!("SELECT COUNT(*) {paid}")) > 0);
+    let unmarked =
+        format!("SELECT COUNT(*) {paid} AND c_data NOT LIKE CONCAT(c_id, ' ', c_d_id, ' %')");
+    assert_eq!(number(s, &unmarked), 0);
+}
+
 /// Loads `warehouses`, checks every table's rows, runs the mix and checks
 /// its shares and the consistency conditions; then corrupts a district
 /// and checks that the conditions, the phase and `drive` fail.
@@ -310,6 +360,8 @@ fn tpcc_on(s: &Server, warehouses: u32, denormalize: Option<bool>, transactions:
     assert!(after["orders"] > rows["orders"]);
     if kind != Kind::Secantus {
         assert_stock_follows_order_lines(s);
+        assert_deliveries_are_whole(s);
+        assert_payments_are_whole(s, w, r.ops["PAYMENT"].count);
     }
 
     corrupt_district(s, 1, 3, true);

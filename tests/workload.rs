@@ -1393,3 +1393,70 @@ fn a_measured_phase_stops_at_the_first_update_a_full_redis_refuses() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_postgres_pipeline_answers_every_step_and_runs_none_after_a_failed_one() {
+    use benchcage::clients::{Cell, Outcome, Param, Step};
+    let s = Server::start(Kind::Postgres);
+    let ep = benchcage::workload::stores::StoreTarget::parse(&s.url())
+        .unwrap()
+        .endpoint;
+    block_on(async {
+        let c = clients::postgres::PgConn::connect(&ep).await.unwrap();
+        c.batch("CREATE TABLE t (k int PRIMARY KEY, v numeric(6,2), s text)")
+            .await
+            .unwrap();
+        let mut p = clients::postgres::PgPipe::connect(&ep).await.unwrap();
+        let ins = p
+            .prepare("INSERT INTO t VALUES ($1, $2, $3)")
+            .await
+            .unwrap();
+        let sel = p.prepare("SELECT k, v, s FROM t ORDER BY k").await.unwrap();
+        let a = [Param::Int(1), Param::Float(2.5), Param::Text("a")];
+        let b = [Param::Int(2), Param::Float(3.25), Param::Null];
+        let out = p
+            .pipeline(&[
+                Step::Begin,
+                Step::Exec(ins, &a),
+                Step::Exec(ins, &b),
+                Step::Rows(sel, &[]),
+                Step::Text("COMMIT"),
+            ])
+            .await
+            .unwrap();
+        let rows = vec![
+            vec![Cell::Int(1), Cell::Float(2.5), Cell::Text("a".into())],
+            vec![Cell::Int(2), Cell::Float(3.25), Cell::Null],
+        ];
+        let want = [
+            Outcome::Done,
+            Outcome::Changed(1),
+            Outcome::Changed(1),
+            Outcome::Rows(rows),
+            Outcome::Done,
+        ];
+        assert_eq!(out, want);
+        // A duplicate key fails its step; the server skips the rest of
+        // the pipeline, COMMIT included, and the transaction waits for
+        // its ROLLBACK.
+        let c3 = [Param::Int(3), Param::Float(1.0), Param::Text("c")];
+        let e = p
+            .pipeline(&[
+                Step::Begin,
+                Step::Exec(ins, &c3),
+                Step::Exec(ins, &a),
+                Step::Exec(ins, &[Param::Int(4), Param::Null, Param::Null]),
+                Step::Text("COMMIT"),
+            ])
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("duplicate key"), "{e}");
+        assert!(!e.is_conflict(), "{e}");
+        p.text("ROLLBACK").await.unwrap();
+        assert_eq!(p.rows(sel, &[]).await.unwrap().len(), 2);
+        assert_eq!(
+            p.select("SELECT count(*) FROM t").await.unwrap(),
+            [[Cell::Int(2)]]
+        );
+    });
+}

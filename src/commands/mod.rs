@@ -25,9 +25,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         enter_own_scope();
     }
     let home = cli.home.clone();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let rt = runtime(&cli.command)?;
     rt.block_on(async move {
         match cli.command {
             Command::Doctor => doctor::run(&home).await,
@@ -47,6 +45,23 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             Command::Image(a) => image::run(&home, &a).await,
         }
     })
+}
+
+/// The runtime a command runs on: one thread for `drive` on one CPU (a
+/// run's client group, a benchmark's pinned client), where more threads
+/// only pass every reply from the thread that read it to the one that
+/// waits for it; every CPU otherwise.
+fn runtime(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
+    let one_cpu = std::thread::available_parallelism().is_ok_and(|n| n.get() == 1);
+    if matches!(command, Command::Drive(_)) && one_cpu {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+    }
 }
 
 /// Commands that create cgroups need a subtree of their own: on a systemd

@@ -7,7 +7,7 @@ use super::loader::{Dates, Rows};
 use super::schema::{Dialect, TABLES};
 use super::sql_terminal::SqlTerminal;
 use crate::clients::mysql::MyConn;
-use crate::clients::postgres::PgConn;
+use crate::clients::postgres::{PgConn, PgPipe};
 use crate::clients::{Cell, ClientError, Endpoint, Outcome, Param, Step};
 use crate::workload::stores::StoreError;
 use crate::workload::stores::sql::MAX_PARAMS;
@@ -100,6 +100,8 @@ pub struct SqlTpcc {
 /// A PostgreSQL or MySQL connection.
 pub enum AnySql {
     Pg(PgConn),
+    /// PostgreSQL's, one Sync per pipeline: a terminal's.
+    PgPipe(PgPipe),
     My(MyConn),
 }
 
@@ -107,36 +109,42 @@ impl SqlConn for AnySql {
     async fn prepare(&mut self, sql: &str) -> Result<usize, ClientError> {
         match self {
             AnySql::Pg(c) => SqlConn::prepare(c, sql).await,
+            AnySql::PgPipe(c) => c.prepare(sql).await,
             AnySql::My(c) => SqlConn::prepare(c, sql).await,
         }
     }
     async fn rows(&mut self, id: usize, p: &[Param<'_>]) -> Result<Vec<Vec<Cell>>, ClientError> {
         match self {
             AnySql::Pg(c) => c.rows(id, p).await,
+            AnySql::PgPipe(c) => c.rows(id, p).await,
             AnySql::My(c) => c.rows(id, p).await,
         }
     }
     async fn exec(&mut self, id: usize, p: &[Param<'_>]) -> Result<u64, ClientError> {
         match self {
             AnySql::Pg(c) => c.exec(id, p).await,
+            AnySql::PgPipe(c) => c.exec(id, p).await,
             AnySql::My(c) => c.exec(id, p).await,
         }
     }
     async fn text(&mut self, sql: &str) -> Result<(), ClientError> {
         match self {
             AnySql::Pg(c) => c.text(sql).await,
+            AnySql::PgPipe(c) => c.text(sql).await,
             AnySql::My(c) => c.text(sql).await,
         }
     }
     async fn select(&mut self, sql: &str) -> Result<Vec<Vec<Cell>>, ClientError> {
         match self {
             AnySql::Pg(c) => SqlConn::select(c, sql).await,
+            AnySql::PgPipe(c) => c.select(sql).await,
             AnySql::My(c) => SqlConn::select(c, sql).await,
         }
     }
     async fn pipeline(&mut self, steps: &[Step<'_>]) -> Result<Vec<Outcome>, ClientError> {
         match self {
             AnySql::Pg(c) => c.pipeline(steps).await,
+            AnySql::PgPipe(c) => c.pipeline(steps).await,
             AnySql::My(c) => c.pipeline(steps).await,
         }
     }
@@ -172,8 +180,13 @@ impl TpccStore for SqlTpcc {
     type Conn = SqlTerminal;
     type Loader = SqlLoader;
 
+    /// A terminal on PostgreSQL sends each pipeline with one Sync.
     async fn connect(&self) -> Result<SqlTerminal, StoreError> {
-        SqlTerminal::prepare(self.raw().await?, self.dialect).await
+        let conn = match self.dialect {
+            Dialect::Postgres => AnySql::PgPipe(PgPipe::connect(&self.db_endpoint()).await?),
+            Dialect::Mysql => self.raw().await?,
+        };
+        SqlTerminal::prepare(conn, self.dialect).await
     }
 
     async fn loader(&self) -> Result<SqlLoader, StoreError> {

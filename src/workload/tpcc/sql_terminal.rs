@@ -41,6 +41,9 @@ struct Statements {
     p_c_up: usize,
     p_c_up_bc: usize,
     p_h: usize,
+    /// PostgreSQL: a whole PAYMENT in one statement, by customer id and by
+    /// last name.
+    p_one: Option<(usize, usize)>,
     os_c: usize,
     os_o: usize,
     os_ol: usize,
@@ -51,6 +54,8 @@ struct Statements {
     dl_ol_up: usize,
     dl_ol_sum: usize,
     dl_c_up: usize,
+    /// PostgreSQL: one district's whole delivery in one statement.
+    dl_district: Option<usize>,
     sl_d: usize,
     sl_count: usize,
 }
@@ -169,6 +174,24 @@ impl SqlTerminal {
                  c_delivery_cnt = c_delivery_cnt + 1 {c_where}"
             ))
             .await?,
+            p_one: match dialect {
+                Dialect::Postgres => {
+                    // The middle one (n/2 rounded up) by first name, in
+                    // one pass over the name's customers.
+                    let by_name = format!(
+                        "(SELECT c_id FROM (SELECT c_id, \
+                         row_number() OVER (ORDER BY c_first) AS n, count(*) OVER () AS of \
+                         FROM customer WHERE {NAMED}) named WHERE n = (of + 1) / 2)"
+                    );
+                    let id = p(&PAYMENT.replace("{C}", "$5::int")).await?;
+                    Some((id, p(&PAYMENT.replace("{C}", &by_name)).await?))
+                }
+                Dialect::Mysql => None,
+            },
+            dl_district: match dialect {
+                Dialect::Postgres => Some(p(DELIVER_DISTRICT).await?),
+                Dialect::Mysql => None,
+            },
             sl_d: p("SELECT d_next_o_id FROM district WHERE d_w_id = ? AND d_id = ?").await?,
             sl_count: p("SELECT COUNT(DISTINCT s_i_id) FROM order_line, stock \
                          WHERE ol_w_id = ? AND ol_d_id = ? AND ol_o_id < ? AND ol_o_id >= ? \
@@ -183,6 +206,58 @@ impl SqlTerminal {
         })
     }
 }
+
+/// A PAYMENT on PostgreSQL (`$1` warehouse, `$2` district, `$3` and `$4`
+/// the customer's warehouse and district, `$5` the customer (`{C}`: its id
+/// or the middle one of a last name), `$6` the amount), as data-modifying
+/// CTEs: the customer paid (a bad-credit one's data prefixed with the
+/// payment), then the warehouse and the district, and the history row;
+/// nothing changes when the customer is not there (no row comes back).
+/// Parameters are cast where they are first used, so that each has one
+/// type however often it appears.
+const PAYMENT: &str = "WITH c AS (UPDATE customer SET c_balance = c_balance - $6::numeric, \
+    c_ytd_payment = c_ytd_payment + $6::numeric, c_payment_cnt = c_payment_cnt + 1, \
+    c_data = CASE WHEN c_credit = 'BC' THEN left(c_id || ' ' || $4::int || ' ' || $3::int \
+      || ' ' || $2::int || ' ' || $1::int || ' ' || to_char($6::numeric, 'FM9999999990.00') \
+      || ' | ' || c_data, 500) ELSE c_data END \
+    WHERE c_w_id = $3::int AND c_d_id = $4::int AND c_id = {C} \
+    RETURNING c_id, c_first, c_middle, c_last, c_street_1, c_street_2, c_city, c_state, \
+      c_zip, c_phone, c_credit, c_credit_lim, c_discount, c_balance), \
+  w AS (UPDATE warehouse SET w_ytd = w_ytd + $6::numeric \
+    WHERE w_id = $1::int AND EXISTS (SELECT 1 FROM c) \
+    RETURNING w_name, w_street_1, w_street_2, w_city, w_state, w_zip), \
+  d AS (UPDATE district SET d_ytd = d_ytd + $6::numeric \
+    WHERE d_w_id = $1::int AND d_id = $2::int AND EXISTS (SELECT 1 FROM c) \
+    RETURNING d_name, d_street_1, d_street_2, d_city, d_state, d_zip), \
+  h AS (INSERT INTO history (h_c_id, h_c_d_id, h_c_w_id, h_d_id, h_w_id, h_date, h_amount, h_data) \
+    SELECT c.c_id, $4::int, $3::int, $2::int, $1::int, CURRENT_TIMESTAMP, $6::numeric, \
+      w.w_name || '    ' || d.d_name FROM c, w, d) \
+  SELECT c.*, w.*, d.* FROM c, w, d";
+
+/// The customers of a last name in `$3`/`$4` (`$5`).
+const NAMED: &str = "c_w_id = $3::int AND c_d_id = $4::int AND c_last = $5::text";
+
+/// One district's delivery on PostgreSQL (`$1` warehouse, `$2` district,
+/// `$3` carrier), as data-modifying CTEs: its oldest new order deleted,
+/// the order given the carrier, its lines delivered, their sum added to
+/// the customer's balance. A new order another DELIVERY holds is skipped
+/// for the next one (`SKIP LOCKED`), as the MySQL terminal takes the next
+/// one when the oldest was taken under it. Each row is found by its key
+/// and a scalar subquery, never by a join with a CTE, whose rows the
+/// planner cannot count: a prepared statement's generic plan would scan.
+const DELIVER_DISTRICT: &str = "WITH no AS (\
+    DELETE FROM new_order WHERE no_w_id = $1 AND no_d_id = $2 AND no_o_id = (\
+      SELECT no_o_id FROM new_order WHERE no_w_id = $1 AND no_d_id = $2 \
+      ORDER BY no_o_id LIMIT 1 FOR UPDATE SKIP LOCKED) \
+    RETURNING no_o_id), \
+  o AS (UPDATE orders SET o_carrier_id = $3 \
+    WHERE o_w_id = $1 AND o_d_id = $2 AND o_id = (SELECT no_o_id FROM no) RETURNING o_c_id), \
+  ol AS (UPDATE order_line SET ol_delivery_d = CURRENT_TIMESTAMP \
+    WHERE ol_w_id = $1 AND ol_d_id = $2 AND ol_o_id = (SELECT no_o_id FROM no) \
+    RETURNING ol_amount) \
+  UPDATE customer SET c_balance = c_balance + (SELECT COALESCE(SUM(ol_amount), 0) FROM ol), \
+    c_delivery_cnt = c_delivery_cnt + 1 \
+  WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = (SELECT o_c_id FROM o)";
 
 /// Statements over several rows, prepared per row count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -446,8 +521,12 @@ impl SqlTerminal {
 impl SqlTerminal {
     /// Two round trips (one more to find a customer by name, one more
     /// for a bad-credit customer's data): warehouse, district and
-    /// customer, then the customer's update, history and `COMMIT`.
+    /// customer, then the customer's update, history and `COMMIT`; on
+    /// PostgreSQL one statement, in one round trip.
     async fn payment_body(&mut self, t: &Payment) -> Result<((), bool), StoreError> {
+        if let Some(st) = self.st.p_one {
+            return self.payment_in_one_statement(st, t).await;
+        }
         let (w, d, a) = (t.w_id, t.d_id, t.amount);
         let (cw, cd) = (t.c_w_id, t.c_d_id);
         let (wp, dp) = ([int(w)], [int(w), int(d)]);
@@ -520,6 +599,36 @@ impl SqlTerminal {
         Ok(((), true))
     }
 
+    /// PostgreSQL: one round trip, `BEGIN`, the PAYMENT, `COMMIT`.
+    async fn payment_in_one_statement(
+        &mut self,
+        (by_id, by_name): (usize, usize),
+        t: &Payment,
+    ) -> Result<((), bool), StoreError> {
+        let (st, customer) = match &t.customer {
+            CustomerBy::Id(c) => (by_id, int(*c)),
+            CustomerBy::Last(name) => (by_name, Param::Text(name)),
+        };
+        let (cw, cd) = (t.c_w_id, t.c_d_id);
+        let params = [
+            int(t.w_id),
+            int(t.d_id),
+            int(cw),
+            int(cd),
+            customer,
+            Param::Float(t.amount),
+        ];
+        let mut out = self
+            .conn
+            .pipeline(&[Step::Begin, Step::Rows(st, &params), COMMIT])
+            .await?;
+        first(rows_at(&mut out, 1), || match &t.customer {
+            CustomerBy::Id(c) => format!("customer {cw}/{cd}/{c}"),
+            CustomerBy::Last(name) => format!("customer {cw}/{cd} named {name}"),
+        })?;
+        Ok(((), true))
+    }
+
     /// Two round trips (three by name): the customer and their last
     /// order, then its lines and `COMMIT`.
     async fn order_status_body(&mut self, t: &OrderStatus) -> Result<((), bool), StoreError> {
@@ -558,9 +667,12 @@ impl SqlTerminal {
 
     /// The oldest new order of each district: found and deleted, then
     /// the order, its lines and its sum in one round trip, then the
-    /// customer.
+    /// customer; on PostgreSQL every district at once, in one round trip.
     async fn delivery_body(&mut self, t: &Delivery) -> Result<((), bool), StoreError> {
         let w = t.w_id;
+        if let Some(st) = self.st.dl_district {
+            return self.delivery_in_one_pipeline(st, t).await;
+        }
         self.conn.pipeline(&[Step::Begin]).await?;
         for d in 1..=DISTRICTS {
             let Some(o) = self.take_new_order(w, d).await? else {
@@ -589,6 +701,22 @@ impl SqlTerminal {
                 .await?;
         }
         self.conn.text("COMMIT").await?;
+        Ok(((), true))
+    }
+
+    /// PostgreSQL: one round trip, every district's delivery a statement.
+    async fn delivery_in_one_pipeline(
+        &mut self,
+        st: usize,
+        t: &Delivery,
+    ) -> Result<((), bool), StoreError> {
+        let keys: Vec<[Param; 3]> = (1..=DISTRICTS)
+            .map(|d| [int(t.w_id), int(d), int(t.carrier_id)])
+            .collect();
+        let mut steps = vec![Step::Begin];
+        steps.extend(keys.iter().map(|k| Step::Exec(st, k)));
+        steps.push(COMMIT);
+        self.conn.pipeline(&steps).await?;
         Ok(((), true))
     }
 

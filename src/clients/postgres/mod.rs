@@ -1,4 +1,9 @@
-//! The only importer of `tokio-postgres`.
+//! The only importer of `tokio-postgres`; `pipe` speaks the protocol
+//! itself for pipelines.
+
+mod pipe;
+
+pub use pipe::PgPipe;
 
 use super::{Cell, ClientError, Endpoint, Outcome, Param, Step};
 use ::tokio_postgres::error::SqlState;
@@ -26,6 +31,41 @@ fn db_err(ep: &Endpoint, e: ::tokio_postgres::Error) -> ClientError {
         }
     } else {
         err(ep, e)
+    }
+}
+
+/// A server error as the protocol carries it (fields `C`, the SQLSTATE,
+/// and `M`, the message); a deadlock or serialization failure is a
+/// conflict the caller may retry.
+fn db_error(
+    ep: &Endpoint,
+    body: &postgres_protocol::message::backend::ErrorResponseBody,
+) -> ClientError {
+    use ::tokio_postgres::fallible_iterator::FallibleIterator;
+    let (mut code, mut msg) = (String::new(), String::new());
+    let mut fields = body.fields();
+    while let Ok(Some(f)) = fields.next() {
+        match f.type_() {
+            b'C' => code = String::from_utf8_lossy(f.value_bytes()).into_owned(),
+            b'M' => msg = String::from_utf8_lossy(f.value_bytes()).into_owned(),
+            _ => {}
+        }
+    }
+    let msg = format!("db error: {msg} (SQLSTATE {code})");
+    let conflict = [
+        SqlState::T_R_DEADLOCK_DETECTED,
+        SqlState::T_R_SERIALIZATION_FAILURE,
+    ]
+    .iter()
+    .any(|c| c.code() == code);
+    if conflict {
+        ClientError::Conflict {
+            engine: "postgres",
+            addr: ep.addr(),
+            msg,
+        }
+    } else {
+        err(ep, msg)
     }
 }
 
@@ -128,7 +168,7 @@ impl PgConn {
         params: &[Param<'_>],
     ) -> Result<Vec<::tokio_postgres::Row>, ClientError> {
         let st = &self.statements[id];
-        let args = args(st, params);
+        let args = args(st.params(), params);
         self.client
             .query(st, &refs(&args))
             .await
@@ -148,7 +188,7 @@ impl PgConn {
     /// Runs prepared statement `id`; returns the rows it changed.
     pub async fn execute(&mut self, id: usize, params: &[Param<'_>]) -> Result<u64, ClientError> {
         let st = &self.statements[id];
-        let args = args(st, params);
+        let args = args(st.params(), params);
         self.client
             .execute(st, &refs(&args))
             .await
@@ -185,7 +225,7 @@ impl PgConn {
                 Step::Begin => client.batch_execute("BEGIN").await.map_err(db)?,
                 Step::Text(sql) => client.batch_execute(sql).await.map_err(db)?,
                 Step::Rows(id, params) => {
-                    let args = args(&statements[id], params);
+                    let args = args(statements[id].params(), params);
                     let rows = client
                         .query(&statements[id], &refs(&args))
                         .await
@@ -193,7 +233,7 @@ impl PgConn {
                     return Ok(Outcome::Rows(decode(ep, &rows)?));
                 }
                 Step::Exec(id, params) => {
-                    let args = args(&statements[id], params);
+                    let args = args(statements[id].params(), params);
                     let n = client
                         .execute(&statements[id], &refs(&args))
                         .await
@@ -232,12 +272,13 @@ enum Arg<'a> {
     Null,
 }
 
-fn args<'a>(st: &::tokio_postgres::Statement, params: &[Param<'a>]) -> Vec<Arg<'a>> {
+/// `params` as the statement's parameter `types` take them.
+fn args<'a>(types: &[Type], params: &[Param<'a>]) -> Vec<Arg<'a>> {
     params
         .iter()
         .enumerate()
         .map(|(i, p)| {
-            let ty = st.params().get(i).unwrap_or(&Type::TEXT);
+            let ty = types.get(i).unwrap_or(&Type::TEXT);
             match *p {
                 Param::Text(s) => Arg::Text(s),
                 Param::Null => Arg::Null,

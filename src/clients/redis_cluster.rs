@@ -267,11 +267,17 @@ impl RedisCluster {
         &mut self,
         records: &[(&'a str, Vec<(&'a str, &'a str)>)],
     ) -> Result<(), ClientError> {
+        // Each key hashed once, not once per node.
+        let owners: Vec<usize> = records
+            .iter()
+            .map(|(k, _)| self.node_of(k.as_bytes()))
+            .collect();
         for i in 0..self.nodes.len() {
             let mine: Vec<_> = records
                 .iter()
-                .filter(|(k, _)| self.node_of(k.as_bytes()) == i)
-                .map(|(k, pairs)| (*k, pairs.iter().copied(), None))
+                .zip(&owners)
+                .filter(|(_, owner)| **owner == i)
+                .map(|((k, pairs), _)| (*k, pairs.iter().copied(), None))
                 .collect();
             if !mine.is_empty() {
                 self.conn(i).await?.hset_many(mine.into_iter()).await?;

@@ -74,6 +74,11 @@ pub struct MemberContext {
     pub index: usize,
     /// How many members the topology has.
     pub count: usize,
+    /// The shard it belongs to, in a sharded cluster.
+    pub shard: Option<u32>,
+    /// The replica set it is a member of (`benchcage`, `cfg`, `shard0`);
+    /// empty for one server, a router or a Redis Cluster member.
+    pub set: String,
 }
 
 impl MemberContext {
@@ -84,6 +89,8 @@ impl MemberContext {
             role: "primary".into(),
             index: 0,
             count: 1,
+            shard: None,
+            set: String::new(),
         }
     }
 }

@@ -207,9 +207,8 @@ fn fake_thp(enabled: &str) -> tempfile::TempDir {
 }
 
 #[test]
-fn a_mongodb_sharded_cluster_plans_its_members_but_run_refuses_it_before_anything_is_made() {
+fn a_mongodb_sharded_cluster_plans_its_members_and_run_refuses_an_engine_that_cannot_form_it() {
     let home = temp_home(true);
-    let before = snapshot(home.path());
     let plan = bc(home.path())
         .args(["plan", "003-mongodb-3.2-sharded"])
         .output()
@@ -225,6 +224,45 @@ fn a_mongodb_sharded_cluster_plans_its_members_but_run_refuses_it_before_anythin
             && out.contains("router2 (router, cpus 1)"),
         "{out}"
     );
+    // Each member's mongod.conf names its replica set and cluster role.
+    let json = bc(home.path())
+        .args(["plan", "003-mongodb-3.2-sharded", "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let cell = &v["cells"][0];
+    let conf = |m: &serde_json::Value| {
+        let own = m["configs"][0]["content"].as_str();
+        own.or(cell["configs"][0]["content"].as_str())
+            .unwrap()
+            .to_string()
+    };
+    for m in cell["members"].as_array().unwrap() {
+        let (name, text) = (m["name"].as_str().unwrap(), conf(m));
+        let want: &[&str] = match m["role"].as_str().unwrap() {
+            "config_server" => &["replSetName: cfg\n", "clusterRole: configsvr\n"],
+            "shard_primary" => &["clusterRole: shardsvr\n"],
+            _ => &[],
+        };
+        for w in want {
+            assert!(text.contains(w), "{name}: {text}");
+        }
+        if name.starts_with("shard") {
+            let set = name.split('-').next().unwrap();
+            assert!(text.contains(&format!("replSetName: {set}\n")), "{text}");
+        }
+        if name.starts_with("router") {
+            assert!(!text.contains("replSetName"), "{text}");
+        }
+    }
+    // An engine that lists `sharded` but says nothing of how its members
+    // form the cluster plans, and `run` refuses it before anything is made.
+    let spec = home.path().join("engines/mongodb.yaml");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    let at = text.find("\nsharding:").unwrap();
+    let end = text.find("\nknobs:").unwrap();
+    std::fs::write(&spec, format!("{}{}", &text[..at], &text[end..])).unwrap();
+    let before = snapshot(home.path());
     let run = bc(home.path())
         .args(["run", "003-mongodb-3.2-sharded"])
         .output()

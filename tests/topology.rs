@@ -527,6 +527,207 @@ fn a_mongodb_replica_set_is_initiated_on_its_primary_naming_every_member_then_fo
     place.assert_clean(&run);
 }
 
+/// The mongodb engine's spec as it ships (its topologies, replication,
+/// sharding and knobs, and its mongod.conf template), with the legacy
+/// test server for mongod (reading the rendered mongod.conf) and for
+/// mongos: a project of its own in `home`, whose scenario runs a sharded
+/// cluster of 2 one-member shards, 1 config server and 2 routers.
+fn legacy_sharded_project(home: &Path) {
+    legacy_mongo_project(home);
+    let script = home.join("legacy_mongo.py");
+    let python = support::files::read_text(&home.join("engines/legacymongo.yaml"))
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("  \"3.2\": {binary: ")
+                .map(|b| b.trim_end_matches('}').to_string())
+        })
+        .unwrap();
+    let templates = home.join("templates/mongodb");
+    std::fs::create_dir_all(&templates).unwrap();
+    std::fs::copy(
+        Path::new(HOME).join("templates/mongodb/mongod.conf.tera"),
+        templates.join("mongod.conf.tera"),
+    )
+    .unwrap();
+    let shipped = support::files::read_text(&Path::new(HOME).join("engines/mongodb.yaml"));
+    let from = shipped.find("\ntopologies:").unwrap();
+    let router = shipped[from..]
+        .lines()
+        .find(|l| l.trim_start().starts_with("router_command:"))
+        .unwrap();
+    let legacy_router = format!(
+        "  router_command: [\"{python}\", \"{}\", --mongos, --configdb, \"{{config_set}}\", --port, \"{{port}}\", --wire, \"4\", --echo]",
+        script.display()
+    );
+    let rest = shipped[from..].replace(router, &legacy_router);
+    let engine = format!(
+        "description: test only; the legacy MongoDB test server as mongod and mongos\n\
+         versions:\n  \"3.6\": {{binary: {python}}}\n\
+         command: [\"{{binary}}\", \"{}\", --port, \"{{port}}\", --wire, \"4\", --config, \"{{config:mongod.conf}}\", --echo]\n\
+         user: root\n\
+         readiness: {{probe: mongodb, timeout: 30s}}\n\
+         config_files:\n  - {{template: mongodb/mongod.conf.tera, path: \"{{config_dir}}/mongod.conf\", format: yaml}}\n\
+         reports_own_version: false\n{rest}",
+        script.display()
+    );
+    std::fs::write(home.join("engines/legacymongod.yaml"), engine).unwrap();
+    std::fs::write(
+        home.join("scenarios/mongo-sharded.yaml"),
+        "matrix:\n  engines:\n    - {engine: legacymongod, topology: {sharded: {shards: 2, replicas_per_shard: 1, config_servers: 1, routers: 2}}}\n  environments: [rs3-here]\n\
+         dataset: {records: 300, field_count: 2, field_length: 20}\n\
+         load: {threads: 1}\n\
+         phases:\n  - {name: reads, builtin: {workload: c}, threads: 4, duration: 3s}\n",
+    )
+    .unwrap();
+}
+
+/// The lines of a member's engine log that start with `prefix`, the
+/// prefix cut.
+fn log_lines(log: &Path, prefix: &str) -> Vec<String> {
+    support::files::read_text(log)
+        .lines()
+        .filter_map(|l| l.strip_prefix(prefix).map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn a_mongodb_sharded_cluster_is_formed_in_order_and_loaded_through_every_router() {
+    let place = Place::new();
+    let home = place.path("home");
+    legacy_sharded_project(&home);
+    let out = bc_in(
+        &home,
+        &place.path("results"),
+        &place.path("work"),
+        &place.path("state"),
+    )
+    .args(["run", "mongo-sharded"])
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let run = run_id_of(
+        err.lines()
+            .find(|l| l.contains("cell(s), results in"))
+            .unwrap_or_else(|| panic!("{err}")),
+    );
+    let dir = place.path("results").join(&run);
+    let cell = cell_dirs(&dir).remove(0);
+    let c: CellRecord = read_json(&cell.join("cell.json"));
+    assert_eq!(c.status, CellStatus::Finished, "{err} {:?}", c.failure);
+    assert_eq!(c.topology, "sharded:2x1+1cfg+2router");
+    assert!(c.topology_ready_s.is_some());
+    let port = |name: &str| c.fidelity.members[name].port;
+    let cfg0 = launch_port(&cell.join("launch.json"));
+    let member_log = |name: &str| cell.join("members").join(name).join("engine.log");
+    // Each member ran as its role in its replica set, from the rendered
+    // mongod.conf; the routers were given the config servers' seed.
+    assert_eq!(
+        log_lines(&cell.join("engine.log"), "started "),
+        ["replSetName=cfg clusterRole=configsvr configdb=-"]
+    );
+    for s in ["shard0", "shard1"] {
+        assert_eq!(
+            log_lines(&member_log(&format!("{s}-m0")), "started "),
+            [format!("replSetName={s} clusterRole=shardsvr configdb=-")]
+        );
+        assert_eq!(c.fidelity.members[&format!("{s}-m0")].role, "shard_primary");
+    }
+    for r in ["router0", "router1"] {
+        assert_eq!(
+            log_lines(&member_log(r), "started "),
+            [format!(
+                "replSetName=- clusterRole=router configdb=cfg/127.0.0.1:{cfg0}"
+            )]
+        );
+        assert_eq!(c.fidelity.members[r].role, "router");
+    }
+    // The config servers' set, and each shard's, initiated on its first
+    // member as the shipped spec says.
+    let initiated = |log: &Path| {
+        log_lines(log, "command admin ")
+            .into_iter()
+            .filter(|l| l.contains("replSetInitiate"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        initiated(&cell.join("engine.log")),
+        [format!(
+            "{{\"replSetInitiate\": {{\"_id\": \"cfg\", \"configsvr\": true, \"members\": [\
+             {{\"_id\": 0, \"host\": \"127.0.0.1:{cfg0}\", \"priority\": 2}}]}}}}"
+        )]
+    );
+    for s in ["shard0", "shard1"] {
+        let p = port(&format!("{s}-m0"));
+        assert_eq!(
+            initiated(&member_log(&format!("{s}-m0"))),
+            [format!(
+                "{{\"replSetInitiate\": {{\"_id\": \"{s}\", \"members\": [\
+                 {{\"_id\": 0, \"host\": \"127.0.0.1:{p}\", \"priority\": 2}}]}}}}"
+            )]
+        );
+    }
+    // The first router was sent every shard, then the data's sharding;
+    // every router was asked for its shards.
+    let routed: Vec<String> = log_lines(&member_log("router0"), "command admin ")
+        .into_iter()
+        .filter(|l| {
+            l.starts_with("{\"addShard\"")
+                || l.contains("Sharding\"")
+                || l.starts_with("{\"shardCollection\"")
+        })
+        .collect();
+    assert_eq!(
+        routed,
+        [
+            format!(
+                "{{\"addShard\": \"shard0/127.0.0.1:{}\"}}",
+                port("shard0-m0")
+            ),
+            format!(
+                "{{\"addShard\": \"shard1/127.0.0.1:{}\"}}",
+                port("shard1-m0")
+            ),
+            "{\"enableSharding\": \"ycsb\"}".to_string(),
+            "{\"shardCollection\": \"ycsb.usertable\", \"key\": {\"_id\": \"hashed\"}}".to_string(),
+        ]
+    );
+    for r in ["router0", "router1"] {
+        assert!(
+            log_lines(&member_log(r), "command admin ")
+                .iter()
+                .any(|l| l.starts_with("{\"listShards\"")),
+            "{r}"
+        );
+    }
+    // The client's connections went through both routers to the data's
+    // shard, and the records digested through the first router are all
+    // there.
+    for r in ["router0", "router1"] {
+        assert_eq!(
+            log_lines(&member_log(r), "forwarding to ")
+                .into_iter()
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect::<Vec<_>>(),
+            [format!("127.0.0.1:{}", port("shard0-m0"))],
+            "{r}"
+        );
+    }
+    let digest = c.data_digest.clone().unwrap();
+    assert!(digest.starts_with("300 documents"), "{digest}");
+    let reads = c.phases.iter().find(|p| p.name == "reads").unwrap();
+    assert!(reads.total_ops > 0 && reads.total_errors == 0, "{reads:?}");
+    assert!(
+        !c.fidelity
+            .violations
+            .iter()
+            .any(|v| v.contains("router") || v.contains("shard")),
+        "{:?}",
+        c.fidelity.violations
+    );
+    place.assert_clean(&run);
+}
+
 /// The port a launch.json gave the engine.
 fn launch_port(file: &Path) -> u16 {
     let v: serde_json::Value = read_json(file);

@@ -412,7 +412,7 @@ fn describe_execution(o: &mut String, c: &PlannedCell) {
             "  client    load generator: benchcage drive --config <phase file>, as {me}, in the client group"
         );
         if c.readiness.probe == Probe::Mongodb {
-            let url = crate::run::adapt::cell_store_url(c, 0).replace(":0", ":{port}");
+            let url = crate::run::adapt::cell_store_url(c, &[0]).replace(":0", ":{port}");
             let query = url.split_once('?').map_or("", |(_, q)| q);
             if let Ok(opts) = crate::clients::mongodb::MongoOptions::from_query(query) {
                 let _ = writeln!(o, "  store     {url}: {}", opts.describe());

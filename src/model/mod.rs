@@ -27,5 +27,5 @@ pub use readiness::Readiness;
 pub use source::Source;
 pub use status::{CellStatus, RunStatus};
 pub use thp::{ThpNeed, ThpPolicy};
-pub use topology::{Member, Role, Topology};
+pub use topology::{Member, Role, ShardKeyKind, Topology};
 pub use tpcc::{DocumentSchema, MongoTpccMode, TxnMode};

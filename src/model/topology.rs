@@ -12,13 +12,35 @@ pub enum Topology {
     /// A primary and `members - 1` secondaries.
     ReplicaSet { members: u32 },
     /// `shards` replica sets of `replicas_per_shard` members, config
-    /// servers and routers (mongos).
+    /// servers and routers (mongos); the data spread by `key`.
     Sharded {
         shards: u32,
         replicas_per_shard: u32,
         config_servers: u32,
         routers: u32,
+        #[serde(default)]
+        key: ShardKeyKind,
     },
+}
+
+/// How a sharded cluster spreads the records over its shards: by a hash
+/// of their key (even writes), or by ranges of it. Engines say what each
+/// means for them (`sharding.shard_keys`); Redis Cluster always hashes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShardKeyKind {
+    #[default]
+    Hashed,
+    Ranged,
+}
+
+impl ShardKeyKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ShardKeyKind::Hashed => "hashed",
+            ShardKeyKind::Ranged => "ranged",
+        }
+    }
 }
 
 /// What a member does in its topology.
@@ -84,6 +106,7 @@ impl Topology {
                 replicas_per_shard,
                 config_servers,
                 routers,
+                ..
             } => {
                 let mut out: Vec<Member> = (0..config_servers)
                     .map(|i| m(format!("cfg{i}"), Role::ConfigServer, None))
@@ -104,8 +127,8 @@ impl Topology {
         }
     }
 
-    /// `standalone`, `replica_set:3`, `sharded:2x1+1cfg+1router`: in
-    /// snapshot keys and cell ids.
+    /// `standalone`, `replica_set:3`, `sharded:2x1+1cfg+1router` (with
+    /// `+ranged` when the key is ranged): in snapshot keys and cell ids.
     pub fn key(&self) -> String {
         match *self {
             Topology::Standalone => "standalone".into(),
@@ -115,8 +138,15 @@ impl Topology {
                 replicas_per_shard,
                 config_servers,
                 routers,
+                key,
             } => {
-                format!("sharded:{shards}x{replicas_per_shard}+{config_servers}cfg+{routers}router")
+                let ranged = match key {
+                    ShardKeyKind::Hashed => "",
+                    ShardKeyKind::Ranged => "+ranged",
+                };
+                format!(
+                    "sharded:{shards}x{replicas_per_shard}+{config_servers}cfg+{routers}router{ranged}"
+                )
             }
         }
     }
@@ -184,6 +214,7 @@ mod tests {
             replicas_per_shard: 2,
             config_servers: 1,
             routers: 1,
+            key: ShardKeyKind::Hashed,
         };
         assert_eq!(
             names(sh),
@@ -214,6 +245,7 @@ mod tests {
             replicas_per_shard: 1,
             config_servers: 1,
             routers: 1,
+            key: ShardKeyKind::Hashed,
         };
         assert!(no_shard.problem().unwrap().contains("1 shard"));
         // Whether routers are needed is the engine's to say (plan).
@@ -222,7 +254,9 @@ mod tests {
             replicas_per_shard: 1,
             config_servers: 0,
             routers: 0,
+            key: ShardKeyKind::Ranged,
         };
+        assert_eq!(no_router.key(), "sharded:3x1+0cfg+0router+ranged");
         assert_eq!(no_router.problem(), None);
         assert!(
             Topology::ReplicaSet { members: 65 }

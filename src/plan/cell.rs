@@ -164,14 +164,13 @@ impl PlannedCell {
 
     /// The launch of a replica set's secondary: the primary's, with the
     /// engine's `replication.replica_init` instead of `init` when it
-    /// gives one, `{primary_port}` filled.
+    /// gives one; `{primary_port}` is left for the run to fill.
     pub fn replica_launch(
         &self,
         port: u16,
         data_dir: &Path,
         config_dir: &Path,
         log_path: &Path,
-        primary_port: u16,
     ) -> EngineLaunch {
         let mut launch = self.launch(port, data_dir, config_dir, log_path);
         if let Some(rep) = self
@@ -180,19 +179,42 @@ impl PlannedCell {
             .filter(|r| !r.replica_init.is_empty())
         {
             let port_text = port.to_string();
-            let primary = primary_port.to_string();
             launch.init = rep
                 .replica_init
                 .iter()
                 .map(|argv| {
                     argv.iter()
-                        .map(|a| {
-                            let a = a.replace(crate::spec::engine::PRIMARY_PORT, &primary);
-                            self.fill(&a, &port_text, data_dir, config_dir)
-                        })
+                        .map(|a| self.fill(a, &port_text, data_dir, config_dir))
                         .collect()
                 })
                 .collect();
+        }
+        launch
+    }
+
+    /// The launch of a sharded cluster's router: the engine's
+    /// `sharding.router_command` instead of its command, and no `init` (a
+    /// router keeps no data); `{config_set}` is left for the run to fill.
+    pub fn router_launch(
+        &self,
+        port: u16,
+        data_dir: &Path,
+        config_dir: &Path,
+        log_path: &Path,
+    ) -> EngineLaunch {
+        let mut launch = self.launch(port, data_dir, config_dir, log_path);
+        if let Some(command) = self
+            .sharding
+            .as_ref()
+            .map(|s| &s.router_command)
+            .filter(|c| !c.is_empty())
+        {
+            let port_text = port.to_string();
+            launch.argv = command
+                .iter()
+                .map(|a| self.fill(a, &port_text, data_dir, config_dir))
+                .collect();
+            launch.init.clear();
         }
         launch
     }

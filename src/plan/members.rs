@@ -22,13 +22,31 @@ pub struct PlannedMember {
 }
 
 impl PlannedMember {
-    /// What its templates see as `member`, as member `index` of `count`.
-    pub fn context(&self, index: usize, count: usize) -> crate::render::MemberContext {
+    /// What its templates see as `member`, as member `index` of `count`,
+    /// in a cluster whose engine does (`sets`) or does not make its config
+    /// servers and shards replica sets.
+    pub fn context(&self, index: usize, count: usize, sets: bool) -> crate::render::MemberContext {
         crate::render::MemberContext {
             name: self.name.clone(),
             role: self.role.name().to_string(),
             index,
             count,
+            shard: self.shard,
+            set: self.set_name(count, sets).unwrap_or_default(),
+        }
+    }
+
+    /// The replica set it belongs to: every member of a replica set to
+    /// `benchcage`; in a cluster whose engine makes sets of them (MongoDB),
+    /// the config servers to `cfg` and each shard's members to `shard<N>`.
+    pub fn set_name(&self, count: usize, sets: bool) -> Option<String> {
+        match self.role {
+            Role::Primary | Role::Secondary => (count > 1).then(|| "benchcage".to_string()),
+            Role::ConfigServer if sets => Some("cfg".into()),
+            Role::ShardPrimary | Role::ShardSecondary if sets => {
+                Some(format!("shard{}", self.shard.unwrap_or(0)))
+            }
+            _ => None,
         }
     }
 }
@@ -131,14 +149,38 @@ fn sharding_problem(e: &Entry, topology: Topology) -> Option<String> {
         )),
         _ => None,
     };
-    part(spec.routers, routers, "router", "routers").or_else(|| {
-        part(
-            spec.config_servers,
-            config_servers,
-            "config server",
-            "config_servers",
-        )
-    })
+    let key = match topology {
+        Topology::Sharded { key, .. } => key,
+        _ => crate::model::ShardKeyKind::Hashed,
+    };
+    let key_problem = || {
+        let listed = spec.shard_keys.contains_key(key.name());
+        let fine =
+            listed || (key == crate::model::ShardKeyKind::Hashed && spec.shard_keys.is_empty());
+        (!fine).then(|| {
+            let known: Vec<&str> = spec.shard_keys.keys().map(String::as_str).collect();
+            let known = if known.is_empty() {
+                "hashed only".to_string()
+            } else {
+                known.join(", ")
+            };
+            format!(
+                "{}'s sharded cluster cannot spread records by a {} key: it knows {known}",
+                e.label,
+                key.name()
+            )
+        })
+    };
+    part(spec.routers, routers, "router", "routers")
+        .or_else(|| {
+            part(
+                spec.config_servers,
+                config_servers,
+                "config server",
+                "config_servers",
+            )
+        })
+        .or_else(key_problem)
 }
 
 /// A diagnostic at the matrix entry's topology, else the environment's.

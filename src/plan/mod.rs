@@ -494,13 +494,16 @@ impl Planning<'_> {
         Vec<members::PlannedMember>,
     )> {
         let count = members.len();
+        // MongoDB's config servers and shards are replica sets; a Redis
+        // Cluster's shards are not.
+        let sets = e.engine.sharding.as_ref().is_some_and(|s| s.routers);
         let first = members
             .first()
-            .map(|m| m.context(0, count))
+            .map(|m| m.context(0, count, sets))
             .unwrap_or_else(crate::render::MemberContext::standalone);
         let configs = self.render(e, knobs, first, diags)?;
         for (i, m) in members.iter_mut().enumerate().skip(1) {
-            let own = self.render(e, knobs, m.context(i, count), diags)?;
+            let own = self.render(e, knobs, m.context(i, count, sets), diags)?;
             if own != configs {
                 m.configs = own;
             }
@@ -863,6 +866,7 @@ mod tests {
             replicas_per_shard: 1,
             config_servers,
             routers,
+            key: crate::model::ShardKeyKind::Hashed,
         };
         s.matrix.engines[0].topology = Some(sharded(1, 0));
         let e = plan_on(&p, &s, &[], None, None, &h)

@@ -20,9 +20,19 @@ use std::sync::Arc;
 
 /// The store URL of a planned cell's built-in load generator: the
 /// probe's URL with the store options its knobs set
-/// (`mongodb://127.0.0.1:PORT/?w=1&journal=true`).
-pub fn cell_store_url(cell: &PlannedCell, port: u16) -> String {
-    let base = cell.readiness.probe.url(port);
+/// (`mongodb://127.0.0.1:PORT/?w=1&journal=true`); several ports make a
+/// seed list (`mongodb://127.0.0.1:P1,127.0.0.1:P2`: a cluster's routers).
+pub fn cell_store_url(cell: &PlannedCell, ports: &[u16]) -> String {
+    let port = ports.first().copied().unwrap_or(0);
+    let mut base = cell.readiness.probe.url(port);
+    if ports.len() > 1 {
+        let more: Vec<String> = ports[1..]
+            .iter()
+            .map(|p| format!("127.0.0.1:{p}"))
+            .collect();
+        let at = format!("127.0.0.1:{port}");
+        base = base.replacen(&at, &format!("{at},{}", more.join(",")), 1);
+    }
     if cell.store_options.is_empty() {
         return base;
     }
@@ -192,6 +202,10 @@ pub fn cell_work(
             .filter(|_| replicas_len > 0 && !sharded(cell))
             .map(|r| r.initiate.clone())
             .unwrap_or_default(),
+        set: cell
+            .members
+            .first()
+            .and_then(|m| m.set_name(cell.members.len(), routed(cell))),
         node: None,
     }
 }
@@ -212,24 +226,29 @@ fn members_of(cell: &Arc<PlannedCell>) -> (CellLimits, Vec<ReplicaWork>) {
         cell.replication.as_ref().map(|r| r.replica_join.clone())
     }
     .unwrap_or_default();
+    let (count, sets) = (cell.members.len(), routed(cell));
     let replicas = cell.members[1..]
         .iter()
         .map(|m| {
             let p = cell.clone();
             let own = m.configs.clone();
+            let role = m.role;
             let launch: ReplicaLaunchFn =
-                Arc::new(move |port, data_dir, config_dir, log_path, primary_port| {
+                Arc::new(move |port, data_dir, config_dir, log_path, fills| {
                     let configs = if own.is_empty() { &p.configs } else { &own };
                     let files = configs
                         .iter()
                         .map(|c| (c.name.clone(), c.content.clone()))
                         .collect();
-                    // A shard member starts empty, as the first one did.
-                    let launch = if sharded {
-                        p.launch(port, data_dir, config_dir, log_path)
-                    } else {
-                        p.replica_launch(port, data_dir, config_dir, log_path, primary_port)
+                    let mut launch = match role {
+                        crate::model::Role::Router => {
+                            p.router_launch(port, data_dir, config_dir, log_path)
+                        }
+                        // A shard member starts empty, as the first one did.
+                        _ if sharded => p.launch(port, data_dir, config_dir, log_path),
+                        _ => p.replica_launch(port, data_dir, config_dir, log_path),
                     };
+                    fill_launch(&mut launch, fills);
                     Ok((launch, files))
                 });
             ReplicaWork {
@@ -242,11 +261,29 @@ fn members_of(cell: &Arc<PlannedCell>) -> (CellLimits, Vec<ReplicaWork>) {
                 launch,
                 join: join.clone(),
                 shard: m.shard,
+                set: m.set_name(count, sets),
                 leader: leader_of(&cell.members, m),
             }
         })
         .collect();
     (limits, replicas)
+}
+
+/// The run's placeholders filled in a member's argv and init.
+fn fill_launch(launch: &mut crate::model::EngineLaunch, fills: &[(&str, String)]) {
+    let fill = |a: &mut String| {
+        for (k, v) in fills {
+            *a = a.replace(k, v);
+        }
+    };
+    launch.argv.iter_mut().for_each(fill);
+    launch.init.iter_mut().flatten().for_each(fill);
+}
+
+/// Whether the cell is a sharded cluster with routers (MongoDB), whose
+/// config servers and shards are replica sets.
+fn routed(cell: &PlannedCell) -> bool {
+    sharded(cell) && cell.sharding.as_ref().is_some_and(|s| s.routers)
 }
 
 /// Whether the cell is a sharded cluster.
@@ -255,15 +292,16 @@ fn sharded(cell: &PlannedCell) -> bool {
 }
 
 /// Whom member `m` follows: a replica set's secondary the primary (the
-/// cell's server), a shard's secondary its shard's primary, a shard's
-/// primary nobody.
+/// cell's server), a shard's secondary its shard's primary, a config
+/// server after the first the first (the cell's server: config servers
+/// start first), a shard's primary or a router nobody.
 fn leader_of(
     members: &[crate::plan::members::PlannedMember],
     m: &crate::plan::members::PlannedMember,
 ) -> Leader {
     use crate::model::Role;
     match m.role {
-        Role::Secondary => Leader::Cell,
+        Role::Secondary | Role::ConfigServer => Leader::Cell,
         Role::ShardSecondary => {
             let at = members
                 .iter()
@@ -366,7 +404,7 @@ fn drive_exec(cell: &Arc<PlannedCell>, config: &WorkloadConfig, exe: &Path) -> A
     Arc::new(DriveExec {
         label,
         config: config.clone(),
-        store: Arc::new(move |port| cell_store_url(&cell, port)),
+        store: Arc::new(move |ports| cell_store_url(&cell, ports)),
         program: exe.to_path_buf(),
     })
 }
@@ -396,7 +434,7 @@ mod tests {
         let p = crate::plan::plan(&project(), "quickstart", &[], None, None).unwrap();
         let cell = Arc::new(p.cells[0].clone());
         let load = drive_exec(&cell, cell.load_config.as_ref().unwrap(), Path::new("bc"));
-        let cfg = load.config_for(6379, 3);
+        let cfg = load.config_for(&[6379], 3);
         let text = serde_json::to_string(&cfg).unwrap();
         let read: WorkloadConfig = serde_json::from_str(&text).unwrap();
         assert_eq!(read, cfg);
@@ -544,7 +582,7 @@ mod tests {
             panic!("workload-a runs the built-in generator");
         };
         let phase = drive_exec(&planned, first, exe);
-        let (load, phase) = (load.config_for(27017, 4), phase.config_for(27017, 4));
+        let (load, phase) = (load.config_for(&[27017], 4), phase.config_for(&[27017], 4));
         let url = "mongodb://127.0.0.1:27017/?journal=true&readPreference=nearest&w=majority";
         assert_eq!(
             (load.store.as_deref(), phase.store.as_deref()),
@@ -557,7 +595,11 @@ mod tests {
         );
         assert_eq!(t.endpoint.database, None);
         let plain = plan(&[]);
-        assert_eq!(cell_store_url(&plain, 1), "mongodb://127.0.0.1:1");
+        assert_eq!(cell_store_url(&plain, &[1]), "mongodb://127.0.0.1:1");
+        assert_eq!(
+            cell_store_url(&plain, &[1, 2, 3]),
+            "mongodb://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3"
+        );
         // Another write concern is another cell; none leaves the key as it was.
         assert_ne!(keys_of(&cell), keys_of(&plain));
         let mut unset = cell.clone();

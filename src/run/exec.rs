@@ -16,8 +16,9 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 /// How long a child gets after SIGINT before SIGKILL.
 const CHILD_GRACE: Duration = Duration::from_secs(5);
 
-/// The store URL of the cell's engine on a port.
-pub type StoreUrlFn = Arc<dyn Fn(u16) -> String + Send + Sync>;
+/// The store URL of the cell's engine on its ports (several: a sharded
+/// cluster's routers).
+pub type StoreUrlFn = Arc<dyn Fn(&[u16]) -> String + Send + Sync>;
 
 /// The built-in load generator as a child process.
 pub struct DriveExec {
@@ -31,11 +32,11 @@ pub struct DriveExec {
 }
 
 impl DriveExec {
-    /// The config of one run: the engine's store on `port`, `threads`
+    /// The config of one run: the engine's store on `ports`, `threads`
     /// connections (for the load too).
-    pub fn config_for(&self, port: u16, threads: u32) -> WorkloadConfig {
+    pub fn config_for(&self, ports: &[u16], threads: u32) -> WorkloadConfig {
         let mut c = self.config.clone();
-        c.store = Some((self.store)(port));
+        c.store = Some((self.store)(ports));
         c.threads = Threads::One(threads);
         if c.load {
             c.load_threads = Some(threads);
@@ -51,7 +52,7 @@ impl PhaseExec for DriveExec {
     }
 
     fn check(&self, threads: u32) -> Result<(), String> {
-        self.config_for(1, threads)
+        self.config_for(&[1], threads)
             .check_planned()
             .map_err(|e| e.to_string())
     }
@@ -62,7 +63,7 @@ impl PhaseExec for DriveExec {
         let cfg_path = raw.join(format!("{}.config.json", env.stem));
         let out_path = raw.join(format!("{}.result.json", env.stem));
         let log_path = raw.join(format!("{}.log", env.stem));
-        let cfg = self.config_for(env.port, env.threads);
+        let cfg = self.config_for(&env.ports, env.threads);
         std::fs::write(&cfg_path, serde_json::to_vec_pretty(&cfg)?)?;
         let mut cmd = std::process::Command::new(&self.program);
         cmd.arg("drive")

@@ -316,6 +316,30 @@ impl EngineFacts for ProbeFacts {
         self.ask(port, &self.facts.data_size, Fact::Data).await
     }
 
+    async fn writable_primary(&self, port: u16) -> Result<(), String> {
+        let Probe::Mongodb = &self.probe else {
+            return Err("benchcage asks only MongoDB members whether they are primary".into());
+        };
+        let hello = clients::mongodb::topology::hello(&self.endpoint(port))
+            .await
+            .map_err(|e| e.to_string())?;
+        if hello.writable_primary {
+            Ok(())
+        } else {
+            Err(format!("it is {hello}"))
+        }
+    }
+
+    async fn missing_shards(&self, port: u16, names: &[String]) -> Result<Vec<String>, String> {
+        let Probe::Mongodb = &self.probe else {
+            return Err("benchcage asks only MongoDB routers for their shards".into());
+        };
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        clients::mongodb::topology::missing_shards(&self.endpoint(port), &names)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
     async fn cache_size(&self, port: u16) -> Option<u64> {
         self.ask(port, &self.facts.cache_size, Fact::Cache).await
     }

@@ -16,8 +16,12 @@ pub type PlaceHook = Arc<dyn Fn(&mut std::process::Command) -> std::io::Result<(
 /// What a phase gets from the cell.
 #[derive(Clone)]
 pub struct PhaseEnv {
-    /// Loopback port of the engine.
+    /// Loopback port of the engine (a sharded cluster's first router).
     pub port: u16,
+    /// Every port the client may connect to, `port` first: a sharded
+    /// cluster's routers, over which the built-in load generator spreads
+    /// its connections; external tools use `port` only.
+    pub ports: Vec<u16>,
     /// Connections for this run of the phase.
     pub threads: u32,
     /// The cell folder: raw outputs go here.

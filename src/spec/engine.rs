@@ -158,12 +158,20 @@ pub struct Engine {
     pub origin: Origin,
 }
 
-/// `sharding:`: how the members of a sharded cluster form it, as data:
-/// statements sent once each member answers, then to each shard's
-/// primary, then to each shard's secondaries, and the reply every member
-/// gives once the cluster is whole. Redis Cluster (no router, no config
-/// server): `CLUSTER MEET`, `CLUSTER ADDSLOTS`, `CLUSTER REPLICATE`,
-/// `CLUSTER INFO` until `cluster_state:ok`.
+/// `sharding:`: how the members of a sharded cluster form it, as data.
+///
+/// Redis Cluster (no router, no config server): statements sent once each
+/// member answers (`CLUSTER MEET`), then to each shard's primary
+/// (`CLUSTER ADDSLOTS`), then to each shard's secondaries (`CLUSTER
+/// REPLICATE`), and the reply every member gives once the cluster is whole
+/// (`CLUSTER INFO` until `cluster_state:ok`).
+///
+/// MongoDB (routers and config servers): the config servers and each
+/// shard are replica sets, initiated on their first member once their
+/// members answer; the routers start after, given the config servers'
+/// seed; then the first router is sent each shard (`addShard`) and the
+/// data's sharding (`enableSharding`, `shardCollection`), and the cluster
+/// is whole when every router lists every shard.
 #[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
 pub struct ShardingSpec {
     /// Whether the cluster has routers the client connects to (mongos);
@@ -184,6 +192,26 @@ pub struct ShardingSpec {
     /// Asked of every member until its reply holds each line of `expect`
     /// (`{members}` is the member count): the cluster is whole.
     pub ready: Option<ClusterReady>,
+    /// Sent to the first config server once every config server answers,
+    /// with `{set_name}` and `{set_members}` (MongoDB `replSetInitiate`
+    /// with `configsvr: true`).
+    pub config_initiate: Vec<String>,
+    /// Sent to each shard's first member once the shard's members answer,
+    /// with `{set_name}` and `{set_members}`: a shard is a replica set.
+    pub shard_initiate: Vec<String>,
+    /// A router's argv (mongos), with the launch placeholders and
+    /// `{config_set}`, the config servers' seed (`SET/host:port,...`).
+    pub router_command: Vec<String>,
+    /// Sent to the first router for each shard once the routers answer,
+    /// with `{shard_set}` (`SET/host:port,...`) and `{set_name}`.
+    pub add_shard: Vec<String>,
+    /// Sent to the first router once every shard is added, with
+    /// `{database}` and `{collection}` (the built-in load generator's) and
+    /// `{shard_key}` (from `shard_keys`).
+    pub shard_data: Vec<String>,
+    /// What `{shard_key}` is for each `key:` a sharded topology may give
+    /// (`hashed`, `ranged`); a key not listed is refused by `plan`.
+    pub shard_keys: BTreeMap<String, String>,
 }
 
 /// `ready: {statement: "CLUSTER INFO", expect: ["cluster_state:ok"]}`.
@@ -197,6 +225,12 @@ pub struct ClusterReady {
 pub const SHARD_SLOTS: &str = "{shard_slots}";
 pub const SHARD_PRIMARY_ID: &str = "{shard_primary_id}";
 pub const MEMBER_COUNT: &str = "{members}";
+pub const SET_NAME: &str = "{set_name}";
+pub const CONFIG_SET: &str = "{config_set}";
+pub const SHARD_SET: &str = "{shard_set}";
+pub const SHARD_KEY: &str = "{shard_key}";
+pub const DATABASE: &str = "{database}";
+pub const COLLECTION: &str = "{collection}";
 
 /// `replication: {replica_init: [ARGV...], replica_join: [STATEMENT...],
 /// initiate: [STATEMENT...]}`: how a secondary of a replica set comes to
@@ -1066,8 +1100,9 @@ fn replication_from_node(node: &Node, cx: &mut Cx) -> Option<ReplicationSpec> {
 }
 
 /// `sharding: {routers, config_servers, member_join, shard_init,
-/// node_id, replica_join, ready}`.
-fn sharding_from_node(node: &Node, cx: &mut Cx) -> Option<ShardingSpec> {
+/// node_id, replica_join, ready, config_initiate, shard_initiate,
+/// router_command, add_shard, shard_data, shard_keys}`.
+fn sharding_from_node(node: &Node, cx: &mut Cx, config_names: &[String]) -> Option<ShardingSpec> {
     let known = [
         "routers",
         "config_servers",
@@ -1076,6 +1111,12 @@ fn sharding_from_node(node: &Node, cx: &mut Cx) -> Option<ShardingSpec> {
         "node_id",
         "replica_join",
         "ready",
+        "config_initiate",
+        "shard_initiate",
+        "router_command",
+        "add_shard",
+        "shard_data",
+        "shard_keys",
     ];
     let f = Fields::open(node, cx, "sharding", &known)?;
     let ready = f.get("ready").and_then(|n| {
@@ -1093,7 +1134,20 @@ fn sharding_from_node(node: &Node, cx: &mut Cx) -> Option<ShardingSpec> {
         node_id: f.opt(cx, "node_id"),
         replica_join: f.or(cx, "replica_join", Vec::new()),
         ready,
+        config_initiate: f.or(cx, "config_initiate", Vec::new()),
+        shard_initiate: f.or(cx, "shard_initiate", Vec::new()),
+        router_command: f.or(cx, "router_command", Vec::new()),
+        add_shard: f.or(cx, "add_shard", Vec::new()),
+        shard_data: f.or(cx, "shard_data", Vec::new()),
+        shard_keys: f.or(cx, "shard_keys", BTreeMap::new()),
     };
+    check_sharding(&f, cx, &spec, config_names);
+    Some(spec)
+}
+
+/// What a `sharding:` must hold together: a node id for a join that uses
+/// it, a command and shards for routers, key documents for `{shard_key}`.
+fn check_sharding(f: &Fields, cx: &mut Cx, spec: &ShardingSpec, config_names: &[String]) {
     let needs_id = spec
         .replica_join
         .iter()
@@ -1106,7 +1160,40 @@ fn sharding_from_node(node: &Node, cx: &mut Cx) -> Option<ShardingSpec> {
             Some("e.g. `node_id: CLUSTER MYID`".into()),
         );
     }
-    if spec.shard_init.is_empty() && spec.member_join.is_empty() {
+    if spec.routers {
+        if spec
+            .router_command
+            .first()
+            .is_none_or(|a| a.trim().is_empty())
+        {
+            cx.error(
+                f.pos_of("routers"),
+                "sharding.router_command",
+                "a cluster with routers needs the command a router runs",
+                Some(r#"e.g. `router_command: [mongos, --configdb, "{config_set}", --port, "{port}"]`"#.into()),
+            );
+        }
+        if spec.add_shard.is_empty() {
+            cx.error(
+                f.pos_of("routers"),
+                "sharding.add_shard",
+                "a cluster with routers needs the statements that add a shard to it",
+                Some(r#"e.g. `add_shard: ['{"addShard": "{shard_set}"}']`"#.into()),
+            );
+        }
+        let mut known = PLACEHOLDERS.to_vec();
+        known.push("config_set");
+        for (j, arg) in spec.router_command.iter().enumerate() {
+            if let Err(e) = check_placeholders_among(arg, &known, config_names) {
+                cx.error(
+                    f.pos_of("router_command"),
+                    &format!("sharding.router_command[{j}]"),
+                    e,
+                    Some("placeholders: {binary}, {bin_dir}, {port}, {data_dir}, {config_dir}, {config:NAME}, {config_set}".into()),
+                );
+            }
+        }
+    } else if spec.shard_init.is_empty() && spec.member_join.is_empty() {
         cx.error(
             f.pos,
             "sharding",
@@ -1114,7 +1201,26 @@ fn sharding_from_node(node: &Node, cx: &mut Cx) -> Option<ShardingSpec> {
             Some("give member_join (statements sent to each member once it answers) and shard_init (sent to each shard's primary)".into()),
         );
     }
-    Some(spec)
+    for k in spec.shard_keys.keys() {
+        if !["hashed", "ranged"].contains(&k.as_str()) {
+            cx.error(
+                f.pos_of("shard_keys"),
+                &format!("sharding.shard_keys.{k}"),
+                format!("unknown shard key kind `{k}`"),
+                Some("hashed or ranged, as a sharded topology's `key:` says".into()),
+            );
+        }
+    }
+    if spec.shard_data.iter().any(|s| s.contains(SHARD_KEY)) && spec.shard_keys.is_empty() {
+        cx.error(
+            f.pos_of("shard_data"),
+            "sharding.shard_data",
+            format!("uses {SHARD_KEY} but `shard_keys` gives none"),
+            Some(
+                r#"e.g. `shard_keys: {hashed: '{"_id": "hashed"}', ranged: '{"_id": 1}'}`"#.into(),
+            ),
+        );
+    }
 }
 
 /// `snapshot: {knobs, digest}`: every knob named is one of the engine's.
@@ -1331,7 +1437,7 @@ impl Engine {
             .and_then(|n| replication_from_node(n, cx));
         let sharding = f
             .get("sharding")
-            .and_then(|n| sharding_from_node(n, cx))
+            .and_then(|n| sharding_from_node(n, cx, &config_names))
             .map(Box::new);
         Some(Engine {
             name: name.to_string(),

@@ -1,11 +1,12 @@
 //! `topology:` in an environment or a matrix entry: `standalone` (the
 //! default), `{replica_set: {members: 3}}`, or `{sharded: {shards: 2,
-//! replicas_per_shard: 1, config_servers: 1, routers: 1}}`.
+//! replicas_per_shard: 1, config_servers: 1, routers: 1, key: hashed}}`
+//! (`key: ranged` spreads the records by ranges of their key).
 
 use super::de::{Fields, FromNode, word};
 use super::diag::{Cx, join};
 use super::yaml::{Node, NodeKind};
-use crate::model::Topology;
+use crate::model::{ShardKeyKind, Topology};
 
 impl FromNode for Topology {
     fn from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Self> {
@@ -28,13 +29,26 @@ impl FromNode for Topology {
                     n,
                     cx,
                     &p,
-                    &["shards", "replicas_per_shard", "config_servers", "routers"],
+                    &[
+                        "shards",
+                        "replicas_per_shard",
+                        "config_servers",
+                        "routers",
+                        "key",
+                    ],
                 )?;
                 Topology::Sharded {
                     shards: s.req(cx, "shards")?,
                     replicas_per_shard: s.or(cx, "replicas_per_shard", 1),
                     config_servers: s.or(cx, "config_servers", 1),
                     routers: s.or(cx, "routers", 1),
+                    key: match s.get("key") {
+                        None => ShardKeyKind::Hashed,
+                        Some(k) => match word(k, cx, &join(&p, "key"), &["hashed", "ranged"])? {
+                            "ranged" => ShardKeyKind::Ranged,
+                            _ => ShardKeyKind::Hashed,
+                        },
+                    },
                 }
             }
             // An unknown field was reported already, with the known ones.

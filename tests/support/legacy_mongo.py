@@ -39,11 +39,23 @@ old (optime `{ts, t}` at wire 4, a bare timestamp below, optimeDate from
 its seconds).
 
 --configsvr: a config server (replSetInitiate wants configsvr: true).
+--shardsvr: a shard's member (addShard wants it).
+--config FILE: a mongod.conf, of which `replSetName:` and `clusterRole:`
+(configsvr, shardsvr) are read, as --replset, --configsvr and --shardsvr.
+getCmdLineOpts answers `parsed` with what these set.
 
 --mongos: a router: isMaster says `msg: "isdbgrid"`; addShard (a seed
 `SET/host:port,...` of which one port accepts a connection),
 enableSharding, shardCollection (`{f: 1}` or one `{f: "hashed"}`) and
 listShards work; the replica set commands are unknown, as on mongos.
+With --configdb SET/host:port,... (as mongos since 3.2) it listens only
+once a config server of that seed is the primary of replica set SET
+started as a config server (at most 60 s, else it exits 1), keeps the
+shards in that server's config.shards (so every router lists every
+shard), checks that a shard's seed names the primary of its replica set
+started with --shardsvr, and forwards every command it does not answer
+itself to the primary of the first shard on one connection per client:
+its collections live on the database's primary shard, unsplit.
 
 Listens on 127.0.0.1 only. Data is kept in memory.
 """
@@ -85,6 +97,9 @@ SELF_HOST = ""  # 127.0.0.1:PORT
 REPLSET = None
 CONFIGSVR = False
 MONGOS = False
+SHARDSVR = False
+CONFIGDB = None  # (set, [host]) of --configdb
+CONFIG_PRIMARY = None  # the config server that answered as primary
 REPL_DELAY = 0.0
 RS_CONFIG = None  # the config of replSetInitiate
 OPLOG = []  # (wall time, Timestamp) of replSetInitiate, then of each write
@@ -163,6 +178,52 @@ def applied_optime(now):
 def host_port(h):
     name, sep, port = h.rpartition(":")
     return bool(sep and name and port.isdigit())
+
+
+def call(host, db, cmd, timeout=5):
+    """One command to the server at host over OP_QUERY; its reply."""
+    name, _, port = host.rpartition(":")
+    with socket.create_connection((name, int(port)), timeout=timeout) as s:
+        body = (struct.pack("<i", 0) + (db + ".$cmd").encode() + b"\0"
+                + struct.pack("<ii", 0, -1) + bson.encode(cmd))
+        s.sendall(struct.pack("<iiii", 16 + len(body), 1, 0, OP_QUERY) + body)
+        (length,) = struct.unpack("<i", recv_exactly(s, 4))
+        rest = recv_exactly(s, length - 4)
+        return bson.decode(rest[12 + 20:])
+
+
+def set_primary(setname, hosts, want=None):
+    """The host of `hosts` that is the primary of replica set `setname`
+    (and, with `want`, whose isMaster has that key), or None."""
+    for h in hosts:
+        try:
+            r = call(h, "admin", {"isMaster": 1})
+        except (OSError, ValueError, struct.error, ConnectionError):
+            continue
+        if r.get("setName") == setname and r.get("ismaster") and (want is None or want in r):
+            return h
+    return None
+
+
+def find_config_primary():
+    """Waits until a config server of --configdb is its set's primary."""
+    global CONFIG_PRIMARY
+    setname, hosts = CONFIGDB
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        CONFIG_PRIMARY = set_primary(setname, hosts, want="configsvr")
+        if CONFIG_PRIMARY:
+            return
+        time.sleep(0.2)
+    sys.exit("mongos: no primary of config server set %s among %s within 60s" % (setname, ",".join(hosts)))
+
+
+def known_shards():
+    """listShards' entries: the config servers' when there are, else this router's."""
+    if CONFIG_PRIMARY is None:
+        return SHARDS
+    r = call(CONFIG_PRIMARY, "config", {"find": "shards"})
+    return list(r["cursor"]["firstBatch"])
 
 
 RS_FIELDS = {"_id", "version", "members", "configsvr", "protocolVersion", "settings"}
@@ -265,19 +326,30 @@ def sharding_command(lname, cmd):
             return error(9, "invalid connection string %r" % (seed,))
         if not any(reachable(h) for h in hosts):
             return error(6, "couldn't connect to new shard %s" % seed)
+        if CONFIG_PRIMARY is not None:
+            primary = set_primary(setname, hosts)
+            if primary is None:
+                return error(133, "could not find host matching read preference { mode: \"primary\" } for set %s" % setname)
+            opts = call(primary, "admin", {"getCmdLineOpts": 1}).get("parsed", {})
+            if opts.get("sharding", {}).get("clusterRole") != "shardsvr":
+                return error(96, "Cannot add %s as a shard since it is not started with --shardsvr" % seed)
         sid = cmd.get("name") or setname or "shard%04d" % len(SHARDS)
-        for s in SHARDS:
+        for s in known_shards():
             if s["_id"] == sid:
                 if s["host"] == seed:
                     return {"shardAdded": sid, "ok": 1.0}
                 return error(96, "A shard named %s already exists" % sid)
-        SHARDS.append({"_id": sid, "host": seed, "state": 1})
+        shard = {"_id": sid, "host": seed, "state": 1}
+        if CONFIG_PRIMARY is None:
+            SHARDS.append(shard)
+        else:
+            call(CONFIG_PRIMARY, "config", {"insert": "shards", "documents": [shard]})
         return {"shardAdded": sid, "ok": 1.0}
     if lname == "enablesharding":
         db = cmd[name]
         if not isinstance(db, str) or not db or "." in db:
             return error(73, "invalid db name specified: %r" % (db,))
-        if not SHARDS:
+        if not known_shards():
             return error(70, "no shards found to enable sharding of %s on" % db)
         if db in SHARDED_DBS:
             return error(23, "sharding already enabled for database %s" % db)
@@ -301,8 +373,22 @@ def sharding_command(lname, cmd):
         SHARDED_COLLECTIONS[ns] = key
         return {"collectionsharded": ns, "ok": 1.0}
     if lname == "listshards":
-        return {"shards": SHARDS, "ok": 1.0}
+        return {"shards": known_shards(), "ok": 1.0}
     return None
+
+
+# What a router answers itself; it forwards the rest (with --configdb).
+ROUTER_COMMANDS = {"ismaster", "hello", "buildinfo", "legacystats", "addshard", "enablesharding",
+                   "shardcollection", "listshards", "serverstatus", "getcmdlineopts"}
+
+
+def primary_shard():
+    """The primary of the first shard, where a router's collections live."""
+    shards = known_shards()
+    if not shards:
+        return None
+    setname, _, hosts = shards[0]["host"].rpartition("/")
+    return set_primary(setname, hosts.split(","))
 
 
 def compare(v, op, arg):
@@ -434,6 +520,15 @@ class Conn:
             return is_master()
         if lname == "buildinfo":
             return {"version": "2.4.10" if WIRE == 0 else "3.2.6", "ok": 1.0}
+        if lname == "getcmdlineopts":
+            parsed = {"net": {"port": int(SELF_HOST.rpartition(":")[2])}}
+            if REPLSET:
+                parsed["replication"] = {"replSetName": REPLSET}
+            if CONFIGSVR or SHARDSVR:
+                parsed["sharding"] = {"clusterRole": "configsvr" if CONFIGSVR else "shardsvr"}
+            if CONFIGDB:
+                parsed["sharding"] = {"configDB": "%s/%s" % (CONFIGDB[0], ",".join(CONFIGDB[1]))}
+            return {"argv": sys.argv, "parsed": parsed, "ok": 1.0}
         if lname == "legacystats":
             r = {"stats": dict(STATS), "indexes": {k: len(v) for k, v in INDEXES.items()},
                  "gleArgs": GLE_ARGS, "writeConcerns": WRITE_CONCERNS,
@@ -603,14 +698,54 @@ def recv_exactly(sock, n):
     return buf
 
 
+def router_forwards(op, body):
+    """Whether a router with --configdb sends this message on to its
+    primary shard: everything but the commands it answers itself."""
+    if not MONGOS or CONFIGDB is None:
+        return False
+    if op != OP_QUERY:
+        return True
+    ns, at = cstring(body, 4)
+    if not ns.endswith(".$cmd"):
+        return True
+    q, _ = doc_at(body, at + 8)
+    return next(iter(q)).lower() not in ROUTER_COMMANDS
+
+
 class Handler(socketserver.BaseRequestHandler):
+    def forward(self, head, body):
+        """Sends the message to the primary shard on this client's own
+        connection there; relays its reply, if it has one."""
+        if self.backend is None:
+            host = primary_shard()
+            if host is None:
+                raise ConnectionError("no shard to forward to")
+            name, _, port = host.rpartition(":")
+            self.backend = socket.create_connection((name, int(port)))
+            if ECHO:
+                print("forwarding to %s" % host, file=sys.stderr, flush=True)
+        self.backend.sendall(head + body)
+        op = struct.unpack_from("<i", head, 12)[0]
+        if op in (OP_INSERT, OP_UPDATE, OP_DELETE, OP_KILL_CURSORS):
+            return
+        (length,) = struct.unpack("<i", recv_exactly(self.backend, 4))
+        rest = recv_exactly(self.backend, length - 4)
+        self.request.sendall(struct.pack("<i", length) + rest)
+
     def handle(self):
         conn = Conn()
+        self.backend = None
         reply_id = itertools.count(1)
         try:
             while True:
-                length, req_id, _to, op = struct.unpack("<iiii", recv_exactly(self.request, 16))
+                head = recv_exactly(self.request, 16)
+                length, req_id, _to, op = struct.unpack("<iiii", head)
                 body = recv_exactly(self.request, length - 16)
+                if router_forwards(op, body):
+                    with LOCK:
+                        count("forwarded")
+                    self.forward(head, body)
+                    continue
                 with LOCK:
                     count("op:%d" % op)
                     r = conn.handle(op, body)
@@ -621,8 +756,11 @@ class Handler(socketserver.BaseRequestHandler):
                 head = struct.pack("<iqii", flags, cid, 0, len(docs))
                 msg = struct.pack("<iiii", 16 + len(head) + len(payload), next(reply_id), req_id, OP_REPLY)
                 self.request.sendall(msg + head + payload)
-        except (ConnectionError, struct.error):
+        except (ConnectionError, struct.error, OSError):
             return
+        finally:
+            if self.backend is not None:
+                self.backend.close()
 
 
 class Server(socketserver.ThreadingTCPServer):
@@ -636,22 +774,45 @@ class Server(socketserver.ThreadingTCPServer):
 
 
 def main():
-    global WIRE, SELF_HOST, REPLSET, CONFIGSVR, MONGOS, REPL_DELAY, ECHO
+    global WIRE, SELF_HOST, REPLSET, CONFIGSVR, SHARDSVR, MONGOS, REPL_DELAY, ECHO, CONFIGDB
     p = argparse.ArgumentParser()
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--wire", type=int, choices=[0, 2, 4], required=True)
     p.add_argument("--replset", metavar="NAME")
     p.add_argument("--configsvr", action="store_true")
+    p.add_argument("--shardsvr", action="store_true")
+    p.add_argument("--config", metavar="FILE", help="a mongod.conf: replSetName and clusterRole")
     p.add_argument("--mongos", action="store_true")
+    p.add_argument("--configdb", metavar="SET/HOST:PORT,...")
     p.add_argument("--repl-delay", type=float, default=0.0, metavar="SECONDS")
     p.add_argument("--echo", action="store_true", help="print each command but hello and the data ones on stderr")
     a = p.parse_args()
-    if a.mongos and (a.replset or a.configsvr):
-        p.error("--mongos is a router: no --replset or --configsvr")
+    if a.config:
+        with open(a.config) as f:
+            for line in f:
+                key, _, value = line.strip().partition(":")
+                value = value.strip()
+                if key == "replSetName":
+                    a.replset = value
+                elif key == "clusterRole":
+                    a.configsvr, a.shardsvr = value == "configsvr", value == "shardsvr"
+    if a.mongos and (a.replset or a.configsvr or a.shardsvr):
+        p.error("--mongos is a router: no --replset, --configsvr or --shardsvr")
+    if a.configdb and not a.mongos:
+        p.error("--configdb is a router's: give --mongos")
     WIRE = a.wire
     ECHO = a.echo
     SELF_HOST = "127.0.0.1:%d" % a.port
     REPLSET, CONFIGSVR, MONGOS, REPL_DELAY = a.replset, a.configsvr, a.mongos, a.repl_delay
+    SHARDSVR = a.shardsvr
+    if ECHO:
+        role = "configsvr" if CONFIGSVR else "shardsvr" if SHARDSVR else "router" if MONGOS else "-"
+        print("started replSetName=%s clusterRole=%s configdb=%s" % (REPLSET or "-", role, a.configdb or "-"),
+              file=sys.stderr, flush=True)
+    if a.configdb:
+        setname, _, hosts = a.configdb.rpartition("/")
+        CONFIGDB = (setname, hosts.split(","))
+        find_config_primary()
     with Server(("127.0.0.1", a.port), Handler) as s:
         s.serve_forever()
 

@@ -193,8 +193,10 @@ async fn watch_phase(
     let place: PlaceHook = Arc::new(move |cmd: &mut std::process::Command| {
         placer.place(cmd).map_err(std::io::Error::other)
     });
+    let ports = super::members::client_ports(r);
     let env = PhaseEnv {
-        port: r.port,
+        port: ports[0],
+        ports,
         threads,
         cell_dir: ctx.cell_dir.clone(),
         stem: stem.to_string(),

@@ -9,7 +9,7 @@
 use super::*;
 use crate::model::EngineLaunch;
 use crate::results::model::LagSample;
-use crate::spec::engine::PRIMARY_PORT;
+use crate::spec::engine::{CONFIG_SET, PRIMARY_PORT, SET_NAME};
 
 /// How long the secondaries get to catch up with the primary.
 pub const IN_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
@@ -29,6 +29,8 @@ pub(super) struct ReplicaRun {
     pub cpus: crate::units::CpuSet,
     /// Whom it copies.
     pub leader: Leader,
+    /// A sharded cluster's router: the client's way in.
+    pub router: bool,
 }
 
 impl ReplicaRun {
@@ -37,6 +39,7 @@ impl ReplicaRun {
             name: rw.name.clone(),
             cpus: rw.limits.server_cpus.clone(),
             leader: rw.leader,
+            router: rw.role == crate::model::Role::Router.name(),
             stats: sandbox.stats_reader(),
             sandbox: Some(sandbox),
             port: 0,
@@ -50,6 +53,7 @@ impl ReplicaRun {
     /// primary, a shard's primary follows nobody.
     fn what(&self) -> &'static str {
         match self.leader {
+            Leader::None if self.router => "router",
             Leader::None => "member",
             _ => "secondary",
         }
@@ -70,6 +74,22 @@ fn member<'a>(
     rec.fidelity.members.entry(name.to_string()).or_default()
 }
 
+/// Where the client connects: a sharded cluster's routers, else the
+/// cell's server.
+pub(super) fn client_ports(r: &Running) -> Vec<u16> {
+    let routers: Vec<u16> = r
+        .replicas
+        .iter()
+        .filter(|rr| rr.router)
+        .map(|rr| rr.port)
+        .collect();
+    if routers.is_empty() {
+        vec![r.port]
+    } else {
+        routers
+    }
+}
+
 /// The port of the member `rr` follows; `None` for a shard's primary.
 pub(super) fn leader_port(r: &Running, leader: Leader) -> Option<u16> {
     match leader {
@@ -79,55 +99,130 @@ pub(super) fn leader_port(r: &Running, leader: Leader) -> Option<u16> {
     }
 }
 
-/// Provision, start and join every secondary, then wait until each
-/// follows the primary with nothing left to replay.
+/// Provision, start and join every member after the first, form the
+/// topology, then wait until each follower has nothing left to replay.
+/// A cluster with routers starts its routers last, once its config
+/// servers' and shards' replica sets have their primaries.
 pub(super) async fn start_replicas(
     work: &CellWork,
     ctx: &CellCtx,
     r: &mut Running,
     writer: &dyn CellWriter,
 ) -> Result<(), Stop> {
-    let primary = r.port;
-    for (rw, i) in work.replicas.iter().zip(0..) {
-        let rr = &mut r.replicas[i];
-        let provisioned = rr.sandbox().provision(&rw.limits).await?;
-        rr.oom_at_start = rr.stats.server()?.oom_kills;
-        rr.port = crate::sandbox::free_port()?;
-        let dir = super::cell_work_dir(ctx).join(&rw.name);
-        let kept = ctx.cell_dir.join("members").join(&rw.name);
-        let (mut launch, files) = (rw.launch)(
-            rr.port,
-            &dir.join("data"),
-            &dir.join("config"),
-            &kept.join("engine.log"),
-            primary,
-        )?;
-        std::fs::create_dir_all(kept.join("config")).map_err(anyhow::Error::from)?;
-        super::stages::keep_configs(writer, &kept.join("config"), &files, &mut launch)?;
-        writer.file(
-            &kept.join("launch.json"),
-            &serde_json::to_vec_pretty(&launch).map_err(anyhow::Error::from)?,
-        )?;
-        let handle = rr.sandbox().start_engine(&launch).await?;
-        rr.started = Some(Instant::now());
-        if let EngineId::Pid(pid) = handle.id {
-            rr.engine_pid = Some(pid);
-        }
-        let member = member(&mut r.record, &rw.name);
-        member.role = rw.role.clone();
-        member.lag_unit = work.facts.lag_unit().map(String::from);
-        member.cpus = rw.limits.server_cpus.to_string();
-        member.port = rr.port;
-        member.limits_read_back = provisioned.read_back;
-        member.limits_read_back.extend(handle.read_back);
-        ready_and_join(work, ctx, rr, rw, &launch, primary).await?;
+    let (routers, others): (Vec<usize>, Vec<usize>) =
+        (0..work.replicas.len()).partition(|&i| r.replicas[i].router);
+    for i in others {
+        start_member(work, ctx, r, writer, i, &[]).await?;
     }
-    if work.sharding.is_some() {
-        super::shards::form(work, ctx, r).await?;
+    match work.sharding.as_ref() {
+        Some(spec) if spec.routers => {
+            let config_set = super::shards::initiate_sets(work, ctx, r, spec).await?;
+            for i in routers {
+                let fills = [(CONFIG_SET, config_set.clone())];
+                start_member(work, ctx, r, writer, i, &fills).await?;
+            }
+            super::shards::add_shards(work, ctx, r, spec).await?;
+        }
+        Some(_) => super::shards::form(work, ctx, r).await?,
+        None => {}
     }
     initiate(work, r).await?;
     wait_in_sync(work, ctx, r).await?;
     r.lag = Some(LagSampler::start(work, r));
+    Ok(())
+}
+
+/// Provision and start member `i` of `work.replicas`, its config and
+/// launch kept under `members/<name>/`, then wait until it answers and
+/// send it its join statements. `fills` beside `{primary_port}` and
+/// `{set_name}`: the run's placeholders in its argv.
+async fn start_member(
+    work: &CellWork,
+    ctx: &CellCtx,
+    r: &mut Running,
+    writer: &dyn CellWriter,
+    i: usize,
+    fills: &[(&str, String)],
+) -> Result<(), Stop> {
+    let rw = &work.replicas[i];
+    let primary = r.port;
+    let rr = &mut r.replicas[i];
+    let provisioned = rr.sandbox().provision(&rw.limits).await?;
+    rr.oom_at_start = rr.stats.server()?.oom_kills;
+    rr.port = crate::sandbox::free_port()?;
+    let dir = super::cell_work_dir(ctx).join(&rw.name);
+    let kept = ctx.cell_dir.join("members").join(&rw.name);
+    let mut all = vec![
+        (PRIMARY_PORT, primary.to_string()),
+        (SET_NAME, rw.set.clone().unwrap_or_default()),
+    ];
+    all.extend(fills.iter().cloned());
+    let (mut launch, files) = (rw.launch)(
+        rr.port,
+        &dir.join("data"),
+        &dir.join("config"),
+        &kept.join("engine.log"),
+        &all,
+    )?;
+    std::fs::create_dir_all(kept.join("config")).map_err(anyhow::Error::from)?;
+    super::stages::keep_configs(writer, &kept.join("config"), &files, &mut launch)?;
+    writer.file(
+        &kept.join("launch.json"),
+        &serde_json::to_vec_pretty(&launch).map_err(anyhow::Error::from)?,
+    )?;
+    let handle = rr.sandbox().start_engine(&launch).await?;
+    rr.started = Some(Instant::now());
+    if let EngineId::Pid(pid) = handle.id {
+        rr.engine_pid = Some(pid);
+    }
+    let member = member(&mut r.record, &rw.name);
+    member.role = rw.role.clone();
+    member.lag_unit = work.facts.lag_unit().map(String::from);
+    member.cpus = rw.limits.server_cpus.to_string();
+    member.port = rr.port;
+    member.limits_read_back = provisioned.read_back;
+    member.limits_read_back.extend(handle.read_back);
+    ready_and_join(work, ctx, rr, rw, &launch, primary).await
+}
+
+/// `[{"_id": 0, "host": "127.0.0.1:P", "priority": 2}, ...]`: the members
+/// on `ports` as `{set_members}`, the first with the highest priority so
+/// that it is the one elected.
+pub(super) fn set_members(ports: &[u16]) -> String {
+    let members: Vec<serde_json::Value> = ports
+        .iter()
+        .enumerate()
+        .map(|(i, port)| {
+            serde_json::json!({
+                "_id": i,
+                "host": format!("127.0.0.1:{port}"),
+                "priority": if i == 0 { 2 } else { 1 },
+            })
+        })
+        .collect();
+    serde_json::Value::Array(members).to_string()
+}
+
+/// Send `statements` to the member on `port`, `{set_name}` and
+/// `{set_members}` (the members on `ports`) filled.
+pub(super) async fn initiate_set(
+    work: &CellWork,
+    port: u16,
+    statements: &[String],
+    set: &str,
+    ports: &[u16],
+) -> Result<(), Stop> {
+    let members = set_members(ports);
+    for statement in statements {
+        let statement = statement
+            .replace(crate::spec::engine::SET_MEMBERS, &members)
+            .replace(SET_NAME, set);
+        work.facts.execute(port, &statement).await.map_err(|e| {
+            Stop::Failed(format!(
+                "initiating the replica set {set}: `{statement}`: {e}"
+            ))
+        })?;
+    }
     Ok(())
 }
 
@@ -138,26 +233,11 @@ async fn initiate(work: &CellWork, r: &Running) -> Result<(), Stop> {
     if work.initiate.is_empty() {
         return Ok(());
     }
-    let ports = std::iter::once(r.port).chain(r.replicas.iter().map(|rr| rr.port));
-    let members: Vec<serde_json::Value> = ports
-        .enumerate()
-        .map(|(i, port)| {
-            serde_json::json!({
-                "_id": i,
-                "host": format!("127.0.0.1:{port}"),
-                "priority": if i == 0 { 2 } else { 1 },
-            })
-        })
+    let ports: Vec<u16> = std::iter::once(r.port)
+        .chain(r.replicas.iter().map(|rr| rr.port))
         .collect();
-    let members = serde_json::Value::Array(members).to_string();
-    for statement in &work.initiate {
-        let statement = statement.replace(crate::spec::engine::SET_MEMBERS, &members);
-        work.facts
-            .execute(r.port, &statement)
-            .await
-            .map_err(|e| Stop::Failed(format!("initiating the replica set: `{statement}`: {e}")))?;
-    }
-    Ok(())
+    let set = work.set.as_deref().unwrap_or_default();
+    initiate_set(work, r.port, &work.initiate, set, &ports).await
 }
 
 /// How often the secondaries' replication state is read, and how long
@@ -270,9 +350,10 @@ async fn ready_and_join(
     launch: &EngineLaunch,
     primary: u16,
 ) -> Result<(), Stop> {
+    let what = rr.what();
     tokio::select! {
         res = crate::sandbox::ready::wait_ready(rr.sandbox(), launch) => {
-            res.map_err(|e| Stop::Failed(format!("secondary {}: {e}", rw.name)))?;
+            res.map_err(|e| Stop::Failed(format!("{what} {}: {e}", rw.name)))?;
         }
         _ = ctx.stop.cancelled() => return Err(Stop::Interrupted),
     }
@@ -281,7 +362,7 @@ async fn ready_and_join(
         work.facts
             .execute(rr.port, &statement)
             .await
-            .map_err(|e| Stop::Failed(format!("secondary {}: `{statement}`: {e}", rw.name)))?;
+            .map_err(|e| Stop::Failed(format!("{what} {}: `{statement}`: {e}", rw.name)))?;
     }
     Ok(())
 }
@@ -367,7 +448,11 @@ pub(super) async fn compare_records(
         member(&mut r.record, &rr.name).data_digest = Some(own.clone());
         digests.push(own);
     }
-    r.record.data_digest = Some(if work.sharding.is_some() {
+    // Through a router, the whole cluster's records.
+    let entry = client_ports(r)[0];
+    r.record.data_digest = Some(if entry != r.port {
+        digest(entry, "the cluster through its first router".into()).await?
+    } else if work.sharding.is_some() {
         work.facts
             .cluster_digest(r.port)
             .await

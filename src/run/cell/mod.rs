@@ -79,6 +79,11 @@ pub trait EngineFacts: Send + Sync {
     fn lag_unit(&self) -> Option<&'static str> {
         None
     }
+    /// `Ok` once the member on `port` is its replica set's writable
+    /// primary; else what it is instead.
+    async fn writable_primary(&self, port: u16) -> Result<(), String>;
+    /// The shards of `names` that the router on `port` does not list yet.
+    async fn missing_shards(&self, port: u16, names: &[String]) -> Result<Vec<String>, String>;
 }
 
 /// A secondary's replication, as the engines report it.
@@ -91,10 +96,17 @@ pub struct ReplicaState {
     pub behind: u64,
 }
 
-/// Builds a secondary's launch: port, data dir, config dir, log path, the
-/// primary's port.
+/// Builds a member's launch: port, data dir, config dir, log path, and
+/// the run's placeholders filled in its argv and init (`{primary_port}`,
+/// `{set_name}`, `{config_set}`).
 pub type ReplicaLaunchFn = Arc<
-    dyn Fn(u16, &Path, &Path, &Path, u16) -> anyhow::Result<(EngineLaunch, Vec<(String, String)>)>
+    dyn Fn(
+            u16,
+            &Path,
+            &Path,
+            &Path,
+            &[(&str, String)],
+        ) -> anyhow::Result<(EngineLaunch, Vec<(String, String)>)>
         + Send
         + Sync,
 >;
@@ -111,6 +123,9 @@ pub struct ReplicaWork {
     pub join: Vec<String>,
     /// The shard it belongs to, in a sharded cluster.
     pub shard: Option<u32>,
+    /// The replica set it is a member of (`{set_name}`): `benchcage`,
+    /// `cfg`, `shard0`.
+    pub set: Option<String>,
     /// The member whose data it copies, whose lag it is followed by.
     pub leader: Leader,
 }
@@ -226,6 +241,8 @@ pub struct CellWork {
     /// Sent to a replica set's primary once every secondary answers,
     /// `{set_members}` unfilled.
     pub initiate: Vec<String>,
+    /// The replica set the cell's server is a member of (`{set_name}`).
+    pub set: Option<String>,
     /// The cluster node this cell runs on as a job (`run --on slurm`).
     pub node: Option<crate::results::model::NodeRecord>,
 }

@@ -1,14 +1,171 @@
 //! A sharded cluster formed from members that answer (issue 12), as the
-//! engine's `sharding:` says: each shard's primary takes its share of the
-//! hash slots, each shard's secondaries follow their primary by node id,
-//! and every member is asked until it reports the cluster whole. The
-//! first member (the cell's server) is shard 0's primary: an engine with
-//! config servers or routers has no `sharding:` that `run` starts.
+//! engine's `sharding:` says.
+//!
+//! Without routers (Redis Cluster): each shard's primary takes its share
+//! of the hash slots, each shard's secondaries follow their primary by
+//! node id, and every member is asked until it reports the cluster whole.
+//! The first member (the cell's server) is shard 0's primary.
+//!
+//! With routers (MongoDB): the config servers (the first of them is the
+//! cell's server) and each shard are replica sets, initiated on their
+//! first member, which must then be a writable primary; the routers start
+//! after, given the config servers' seed; the first router is sent every
+//! shard and the data's sharding, and the cluster is whole once every
+//! router lists every shard.
 
 use super::members::leader_port;
 use super::*;
 use crate::clients::redis_cluster::shard_slots;
-use crate::spec::engine::{MEMBER_COUNT, SHARD_PRIMARY_ID, SHARD_SLOTS, ShardingSpec};
+use crate::spec::engine::{
+    COLLECTION, DATABASE, MEMBER_COUNT, SET_NAME, SHARD_KEY, SHARD_PRIMARY_ID, SHARD_SET,
+    SHARD_SLOTS, ShardingSpec,
+};
+
+/// One replica set of a cluster with routers: the config servers, or a
+/// shard.
+struct SetOf {
+    name: String,
+    config: bool,
+    /// Its members' ports, its first member's (where it is initiated)
+    /// first.
+    ports: Vec<u16>,
+}
+
+/// The replica sets of the cluster, in start order: the cell's server's
+/// (the config servers' when the cluster has any), then the others'.
+fn sets(work: &CellWork, r: &Running) -> Vec<SetOf> {
+    let (_, _, config_servers) = work.topology.sharded_counts();
+    let mut out: Vec<SetOf> = Vec::new();
+    let first = work.set.iter().map(|s| (s, r.port, config_servers > 0));
+    let rest = r
+        .replicas
+        .iter()
+        .zip(&work.replicas)
+        .filter_map(|(rr, rw)| {
+            let config = rw.role == crate::model::Role::ConfigServer.name();
+            Some((rw.set.as_ref()?, rr.port, config))
+        });
+    for (name, port, config) in first.chain(rest) {
+        match out.iter_mut().find(|s| &s.name == name) {
+            Some(set) => set.ports.push(port),
+            None => out.push(SetOf {
+                name: name.clone(),
+                config,
+                ports: vec![port],
+            }),
+        }
+    }
+    out
+}
+
+/// `SET/127.0.0.1:P1,127.0.0.1:P2`: a replica set as `{config_set}` and
+/// `{shard_set}` name it.
+fn seed(set: &SetOf) -> String {
+    let hosts: Vec<String> = set.ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    format!("{}/{}", set.name, hosts.join(","))
+}
+
+/// Initiate the config servers' replica set and each shard's on its first
+/// member, as `config_initiate` and `shard_initiate` say, and wait until
+/// each first member is a writable primary; returns the config servers'
+/// seed for the routers' `{config_set}`.
+pub(super) async fn initiate_sets(
+    work: &CellWork,
+    ctx: &CellCtx,
+    r: &Running,
+    spec: &ShardingSpec,
+) -> Result<String, Stop> {
+    let deadline = Instant::now() + super::members::IN_SYNC_TIMEOUT;
+    let sets = sets(work, r);
+    for set in &sets {
+        let statements = if set.config {
+            &spec.config_initiate
+        } else {
+            &spec.shard_initiate
+        };
+        super::members::initiate_set(work, set.ports[0], statements, &set.name, &set.ports).await?;
+    }
+    for set in &sets {
+        retry(ctx, deadline, || work.facts.writable_primary(set.ports[0]))
+            .await
+            .map_err(|e| {
+                let secs = super::members::IN_SYNC_TIMEOUT.as_secs();
+                failed(
+                    ctx,
+                    format!(
+                        "replica set {} had no primary within {secs}s: its first member {e}",
+                        set.name
+                    ),
+                )
+            })?;
+    }
+    Ok(sets.iter().find(|s| s.config).map(seed).unwrap_or_default())
+}
+
+/// Send the first router each shard (`add_shard`, again until it takes
+/// it or the deadline) and then the data's sharding (`shard_data`, once);
+/// wait until every router lists every shard.
+pub(super) async fn add_shards(
+    work: &CellWork,
+    ctx: &CellCtx,
+    r: &Running,
+    spec: &ShardingSpec,
+) -> Result<(), Stop> {
+    let deadline = Instant::now() + super::members::IN_SYNC_TIMEOUT;
+    let routers: Vec<(&str, u16)> = r
+        .replicas
+        .iter()
+        .filter(|rr| rr.router)
+        .map(|rr| (rr.name.as_str(), rr.port))
+        .collect();
+    let Some(&(first, port)) = routers.first() else {
+        return Err(Stop::Failed("the sharded cluster has no router".into()));
+    };
+    let shards: Vec<SetOf> = sets(work, r).into_iter().filter(|s| !s.config).collect();
+    for shard in &shards {
+        let seed = seed(shard);
+        for statement in &spec.add_shard {
+            let statement = statement
+                .replace(SHARD_SET, &seed)
+                .replace(SET_NAME, &shard.name);
+            retry(ctx, deadline, || work.facts.execute(port, &statement))
+                .await
+                .map_err(|e| failed(ctx, format!("{first}: `{statement}`: {e}")))?;
+        }
+    }
+    let key = match work.topology {
+        crate::model::Topology::Sharded { key, .. } => key,
+        _ => crate::model::ShardKeyKind::Hashed,
+    };
+    let key = spec.shard_keys.get(key.name()).cloned().unwrap_or_default();
+    for statement in &spec.shard_data {
+        let statement = statement
+            .replace(DATABASE, crate::workload::stores::mongodb::DEFAULT_DB)
+            .replace(COLLECTION, crate::workload::stores::TABLE)
+            .replace(SHARD_KEY, &key);
+        work.facts
+            .execute(port, &statement)
+            .await
+            .map_err(|e| Stop::Failed(format!("{first}: `{statement}`: {e}")))?;
+    }
+    let names: Vec<String> = shards.iter().map(|s| s.name.clone()).collect();
+    let listed = || async {
+        for (name, port) in &routers {
+            let missing = work.facts.missing_shards(*port, &names).await?;
+            if !missing.is_empty() {
+                return Err(format!("{name} does not list {} yet", missing.join(", ")));
+            }
+        }
+        Ok(())
+    };
+    retry(ctx, deadline, listed).await.map_err(|e| {
+        let secs = super::members::IN_SYNC_TIMEOUT.as_secs();
+        failed(
+            ctx,
+            format!("the sharded cluster was not whole within {secs}s: {e}"),
+        )
+    })
+}
 
 /// Give every shard its slots, join every shard's secondaries, then wait
 /// until every member says the cluster is whole, within

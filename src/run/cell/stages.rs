@@ -135,7 +135,11 @@ pub(super) async fn load_data(
 /// The data's size as the engine reports it, else its files on disk.
 pub(super) async fn data_size(work: &CellWork, ctx: &CellCtx, r: &Running) -> u64 {
     let on_disk = disk::dir_size(&cell_work_dir(ctx).join("data"));
-    let reported = if work.sharding.is_some() {
+    // A router reports the whole cluster's.
+    let entry = super::members::client_ports(r)[0];
+    let reported = if entry != r.port {
+        work.facts.data_size(entry).await
+    } else if work.sharding.is_some() {
         work.facts.cluster_data_size(r.port).await
     } else {
         work.facts.data_size(r.port).await

@@ -180,6 +180,10 @@ pub struct StoreTarget {
     /// MongoDB: `w`, `journal`, `readPreference`, `socketTimeoutMS` (and,
     /// for tests, `maxWireVersion`) from the query string.
     pub mongo: MongoOptions,
+    /// MongoDB: the seed list's hosts after the first
+    /// (`mongodb://127.0.0.1:P1,127.0.0.1:P2`), as `(host, port)`: a
+    /// sharded cluster's routers, over which connections are spread.
+    pub more_hosts: Vec<(String, u16)>,
 }
 
 /// Why a store URL was refused.
@@ -256,6 +260,7 @@ impl StoreTarget {
                 endpoint,
                 engine: None,
                 mongo: MongoOptions::default(),
+                more_hosts: Vec::new(),
             });
         }
         // The user info ends at the last `@`, so a password may hold `/`,
@@ -271,22 +276,18 @@ impl StoreTarget {
             endpoint.user = Some(percent_decode(user));
             endpoint.password = pass.map(percent_decode);
         }
-        let (host, port) = split_host_port(hostport, &shown)?;
-        if let Some(p) = port {
-            endpoint.port = p.parse().map_err(|_| UrlError::Malformed {
-                url: shown.clone(),
-                msg: format!("port `{p}` is not a number from 1 to 65535"),
-            })?;
+        let mut hosts = hostport.split(',');
+        let (host, port) = loopback_host(hosts.next().unwrap_or(""), default_port, &shown)?;
+        (endpoint.host, endpoint.port) = (host, port);
+        let more_hosts = hosts
+            .map(|h| loopback_host(h, default_port, &shown))
+            .collect::<Result<Vec<_>, _>>()?;
+        if !more_hosts.is_empty() && kind != StoreKind::Mongodb {
+            return Err(UrlError::Malformed {
+                url: shown,
+                msg: "several hosts: only a mongodb:// URL takes a seed list".into(),
+            });
         }
-        let host = if host.is_empty() {
-            "127.0.0.1".to_string()
-        } else {
-            host
-        };
-        if !crate::clients::is_loopback_host(&host) {
-            return Err(UrlError::NotLoopback { url: shown, host });
-        }
-        endpoint.host = host;
         if !path.is_empty() {
             endpoint.database = Some(path.to_string());
         }
@@ -318,8 +319,38 @@ impl StoreTarget {
             endpoint,
             engine,
             mongo,
+            more_hosts,
         })
     }
+}
+
+/// One `host:port` of a URL (the port `default_port` when it names none,
+/// the host 127.0.0.1 when it is empty): loopback only.
+fn loopback_host(
+    hostport: &str,
+    default_port: u16,
+    shown: &str,
+) -> Result<(String, u16), UrlError> {
+    let (host, port) = split_host_port(hostport, shown)?;
+    let port = match port {
+        Some(p) => p.parse().map_err(|_| UrlError::Malformed {
+            url: shown.to_string(),
+            msg: format!("port `{p}` is not a number from 1 to 65535"),
+        })?,
+        None => default_port,
+    };
+    let host = if host.is_empty() {
+        "127.0.0.1".to_string()
+    } else {
+        host
+    };
+    if !crate::clients::is_loopback_host(&host) {
+        return Err(UrlError::NotLoopback {
+            url: shown.to_string(),
+            host,
+        });
+    }
+    Ok((host, port))
 }
 
 /// The store a URL scheme names, and its default port.
@@ -384,6 +415,16 @@ impl AnyStore {
             StoreKind::Postgres => AnyStore::Postgres(postgres::PgStore { ep, schema }),
             StoreKind::Mysql => AnyStore::Mysql(mysql::MyStore { ep, schema }),
             StoreKind::Mongodb => AnyStore::Mongodb(mongodb::MongoStore {
+                more: target
+                    .more_hosts
+                    .iter()
+                    .map(|(host, port)| crate::clients::Endpoint {
+                        host: host.clone(),
+                        port: *port,
+                        ..ep.clone()
+                    })
+                    .collect(),
+                next: Default::default(),
                 ep,
                 schema,
                 opts: target.mongo.clone(),

@@ -14,6 +14,12 @@ pub const DEFAULT_DB: &str = "ycsb";
 /// Records in a MongoDB collection.
 pub struct MongoStore {
     pub ep: Endpoint,
+    /// The seed list's other hosts (a sharded cluster's other routers):
+    /// the load generator's connections go to `ep` and these in turn, as
+    /// a driver spreads its connections over the routers it is given.
+    pub more: Vec<Endpoint>,
+    /// Which host the next connection goes to.
+    pub next: std::sync::atomic::AtomicUsize,
     pub schema: Schema,
     /// Write concern, read preference and timeout from the store URL.
     pub opts: MongoOptions,
@@ -31,13 +37,26 @@ impl MongoStore {
         ep.database.get_or_insert_with(|| DEFAULT_DB.into());
         ep
     }
+
+    /// The host of the next connection, in turn over the seed list.
+    fn next_endpoint(&self) -> Endpoint {
+        let i = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        match i % (self.more.len() + 1) {
+            0 => self.endpoint(),
+            k => Endpoint {
+                host: self.more[k - 1].host.clone(),
+                port: self.more[k - 1].port,
+                ..self.endpoint()
+            },
+        }
+    }
 }
 
 impl Store for MongoStore {
     type Conn = MongoStoreConn;
     async fn connect(&self) -> Result<MongoStoreConn, StoreError> {
         Ok(MongoStoreConn {
-            conn: MongoConn::connect_with(&self.endpoint(), &self.opts).await?,
+            conn: MongoConn::connect_with(&self.next_endpoint(), &self.opts).await?,
             schema: self.schema.clone(),
         })
     }

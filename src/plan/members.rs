@@ -254,6 +254,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn members_belong_to_the_replica_sets_their_roles_make() {
+        let member = |role, shard| PlannedMember {
+            name: "x".into(),
+            role,
+            shard,
+            cpus: "1".parse().unwrap(),
+            configs: Vec::new(),
+        };
+        let primary = member(Role::Primary, None);
+        assert_eq!(primary.set_name(1, false), None, "one server");
+        assert_eq!(primary.set_name(3, false).as_deref(), Some("benchcage"));
+        let cfg = member(Role::ConfigServer, None);
+        assert_eq!(cfg.set_name(5, true).as_deref(), Some("cfg"));
+        let shard = member(Role::ShardSecondary, Some(2));
+        assert_eq!(shard.set_name(5, true).as_deref(), Some("shard2"));
+        // A Redis Cluster's shards are no replica sets; routers never are.
+        assert_eq!(shard.set_name(6, false), None);
+        assert_eq!(member(Role::Router, None).set_name(5, true), None);
+        let ctx = shard.context(3, 5, true);
+        assert_eq!((ctx.shard, ctx.set.as_str()), (Some(2), "shard2"));
+    }
+
+    #[test]
     fn cpus_split_evenly_or_are_shared_only_when_allowed() {
         let six: CpuSet = "0-5".parse().unwrap();
         let split = split_cpus(&six, 3, false).unwrap();

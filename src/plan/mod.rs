@@ -884,6 +884,21 @@ mod tests {
             e.contains("has no config server: give `config_servers: 0`"),
             "{e}"
         );
+        // Redis Cluster spreads keys by hash slots only.
+        s.matrix.engines[0].topology = Some(crate::model::Topology::Sharded {
+            shards: 3,
+            replicas_per_shard: 1,
+            config_servers: 0,
+            routers: 0,
+            key: crate::model::ShardKeyKind::Ranged,
+        });
+        let e = plan_on(&p, &s, &[], None, None, &h)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("redis@7.0's sharded cluster cannot spread records by a ranged key: it knows hashed only"),
+            "{e}"
+        );
         s.matrix.engines[0].topology = Some(sharded(0, 0));
         let plan = plan_on(&p, &s, &[], None, None, &h).unwrap();
         let c = &plan.cells[0];

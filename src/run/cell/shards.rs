@@ -65,6 +65,25 @@ fn seed(set: &SetOf) -> String {
     format!("{}/{}", set.name, hosts.join(","))
 }
 
+/// The `shard_data` statements, the load generator's database and
+/// collection and the topology's key filled.
+fn shard_data(spec: &ShardingSpec, topology: crate::model::Topology) -> Vec<String> {
+    let key = match topology {
+        crate::model::Topology::Sharded { key, .. } => key,
+        _ => crate::model::ShardKeyKind::Hashed,
+    };
+    let key = spec.shard_keys.get(key.name()).cloned().unwrap_or_default();
+    spec.shard_data
+        .iter()
+        .map(|statement| {
+            statement
+                .replace(DATABASE, crate::workload::stores::mongodb::DEFAULT_DB)
+                .replace(COLLECTION, crate::workload::stores::TABLE)
+                .replace(SHARD_KEY, &key)
+        })
+        .collect()
+}
+
 /// Initiate the config servers' replica set and each shard's on its first
 /// member, as `config_initiate` and `shard_initiate` say, and wait until
 /// each first member is a writable primary; returns the config servers'
@@ -133,16 +152,7 @@ pub(super) async fn add_shards(
                 .map_err(|e| failed(ctx, format!("{first}: `{statement}`: {e}")))?;
         }
     }
-    let key = match work.topology {
-        crate::model::Topology::Sharded { key, .. } => key,
-        _ => crate::model::ShardKeyKind::Hashed,
-    };
-    let key = spec.shard_keys.get(key.name()).cloned().unwrap_or_default();
-    for statement in &spec.shard_data {
-        let statement = statement
-            .replace(DATABASE, crate::workload::stores::mongodb::DEFAULT_DB)
-            .replace(COLLECTION, crate::workload::stores::TABLE)
-            .replace(SHARD_KEY, &key);
+    for statement in shard_data(spec, work.topology) {
         work.facts
             .execute(port, &statement)
             .await
@@ -311,5 +321,45 @@ fn short(statement: &str) -> String {
     match statement.char_indices().nth(60) {
         Some((at, _)) => format!("{}...", &statement[..at]),
         None => statement.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ShardKeyKind, Topology};
+
+    #[test]
+    fn the_data_is_sharded_by_the_key_the_topology_names() {
+        let spec = ShardingSpec {
+            shard_data: vec![
+                r#"{"enableSharding": "{database}"}"#.into(),
+                r#"{"shardCollection": "{database}.{collection}", "key": {shard_key}}"#.into(),
+            ],
+            shard_keys: [
+                ("hashed".to_string(), r#"{"_id": "hashed"}"#.to_string()),
+                ("ranged".to_string(), r#"{"_id": 1}"#.to_string()),
+            ]
+            .into(),
+            ..Default::default()
+        };
+        let sharded = |key| Topology::Sharded {
+            shards: 2,
+            replicas_per_shard: 1,
+            config_servers: 1,
+            routers: 1,
+            key,
+        };
+        assert_eq!(
+            shard_data(&spec, sharded(ShardKeyKind::Ranged)),
+            [
+                r#"{"enableSharding": "ycsb"}"#,
+                r#"{"shardCollection": "ycsb.usertable", "key": {"_id": 1}}"#
+            ]
+        );
+        assert_eq!(
+            shard_data(&spec, sharded(ShardKeyKind::Hashed))[1],
+            r#"{"shardCollection": "ycsb.usertable", "key": {"_id": "hashed"}}"#
+        );
     }
 }

@@ -487,6 +487,24 @@ mod tests {
             (6380, Some("2"))
         );
         assert!(!format!("{:?}", t).contains("p@ss"));
+        // A seed list: the routers of a sharded cluster, loopback only.
+        let seeds = StoreTarget::parse("mongodb://127.0.0.1:1,127.0.0.1:2,localhost/?w=1").unwrap();
+        assert_eq!(seeds.endpoint.port, 1);
+        assert_eq!(
+            seeds.more_hosts,
+            [
+                ("127.0.0.1".to_string(), 2),
+                ("localhost".to_string(), 27017)
+            ]
+        );
+        let e = StoreTarget::parse("mongodb://127.0.0.1:1,10.0.0.1:2").unwrap_err();
+        assert!(matches!(e, UrlError::NotLoopback { .. }), "{e}");
+        let e = StoreTarget::parse("redis://127.0.0.1:1,127.0.0.1:2").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("only a mongodb:// URL takes a seed list"),
+            "{e}"
+        );
         let m = StoreTarget::parse("mongodb://u:pw@127.0.0.1/ycsb").unwrap();
         assert_eq!(m.endpoint.auth_source.as_deref(), Some("ycsb"));
         let m = StoreTarget::parse("mongodb://u:pw@127.0.0.1/ycsb?authSource=admin").unwrap();

@@ -113,3 +113,31 @@ impl StoreConn for MongoStoreConn {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connections_go_to_every_host_of_the_seed_list_in_turn() {
+        let at = |port| Endpoint {
+            port,
+            ..Endpoint::loopback(port)
+        };
+        let store = MongoStore {
+            ep: at(1),
+            more: vec![at(2), at(3)],
+            next: Default::default(),
+            schema: Schema {
+                fields: Vec::<String>::new().into(),
+                field_length: 0,
+                engine: None,
+            },
+            opts: MongoOptions::default(),
+        };
+        let ports: Vec<u16> = (0..7).map(|_| store.next_endpoint().port).collect();
+        assert_eq!(ports, [1, 2, 3, 1, 2, 3, 1]);
+        // Every one on the store's database.
+        assert_eq!(store.next_endpoint().database.as_deref(), Some(DEFAULT_DB));
+    }
+}

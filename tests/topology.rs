@@ -728,6 +728,49 @@ fn a_mongodb_sharded_cluster_is_formed_in_order_and_loaded_through_every_router(
     place.assert_clean(&run);
 }
 
+#[test]
+fn a_config_server_set_that_refuses_its_initiation_fails_the_cell_before_any_router_starts() {
+    let place = Place::new();
+    let home = place.path("home");
+    legacy_sharded_project(&home);
+    // The config servers' set initiated without `configsvr: true`: a
+    // config server refuses it, as mongod does.
+    let spec = home.join("engines/legacymongod.yaml");
+    let text = support::files::read_text(&spec);
+    let wrong = text.replace(r#""configsvr": true, "#, "");
+    assert_ne!(text, wrong);
+    std::fs::write(&spec, wrong).unwrap();
+    let out = bc_in(
+        &home,
+        &place.path("results"),
+        &place.path("work"),
+        &place.path("state"),
+    )
+    .args(["run", "mongo-sharded"])
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    let run = run_id_of(
+        err.lines()
+            .find(|l| l.contains("cell(s), results in"))
+            .unwrap_or_else(|| panic!("{err}")),
+    );
+    let cell = cell_dirs(&place.path("results").join(&run)).remove(0);
+    let c: CellRecord = read_json(&cell.join("cell.json"));
+    assert_eq!(c.status, CellStatus::Failed);
+    let why = c.failure.unwrap_or_default();
+    assert!(
+        why.starts_with("initiating the replica set cfg: ")
+            && why.contains("must have configsvr:true"),
+        "{why}"
+    );
+    // The shards were started, the routers never were.
+    assert!(cell.join("members/shard1-m0/engine.log").exists());
+    assert!(!cell.join("members/router0").exists());
+    place.assert_clean(&run);
+}
+
 /// The port a launch.json gave the engine.
 fn launch_port(file: &Path) -> u16 {
     let v: serde_json::Value = read_json(file);

@@ -58,6 +58,16 @@ pub enum Role {
 }
 
 impl Role {
+    /// Every role's name, as `name` gives it.
+    pub const NAMES: &'static [&'static str] = &[
+        "primary",
+        "secondary",
+        "config_server",
+        "shard_primary",
+        "shard_secondary",
+        "router",
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Role::Primary => "primary",

@@ -93,9 +93,9 @@ pub(super) fn plan(
     }
     let server = &e.ep.env.server_cpus;
     let share = e.ep.env.share_cpus;
-    let cpus = match split_cpus(server, members.len(), share) {
+    let cpus = match assign_cpus(server, &members, share, &e.ep.spec.member_cpus) {
         Ok(c) => c,
-        Err(short) => {
+        Err(CpuProblem::Short(short)) => {
             let hint = "give the server at least one CPU per member, or set `share_cpus: true` in the environment (plan then lists it as a deviation)";
             diags.push(diag(
                 e,
@@ -106,8 +106,17 @@ pub(super) fn plan(
             ));
             return None;
         }
+        Err(CpuProblem::List { field, msg, hint }) => {
+            let msg = format!("{} {}: {msg}", e.label, topology.key());
+            diags.push(e.ep.spec.origin.diag(&field, msg, Some(hint)));
+            return None;
+        }
     };
-    if members.len() > 1 && server.len() < members.len() {
+    let shared = cpus
+        .iter()
+        .enumerate()
+        .any(|(i, a)| cpus[i + 1..].iter().any(|b| !a.intersection(b).is_empty()));
+    if shared {
         deviations.push(format!(
             "{} {}: the {} members share the server's CPUs {server} (share_cpus)",
             e.ep.name,
@@ -198,7 +207,102 @@ fn diag(
     }
 }
 
-/// Why the members' CPUs could not be assigned.
+/// Why the members' CPUs could not be assigned: too few to split, or a
+/// `member_cpus` list that does not fit (its field, why, what to do).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CpuProblem {
+    Short(CpuShortfall),
+    List {
+        field: String,
+        msg: String,
+        hint: String,
+    },
+}
+
+/// The members' CPUs: those `lists` gives by role (one set per member of
+/// the role, in start order, each among the server's), and the server's
+/// CPUs left split evenly between the other members ([`split_cpus`]; all
+/// of the server's when none are left and they may share). Listed sets
+/// may overlap only when `share`.
+pub fn assign_cpus(
+    server: &CpuSet,
+    members: &[crate::model::Member],
+    share: bool,
+    lists: &std::collections::BTreeMap<String, Vec<CpuSet>>,
+) -> Result<Vec<CpuSet>, CpuProblem> {
+    let list = |field: String, msg: String, hint: &str| CpuProblem::List {
+        field,
+        msg,
+        hint: hint.to_string(),
+    };
+    let mut out: Vec<Option<CpuSet>> = vec![None; members.len()];
+    for (role, sets) in lists {
+        let field = format!("member_cpus.{role}");
+        let of_role: Vec<usize> = (0..members.len())
+            .filter(|&i| members[i].role.name() == role)
+            .collect();
+        if of_role.len() != sets.len() {
+            let msg = format!(
+                "{} CPU set(s) listed for its {} {role} member(s)",
+                sets.len(),
+                of_role.len()
+            );
+            return Err(list(
+                field,
+                msg,
+                "list one CPU set per member of the role, in start order",
+            ));
+        }
+        for (i, cpus) in of_role.into_iter().zip(sets) {
+            if !cpus.is_subset(server) {
+                let msg = format!(
+                    "{}'s CPUs {cpus} are not all among the server's {server}",
+                    members[i].name
+                );
+                return Err(list(
+                    field,
+                    msg,
+                    "a member runs on the server's CPUs: list some of `server.cpus`",
+                ));
+            }
+            if !share
+                && let Some(j) = (0..members.len()).find(|&j| {
+                    out[j]
+                        .as_ref()
+                        .is_some_and(|o| !o.intersection(cpus).is_empty())
+                })
+            {
+                let msg = format!(
+                    "{} and {} would share CPUs {}",
+                    members[j].name,
+                    members[i].name,
+                    cpus.intersection(out[j].as_ref().unwrap_or(cpus))
+                );
+                return Err(list(
+                    field,
+                    msg,
+                    "give each member CPUs of its own, or set `share_cpus: true` (plan then lists it as a deviation)",
+                ));
+            }
+            out[i] = Some(cpus.clone());
+        }
+    }
+    let taken: Vec<u32> = out.iter().flatten().flat_map(|c| c.iter()).collect();
+    let free = CpuSet::new(server.iter().filter(|c| !taken.contains(c)));
+    let rest = out.iter().filter(|c| c.is_none()).count();
+    let mut split = if free.is_empty() && share {
+        vec![server.clone(); rest]
+    } else {
+        split_cpus(&free, rest, share).map_err(CpuProblem::Short)?
+    }
+    .into_iter();
+    Ok(out
+        .into_iter()
+        .map(|c| c.or_else(|| split.next()).unwrap_or_default())
+        .collect())
+}
+
+/// Why the members' CPUs could not be split.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CpuShortfall {
     pub members: usize,
@@ -252,6 +356,61 @@ pub fn split_cpus(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn listed_roles_get_their_cpus_and_the_other_members_split_the_rest() {
+        let t = Topology::Sharded {
+            shards: 2,
+            replicas_per_shard: 1,
+            config_servers: 1,
+            routers: 2,
+            key: crate::model::ShardKeyKind::Hashed,
+        };
+        let members = t.members();
+        let server: CpuSet = "0-5".parse().unwrap();
+        let set = |s: &str| -> CpuSet { s.parse().unwrap() };
+        let mut lists = std::collections::BTreeMap::new();
+        lists.insert("router".to_string(), vec![set("4"), set("5")]);
+        lists.insert("config_server".to_string(), vec![set("3")]);
+        let got: Vec<String> = assign_cpus(&server, &members, false, &lists)
+            .unwrap()
+            .iter()
+            .map(|c| c.to_string())
+            .collect();
+        // cfg0, shard0-m0, shard1-m0, router0, router1.
+        assert_eq!(got, ["3", "0-1", "2", "4", "5"]);
+        // One set per member of the role.
+        lists.insert("router".to_string(), vec![set("4")]);
+        let e = assign_cpus(&server, &members, false, &lists).unwrap_err();
+        assert!(
+            matches!(&e, CpuProblem::List { field, msg, .. } if field == "member_cpus.router" && msg == "1 CPU set(s) listed for its 2 router member(s)"),
+            "{e:?}"
+        );
+        // Among the server's, and apart unless they may share.
+        lists.insert("router".to_string(), vec![set("4"), set("6")]);
+        let e = assign_cpus(&server, &members, false, &lists).unwrap_err();
+        assert!(
+            matches!(&e, CpuProblem::List { msg, .. } if msg == "router1's CPUs 6 are not all among the server's 0-5"),
+            "{e:?}"
+        );
+        lists.insert("router".to_string(), vec![set("3"), set("5")]);
+        let e = assign_cpus(&server, &members, false, &lists).unwrap_err();
+        assert!(
+            matches!(&e, CpuProblem::List { msg, .. } if msg == "cfg0 and router0 would share CPUs 3"),
+            "{e:?}"
+        );
+        let shared = assign_cpus(&server, &members, true, &lists).unwrap();
+        assert_eq!(shared[0], shared[3]);
+        // Every CPU listed: the others may only share the server's.
+        lists.insert("router".to_string(), vec![set("0-2"), set("3-5")]);
+        lists.remove("config_server");
+        assert!(matches!(
+            assign_cpus(&server, &members, false, &lists),
+            Err(CpuProblem::Short(_))
+        ));
+        let all = assign_cpus(&server, &members, true, &lists).unwrap();
+        assert_eq!(all[0], server);
+    }
 
     #[test]
     fn members_belong_to_the_replica_sets_their_roles_make() {

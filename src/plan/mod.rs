@@ -900,6 +900,19 @@ mod tests {
             "{e}"
         );
         s.matrix.engines[0].topology = Some(sharded(0, 0));
+        // CPUs by role: one set per member of it.
+        let env = p.environments.get_mut("quickstart").unwrap();
+        env.member_cpus
+            .insert("shard_primary".into(), vec!["1".parse().unwrap()]);
+        let e = plan_on(&p, &s, &[], None, None, &h)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("member_cpus.shard_primary: redis@7.0 sharded:3x1+0cfg+0router: 1 CPU set(s) listed for its 3 shard_primary member(s)"),
+            "{e}"
+        );
+        let env = p.environments.get_mut("quickstart").unwrap();
+        env.member_cpus.clear();
         let plan = plan_on(&p, &s, &[], None, None, &h).unwrap();
         let c = &plan.cells[0];
         let names: Vec<&str> = c.members.iter().map(|m| m.name.as_str()).collect();

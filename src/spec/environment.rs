@@ -22,6 +22,7 @@ use super::diag::{Cx, Origin};
 use super::yaml::Node;
 use crate::model::{Backend, IoLimits, SwapPolicy, ThpPolicy};
 use crate::units::{Bytes, CpuSet, SizeOrShare};
+use std::collections::BTreeMap;
 
 /// Smallest memory cap accepted: below this no engine starts.
 pub const MIN_MEMORY: Bytes = Bytes(16 * Bytes::MIB);
@@ -50,6 +51,11 @@ pub struct Environment {
     /// Members of a topology may share the server's CPUs when there are
     /// fewer CPUs than members (`plan` lists it as a deviation).
     pub share_cpus: bool,
+    /// `member_cpus: {router: ["4", "5"], config_server: ["3"]}`: the CPUs
+    /// of a topology's members by role, one set per member of the role in
+    /// start order, each among the server's; members of roles not listed
+    /// share out the server's CPUs that are left.
+    pub member_cpus: BTreeMap<String, Vec<CpuSet>>,
     pub origin: Origin,
 }
 
@@ -242,6 +248,7 @@ impl Environment {
                 "host",
                 "topology",
                 "share_cpus",
+                "member_cpus",
             ],
         )?;
         check_spec_name(&f, cx, name);
@@ -272,6 +279,7 @@ impl Environment {
             host: f.or(cx, "host", HostSettings::default()),
             topology: f.or(cx, "topology", crate::model::Topology::Standalone),
             share_cpus: f.or(cx, "share_cpus", false),
+            member_cpus: f.or(cx, "member_cpus", BTreeMap::new()),
             origin: Origin::default(),
         };
         Some(env)
@@ -333,6 +341,7 @@ impl Environment {
                 Some("the cap could never be reached; leave at least the cap, or drop `server.memory`".into()),
             ));
         }
+        out.extend(self.member_cpu_problems());
         if self.server.io.read_iops == Some(0) || self.server.io.write_iops == Some(0) {
             out.push(self.origin.diag(
                 "server.io",
@@ -341,6 +350,23 @@ impl Environment {
             ));
         }
         out
+    }
+
+    /// `member_cpus`: known roles (`plan` checks the CPUs against the
+    /// server's as `--set` leaves them, and against each other).
+    fn member_cpu_problems(&self) -> Vec<super::diag::Diagnostic> {
+        let roles = crate::model::Role::NAMES;
+        self.member_cpus
+            .keys()
+            .filter(|role| !roles.contains(&role.as_str()))
+            .map(|role| {
+                self.origin.diag(
+                    &format!("member_cpus.{role}"),
+                    format!("unknown member role `{role}`"),
+                    Some(format!("one of: {}", roles.join(", "))),
+                )
+            })
+            .collect()
     }
 
     /// Sizes with this environment's scale applied.

@@ -368,6 +368,20 @@ fn a_three_shard_redis_cluster_holds_every_record_once_and_serves_every_key() {
         assert!(!sec.lag.is_empty() && sec.lag.iter().all(|l| l.linked));
         assert!(p.lag.is_empty() && p.in_sync_s.is_none());
     }
+    // The settle step shrank every member's cap, each by its own data
+    // (to the least a cap is settled to).
+    assert!(
+        cluster.limits["memory_settled"].starts_with("32.0 MiB ("),
+        "{:?}",
+        cluster.limits
+    );
+    for (name, m) in members {
+        let after = &m.limits_read_back["memory limit after settle"];
+        assert!(
+            after.starts_with("33554432 (settled to 32.0 MiB"),
+            "{name}: {after}"
+        );
+    }
     // Every key read where its slot lives, every scan through the index.
     for (name, ops) in [("reads", 2000), ("scans", 200)] {
         let p = cluster.phases.iter().find(|p| p.name == name).unwrap();

@@ -1,5 +1,6 @@
 //! A replica set's secondaries, or a sharded cluster's members after the
-//! first (issue 12): each in a sandbox of its own with its CPUs and memory
+//! first (issue 12; with routers, they start last and the client connects
+//! to them): each in a sandbox of its own with its CPUs and memory
 //! cap, made and joined as the engine's `replication:` or `sharding:`
 //! says (the cluster formed by `shards`), each follower followed until it
 //! has nothing left to replay before the load and after it, its records
@@ -123,8 +124,15 @@ pub(super) async fn start_replicas(
             }
             super::shards::add_shards(work, ctx, r, spec).await?;
         }
-        Some(_) => super::shards::form(work, ctx, r).await?,
-        None => {}
+        _ => {
+            // Plan gives routers only to an engine whose `sharding:` has them.
+            for i in routers {
+                start_member(work, ctx, r, writer, i, &[]).await?;
+            }
+            if work.sharding.is_some() {
+                super::shards::form(work, ctx, r).await?;
+            }
+        }
     }
     initiate(work, r).await?;
     wait_in_sync(work, ctx, r).await?;
@@ -507,6 +515,45 @@ pub(super) async fn broken_during_phase(work: &CellWork, r: &mut Running) -> Opt
         }
     }
     (!why.is_empty()).then(|| why.join("; "))
+}
+
+/// Whether the member `i` of `work.replicas` (`None`: the cell's server)
+/// holds records: not a router, nor a config server.
+pub(super) fn holds_records(work: &CellWork, i: Option<usize>) -> bool {
+    use crate::model::Role;
+    match i {
+        Some(i) => ![Role::Router.name(), Role::ConfigServer.name()]
+            .contains(&work.replicas[i].role.as_str()),
+        // Config servers start first, so a cluster that has them has one as
+        // its first member.
+        None => work.topology.sharded_counts().2 == 0,
+    }
+}
+
+/// The settle step on every other member that holds records: its memory
+/// cap shrunk as the cell's (a share of its own data), read back into its
+/// fidelity entry, and its page cache dropped.
+pub(super) async fn settle(work: &CellWork, ctx: &CellCtx, r: &mut Running) -> Result<(), Stop> {
+    for i in (0..work.replicas.len()).filter(|&i| holds_records(work, Some(i))) {
+        let name = &work.replicas[i].name;
+        let port = r.replicas[i].port;
+        if let Some(want) = work.settle.memory {
+            let on_disk = || disk::dir_size(&super::cell_work_dir(ctx).join(name).join("data"));
+            let data = work.facts.data_size(port).await.filter(|b| *b > 0);
+            let (cap, why) = super::stages::settle_cap(want, data.unwrap_or_else(on_disk));
+            let rr = &mut r.replicas[i];
+            rr.sandbox().set_memory_cap(cap, work.limits.swap)?;
+            let limit = rr.stats.server()?.memory_limit;
+            member(&mut r.record, name).limits_read_back.insert(
+                "memory limit after settle".into(),
+                format!("{limit} (settled to {cap}: {why})"),
+            );
+        }
+        if work.settle.drop_caches {
+            r.replicas[i].sandbox().drop_page_cache()?;
+        }
+    }
+    Ok(())
 }
 
 /// The CPU time the secondaries' cgroups have used so far, in µs.

@@ -231,8 +231,9 @@ pub struct CellWork {
     /// the cache has it, saved after the load when not.
     pub snapshot: Option<SnapshotWork>,
     /// A replica set's secondaries, or a sharded cluster's members after
-    /// the first (the cell's server is the primary, or the first shard's
-    /// primary); empty for one server.
+    /// the first (the cell's server is the primary, the first shard's
+    /// primary, or the first config server when the cluster has routers);
+    /// empty for one server.
     pub replicas: Vec<ReplicaWork>,
     /// One server, a replica set or a sharded cluster.
     pub topology: crate::model::Topology,

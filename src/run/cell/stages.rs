@@ -156,14 +156,16 @@ pub(super) async fn settle_memory(
 ) -> Result<(), Stop> {
     let data_size = data_size(work, ctx, r).await;
     r.record.data_size_bytes = Some(data_size);
-    if let Some(want) = work.settle.memory {
-        let (cap, why) = match want {
-            SettleCap::OfData(share) => (
-                settle::settled_cap(share, Bytes(data_size)),
-                format!("{share} of data {}", Bytes(data_size)),
-            ),
-            SettleCap::Absolute(b) => (b, "absolute".to_string()),
+    // The cell's server holds all the data, unless it is one member of a
+    // sharded cluster (its own share) or a config server (no records).
+    let holds = super::members::holds_records(work, None);
+    if let Some(want) = work.settle.memory.filter(|_| holds) {
+        let own = if work.sharding.is_some() {
+            work.facts.data_size(r.port).await.unwrap_or(data_size)
+        } else {
+            data_size
         };
+        let (cap, why) = settle_cap(want, own);
         r.sandbox().set_memory_cap(cap, work.limits.swap)?;
         r.record
             .limits
@@ -172,15 +174,27 @@ pub(super) async fn settle_memory(
     if work.settle.drop_caches {
         r.sandbox().drop_page_cache()?;
     }
+    super::members::settle(work, ctx, r).await?;
     let settled = r.stats.server()?;
     r.record.memory_limit_bytes = Some(settled.memory_limit);
-    if work.settle.memory.is_some() {
+    if work.settle.memory.is_some() && holds {
         r.record.fidelity.limits_read_back.insert(
             "server/memory limit after settle".into(),
             settled.memory_limit.to_string(),
         );
     }
     Ok(())
+}
+
+/// The cap `want` makes of `data` bytes, and why in words.
+pub(super) fn settle_cap(want: SettleCap, data: u64) -> (Bytes, String) {
+    match want {
+        SettleCap::OfData(share) => (
+            settle::settled_cap(share, Bytes(data)),
+            format!("{share} of data {}", Bytes(data)),
+        ),
+        SettleCap::Absolute(b) => (b, "absolute".to_string()),
+    }
 }
 
 /// Before the engine starts: when the cache holds the cell's snapshot,

@@ -237,8 +237,11 @@ impl Db {
         v.pop().ok_or_else(|| StoreError::NotFound(what()))
     }
 
-    /// `findAndModify`: the document before `update`, or `None` when none
-    /// matched.
+    /// `findAndModify`: the document after `update` (`new: true`), or
+    /// `None` when none matched. After, not before: the post-image comes
+    /// from the write itself, while a server may read the pre-image
+    /// before the write and let a concurrent one land in between
+    /// (SecantusDB then handed two NEW ORDERs the same `D_NEXT_O_ID`).
     async fn modify(
         &mut self,
         coll: &str,
@@ -246,7 +249,7 @@ impl Db {
         update: Value,
         fields: Value,
     ) -> Result<Option<Value>, StoreError> {
-        let c = json!({"findAndModify": coll, "query": query, "update": update, "fields": fields});
+        let c = json!({"findAndModify": coll, "query": query, "update": update, "fields": fields, "new": true});
         let mut r = self.cmd(c).await?;
         Ok(Some(r["value"].take()).filter(|v| !v.is_null()))
     }
@@ -606,7 +609,7 @@ impl MongoTerminal {
     }
 
     /// Adds `by` to district `w`/`d`'s `field`; returns `fields` of the
-    /// district before.
+    /// district after.
     async fn district_inc(
         &mut self,
         w: u64,
@@ -687,7 +690,8 @@ impl MongoTerminal {
         let dist = self
             .district_inc(w, d, "D_NEXT_O_ID", 1.into(), fields)
             .await?;
-        let o_id = num(&dist, "D_NEXT_O_ID");
+        // The order takes the number before the increment.
+        let o_id = num(&dist, "D_NEXT_O_ID") - 1;
         let proj = json!({"_id": 0, "C_DISCOUNT": 1, "C_LAST": 1, "C_CREDIT": 1});
         self.db
             .one(

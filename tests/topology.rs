@@ -371,14 +371,14 @@ fn a_three_shard_redis_cluster_holds_every_record_once_and_serves_every_key() {
     // The settle step shrank every member's cap, each by its own data
     // (to the least a cap is settled to).
     assert!(
-        cluster.limits["memory_settled"].starts_with("32.0 MiB ("),
+        cluster.limits["memory_settled"].starts_with("32MiB ("),
         "{:?}",
         cluster.limits
     );
     for (name, m) in members {
         let after = &m.limits_read_back["memory limit after settle"];
         assert!(
-            after.starts_with("33554432 (settled to 32.0 MiB"),
+            after.starts_with("33554432 (settled to 32MiB"),
             "{name}: {after}"
         );
     }

@@ -178,15 +178,10 @@ impl PlannedCell {
             .as_ref()
             .filter(|r| !r.replica_init.is_empty())
         {
-            let port_text = port.to_string();
             launch.init = rep
                 .replica_init
                 .iter()
-                .map(|argv| {
-                    argv.iter()
-                        .map(|a| self.fill(a, &port_text, data_dir, config_dir))
-                        .collect()
-                })
+                .map(|argv| self.fill_argv(argv, port, data_dir, config_dir))
                 .collect();
         }
         launch
@@ -209,14 +204,24 @@ impl PlannedCell {
             .map(|s| &s.router_command)
             .filter(|c| !c.is_empty())
         {
-            let port_text = port.to_string();
-            launch.argv = command
-                .iter()
-                .map(|a| self.fill(a, &port_text, data_dir, config_dir))
-                .collect();
+            launch.argv = self.fill_argv(command, port, data_dir, config_dir);
             launch.init.clear();
         }
         launch
+    }
+
+    /// `argv` with the launch placeholders filled for a member on `port`.
+    fn fill_argv(
+        &self,
+        argv: &[String],
+        port: u16,
+        data_dir: &Path,
+        config_dir: &Path,
+    ) -> Vec<String> {
+        let port = port.to_string();
+        argv.iter()
+            .map(|a| self.fill(a, &port, data_dir, config_dir))
+            .collect()
     }
 
     /// The binary as the engine's argv sees it (inside the image for docker).

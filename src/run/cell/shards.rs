@@ -168,13 +168,9 @@ pub(super) async fn add_shards(
         }
         Ok(())
     };
-    retry(ctx, deadline, listed).await.map_err(|e| {
-        let secs = super::members::IN_SYNC_TIMEOUT.as_secs();
-        failed(
-            ctx,
-            format!("the sharded cluster was not whole within {secs}s: {e}"),
-        )
-    })
+    retry(ctx, deadline, listed)
+        .await
+        .map_err(|e| not_whole(ctx, e))
 }
 
 /// Give every shard its slots, join every shard's secondaries, then wait
@@ -277,13 +273,18 @@ async fn wait_whole(
         }
         Ok(())
     };
-    retry(ctx, deadline, whole).await.map_err(|e| {
-        let secs = super::members::IN_SYNC_TIMEOUT.as_secs();
-        failed(
-            ctx,
-            format!("the sharded cluster was not whole within {secs}s: {e}"),
-        )
-    })
+    retry(ctx, deadline, whole)
+        .await
+        .map_err(|e| not_whole(ctx, e))
+}
+
+/// The cluster was not whole by the deadline (or the run was interrupted).
+fn not_whole(ctx: &CellCtx, e: String) -> Stop {
+    let secs = super::members::IN_SYNC_TIMEOUT.as_secs();
+    failed(
+        ctx,
+        format!("the sharded cluster was not whole within {secs}s: {e}"),
+    )
 }
 
 /// A retry's end: interrupted when the run was, else failed with `why`.

@@ -1,6 +1,6 @@
 //! benchcage: honest database benchmarks in constrained environments.
 //!
-//! Layout (one concern per module, see STYLE.md):
+//! Layout (one concern per module, see docs/ARCHITECTURE.md):
 //! - `cli`, `commands`: the command line and one file per subcommand.
 //! - `units`: sizes, shares, durations and CPU sets, parsed once.
 //! - `model`: the shared vocabulary (limits, launch, readiness, probe, backend, image).

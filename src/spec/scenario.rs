@@ -340,7 +340,7 @@ pub enum YcsbWorkload {
 }
 
 impl YcsbWorkload {
-    /// The default request distribution of the workload (WORKLOADS.md).
+    /// The default request distribution of the workload (docs/DESIGN.md, "Workloads").
     pub fn default_distribution(&self) -> Distribution {
         match self {
             YcsbWorkload::D => Distribution::Latest,

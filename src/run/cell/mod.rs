@@ -1,4 +1,4 @@
-//! One cell, start to end (DESIGN.md): provision, render, start, ready,
+//! One cell, start to end (docs/DESIGN.md): provision, render, start, ready,
 //! load, settle, phases, collect, teardown, write. Teardown always runs,
 //! with its own time budget, whatever happened before; a finished phase is
 //! on disk before the next one starts; `cell.json` is written last and is

@@ -130,6 +130,20 @@ pub struct PhaseResult {
     pub raw_outputs: Vec<String>,
 }
 
+impl PhaseResult {
+    /// The first distinct errors of each operation kind that had any, in
+    /// words: `READ: msg; UPDATE: msg | msg`. `None` without errors.
+    pub fn first_errors(&self) -> Option<String> {
+        let parts: Vec<String> = self
+            .ops
+            .iter()
+            .filter(|(_, o)| !o.error_samples.is_empty())
+            .map(|(kind, o)| format!("{kind}: {}", o.error_samples.join(" | ")))
+            .collect();
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}
+
 /// A workload's headline figure (`tpmC 1234.5`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Headline {

@@ -81,6 +81,7 @@ fn view(
         run_id: run.run_id.clone(),
         key: rec.key.clone(),
         table: phase_table(run, rec, &verdicts, res),
+        errors: error_table(rec),
         series: style,
         phases: verdicts,
         charts,
@@ -371,6 +372,41 @@ fn phase_table(
         ]);
     }
     table
+}
+
+/// The first distinct errors the phases of `rec` kept, per phase and
+/// operation kind (at most a few each, cut short); `None` without any.
+fn error_table(rec: &CellRecord) -> Option<Table> {
+    let mut table = Table::new(
+        format!("First errors of {}", rec.label),
+        &[
+            ("Phase", false),
+            ("Operation", false),
+            ("Failed", true),
+            ("Error", false),
+        ],
+    );
+    for p in &rec.phases {
+        for (kind, op) in &p.ops {
+            for (i, msg) in op.error_samples.iter().enumerate() {
+                table.rows.push(vec![
+                    if i == 0 {
+                        format!("{} t{}", p.name, p.threads)
+                    } else {
+                        String::new()
+                    },
+                    kind.clone(),
+                    if i == 0 {
+                        fmt::thousands(op.errors as i64)
+                    } else {
+                        String::new()
+                    },
+                    msg.clone(),
+                ]);
+            }
+        }
+    }
+    (!table.rows.is_empty()).then_some(table)
 }
 
 #[cfg(test)]

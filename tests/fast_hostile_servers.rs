@@ -207,7 +207,16 @@ fn a_mongodb_reply_longer_than_max_message_size_is_refused_before_anything_is_al
         hold(c);
     });
     let url = format!("mongodb://127.0.0.1:{}", server.port);
-    let args = ["--store", &url, "--workload", "c", "--records", "10", "--operations", "10"];
+    let args = [
+        "--store",
+        &url,
+        "--workload",
+        "c",
+        "--records",
+        "10",
+        "--operations",
+        "10",
+    ];
     let (out, took) = drive(&args, &[]);
     assert_eq!(
         out.code, 1,
@@ -270,7 +279,11 @@ fn a_cursor_that_never_ends_is_an_error_naming_the_server_within_its_time_bound(
             && e.contains("was still open after"),
         "{e}"
     );
-    assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
     assert!(get_mores.load(Ordering::Relaxed) > 0);
 }
 
@@ -305,7 +318,19 @@ fn a_redis_bulk_string_over_proto_max_bulk_len_is_refused_before_its_bytes_are_r
     // `$9999999999` and then bytes for as long as the client reads.
     let server = redis_replying(b"$9999999999\r\n".to_vec(), || Some(vec![b'x'; 1 << 20]));
     let url = format!("redis://127.0.0.1:{}", server.port);
-    let (out, took) = drive(&["--store", &url, "--workload", "c", "--records", "10", "--operations", "10"], &[]);
+    let (out, took) = drive(
+        &[
+            "--store",
+            &url,
+            "--workload",
+            "c",
+            "--records",
+            "10",
+            "--operations",
+            "10",
+        ],
+        &[],
+    );
     assert_eq!(
         out.code, 1,
         "a clear error, not an abort: {}\n{}",
@@ -325,7 +350,19 @@ fn a_redis_bulk_string_over_proto_max_bulk_len_is_refused_before_its_bytes_are_r
 fn redis_arrays_nested_two_million_deep_are_a_decode_error_not_a_stack_overflow() {
     let server = redis_replying(b"*1\r\n".repeat(2_000_000), || None);
     let url = format!("redis://127.0.0.1:{}", server.port);
-    let (out, _) = drive(&["--store", &url, "--workload", "c", "--records", "10", "--operations", "10"], &[]);
+    let (out, _) = drive(
+        &[
+            "--store",
+            &url,
+            "--workload",
+            "c",
+            "--records",
+            "10",
+            "--operations",
+            "10",
+        ],
+        &[],
+    );
     assert_eq!(
         out.code, 1,
         "a clear error, not an abort: {}\n{}",
@@ -345,7 +382,16 @@ fn redis_arrays_nested_two_million_deep_are_a_decode_error_not_a_stack_overflow(
 fn silent_server_is_an_error_within_the_setup_bound(scheme: &str, extra: &[&str], step: &str) {
     let server = Hostile::start(hold);
     let url = format!("{scheme}127.0.0.1:{}", server.port);
-    let mut args = vec!["--store", url.as_str(), "--workload", "c", "--records", "10", "--operations", "10"];
+    let mut args = vec![
+        "--store",
+        url.as_str(),
+        "--workload",
+        "c",
+        "--records",
+        "10",
+        "--operations",
+        "10",
+    ];
     args.extend(extra);
     let (out, took) = drive(&args, &[("BENCHCAGE_SETUP_TIMEOUT", "1")]);
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
@@ -378,7 +424,17 @@ fn a_redis_that_stops_answering_after_auth_fails_the_existence_check_within_the_
     // AUTH is answered, then nothing: a paused server.
     let server = redis_replying(b"+OK\r\n".to_vec(), || None);
     let url = format!("redis://:secret@127.0.0.1:{}", server.port);
-    let args = ["--store", &url, "--workload", "c", "--records", "10", "--operations", "10", "--load"];
+    let args = [
+        "--store",
+        &url,
+        "--workload",
+        "c",
+        "--records",
+        "10",
+        "--operations",
+        "10",
+        "--load",
+    ];
     let (out, took) = drive(&args, &[("BENCHCAGE_SETUP_TIMEOUT", "1")]);
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     let want = format!(
@@ -446,7 +502,9 @@ fn failed_operations_show_the_servers_first_errors_in_the_printed_phase_and_its_
     assert!(out.stdout.contains("WRONGTYPE foreign keyspace"));
     let phases: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let samples = phases[0]["ops"]["READ"]["error_samples"].as_array().unwrap();
+    let samples = phases[0]["ops"]["READ"]["error_samples"]
+        .as_array()
+        .unwrap();
     assert_eq!(samples.len(), 1, "one distinct message: {samples:?}");
     let first = samples[0].as_str().unwrap();
     assert!(first.contains("WRONGTYPE foreign keyspace"), "{first}");

@@ -181,7 +181,12 @@ mod tests {
             b"*0\r\n",
             b"*2\r\n$1\r\na\r\n*2\r\n:1\r\n$0\r\n\r\n",
         ] {
-            assert_eq!(whole(r), Ok(Some(r.len())), "{}", String::from_utf8_lossy(r));
+            assert_eq!(
+                whole(r),
+                Ok(Some(r.len())),
+                "{}",
+                String::from_utf8_lossy(r)
+            );
             for cut in 0..r.len() {
                 assert_eq!(whole(&r[..cut]), Ok(None), "{cut} bytes of {r:?}");
             }

@@ -349,4 +349,24 @@ mod tests {
         assert_eq!((second.ops, second.errors), (2, 1));
         assert_eq!(second.by_kind["READ"], 2);
     }
+
+    #[test]
+    fn error_samples_keep_a_few_distinct_messages_each_cut_short() {
+        let mut r = Recorder::new(&["READ"], false);
+        let long = "x".repeat(10_000);
+        r.error(0, 1, &long, 0);
+        for m in ["a", "a", "b", "c", "d"] {
+            r.error(0, 1, &m, 0);
+        }
+        let s = &r.op_stats(1.0)["READ"];
+        assert_eq!(s.errors, 6);
+        assert_eq!(s.error_samples.len(), ERROR_SAMPLES);
+        assert_eq!(s.error_samples[0].chars().count(), ERROR_SAMPLE_CHARS + 1);
+        assert!(s.error_samples[0].ends_with('…'));
+        assert_eq!(s.error_samples[1..], ["a", "b"]);
+        assert_eq!(
+            clip("é".repeat(400)).chars().count(),
+            ERROR_SAMPLE_CHARS + 1
+        );
+    }
 }

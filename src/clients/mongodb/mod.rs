@@ -679,7 +679,11 @@ impl MongoConn {
         let mut n = 0;
         let mut batch = "firstBatch";
         loop {
-            let what = if batch == "firstBatch" { "find" } else { "getMore" };
+            let what = if batch == "firstBatch" {
+                "find"
+            } else {
+                "getMore"
+            };
             let r = self.s.round_trip(what).await?;
             let doc = self.s.command_reply(&r, what)?;
             let cursor = doc

@@ -354,7 +354,12 @@ impl Session {
 /// The `maxMessageSizeBytes` of an `isMaster` reply, within
 /// [`MAX_MESSAGE_CEILING`]; [`DEFAULT_MAX_MESSAGE`] when it has none.
 fn max_message(is_master: &RawDocument) -> usize {
-    match is_master.get("maxMessageSizeBytes").ok().flatten().and_then(number) {
+    match is_master
+        .get("maxMessageSizeBytes")
+        .ok()
+        .flatten()
+        .and_then(number)
+    {
         Some(n) if n >= wire::HEADER_LEN as f64 => (n as usize).min(MAX_MESSAGE_CEILING),
         _ => DEFAULT_MAX_MESSAGE,
     }

@@ -22,11 +22,7 @@ fn err(ep: &Endpoint, e: impl std::fmt::Display) -> ClientError {
 fn describe(e: &::tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => {
-            let mut msg = format!(
-                "db error: {} (SQLSTATE {})",
-                db.message(),
-                db.code().code()
-            );
+            let mut msg = format!("db error: {} (SQLSTATE {})", db.message(), db.code().code());
             if let Some(d) = db.detail() {
                 msg.push_str(&format!("; {d}"));
             }

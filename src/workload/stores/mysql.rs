@@ -3,8 +3,8 @@
 
 use super::sql::{SqlStoreConn, create_table};
 use super::{Schema, Store, StoreError, TABLE};
-use crate::clients::{Endpoint, setup_step};
 use crate::clients::mysql::MyConn;
+use crate::clients::{Endpoint, setup_step};
 
 /// Database used when the URL names none.
 pub const DEFAULT_DB: &str = "ycsb";

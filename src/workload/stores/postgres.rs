@@ -2,8 +2,8 @@
 
 use super::sql::{SqlStoreConn, create_table};
 use super::{Schema, Store, StoreError, TABLE};
-use crate::clients::{Endpoint, setup_step};
 use crate::clients::postgres::PgConn;
+use crate::clients::{Endpoint, setup_step};
 
 /// Records in a PostgreSQL table.
 pub struct PgStore {

@@ -7,9 +7,9 @@
 //! its own, as YCSB's binding does through a cluster client.
 
 use super::{Batch, Schema, Store, StoreConn, StoreError, Values};
-use crate::clients::{Endpoint, setup_step};
 use crate::clients::redis::RedisConn;
 use crate::clients::redis_cluster::{self, RedisCluster};
+use crate::clients::{Endpoint, setup_step};
 
 /// Sorted set that orders keys for scans.
 const INDEX: &str = "_indices";

@@ -234,6 +234,36 @@ fn a_mongodb_reply_longer_than_max_message_size_is_refused_before_anything_is_al
 }
 
 #[test]
+fn a_server_that_announces_a_huge_max_message_size_is_believed_only_up_to_the_ceiling() {
+    // isMaster says 2 GiB may come; the next reply's header asks for it.
+    let server = Hostile::start(|mut c| {
+        if let Some((rid, op, _)) = read_message(&mut c) {
+            let hello = doc! {"ismaster": true, "maxWireVersion": 6,
+            "maxMessageSizeBytes": i32::MAX, "ok": 1};
+            reply(&mut c, rid, op, &hello);
+        }
+        if let Some((rid, _, _)) = read_message(&mut c) {
+            let mut msg = Vec::new();
+            for v in [0x7fff_ffff, 1, rid, OP_MSG] {
+                msg.extend(v.to_le_bytes());
+            }
+            let _ = c.write_all(&msg);
+        }
+        hold(c);
+    });
+    let mut c = mongo(server.port, &MongoOptions::default());
+    let e = within_10s(c.has_documents("usertable"))
+        .expect_err("a 2 GiB reply is refused")
+        .to_string();
+    assert!(
+        e.contains(
+            "a reply of 2147483647 bytes, over the server's maxMessageSizeBytes (134217728)"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
 fn the_existence_check_reads_one_batch_of_a_cursor_that_never_ends() {
     let get_mores = Arc::new(AtomicU64::new(0));
     let server = mongo_cursor(|_| Bson::Int64(42), get_mores.clone());

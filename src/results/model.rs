@@ -628,4 +628,32 @@ mod tests {
             serde_json::from_value(serde_json::to_value(&new).unwrap()).unwrap();
         assert_eq!(again, new);
     }
+
+    #[test]
+    fn first_errors_name_each_kind_with_its_messages_and_are_none_without_errors() {
+        let mut p: PhaseResult = serde_json::from_value(serde_json::json!({
+            "name": "run", "workload": "ycsb:a", "threads": 1, "duration_s": 1.0,
+            "total_ops": 1, "total_errors": 3, "throughput": 1.0, "ops": {},
+            "status": "ok"
+        }))
+        .unwrap();
+        assert_eq!(p.first_errors(), None);
+        for (kind, msgs) in [
+            ("UPDATE", vec!["refused", "timeout"]),
+            ("READ", vec!["gone"]),
+        ] {
+            p.ops.insert(
+                kind.into(),
+                OpStats {
+                    errors: msgs.len() as u64,
+                    error_samples: msgs.into_iter().map(String::from).collect(),
+                    ..OpStats::default()
+                },
+            );
+        }
+        assert_eq!(
+            p.first_errors().as_deref(),
+            Some("READ: gone; UPDATE: refused | timeout")
+        );
+    }
 }

@@ -703,7 +703,7 @@ impl MongoConn {
             if id == 0 || single || limited {
                 return Ok(n);
             }
-            bound.next(q.coll).map_err(|e| self.fail(e))?;
+            bound.next(&self.s.ep, q.coll)?;
             let (m, mut d) = self.s.begin_command(&self.db, true);
             let out = &mut self.s.out;
             d.i64(out, "getMore", id).str(out, "collection", q.coll);
@@ -777,7 +777,7 @@ impl MongoConn {
                 self.s.send_only("killCursors").await?;
                 return Ok(n);
             }
-            bound.next(q.coll).map_err(|e| self.fail(e))?;
+            bound.next(&self.s.ep, q.coll)?;
             let left = if q.limit > 0 { q.limit as u64 - n } else { 0 };
             wire::op_get_more(&mut self.s.out, id, &ns, left as i32, r.cursor_id);
             what = "getMore";
@@ -869,18 +869,22 @@ impl CursorBound {
         }
     }
 
-    /// Counts one more `getMore`; an error once either bound is spent.
-    fn next(&mut self, coll: &str) -> Result<(), String> {
+    /// Counts one more `getMore`; an error naming the server at `ep`
+    /// once either bound is spent.
+    fn next(&mut self, ep: &Endpoint, coll: &str) -> Result<(), ClientError> {
         self.batches += 1;
         let took = self.start.elapsed();
         if self.batches > MAX_CURSOR_BATCHES || took > self.time {
-            return Err(format!(
-                "the cursor of a query on `{coll}` was still open after {} batches in {:.1} s \
+            return Err(fail(
+                ep,
+                format!(
+                    "the cursor of a query on `{coll}` was still open after {} batches in {:.1} s \
                  (at most {MAX_CURSOR_BATCHES} batches and {} s): a server whose cursor never \
                  ends is not followed further",
-                self.batches - 1,
-                took.as_secs_f64(),
-                self.time.as_secs()
+                    self.batches - 1,
+                    took.as_secs_f64(),
+                    self.time.as_secs()
+                ),
             ));
         }
         Ok(())

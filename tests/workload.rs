@@ -1520,3 +1520,40 @@ fn failed_operations_on_postgres_show_the_servers_message() {
         update.error_samples
     );
 }
+
+/// A paused Redis (`CLIENT PAUSE`) accepts connections and answers
+/// nothing: `drive` gives up within the setup bound (shortened here to
+/// 1 s), naming the step and the server, instead of hanging.
+#[test]
+fn drive_gives_up_on_a_paused_redis_within_the_setup_bound() {
+    let s = Server::start(Kind::Redis);
+    block_on(async {
+        let ep = clients::Endpoint::loopback(s.port);
+        let mut c = clients::redis::RedisConn::connect(&ep).await.unwrap();
+        // Over by itself well before the server is stopped.
+        c.cmd(&["CLIENT", "PAUSE", "5000", "ALL"]).await.unwrap();
+    });
+    let url = s.url();
+    let start = std::time::Instant::now();
+    let out = bc()
+        .args([
+            "drive",
+            "--store",
+            &url,
+            "--workload",
+            "c",
+            "--records",
+            "10",
+        ])
+        .args(["--operations", "10", "--load"])
+        .env("BENCHCAGE_SETUP_TIMEOUT", "1")
+        .timeout(std::time::Duration::from_secs(12))
+        .output()
+        .unwrap();
+    let took = start.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let want = format!("no reply within 1 s from 127.0.0.1:{}", s.port);
+    assert!(err.contains(&want), "want `{want}`: {err}");
+    assert!(took < std::time::Duration::from_secs(4), "{took:?}");
+}

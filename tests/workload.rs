@@ -1460,3 +1460,100 @@ fn a_postgres_pipeline_answers_every_step_and_runs_none_after_a_failed_one() {
         );
     });
 }
+
+/// A `usertable` of someone else's whose updates the server refuses: the
+/// phase prints and records the server's own message, not "db error".
+#[test]
+fn failed_operations_on_postgres_show_the_servers_message() {
+    let s = Server::start(Kind::Postgres);
+    let url = s.url();
+    let common = ["--store", url.as_str(), "--records", "20", "--threads", "1"];
+    let (code, out, err) = drive(
+        &[
+            &common[..],
+            &["--workload", "c", "--load", "--operations", "5"],
+        ]
+        .concat(),
+    );
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    block_on(async {
+        use benchcage::workload::stores::StoreTarget;
+        let ep = StoreTarget::parse(&url).unwrap().endpoint;
+        let c = clients::postgres::PgConn::connect(&ep).await.unwrap();
+        c.batch(
+            "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS \
+             $$ BEGIN RAISE EXCEPTION 'usertable belongs to another application'; END $$; \
+             CREATE TRIGGER refuse BEFORE UPDATE ON usertable FOR EACH ROW EXECUTE FUNCTION refuse()",
+        )
+        .await
+        .unwrap();
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("phases.json");
+    let run = [
+        "--workload",
+        "a",
+        "--operations",
+        "40",
+        "--error-budget",
+        "100%",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let (code, out, err) = drive(&[&common[..], &run[..]].concat());
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let want = "db error: usertable belongs to another application (SQLSTATE P0001)";
+    assert!(
+        out.contains(&format!(
+            "[UPDATE-FAILED], Error, postgres at 127.0.0.1:{}: {want}",
+            s.port
+        )),
+        "{out}"
+    );
+    let phases: Vec<PhaseResult> =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let update = &phases[0].ops["UPDATE"];
+    assert!(update.errors > 0, "{update:?}");
+    assert!(
+        update.error_samples[0].ends_with(want),
+        "{:?}",
+        update.error_samples
+    );
+}
+
+/// A paused Redis (`CLIENT PAUSE`) accepts connections and answers
+/// nothing: `drive` gives up within the setup bound (shortened here to
+/// 1 s), naming the step and the server, instead of hanging.
+#[test]
+fn drive_gives_up_on_a_paused_redis_within_the_setup_bound() {
+    let s = Server::start(Kind::Redis);
+    block_on(async {
+        let ep = clients::Endpoint::loopback(s.port);
+        let mut c = clients::redis::RedisConn::connect(&ep).await.unwrap();
+        // Over by itself well before the server is stopped.
+        c.cmd(&["CLIENT", "PAUSE", "5000", "ALL"]).await.unwrap();
+    });
+    let url = s.url();
+    let start = std::time::Instant::now();
+    let out = bc()
+        .args([
+            "drive",
+            "--store",
+            &url,
+            "--workload",
+            "c",
+            "--records",
+            "10",
+        ])
+        .args(["--operations", "10", "--load"])
+        .env("BENCHCAGE_SETUP_TIMEOUT", "1")
+        .timeout(std::time::Duration::from_secs(12))
+        .output()
+        .unwrap();
+    let took = start.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let want = format!("no reply within 1 s from 127.0.0.1:{}", s.port);
+    assert!(err.contains(&want), "want `{want}`: {err}");
+    assert!(took < std::time::Duration::from_secs(4), "{took:?}");
+}

@@ -11,6 +11,7 @@ pub mod mysql;
 pub mod postgres;
 pub mod redis;
 pub mod redis_cluster;
+mod resp;
 
 /// How long one protocol round trip may take before the probe gives up.
 pub const PING_TIMEOUT: Duration = Duration::from_secs(5);
@@ -45,6 +46,18 @@ pub enum ClientError {
         "refusing to connect to {0}: benchcage only talks to 127.0.0.1 (use a loopback address)"
     )]
     NotLoopback(String),
+    /// A setup step (connect, handshake, login, the existence check) got
+    /// no reply within [`setup_timeout`]: a paused or stopped server.
+    #[error(
+        "{engine}: {step}: no reply within {} s from {addr} (is the server paused or stopped?)",
+        after.as_secs_f64()
+    )]
+    NoReply {
+        engine: &'static str,
+        step: &'static str,
+        addr: String,
+        after: Duration,
+    },
 }
 
 impl ClientError {
@@ -221,6 +234,45 @@ pub fn is_loopback_host(host: &str) -> bool {
     h.parse::<std::net::IpAddr>()
         .map(|ip| ip.is_loopback())
         .unwrap_or(false)
+}
+
+/// How long one setup step may wait for a server (connect with its
+/// handshake and login, the schema's statements, the existence check):
+/// the MongoDB store's round-trip bound. Inside a phase, operations have
+/// their own bound (`workload::driver::OP_TIMEOUT`).
+pub const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
+/// Environment variable, in seconds, that replaces [`SETUP_TIMEOUT`]
+/// (tests shorten it); a value that is not a positive number is ignored.
+pub const SETUP_TIMEOUT_ENV: &str = "BENCHCAGE_SETUP_TIMEOUT";
+
+/// [`SETUP_TIMEOUT`], or what [`SETUP_TIMEOUT_ENV`] says.
+pub fn setup_timeout() -> Duration {
+    std::env::var(SETUP_TIMEOUT_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0 && *s <= 86_400.0)
+        .map_or(SETUP_TIMEOUT, Duration::from_secs_f64)
+}
+
+/// Runs `fut`, setup step `step` of `engine` at `addr`, under
+/// [`setup_timeout`]; a server that never answers is a
+/// [`ClientError::NoReply`].
+pub(crate) async fn setup_step<T, E: From<ClientError>>(
+    engine: &'static str,
+    step: &'static str,
+    addr: &str,
+    fut: impl std::future::Future<Output = Result<T, E>>,
+) -> Result<T, E> {
+    let after = setup_timeout();
+    match tokio::time::timeout(after, fut).await {
+        Ok(r) => r,
+        Err(_) => Err(E::from(ClientError::NoReply {
+            engine,
+            step,
+            addr: addr.to_string(),
+            after,
+        })),
+    }
 }
 
 /// Runs `fut` under [`PING_TIMEOUT`].

@@ -142,6 +142,11 @@ impl MyConn {
     /// Connects over TCP to a loopback endpoint.
     pub async fn connect(ep: &Endpoint) -> Result<Self, ClientError> {
         ep.check_loopback()?;
+        super::setup_step("mysql", "connect", &ep.addr(), Self::open(ep)).await
+    }
+
+    /// Connects and runs the handshake (login), unbounded.
+    async fn open(ep: &Endpoint) -> Result<Self, ClientError> {
         let opts = ::mysql_async::OptsBuilder::default()
             .ip_or_hostname(ep.host.clone())
             .tcp_port(ep.port)

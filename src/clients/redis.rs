@@ -1,5 +1,6 @@
 //! The only importer of the `redis` and `redis-protocol` crates.
 
+use super::resp::Framer;
 use super::{ClientError, Endpoint};
 use redis_protocol::resp2::decode::decode_range;
 use redis_protocol::resp2::types::RangeFrame;
@@ -56,6 +57,11 @@ pub struct RedisConn {
     stream: TcpStream,
     out: Vec<u8>,
     inbuf: BytesMut,
+    /// Walks the reply at the front of `inbuf` as it arrives.
+    framer: Framer,
+    /// Why the connection is out of step (a reply was refused unread);
+    /// every later call fails with it.
+    broken: Option<String>,
 }
 
 /// The top level of a reply, which is all the hot commands look at.
@@ -86,6 +92,11 @@ impl RedisConn {
     /// password (`AUTH [user] password`) and selects its database.
     pub async fn connect(ep: &Endpoint) -> Result<Self, ClientError> {
         ep.check_loopback()?;
+        super::setup_step("redis", "connect", &ep.addr(), Self::open(ep)).await
+    }
+
+    /// Connects, authenticates and selects the database, unbounded.
+    async fn open(ep: &Endpoint) -> Result<Self, ClientError> {
         let stream = TcpStream::connect(ep.addr())
             .await
             .map_err(|e| err(ep, e))?;
@@ -95,6 +106,8 @@ impl RedisConn {
             stream,
             out: Vec::with_capacity(256),
             inbuf: BytesMut::with_capacity(16 * 1024),
+            framer: Framer::default(),
+            broken: None,
         };
         if let Some(password) = &ep.password {
             let user = ep.user.as_deref().filter(|u| !u.is_empty());
@@ -120,6 +133,9 @@ impl RedisConn {
 
     /// Writes `cmds` in one write (a pipeline when there are several).
     async fn send(&mut self, cmds: &[&::redis::Cmd]) -> Result<(), ClientError> {
+        if let Some(why) = &self.broken {
+            return Err(err(&self.ep, why));
+        }
         self.out.clear();
         for c in cmds {
             c.write_packed_command(&mut self.out);
@@ -131,11 +147,29 @@ impl RedisConn {
     }
 
     /// Waits for the next complete reply in the buffer; returns its frame
-    /// (ranges into `inbuf`) and its length. The caller consumes it.
+    /// (ranges into `inbuf`) and its length. The caller consumes it. A
+    /// reply over Redis's own limits, or nested too deep, is refused as
+    /// soon as its header says so ([`super::resp`]), and the connection
+    /// is out of step from then on.
     async fn frame(&mut self) -> Result<(RangeFrame, usize), ClientError> {
         loop {
-            if let Some(f) = decode_range(&self.inbuf).map_err(|e| err(&self.ep, e))? {
-                return Ok(f);
+            match self.framer.advance(&self.inbuf) {
+                Ok(Some(_)) => {
+                    self.framer.reset();
+                    return match decode_range(&self.inbuf) {
+                        Ok(Some(f)) => Ok(f),
+                        Ok(None) => Err(err(&self.ep, "a reply the decoder found cut short")),
+                        Err(e) => Err(err(&self.ep, e)),
+                    };
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    self.framer.reset();
+                    self.inbuf.clear();
+                    let why = format!("refused a reply: {e}");
+                    self.broken = Some(format!("the connection is out of step ({why})"));
+                    return Err(err(&self.ep, why));
+                }
             }
             let n = self
                 .stream

@@ -52,8 +52,12 @@ pub async fn run(_home: &Path, args: &DriveArgs) -> anyhow::Result<ExitCode> {
             crate::results::model::PhaseStatus::Failed { reason }
             | crate::results::model::PhaseStatus::Invalid { reason }
             | crate::results::model::PhaseStatus::Oom { reason } => Some(format!(
-                "phase `{}` ({} threads): {reason}",
-                r.name, r.threads
+                "phase `{}` ({} threads): {reason}{}",
+                r.name,
+                r.threads,
+                r.first_errors()
+                    .map(|e| format!("; first errors: {e}"))
+                    .unwrap_or_default()
             )),
         })
         .collect();

@@ -178,6 +178,9 @@ fn cell_html(out: &mut String, c: &CellView, multi_run: bool) {
     }
     out.push_str("</div>");
     table_html(out, &c.table, false);
+    if let Some(errors) = &c.errors {
+        table_html(out, errors, true);
+    }
     let _ = write!(
         out,
         "<details class=\"more\"><summary>Host, limits and fidelity</summary><div class=\"key\">cell {}{}</div><div class=\"kv\">",

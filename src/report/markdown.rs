@@ -77,6 +77,10 @@ fn render(v: &View) -> String {
     for c in &v.cells {
         let _ = writeln!(out, "### {}\n", cell(&c.label));
         table(&mut out, &c.table);
+        if let Some(errors) = &c.errors {
+            let _ = writeln!(out, "**{}**\n", cell(&errors.title));
+            table(&mut out, errors);
+        }
         out.push_str("<details><summary>Host, limits and fidelity</summary>\n\n");
         for d in &c.details {
             let _ = writeln!(out, "**{}**\n", cell(&d.title));

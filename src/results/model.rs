@@ -130,6 +130,20 @@ pub struct PhaseResult {
     pub raw_outputs: Vec<String>,
 }
 
+impl PhaseResult {
+    /// The first distinct errors of each operation kind that had any, in
+    /// words: `READ: msg; UPDATE: msg | msg`. `None` without errors.
+    pub fn first_errors(&self) -> Option<String> {
+        let parts: Vec<String> = self
+            .ops
+            .iter()
+            .filter(|(_, o)| !o.error_samples.is_empty())
+            .map(|(kind, o)| format!("{kind}: {}", o.error_samples.join(" | ")))
+            .collect();
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}
+
 /// A workload's headline figure (`tpmC 1234.5`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Headline {
@@ -613,5 +627,33 @@ mod tests {
         let again: PhaseResult =
             serde_json::from_value(serde_json::to_value(&new).unwrap()).unwrap();
         assert_eq!(again, new);
+    }
+
+    #[test]
+    fn first_errors_name_each_kind_with_its_messages_and_are_none_without_errors() {
+        let mut p: PhaseResult = serde_json::from_value(serde_json::json!({
+            "name": "run", "workload": "ycsb:a", "threads": 1, "duration_s": 1.0,
+            "total_ops": 1, "total_errors": 3, "throughput": 1.0, "ops": {},
+            "status": "ok"
+        }))
+        .unwrap();
+        assert_eq!(p.first_errors(), None);
+        for (kind, msgs) in [
+            ("UPDATE", vec!["refused", "timeout"]),
+            ("READ", vec!["gone"]),
+        ] {
+            p.ops.insert(
+                kind.into(),
+                OpStats {
+                    errors: msgs.len() as u64,
+                    error_samples: msgs.into_iter().map(String::from).collect(),
+                    ..OpStats::default()
+                },
+            );
+        }
+        assert_eq!(
+            p.first_errors().as_deref(),
+            Some("READ: gone; UPDATE: refused | timeout")
+        );
     }
 }

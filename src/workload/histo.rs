@@ -7,8 +7,20 @@ use crate::results::model::{OpStats, Percentiles, SecondSample};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 
-/// Distinct error messages kept per kind.
-const ERROR_SAMPLES: usize = 5;
+/// Distinct error messages kept per kind: the first few, for the phase
+/// result and the report (issue 34).
+pub const ERROR_SAMPLES: usize = 3;
+/// The most characters of one kept error message (a server's message may
+/// be of any length).
+pub const ERROR_SAMPLE_CHARS: usize = 300;
+
+/// `msg` cut to [`ERROR_SAMPLE_CHARS`] characters, marked when cut.
+fn clip(msg: String) -> String {
+    match msg.char_indices().nth(ERROR_SAMPLE_CHARS) {
+        Some((at, _)) => format!("{}…", &msg[..at]),
+        None => msg,
+    }
+}
 
 /// What one kind has recorded.
 #[derive(Debug, Clone)]
@@ -111,7 +123,7 @@ impl Recorder {
         let k = &mut self.kinds[kind];
         k.errors += ops;
         if k.error_samples.len() < ERROR_SAMPLES {
-            let m = msg.to_string();
+            let m = clip(msg.to_string());
             if !k.error_samples.contains(&m) {
                 k.error_samples.push(m);
             }
@@ -336,5 +348,25 @@ mod tests {
         let second = &total.series()[0];
         assert_eq!((second.ops, second.errors), (2, 1));
         assert_eq!(second.by_kind["READ"], 2);
+    }
+
+    #[test]
+    fn error_samples_keep_a_few_distinct_messages_each_cut_short() {
+        let mut r = Recorder::new(&["READ"], false);
+        let long = "x".repeat(10_000);
+        r.error(0, 1, &long, 0);
+        for m in ["a", "a", "b", "c", "d"] {
+            r.error(0, 1, &m, 0);
+        }
+        let s = &r.op_stats(1.0)["READ"];
+        assert_eq!(s.errors, 6);
+        assert_eq!(s.error_samples.len(), ERROR_SAMPLES);
+        assert_eq!(s.error_samples[0].chars().count(), ERROR_SAMPLE_CHARS + 1);
+        assert!(s.error_samples[0].ends_with('…'));
+        assert_eq!(s.error_samples[1..], ["a", "b"]);
+        assert_eq!(
+            clip("é".repeat(400)).chars().count(),
+            ERROR_SAMPLE_CHARS + 1
+        );
     }
 }

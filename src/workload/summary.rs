@@ -59,6 +59,9 @@ pub fn ycsb_text(r: &PhaseResult) -> String {
         if op.errors > 0 {
             let _ = writeln!(s, "[{name}], Return=ERROR, {}", op.errors);
             let _ = writeln!(s, "[{name}-FAILED], Operations, {}", op.errors);
+            for m in &op.error_samples {
+                let _ = writeln!(s, "[{name}-FAILED], Error, {m}");
+            }
         }
     }
     s

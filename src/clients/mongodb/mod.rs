@@ -653,7 +653,9 @@ impl MongoConn {
         }
     }
 
-    /// `find`, then `getMore` until the cursor is exhausted.
+    /// `find`, then `getMore` until the cursor is exhausted, the limit is
+    /// reached (a single batch for a limit of 1) or the cursor's bounds
+    /// are spent ([`CursorBound`]).
     async fn find_command(
         &mut self,
         q: &Query<'_>,
@@ -668,14 +670,20 @@ impl MongoConn {
         if q.limit > 0 {
             d.i64(out, "limit", q.limit);
         }
-        if q.limit == 1 {
+        let single = q.limit == 1;
+        if single {
             d.bool(out, "singleBatch", true);
         }
         self.s.end_command(m, d, &self.db, true);
+        let mut bound = CursorBound::new(&self.s.opts);
         let mut n = 0;
         let mut batch = "firstBatch";
         loop {
-            let what = if n == 0 { "find" } else { "getMore" };
+            let what = if batch == "firstBatch" {
+                "find"
+            } else {
+                "getMore"
+            };
             let r = self.s.round_trip(what).await?;
             let doc = self.s.command_reply(&r, what)?;
             let cursor = doc
@@ -690,10 +698,12 @@ impl MongoConn {
                 visit(d).map_err(|e| fail(&self.s.ep, e))?;
                 n += 1;
             }
-            let id = cursor.get_i64("id").unwrap_or(0);
-            if id == 0 {
+            let id = cursor_id(cursor);
+            let limited = q.limit > 0 && n >= q.limit as u64;
+            if id == 0 || single || limited {
                 return Ok(n);
             }
+            bound.next(&self.s.ep, q.coll)?;
             let (m, mut d) = self.s.begin_command(&self.db, true);
             let out = &mut self.s.out;
             d.i64(out, "getMore", id).str(out, "collection", q.coll);
@@ -732,6 +742,7 @@ impl MongoConn {
             None => out.extend_from_slice(q.filter),
         }
         m.end(out);
+        let mut bound = CursorBound::new(&self.s.opts);
         let mut n = 0u64;
         let mut what = "query";
         loop {
@@ -766,6 +777,7 @@ impl MongoConn {
                 self.s.send_only("killCursors").await?;
                 return Ok(n);
             }
+            bound.next(&self.s.ep, q.coll)?;
             let left = if q.limit > 0 { q.limit as u64 - n } else { 0 };
             wire::op_get_more(&mut self.s.out, id, &ns, left as i32, r.cursor_id);
             what = "getMore";
@@ -835,6 +847,60 @@ impl MongoConn {
 }
 
 /// `w` and `j` as fields of `d` (a `writeConcern` or a `getLastError`).
+/// Most `getMore` batches one query may ask for: far beyond any
+/// collection a benchmark reads (a batch holds up to 16 MB), far below
+/// what a server whose cursor never ends would take (issue 34).
+pub const MAX_CURSOR_BATCHES: u64 = 100_000;
+
+/// How far one query follows its cursor: at most [`MAX_CURSOR_BATCHES`]
+/// batches and the options' `cursor_time`.
+struct CursorBound {
+    start: std::time::Instant,
+    time: std::time::Duration,
+    batches: u64,
+}
+
+impl CursorBound {
+    fn new(opts: &MongoOptions) -> CursorBound {
+        CursorBound {
+            start: std::time::Instant::now(),
+            time: opts.cursor_time,
+            batches: 0,
+        }
+    }
+
+    /// Counts one more `getMore`; an error naming the server at `ep`
+    /// once either bound is spent.
+    fn next(&mut self, ep: &Endpoint, coll: &str) -> Result<(), ClientError> {
+        self.batches += 1;
+        let took = self.start.elapsed();
+        if self.batches > MAX_CURSOR_BATCHES || took > self.time {
+            return Err(fail(
+                ep,
+                format!(
+                    "the cursor of a query on `{coll}` was still open after {} batches in {:.1} s \
+                 (at most {MAX_CURSOR_BATCHES} batches and {} s): a server whose cursor never \
+                 ends is not followed further",
+                    self.batches - 1,
+                    took.as_secs_f64(),
+                    self.time.as_secs()
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The `id` of a reply's cursor, Int64 as servers send it or Int32 (a
+/// non-zero Int32 is a live cursor, not 0).
+fn cursor_id(cursor: &RawDocument) -> i64 {
+    match cursor.get("id").ok().flatten() {
+        Some(bson::RawBsonRef::Int64(i)) => i,
+        Some(bson::RawBsonRef::Int32(i)) => i as i64,
+        _ => 0,
+    }
+}
+
 fn put_write_concern(out: &mut Vec<u8>, d: &mut Doc, wc: WriteConcern) {
     match wc.w {
         Some(W::Nodes(n)) => {

@@ -77,6 +77,10 @@ pub const STORE_OPTIONS: &[&str] = &["w", "journal", "readPreference"];
 /// How long one round trip may take unless the URL says otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long one query's cursor may be followed unless the options say
+/// otherwise: far beyond reading any collection a benchmark loads.
+pub const DEFAULT_CURSOR_TIME: Duration = Duration::from_secs(600);
+
 /// Options of a connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MongoOptions {
@@ -84,6 +88,10 @@ pub struct MongoOptions {
     pub read_preference: ReadPreference,
     /// Longest wait for one reply (and for the connection itself).
     pub timeout: Duration,
+    /// Longest a query may keep asking its cursor for more (`getMore`),
+    /// however many batches: a server whose cursor never ends must not
+    /// keep a client busy forever (issue 34).
+    pub cursor_time: Duration,
     /// For tests: use the protocol of at most this wire version (6 and up
     /// OP_MSG, below that commands as OP_QUERY, below 2 the legacy opcodes).
     pub max_wire: Option<i32>,
@@ -95,6 +103,7 @@ impl Default for MongoOptions {
             write_concern: WriteConcern::default(),
             read_preference: ReadPreference::default(),
             timeout: DEFAULT_TIMEOUT,
+            cursor_time: DEFAULT_CURSOR_TIME,
             max_wire: None,
         }
     }

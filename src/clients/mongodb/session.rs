@@ -20,6 +20,14 @@ pub const WIRE_FIND_COMMAND: i32 = 4;
 /// commands (MongoDB 2.6).
 pub const WIRE_WRITE_COMMANDS: i32 = 2;
 
+/// The largest message a server takes or sends unless its `isMaster`
+/// says otherwise (`maxMessageSizeBytes`; every release has said 48 MB).
+pub const DEFAULT_MAX_MESSAGE: usize = 48_000_000;
+/// The most a server's `maxMessageSizeBytes` is believed: a reply's
+/// length is allocated before its bytes arrive, so a server that
+/// announces 2 GB must not get 2 GB reserved (issue 34).
+pub const MAX_MESSAGE_CEILING: usize = 128 * 1024 * 1024;
+
 /// How requests travel to this server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Protocol {
@@ -43,6 +51,9 @@ pub struct Session {
     /// The wire version used: the server's `maxWireVersion`, capped by
     /// the options.
     pub wire: i32,
+    /// The longest reply taken: the server's `maxMessageSizeBytes` (at
+    /// most [`MAX_MESSAGE_CEILING`]), [`DEFAULT_MAX_MESSAGE`] until it said.
+    max_message: usize,
     /// `None` after the connection broke; the next call reconnects.
     stream: Option<TcpStream>,
     /// The request being written.
@@ -64,6 +75,7 @@ impl Session {
             ep: ep.clone(),
             opts: opts.clone(),
             wire: 0,
+            max_message: DEFAULT_MAX_MESSAGE,
             stream: None,
             out: Vec::with_capacity(512),
             inbuf: Vec::with_capacity(16 * 1024),
@@ -82,6 +94,7 @@ impl Session {
             .map_err(|e| fail(&self.ep, e))?;
         stream.set_nodelay(true).map_err(|e| fail(&self.ep, e))?;
         self.stream = Some(stream);
+        self.max_message = DEFAULT_MAX_MESSAGE;
         let id = self.next_request();
         let m = wire::op_query(&mut self.out, id, 0, "admin.$cmd", 0, -1);
         let mut d = Doc::begin(&mut self.out);
@@ -95,7 +108,9 @@ impl Session {
             // 2.4-era servers (TokuMX 1.5, 2.0) do not announce one.
             _ => 0,
         };
+        let max = max_message(doc);
         self.wire = self.opts.max_wire.map_or(server, |cap| server.min(cap));
+        self.max_message = max;
         if self.ep.user.is_some() {
             self.authenticate().await?;
         }
@@ -274,6 +289,13 @@ impl Session {
                 if want < wire::HEADER_LEN {
                     return Err(format!("a reply of {want} bytes, shorter than its header"));
                 }
+                if want > self.max_message {
+                    return Err(format!(
+                        "a reply of {want} bytes, over the server's maxMessageSizeBytes ({}); \
+                         refused before reading it",
+                        self.max_message
+                    ));
+                }
                 self.inbuf.reserve(want.saturating_sub(self.inbuf.len()));
             }
         }
@@ -326,6 +348,20 @@ impl Session {
             .ok_or_else(|| fail(&self.ep, format!("{what}: an empty reply")))?
             .map_err(|e| fail(&self.ep, format!("{what}: {e}")))?;
         RawDocument::from_bytes(bytes).map_err(|e| fail(&self.ep, format!("{what}: {e}")))
+    }
+}
+
+/// The `maxMessageSizeBytes` of an `isMaster` reply, within
+/// [`MAX_MESSAGE_CEILING`]; [`DEFAULT_MAX_MESSAGE`] when it has none.
+fn max_message(is_master: &RawDocument) -> usize {
+    match is_master
+        .get("maxMessageSizeBytes")
+        .ok()
+        .flatten()
+        .and_then(number)
+    {
+        Some(n) if n >= wire::HEADER_LEN as f64 => (n as usize).min(MAX_MESSAGE_CEILING),
+        _ => DEFAULT_MAX_MESSAGE,
     }
 }
 

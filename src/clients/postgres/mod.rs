@@ -17,6 +17,29 @@ fn err(ep: &Endpoint, e: impl std::fmt::Display) -> ClientError {
     }
 }
 
+/// A `tokio-postgres` error with what the server said: its `Display`
+/// alone is only "db error" for every server error (issue 34).
+fn describe(e: &::tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => {
+            let mut msg = format!("db error: {} (SQLSTATE {})", db.message(), db.code().code());
+            if let Some(d) = db.detail() {
+                msg.push_str(&format!("; {d}"));
+            }
+            msg
+        }
+        None => {
+            let mut msg = e.to_string();
+            let mut source = std::error::Error::source(e);
+            while let Some(s) = source {
+                msg.push_str(&format!(": {s}"));
+                source = s.source();
+            }
+            msg
+        }
+    }
+}
+
 /// A server error; a deadlock or serialization failure is a conflict the
 /// caller may retry.
 fn db_err(ep: &Endpoint, e: ::tokio_postgres::Error) -> ClientError {
@@ -27,10 +50,10 @@ fn db_err(ep: &Endpoint, e: ::tokio_postgres::Error) -> ClientError {
         ClientError::Conflict {
             engine: "postgres",
             addr: ep.addr(),
-            msg: e.to_string(),
+            msg: describe(&e),
         }
     } else {
-        err(ep, e)
+        err(ep, describe(&e))
     }
 }
 
@@ -76,7 +99,7 @@ pub async fn server_version(ep: &Endpoint) -> Result<String, ClientError> {
         .client
         .query_one("SHOW server_version", &[])
         .await
-        .map_err(|e| err(ep, e))?;
+        .map_err(|e| db_err(ep, e))?;
     row.try_get::<_, String>(0).map_err(|e| err(ep, e))
 }
 
@@ -88,7 +111,7 @@ pub async fn query_text(ep: &Endpoint, sql: &str) -> Result<String, ClientError>
         .client
         .query_one(sql, &[])
         .await
-        .map_err(|e| err(ep, e))?;
+        .map_err(|e| db_err(ep, e))?;
     let v: Option<String> = row.try_get(0).map_err(|e| err(ep, e))?;
     Ok(v.unwrap_or_default())
 }
@@ -104,6 +127,11 @@ impl PgConn {
     /// Connects over TCP to a loopback endpoint (no TLS).
     pub async fn connect(ep: &Endpoint) -> Result<Self, ClientError> {
         ep.check_loopback()?;
+        super::setup_step("postgres", "connect", &ep.addr(), Self::open(ep)).await
+    }
+
+    /// Connects and runs the startup (login), unbounded.
+    async fn open(ep: &Endpoint) -> Result<Self, ClientError> {
         let mut cfg = ::tokio_postgres::Config::new();
         cfg.host(&ep.host)
             .port(ep.port)
@@ -115,7 +143,7 @@ impl PgConn {
         let (client, connection) = cfg
             .connect(::tokio_postgres::NoTls)
             .await
-            .map_err(|e| err(ep, e))?;
+            .map_err(|e| db_err(ep, e))?;
         tokio::spawn(async move {
             let _ = connection.await;
         });
@@ -152,7 +180,7 @@ impl PgConn {
             .client
             .prepare(sql)
             .await
-            .map_err(|e| err(&self.ep, format!("{e} (preparing `{sql}`)")))?;
+            .map_err(|e| err(&self.ep, format!("{} (preparing `{sql}`)", describe(&e))))?;
         self.statements.push(st);
         Ok(self.statements.len() - 1)
     }

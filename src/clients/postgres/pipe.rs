@@ -53,6 +53,11 @@ impl PgPipe {
     /// endpoint's user (trust, password, MD5 or SCRAM-SHA-256).
     pub async fn connect(ep: &Endpoint) -> Result<PgPipe, ClientError> {
         ep.check_loopback()?;
+        crate::clients::setup_step("postgres", "connect", &ep.addr(), Self::open(ep)).await
+    }
+
+    /// Connects, runs the startup and prepares `BEGIN`, unbounded.
+    async fn open(ep: &Endpoint) -> Result<PgPipe, ClientError> {
         let stream = TcpStream::connect((ep.host.as_str(), ep.port))
             .await
             .map_err(|e| err(ep, e))?;

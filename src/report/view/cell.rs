@@ -81,6 +81,7 @@ fn view(
         run_id: run.run_id.clone(),
         key: rec.key.clone(),
         table: phase_table(run, rec, &verdicts, res),
+        errors: error_table(rec),
         series: style,
         phases: verdicts,
         charts,
@@ -373,6 +374,41 @@ fn phase_table(
     table
 }
 
+/// The first distinct errors the phases of `rec` kept, per phase and
+/// operation kind (at most a few each, cut short); `None` without any.
+fn error_table(rec: &CellRecord) -> Option<Table> {
+    let mut table = Table::new(
+        format!("First errors of {}", rec.label),
+        &[
+            ("Phase", false),
+            ("Operation", false),
+            ("Failed", true),
+            ("Error", false),
+        ],
+    );
+    for p in &rec.phases {
+        for (kind, op) in &p.ops {
+            for (i, msg) in op.error_samples.iter().enumerate() {
+                table.rows.push(vec![
+                    if i == 0 {
+                        format!("{} t{}", p.name, p.threads)
+                    } else {
+                        String::new()
+                    },
+                    kind.clone(),
+                    if i == 0 {
+                        fmt::thousands(op.errors as i64)
+                    } else {
+                        String::new()
+                    },
+                    msg.clone(),
+                ]);
+            }
+        }
+    }
+    (!table.rows.is_empty()).then_some(table)
+}
+
 #[cfg(test)]
 mod tests {
     use super::resources::tests::cell;
@@ -432,5 +468,62 @@ mod tests {
             run[5..],
             ["1 GiB", "9 MiB", "40", "0.0400", "16 KiB", "16.4 B"]
         );
+    }
+
+    fn with_errors() -> ReportInput {
+        let mut input = input();
+        let run = &mut input.runs[0].cells[0].record.phases[1];
+        run.total_errors = 12;
+        run.ops.insert(
+            "UPDATE".into(),
+            crate::results::model::OpStats {
+                errors: 12,
+                error_samples: vec![
+                    "postgres at 127.0.0.1:5432: db error: foreign usertable (SQLSTATE P0001)"
+                        .into(),
+                    "no answer within 30s (operation timeout)".into(),
+                ],
+                ..Default::default()
+            },
+        );
+        input
+    }
+
+    #[test]
+    fn a_cell_without_failed_operations_has_no_error_table() {
+        let [v]: [CellView; 1] = views(&input(), &SeriesMap::new(&[], &[]))
+            .try_into()
+            .unwrap();
+        assert_eq!(v.errors, None);
+    }
+
+    #[test]
+    fn the_first_errors_of_a_phase_are_listed_per_operation_kind() {
+        let [v]: [CellView; 1] = views(&with_errors(), &SeriesMap::new(&[], &[]))
+            .try_into()
+            .unwrap();
+        let t = v.errors.expect("an error table");
+        assert_eq!(t.title, "First errors of redis@7.0 / small");
+        assert_eq!(t.rows.len(), 2);
+        assert_eq!(t.rows[0][..3], ["run t4", "UPDATE", "12"]);
+        assert!(t.rows[0][3].contains("foreign usertable (SQLSTATE P0001)"));
+        assert_eq!(t.rows[1][..3], ["", "UPDATE", ""]);
+        assert!(t.rows[1][3].contains("operation timeout"));
+    }
+
+    #[test]
+    fn markdown_and_html_reports_show_the_servers_first_errors() {
+        use crate::report::Exporter;
+        let input = with_errors();
+        let md = crate::report::markdown::Markdown.export(&input).unwrap();
+        assert!(md.contains("**First errors of redis@7.0 / small**"), "{md}");
+        assert!(md.contains("| run t4 | UPDATE | 12 | postgres at 127.0.0.1:5432: db error: foreign usertable (SQLSTATE P0001) |"), "{md}");
+        let html = crate::report::html::Html.export(&input).unwrap();
+        assert!(html.contains("<caption>First errors of redis@7.0 / small</caption>"));
+        assert!(html.contains("db error: foreign usertable (SQLSTATE P0001)"));
+        let clean = crate::report::markdown::Markdown
+            .export(&super::tests::input())
+            .unwrap();
+        assert!(!clean.contains("First errors"));
     }
 }

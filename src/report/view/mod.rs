@@ -100,6 +100,9 @@ pub struct CellView {
     /// ops/s, memory against the cap, disk reads.
     pub charts: Vec<Chart>,
     pub table: Table,
+    /// The first errors of each phase and operation kind that failed
+    /// operations; `None` when no operation failed.
+    pub errors: Option<Table>,
     /// Host, limits, knobs, fidelity: shown one click away.
     pub details: Vec<Table>,
 }

@@ -36,6 +36,15 @@ pub(super) async fn measure(
                 &res,
             )?;
             index += 1;
+            if let Some(errors) = res.first_errors() {
+                ctx.live
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .say(&format!(
+                        "[{} {}] phase {} t{threads}: {} operations failed; first errors: {errors}",
+                        ctx.position, r.record.label, step.name, res.total_errors
+                    ));
+            }
             let ok = res.status.is_ok();
             r.record.phases.push(res);
             if let Some(why) = r.abort.take() {

@@ -3,8 +3,8 @@
 
 use super::sql::{SqlStoreConn, create_table};
 use super::{Schema, Store, StoreError, TABLE};
-use crate::clients::Endpoint;
 use crate::clients::mysql::MyConn;
+use crate::clients::{Endpoint, setup_step};
 
 /// Database used when the URL names none.
 pub const DEFAULT_DB: &str = "ycsb";
@@ -20,12 +20,16 @@ impl Store for MyStore {
     async fn connect(&self) -> Result<Self::Conn, StoreError> {
         let mut ep = self.ep.clone();
         ep.database.get_or_insert_with(|| DEFAULT_DB.into());
-        let conn = MyConn::connect(&ep).await?;
-        SqlStoreConn::prepare(conn, &self.schema).await
+        let prepared = async {
+            let conn = MyConn::connect(&ep).await?;
+            SqlStoreConn::prepare(conn, &self.schema).await
+        };
+        setup_step("mysql", "connect", &self.ep.addr(), prepared).await
     }
 
     async fn holds_data(&self) -> Result<Option<String>, StoreError> {
-        my_table_rows(&self.ep, TABLE).await
+        let check = my_table_rows(&self.ep, TABLE);
+        setup_step("mysql", "the existence check", &self.ep.addr(), check).await
     }
 
     async fn recreate(&self) -> Result<(), StoreError> {

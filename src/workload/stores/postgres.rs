@@ -2,8 +2,8 @@
 
 use super::sql::{SqlStoreConn, create_table};
 use super::{Schema, Store, StoreError, TABLE};
-use crate::clients::Endpoint;
 use crate::clients::postgres::PgConn;
+use crate::clients::{Endpoint, setup_step};
 
 /// Records in a PostgreSQL table.
 pub struct PgStore {
@@ -14,12 +14,16 @@ pub struct PgStore {
 impl Store for PgStore {
     type Conn = SqlStoreConn<PgConn>;
     async fn connect(&self) -> Result<Self::Conn, StoreError> {
-        let conn = PgConn::connect(&self.ep).await?;
-        SqlStoreConn::prepare(conn, &self.schema).await
+        let prepared = async {
+            let conn = PgConn::connect(&self.ep).await?;
+            SqlStoreConn::prepare(conn, &self.schema).await
+        };
+        setup_step("postgres", "connect", &self.ep.addr(), prepared).await
     }
 
     async fn holds_data(&self) -> Result<Option<String>, StoreError> {
-        pg_table_rows(&self.ep, TABLE).await
+        let check = pg_table_rows(&self.ep, TABLE);
+        setup_step("postgres", "the existence check", &self.ep.addr(), check).await
     }
 
     async fn recreate(&self) -> Result<(), StoreError> {

@@ -7,9 +7,9 @@
 //! its own, as YCSB's binding does through a cluster client.
 
 use super::{Batch, Schema, Store, StoreConn, StoreError, Values};
-use crate::clients::Endpoint;
 use crate::clients::redis::RedisConn;
 use crate::clients::redis_cluster::{self, RedisCluster};
+use crate::clients::{Endpoint, setup_step};
 
 /// Sorted set that orders keys for scans.
 const INDEX: &str = "_indices";
@@ -29,6 +29,19 @@ impl RedisStore {
             schema,
             cluster: tokio::sync::OnceCell::new(),
         }
+    }
+
+    /// A connection (one per primary of a cluster), unbounded.
+    async fn open(&self) -> Result<RedisStoreConn, StoreError> {
+        let conn = if self.is_cluster().await? {
+            Conn::Cluster(RedisCluster::connect(&self.ep).await?)
+        } else {
+            Conn::One(RedisConn::connect(&self.ep).await?)
+        };
+        Ok(RedisStoreConn {
+            conn,
+            schema: self.schema.clone(),
+        })
     }
 
     async fn is_cluster(&self) -> Result<bool, StoreError> {
@@ -64,15 +77,7 @@ fn java_hash(s: &str) -> f64 {
 impl Store for RedisStore {
     type Conn = RedisStoreConn;
     async fn connect(&self) -> Result<RedisStoreConn, StoreError> {
-        let conn = if self.is_cluster().await? {
-            Conn::Cluster(RedisCluster::connect(&self.ep).await?)
-        } else {
-            Conn::One(RedisConn::connect(&self.ep).await?)
-        };
-        Ok(RedisStoreConn {
-            conn,
-            schema: self.schema.clone(),
-        })
+        setup_step("redis", "connect", &self.ep.addr(), self.open()).await
     }
     async fn recreate(&self) -> Result<(), StoreError> {
         match self.connect().await?.conn {
@@ -82,10 +87,13 @@ impl Store for RedisStore {
         Ok(())
     }
     async fn holds_data(&self) -> Result<Option<String>, StoreError> {
-        let keys: u64 = match self.connect().await?.conn {
-            Conn::One(mut c) => c.cmd(&["DBSIZE"]).await?.trim().parse().unwrap_or(1),
-            Conn::Cluster(mut c) => c.dbsize().await?,
+        let count = async {
+            Ok::<u64, StoreError>(match self.open().await?.conn {
+                Conn::One(mut c) => c.cmd(&["DBSIZE"]).await?.trim().parse().unwrap_or(1),
+                Conn::Cluster(mut c) => c.dbsize().await?,
+            })
         };
+        let keys = setup_step("redis", "the existence check", &self.ep.addr(), count).await?;
         Ok((keys > 0).then(|| {
             format!(
                 "redis at {} holds {keys} key(s) in database {} (a load empties it with FLUSHDB)",

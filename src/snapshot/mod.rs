@@ -19,6 +19,7 @@
 //! is dropped, so the data is no warmer than after a load.
 
 pub mod copy;
+pub mod manifest;
 pub mod store;
 
 use crate::spec::scenario::{Dataset, Load};
@@ -168,6 +169,11 @@ pub enum LoadSource {
         save_s: Option<f64>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         note: Option<String>,
+        /// Why the snapshot restored first was discarded (broken, or the
+        /// engine could not start on it) before this load; the entry was
+        /// quarantined.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        discarded: Option<String>,
     },
     /// Restored from the snapshot `key`, taken by run `from_run` after a
     /// load of `load_s` seconds; the restore took `restore_s`.
@@ -204,6 +210,16 @@ pub enum SnapshotError {
     },
     #[error("snapshot {id}: {msg}")]
     Entry { id: String, msg: String },
+    /// The entry is not whole: a file differs from its manifest, or it
+    /// cannot be read back. It is quarantined, and the cell loads.
+    #[error("snapshot {id} is broken: {why}")]
+    Broken { id: String, why: String },
+    /// The entry was removed (`cache prune`) before it could be restored.
+    #[error("snapshot {id} was removed from the cache before it could be restored")]
+    Gone { id: String },
+    /// A restore holds the entry: it is not removed now.
+    #[error("snapshot {id} is being restored by another run; it is kept")]
+    Busy { id: String },
 }
 
 pub(crate) fn io_err(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> SnapshotError + '_ {

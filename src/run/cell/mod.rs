@@ -37,6 +37,7 @@ use end::{collect, restore_host, teardown};
 use measure::{measure, run_one};
 use stages::{
     load_data, provision, render, restore_snapshot, save_snapshot, settle_memory, start,
+    start_restored,
     verify_records,
 };
 
@@ -624,6 +625,7 @@ async fn lifecycle(
     let mut launch = render(work, ctx, r, writer)?;
     check(ctx)?;
 
+    let pristine = launch.clone();
     let restored = match &work.snapshot {
         Some(sw) => {
             r.enter(ctx, "restore");
@@ -634,7 +636,15 @@ async fn lifecycle(
     check(ctx)?;
 
     r.enter(ctx, "start");
-    start(ctx, r, &launch, false).await?;
+    let restored = match (restored, &work.snapshot) {
+        (Some(meta), Some(sw)) => {
+            start_restored(work, sw, ctx, r, &mut launch, &pristine, meta, writer).await?
+        }
+        _ => {
+            start(ctx, r, &launch, false).await?;
+            None
+        }
+    };
 
     if !work.replicas.is_empty() {
         r.enter(ctx, "replicas");
@@ -655,7 +665,7 @@ async fn lifecycle(
         r.enter(ctx, "load");
         load_data(work, ctx, r, writer, load).await?;
         index += 1;
-        verify_records(work, r, None).await?;
+        verify_records(work, r).await?;
         if !work.replicas.is_empty() {
             r.enter(ctx, "replicas");
             members::compare_records(work, ctx, r).await?;
@@ -665,8 +675,6 @@ async fn lifecycle(
             r.enter(ctx, "snapshot");
             save_snapshot(work, sw, ctx, r, &launch).await?;
         }
-    } else if restored.is_some() {
-        verify_records(work, r, restored.as_ref()).await?;
     }
     check(ctx)?;
 

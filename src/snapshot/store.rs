@@ -404,12 +404,24 @@ impl Cache {
 
     /// Remove least recently used entries until they take at most `keep`
     /// bytes; the removed ones, in order.
+    /// Quarantined entries count and go first.
     pub fn prune_to(&self, keep: u64) -> Vec<Meta> {
-        for (path, _, _) in self.quarantined() {
-            let _ = std::fs::remove_dir_all(path);
-        }
         let mut entries = self.entries();
         let mut used: u64 = entries.iter().map(|m| m.stored_bytes).sum();
+        let quarantined = self.quarantined();
+        used += quarantined
+            .iter()
+            .map(|(p, _, _)| copy::disk_usage(p))
+            .sum::<u64>();
+        for (path, _, _) in quarantined {
+            if used <= keep {
+                break;
+            }
+            let bytes = copy::disk_usage(&path);
+            if std::fs::remove_dir_all(&path).is_ok() {
+                used = used.saturating_sub(bytes);
+            }
+        }
         let mut removed = Vec::new();
         while used > keep {
             let Some(oldest) = entries.pop() else { break };
@@ -676,6 +688,8 @@ mod tests {
         c.restore(&c.find(&key.id()).unwrap(), &dest2).unwrap();
         assert_eq!(std::fs::read(dest2.join("base/table")).unwrap().len(), 50_000);
         c.prune_to(1 << 30);
+        assert_eq!(c.quarantined().len(), 1, "kept while there is room");
+        c.prune_to(60_000);
         assert!(c.quarantined().is_empty());
         assert_eq!(c.entries().len(), 1);
     }

@@ -112,9 +112,11 @@ fn the_snapshot_key_changes_with_the_init_argv_and_a_template_line_and_plan_says
     for (cell, k) in &after {
         assert_ne!(k.id(), before[cell].id(), "{cell} kept its key");
     }
-    let pg_why = after["postgres@15/quickstart/r0"].differences(&before["postgres@15/quickstart/r0"]);
+    let pg_why =
+        after["postgres@15/quickstart/r0"].differences(&before["postgres@15/quickstart/r0"]);
     assert_eq!(pg_why, vec!["init argv".to_string()]);
-    let my_why = after["mariadb@10.11/quickstart/r0"].differences(&before["mariadb@10.11/quickstart/r0"]);
+    let my_why =
+        after["mariadb@10.11/quickstart/r0"].differences(&before["mariadb@10.11/quickstart/r0"]);
     assert_eq!(my_why, vec!["my.cnf: + innodb_page_size = 8k".to_string()]);
     // plan loads them afresh, and says why the cache's entry does not serve.
     let text = plan(home.path(), &cache, &["keys"]).stdout;
@@ -166,7 +168,10 @@ fn the_write_up_003_plan_loads_every_cell_because_its_loads_are_measured() {
 
 #[test]
 fn every_write_up_scenario_with_a_built_in_load_marks_it_measured() {
-    for f in std::fs::read_dir(repo().join("scenarios")).unwrap().flatten() {
+    for f in std::fs::read_dir(repo().join("scenarios"))
+        .unwrap()
+        .flatten()
+    {
         let name = f.file_name().to_string_lossy().into_owned();
         if !name.starts_with(|c: char| c.is_ascii_digit()) {
             continue;

@@ -356,7 +356,10 @@ impl Place {
             .iter()
             .map(|d| {
                 let c: CellRecord = read_json(&d.join("cell.json"));
-                (format!("{}/r{}", c.label.split('/').next().unwrap(), c.repetition), c)
+                (
+                    format!("{}/r{}", c.label.split('/').next().unwrap(), c.repetition),
+                    c,
+                )
             })
             .collect();
         (run_id, cells)
@@ -411,7 +414,10 @@ fn assert_discarded_reloaded_and_replaced(
     }
     assert!(first.phases.iter().any(|p| p.name == "load"));
     assert!(
-        second.load_source.as_ref().is_some_and(LoadSource::restored),
+        second
+            .load_source
+            .as_ref()
+            .is_some_and(LoadSource::restored),
         "r1: {:?}",
         second.load_source
     );
@@ -427,7 +433,10 @@ fn a_truncated_entry_is_not_restored_but_quarantined_reloaded_and_replaced() {
     let entry = place.only_entry();
     let table = largest_file(&entry.join("data/base"));
     let len = std::fs::metadata(&table).unwrap().len();
-    let f = std::fs::OpenOptions::new().write(true).open(&table).unwrap();
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&table)
+        .unwrap();
     f.set_len(len / 2).unwrap();
     let (second_run, cells) = place.run_cells(&only);
     assert_discarded_reloaded_and_replaced(&cells, "postgres", "differ from its manifest");
@@ -490,7 +499,12 @@ fn with_verify_an_entry_without_a_digest_must_hold_the_datasets_record_count() {
     assert_discarded_reloaded_and_replaced(&cells, "postgres", "holds 1000 records");
     // The new entry keeps its digest; a later restore is compared with it.
     let meta: serde_json::Value = read_json(&place.only_entry().join("meta.json"));
-    assert!(meta["digest"].as_str().is_some_and(|d| d.starts_with("2000 ")), "{meta}");
+    assert!(
+        meta["digest"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("2000 ")),
+        "{meta}"
+    );
     let (code, _, err) = place.run(&["cache", "prune", "--all"]);
     assert_eq!(code, 0, "{err}");
 }

@@ -245,9 +245,9 @@ fn setting_lines(content: &str, format: Option<ConfigFormat>) -> Vec<String> {
         .map(str::trim_end)
         .filter(|l| {
             let t = l.trim_start();
-            !t.is_empty()
-                && !t.starts_with('#')
-                && !(format == Some(ConfigFormat::Ini) && t.starts_with(';'))
+            let comment =
+                t.starts_with('#') || (format == Some(ConfigFormat::Ini) && t.starts_with(';'));
+            !(t.is_empty() || comment)
         })
         .map(String::from)
         .collect()

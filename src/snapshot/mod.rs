@@ -96,7 +96,10 @@ impl SnapshotKey {
         part(self.version != other.version, "version");
         part(self.program != other.program, "program");
         part(self.backend != other.backend, "backend");
-        part(self.storage_engine != other.storage_engine, "storage engine");
+        part(
+            self.storage_engine != other.storage_engine,
+            "storage engine",
+        );
         part(self.dataset != other.dataset, "dataset");
         part(self.load != other.load, "load");
         part(self.seed != other.seed, "seed");
@@ -119,8 +122,14 @@ impl SnapshotKey {
             let empty = Vec::new();
             let mine = self.configs.get(name).unwrap_or(&empty);
             let theirs = other.configs.get(name).unwrap_or(&empty);
-            let added = mine.iter().filter(|l| !theirs.contains(l)).map(|l| format!("+ {l}"));
-            let removed = theirs.iter().filter(|l| !mine.contains(l)).map(|l| format!("- {l}"));
+            let added = mine
+                .iter()
+                .filter(|l| !theirs.contains(l))
+                .map(|l| format!("+ {l}"));
+            let removed = theirs
+                .iter()
+                .filter(|l| !mine.contains(l))
+                .map(|l| format!("- {l}"));
             let lines: Vec<String> = added.chain(removed).collect();
             if !lines.is_empty() {
                 out.push(format!("{name}: {}", lines.join(", ")));
@@ -299,7 +308,10 @@ mod tests {
         // How the data dir is made: initdb's encoding and checksums, the
         // command line, a line of a config file (issue 34, point 7).
         let mut h = key();
-        h.init[0].splice(3.., ["-E", "SQL_ASCII", "--data-checksums"].map(String::from));
+        h.init[0].splice(
+            3..,
+            ["-E", "SQL_ASCII", "--data-checksums"].map(String::from),
+        );
         let mut i = key();
         i.command.push("--foo".into());
         let mut j = key();

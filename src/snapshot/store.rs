@@ -359,7 +359,11 @@ impl Cache {
             .map_err(|(_, e)| io_err(&dir)(std::io::Error::from(e)))?;
         let lease = Lease { lock, dir };
         // Removed between the open and the lock: another folder, or none.
-        if lease.holds() { Ok(lease) } else { Err(gone()) }
+        if lease.holds() {
+            Ok(lease)
+        } else {
+            Err(gone())
+        }
     }
 
     /// Move the entry `id` out of the cache's ids, with `reason` beside it
@@ -686,7 +690,10 @@ mod tests {
         assert!(saved.is_ok(), "{saved:?}");
         let dest2 = t.path().join("restored2");
         c.restore(&c.find(&key.id()).unwrap(), &dest2).unwrap();
-        assert_eq!(std::fs::read(dest2.join("base/table")).unwrap().len(), 50_000);
+        assert_eq!(
+            std::fs::read(dest2.join("base/table")).unwrap().len(),
+            50_000
+        );
         c.prune_to(1 << 30);
         assert_eq!(c.quarantined().len(), 1, "kept while there is room");
         c.prune_to(60_000);

@@ -37,8 +37,7 @@ use end::{collect, restore_host, teardown};
 use measure::{measure, run_one};
 use stages::{
     load_data, provision, render, restore_snapshot, save_snapshot, settle_memory, start,
-    start_restored,
-    verify_records,
+    start_restored, verify_records,
 };
 
 /// Builds the engine launch for a port, data dir, config dir and log path,
@@ -636,11 +635,9 @@ async fn lifecycle(
     check(ctx)?;
 
     r.enter(ctx, "start");
-    let restored = match (restored, &work.snapshot) {
-        (Some(meta), Some(sw)) => {
-            start_restored(work, sw, ctx, r, &mut launch, &pristine, meta, writer).await?
-        }
-        _ => {
+    let restored = match restored {
+        Some(meta) => start_restored(work, ctx, r, &mut launch, &pristine, meta, writer).await?,
+        None => {
             start(ctx, r, &launch, false).await?;
             None
         }

@@ -274,7 +274,6 @@ fn discarded(sw: &SnapshotWork, r: &mut Running, why: String) {
 /// when the restore stands, else `None`.
 pub(super) async fn start_restored(
     work: &CellWork,
-    sw: &SnapshotWork,
     ctx: &CellCtx,
     r: &mut Running,
     launch: &mut EngineLaunch,
@@ -282,6 +281,10 @@ pub(super) async fn start_restored(
     meta: Meta,
     writer: &dyn CellWriter,
 ) -> Result<Option<Meta>, Stop> {
+    let Some(sw) = work.snapshot.as_ref() else {
+        start(ctx, r, launch, false).await?;
+        return Ok(None);
+    };
     let why = match start(ctx, r, launch, false).await {
         Err(Stop::Interrupted) => return Err(Stop::Interrupted),
         Err(Stop::Failed(e)) => format!("the engine did not start on it: {}", clip(&e)),

@@ -328,3 +328,209 @@ fn a_snapshot_over_the_cache_limit_is_not_saved_and_every_cell_loads() {
     }
     assert_eq!(cells.len(), 2);
 }
+
+/// The run id `benchcage run` printed (`results: RESULTS/ID`), never
+/// the newest folder (issue 34, point 17).
+fn printed_run_id(out: &str) -> String {
+    let line = out
+        .lines()
+        .find_map(|l| l.strip_prefix("results: "))
+        .unwrap_or_else(|| panic!("no results line in:\n{out}"));
+    Path::new(line.trim())
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
+}
+
+impl Place {
+    /// Run `benchcage run ARGS` to a 0 exit; its cells by `label/rN`.
+    fn run_cells(&self, args: &[&str]) -> (String, std::collections::BTreeMap<String, CellRecord>) {
+        let mut all = vec!["run"];
+        all.extend_from_slice(args);
+        let (code, out, err) = self.run(&all);
+        assert_eq!(code, 0, "{out}\n{err}");
+        let run_id = printed_run_id(&out);
+        assert_clean(self, &run_id);
+        let cells = cell_dirs(&self.path("results").join(&run_id))
+            .iter()
+            .map(|d| {
+                let c: CellRecord = read_json(&d.join("cell.json"));
+                (
+                    format!("{}/r{}", c.label.split('/').next().unwrap(), c.repetition),
+                    c,
+                )
+            })
+            .collect();
+        (run_id, cells)
+    }
+
+    /// The folder of the cache's only entry.
+    fn only_entry(&self) -> PathBuf {
+        let entries: Vec<PathBuf> = std::fs::read_dir(self.path("snapshots"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
+            .collect();
+        assert_eq!(entries.len(), 1, "{entries:?}");
+        entries[0].clone()
+    }
+}
+
+/// The largest file under `dir`.
+fn largest_file(dir: &Path) -> PathBuf {
+    support::files::walk(dir)
+        .into_iter()
+        .filter(|p| p.is_file())
+        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
+        .unwrap()
+}
+
+/// r0 loaded after discarding the restored snapshot for a reason that
+/// contains `why`, and saved a new one; r1 restored that one; both hold
+/// the 2000 records.
+fn assert_discarded_reloaded_and_replaced(
+    cells: &std::collections::BTreeMap<String, CellRecord>,
+    engine: &str,
+    why: &str,
+) {
+    let (first, second) = (
+        &cells[&format!("{engine}@15/r0")],
+        &cells[&format!("{engine}@15/r1")],
+    );
+    for c in [first, second] {
+        assert_eq!(c.status, CellStatus::Finished, "{:?}", c.failure);
+        let digest = c.data_digest.clone().unwrap();
+        assert!(digest.starts_with("2000 "), "{digest}");
+    }
+    match &first.load_source {
+        Some(LoadSource::Fresh {
+            saved: true,
+            discarded: Some(d),
+            ..
+        }) => assert!(d.contains(why), "{d}"),
+        other => panic!("r0: {other:?}"),
+    }
+    assert!(first.phases.iter().any(|p| p.name == "load"));
+    assert!(
+        second
+            .load_source
+            .as_ref()
+            .is_some_and(LoadSource::restored),
+        "r1: {:?}",
+        second.load_source
+    );
+    assert_eq!(second.data_digest, first.data_digest);
+}
+
+#[test]
+fn a_truncated_entry_is_not_restored_but_quarantined_reloaded_and_replaced() {
+    let place = Place::new();
+    let only = ["tests/scenarios/run-snapshots.yaml", "--only", "postgres"];
+    let (first_run, _) = place.run_cells(&only);
+    // Half of the biggest table file is lost in the cache.
+    let entry = place.only_entry();
+    let table = largest_file(&entry.join("data/base"));
+    let len = std::fs::metadata(&table).unwrap().len();
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&table)
+        .unwrap();
+    f.set_len(len / 2).unwrap();
+    let (second_run, cells) = place.run_cells(&only);
+    assert_discarded_reloaded_and_replaced(&cells, "postgres", "differ from its manifest");
+    // The entry under the key is the new load's; `cache ls` lists the old
+    // one as quarantined, and a prune removes it.
+    let meta: serde_json::Value = read_json(&place.only_entry().join("meta.json"));
+    assert_eq!(meta["from_run"], second_run.as_str(), "{meta}");
+    assert_ne!(first_run, second_run);
+    let (code, ls, err) = place.run(&["cache", "ls"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(ls.contains("quarantined"), "{ls}");
+    let (code, _, err) = place.run(&["cache", "prune", "--all"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        std::fs::read_dir(place.path("snapshots")).unwrap().count(),
+        0
+    );
+}
+
+#[test]
+fn a_snapshot_the_engine_cannot_start_on_is_discarded_and_the_cell_loads() {
+    let place = Place::new();
+    let only = ["tests/scenarios/run-snapshots.yaml", "--only", "postgres"];
+    place.run_cells(&only);
+    // A whole entry (its manifest says so) of data this server refuses.
+    let entry = place.only_entry();
+    std::fs::write(entry.join("data/PG_VERSION"), "9\n").unwrap();
+    benchcage::snapshot::manifest::Manifest::of(&entry.join("data"))
+        .unwrap()
+        .write(&entry)
+        .unwrap();
+    let (_, cells) = place.run_cells(&only);
+    assert_discarded_reloaded_and_replaced(&cells, "postgres", "the engine did not start on it");
+    let (code, _, err) = place.run(&["cache", "prune", "--all"]);
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn with_verify_an_entry_without_a_digest_must_hold_the_datasets_record_count() {
+    let place = Place::new();
+    let only = ["tests/scenarios/run-snapshots.yaml", "--only", "postgres"];
+    // An entry of 1000 records ...
+    place.run_cells(&[only[0], only[1], only[2], "--set", "records=1000"]);
+    let small = place.only_entry();
+    let moved = place.path("small-entry");
+    std::fs::rename(&small, &moved).unwrap();
+    // ... stands in the entry of 2000 records, whole, with no digest.
+    place.run_cells(&only);
+    let entry = place.only_entry();
+    std::fs::remove_dir_all(entry.join("data")).unwrap();
+    std::fs::rename(moved.join("data"), entry.join("data")).unwrap();
+    benchcage::snapshot::manifest::Manifest::of(&entry.join("data"))
+        .unwrap()
+        .write(&entry)
+        .unwrap();
+    let mut meta: serde_json::Value = read_json(&entry.join("meta.json"));
+    meta.as_object_mut().unwrap().remove("digest");
+    support::files::write_json(&entry.join("meta.json"), &meta);
+    let (_, cells) = place.run_cells(&only);
+    assert_discarded_reloaded_and_replaced(&cells, "postgres", "holds 1000 records");
+    // The new entry keeps its digest; a later restore is compared with it.
+    let meta: serde_json::Value = read_json(&place.only_entry().join("meta.json"));
+    assert!(
+        meta["digest"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("2000 ")),
+        "{meta}"
+    );
+    let (code, _, err) = place.run(&["cache", "prune", "--all"]);
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn a_scenario_whose_loads_are_measured_loads_every_cell() {
+    let place = Place::new();
+    let (_, cells) = place.run_cells(&["tests/scenarios/run-measured-loads.yaml"]);
+    assert_eq!(cells.len(), 2, "{:?}", cells.keys());
+    for (name, c) in &cells {
+        assert_eq!(c.status, CellStatus::Finished, "{name}: {:?}", c.failure);
+        let load = c.phases.iter().find(|p| p.name == "load");
+        assert!(
+            load.is_some_and(|l| l.status.is_ok() && l.total_ops == 2000),
+            "{name}: {:?}",
+            c.phases.iter().map(|p| &p.name).collect::<Vec<_>>()
+        );
+        assert!(
+            !c.load_source.as_ref().is_some_and(LoadSource::restored),
+            "{name}: {:?}",
+            c.load_source
+        );
+    }
+    // Nothing was kept for a restore.
+    assert_eq!(
+        std::fs::read_dir(place.path("snapshots")).map_or(0, |d| d.count()),
+        0
+    );
+}

@@ -91,5 +91,12 @@ fn listing(cache: &Cache, entries: &[Meta]) -> String {
             m.uses
         );
     }
+    for (path, id, reason) in cache.quarantined() {
+        let _ = writeln!(
+            o,
+            "{id}  quarantined ({}): {reason}; the next load of its key saves a new one, the next prune removes it",
+            path.display()
+        );
+    }
     o
 }

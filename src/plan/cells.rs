@@ -82,6 +82,9 @@ pub(super) struct Parts {
     pub image_binary: String,
     pub knobs: Knobs,
     pub configs: Vec<RenderedConfig>,
+    /// The config files as they shape the data files: the snapshot key's
+    /// part (`snapshot::shaping_configs`).
+    pub shaping: std::collections::BTreeMap<String, Vec<String>>,
     pub user: String,
     pub work: ScaledWork,
     /// The memory the cells may use: the cap, what the hog leaves, or the

@@ -468,12 +468,14 @@ impl Planning<'_> {
             self.check_work(e, &work, diags)?;
         }
         let user = ok_or_push(program::user(e), diags)?;
+        let shaping = snapshot::shaping_configs(&self.project.home, e, &knobs, &configs);
         let parts = cells::Parts {
             members,
             program,
             image_binary: program::image_binary(e),
             knobs,
             configs,
+            shaping,
             user,
             work,
             memory,

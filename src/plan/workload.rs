@@ -230,6 +230,7 @@ mod tests {
                 warehouses: None,
                 denormalize: None,
                 collections: None,
+                measured: false,
             };
             let cfg = load_config(&load, None, None);
             assert_eq!((cfg.batch, cfg.workload), (Some(1000), kind));
@@ -245,6 +246,7 @@ mod tests {
             warehouses: None,
             denormalize: None,
             collections: Some(4),
+            measured: false,
         };
         let cfg = load_config(&load, None, None);
         assert_eq!(
@@ -262,6 +264,7 @@ mod tests {
             warehouses: Some(3),
             denormalize: Some(false),
             collections: None,
+            measured: false,
         };
         let cfg = load_config(&load, None, None);
         assert_eq!(

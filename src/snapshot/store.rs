@@ -10,10 +10,21 @@
 //! `.partial-<id>-<pid>` and renamed into place when whole, so a folder
 //! named after an id is always complete; partial folders of dead
 //! processes are removed when the cache is opened.
+//!
+//! Each entry keeps a manifest of its files (sizes and SHA-256), checked
+//! on every restore: an entry that fails it, or that the engine cannot
+//! start on, is quarantined (`.quarantine-<id>-<secs>/` with `reason.txt`,
+//! removed by the next prune) so that the next load replaces it. A
+//! restore holds a shared `flock` on the entry's folder from its copy to
+//! its bookkeeping; removing an entry takes it exclusively, without
+//! waiting, and keeps an entry a restore holds (issue 34, points 9-12).
 
 use super::copy::{self, Form};
+use super::manifest::Manifest;
 use super::{SnapshotError, SnapshotKey, io_err};
 use crate::units::Bytes;
+use nix::fcntl::{Flock, FlockArg};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// Environment variable that moves the cache.
@@ -25,6 +36,10 @@ pub const OFF: &str = "off";
 pub const LIMIT_ENV: &str = "BENCHCAGE_SNAPSHOT_LIMIT";
 /// An entry's record, written last.
 pub const META: &str = "meta.json";
+/// A quarantined entry's folder name starts with this.
+pub const QUARANTINE: &str = ".quarantine-";
+/// Why an entry was quarantined, in its folder.
+pub const REASON: &str = "reason.txt";
 /// Free room a snapshot must leave on the results disk, when the cache is
 /// on it: at least this, and at least [`RESULTS_DISK_SHARE`] of the disk.
 pub const RESULTS_DISK_FLOOR: Bytes = Bytes(2 << 30);
@@ -150,6 +165,10 @@ impl Cache {
                 remove_if_dead(&e.path(), rest);
                 continue;
             }
+            // Quarantined entries are no entries.
+            if name.starts_with('.') {
+                continue;
+            }
             if let Some(m) = read_meta(&e.path()) {
                 out.push(m);
             }
@@ -240,9 +259,12 @@ impl Cache {
         std::fs::create_dir_all(dir).map_err(io_err(dir))?;
         let form = if copy::same_filesystem(&self.root, data_dir) {
             copy::copy_dir(data_dir, &dir.join("data"))?;
+            Manifest::of(&dir.join("data"))?.write(dir)?;
             Form::Dir
         } else {
-            copy::pack(data_dir, &copy::archive_path(dir))?;
+            let archive = copy::archive_path(dir);
+            copy::pack(data_dir, &archive)?;
+            archive_manifest(dir)?.write(dir)?;
             Form::Archive
         };
         let stamp = now();
@@ -265,37 +287,145 @@ impl Cache {
         Ok(meta)
     }
 
-    /// Fill `dest` (absent or empty) with the entry's data, and mark it
-    /// used.
+    /// Fill `dest` (absent or empty) with the entry's data, checked
+    /// against its manifest, and mark it used. Holds the entry's lease
+    /// throughout, so that no prune removes it meanwhile and its
+    /// bookkeeping never re-creates a removed entry. `Broken` when the data
+    /// is not whole (the caller quarantines it), `Gone` when it was removed
+    /// first.
     pub fn restore(&self, meta: &Meta, dest: &Path) -> Result<(), SnapshotError> {
+        let lease = self.lease(&meta.id)?;
         let dir = self.entry_dir(&meta.id);
+        let broken = |why: String| SnapshotError::Broken {
+            id: meta.id.clone(),
+            why,
+        };
+        let manifest = Manifest::read(&dir).map_err(|e| broken(format!("no manifest ({e})")))?;
         match meta.form {
-            Form::Dir => copy::copy_dir(&dir.join("data"), dest)?,
+            Form::Dir => {
+                copy::copy_dir(&dir.join("data"), dest).map_err(|e| broken(e.to_string()))?;
+                let found = manifest.check(dest)?;
+                if !found.is_empty() {
+                    return Err(broken(mismatch(&found)));
+                }
+            }
             Form::Archive => {
-                let file = ["data.tar.zst", "data.tar.gz"]
+                let found = manifest.check_files(&dir, &archive_names())?;
+                if !found.is_empty() {
+                    return Err(broken(mismatch(&found)));
+                }
+                let file = archive_names()
                     .iter()
                     .map(|n| dir.join(n))
                     .find(|p| p.is_file())
-                    .ok_or_else(|| SnapshotError::Entry {
-                        id: meta.id.clone(),
-                        msg: "its archive is missing".into(),
-                    })?;
-                copy::unpack(&file, dest)?;
+                    .ok_or_else(|| broken("its archive is missing".into()))?;
+                copy::unpack(&file, dest).map_err(|e| broken(e.to_string()))?;
             }
         }
         let mut used = meta.clone();
         used.last_used = now();
         used.uses += 1;
-        // Only the bookkeeping: a failure here loses nothing.
-        let _ = write_meta(&dir, &used);
+        // Only the bookkeeping: a failure here loses nothing. Under the
+        // lease the folder is still the entry's.
+        if lease.holds() {
+            let _ = write_meta(&dir, &used);
+        }
         Ok(())
+    }
+
+    /// Keep `digest` as the records' digest of the entry `id`, which had
+    /// none (digested at its first verified restore).
+    pub fn set_digest(&self, id: &str, digest: &str) -> Result<(), SnapshotError> {
+        let lease = self.lease(id)?;
+        let dir = self.entry_dir(id);
+        let Some(mut meta) = read_meta(&dir) else {
+            return Ok(());
+        };
+        meta.digest = Some(digest.to_string());
+        if lease.holds() {
+            write_meta(&dir, &meta)?;
+        }
+        Ok(())
+    }
+
+    /// A shared hold on the entry `id` (restores share it; a removal
+    /// waits for none and skips a held entry). `Gone` when the entry is no
+    /// longer there.
+    pub fn lease(&self, id: &str) -> Result<Lease, SnapshotError> {
+        let dir = self.entry_dir(id);
+        let gone = || SnapshotError::Gone { id: id.to_string() };
+        let file = std::fs::File::open(&dir).map_err(|_| gone())?;
+        let lock = Flock::lock(file, FlockArg::LockShared)
+            .map_err(|(_, e)| io_err(&dir)(std::io::Error::from(e)))?;
+        let lease = Lease { lock, dir };
+        // Removed between the open and the lock: another folder, or none.
+        if lease.holds() {
+            Ok(lease)
+        } else {
+            Err(gone())
+        }
+    }
+
+    /// Move the entry `id` out of the cache's ids, with `reason` beside it
+    /// (`cache ls` shows it; the next prune removes it), so that the next
+    /// load of its key saves a new one. Waits for restores that hold it.
+    pub fn quarantine(&self, id: &str, reason: &str) -> Result<(), SnapshotError> {
+        let dir = self.entry_dir(id);
+        let Ok(file) = std::fs::File::open(&dir) else {
+            return Ok(());
+        };
+        let _lock = Flock::lock(file, FlockArg::LockExclusive)
+            .map_err(|(_, e)| io_err(&dir)(std::io::Error::from(e)))?;
+        let secs = chrono::Utc::now().timestamp();
+        let to = self.root.join(format!("{QUARANTINE}{id}-{secs}"));
+        match std::fs::rename(&dir, &to) {
+            Ok(()) => {}
+            // Quarantined or removed by another run meanwhile.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(io_err(&dir)(e)),
+        }
+        std::fs::write(to.join(REASON), format!("{reason}\n")).map_err(io_err(&to))
+    }
+
+    /// Quarantined entries: folder, id and reason.
+    pub fn quarantined(&self) -> Vec<(PathBuf, String, String)> {
+        let Ok(dir) = std::fs::read_dir(&self.root) else {
+            return Vec::new();
+        };
+        let mut out: Vec<(PathBuf, String, String)> = dir
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let rest = name.strip_prefix(QUARANTINE)?;
+                let id = rest.rsplit_once('-').map_or(rest, |(id, _)| id).to_string();
+                let reason = std::fs::read_to_string(e.path().join(REASON)).unwrap_or_default();
+                Some((e.path(), id, reason.trim().to_string()))
+            })
+            .collect();
+        out.sort();
+        out
     }
 
     /// Remove least recently used entries until they take at most `keep`
     /// bytes; the removed ones, in order.
+    /// Quarantined entries count and go first.
     pub fn prune_to(&self, keep: u64) -> Vec<Meta> {
         let mut entries = self.entries();
         let mut used: u64 = entries.iter().map(|m| m.stored_bytes).sum();
+        let quarantined = self.quarantined();
+        used += quarantined
+            .iter()
+            .map(|(p, _, _)| copy::disk_usage(p))
+            .sum::<u64>();
+        for (path, _, _) in quarantined {
+            if used <= keep {
+                break;
+            }
+            let bytes = copy::disk_usage(&path);
+            if std::fs::remove_dir_all(&path).is_ok() {
+                used = used.saturating_sub(bytes);
+            }
+        }
         let mut removed = Vec::new();
         while used > keep {
             let Some(oldest) = entries.pop() else { break };
@@ -308,15 +438,69 @@ impl Cache {
     }
 
     /// Remove one entry: renamed out of its id first, so that no reader
-    /// ever sees half of it.
+    /// ever sees half of it. `Busy` when a restore holds it: it is kept.
     pub fn remove(&self, id: &str) -> Result<(), SnapshotError> {
         let dir = self.entry_dir(id);
+        let file = std::fs::File::open(&dir).map_err(io_err(&dir))?;
+        let _lock = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            Ok(l) => l,
+            Err((_, nix::errno::Errno::EWOULDBLOCK)) => {
+                return Err(SnapshotError::Busy { id: id.to_string() });
+            }
+            Err((_, e)) => return Err(io_err(&dir)(std::io::Error::from(e))),
+        };
         let doomed = self
             .root
             .join(format!(".partial-{id}-{}", std::process::id()));
         std::fs::rename(&dir, &doomed).map_err(io_err(&dir))?;
         std::fs::remove_dir_all(&doomed).map_err(io_err(&doomed))
     }
+}
+
+/// A restore's shared hold on an entry's folder; released when dropped.
+#[derive(Debug)]
+pub struct Lease {
+    lock: Flock<std::fs::File>,
+    dir: PathBuf,
+}
+
+impl Lease {
+    /// Whether the entry's path is still the folder held.
+    fn holds(&self) -> bool {
+        let held = self.lock.metadata().map(|m| (m.dev(), m.ino()));
+        let there = std::fs::metadata(&self.dir).map(|m| (m.dev(), m.ino()));
+        matches!((held, there), (Ok(a), Ok(b)) if a == b)
+    }
+}
+
+/// The names an entry's archive may have.
+fn archive_names() -> [&'static str; 2] {
+    ["data.tar.zst", "data.tar.gz"]
+}
+
+/// The manifest of an entry's archive (whichever it has).
+fn archive_manifest(entry: &Path) -> Result<Manifest, SnapshotError> {
+    let mut m = Manifest::default();
+    for name in archive_names() {
+        let path = entry.join(name);
+        if path.is_file() {
+            m.files.extend(Manifest::of_file(&path, name)?.files);
+        }
+    }
+    Ok(m)
+}
+
+/// A manifest check's findings in one line (the first three).
+fn mismatch(found: &[String]) -> String {
+    let more = found.len().saturating_sub(3);
+    let mut text = format!(
+        "its files differ from its manifest: {}",
+        found[..found.len().min(3)].join("; ")
+    );
+    if more > 0 {
+        text.push_str(&format!(" (and {more} more)"));
+    }
+    text
 }
 
 /// A quarter of the filesystem that holds `root`, at least 1 GiB.
@@ -472,5 +656,77 @@ mod tests {
         assert!(c.find("0123456789abcdef").is_none());
         assert!(c.entries().is_empty());
         assert!(!partial.exists());
+    }
+
+    #[test]
+    fn a_truncated_file_fails_the_restore_and_a_quarantined_entry_is_replaced_by_the_next_save() {
+        let t = tempfile::tempdir().unwrap();
+        let c = cache(t.path(), 1 << 30);
+        let key = crate::snapshot::tests::key();
+        let src = data(t.path(), "data", 50_000);
+        c.save(&key, &src, t.path(), facts()).unwrap().unwrap();
+        let entry = c.root.join(key.id());
+        assert!(entry.join(crate::snapshot::manifest::MANIFEST).is_file());
+        // Half of a table file is lost in the cache.
+        std::fs::write(entry.join("data/base/table"), vec![1u8; 25_000]).unwrap();
+        let dest = t.path().join("restored");
+        let e = c.restore(&c.find(&key.id()).unwrap(), &dest).unwrap_err();
+        assert!(
+            matches!(&e, SnapshotError::Broken { why, .. }
+                if why.contains("base/table holds 25000 bytes, not 50000")),
+            "{e}"
+        );
+        c.quarantine(&key.id(), &e.to_string()).unwrap();
+        // Neither found nor listed: plan and `cache ls` promise nothing.
+        assert!(c.find(&key.id()).is_none());
+        assert!(c.entries().is_empty());
+        let q = c.quarantined();
+        assert_eq!(q.len(), 1);
+        assert_eq!(q[0].1, key.id());
+        assert!(q[0].2.contains("holds 25000 bytes"), "{:?}", q[0]);
+        // The next load saves a new entry under the key; a prune clears
+        // the quarantined one.
+        let saved = c.save(&key, &src, t.path(), facts()).unwrap();
+        assert!(saved.is_ok(), "{saved:?}");
+        let dest2 = t.path().join("restored2");
+        c.restore(&c.find(&key.id()).unwrap(), &dest2).unwrap();
+        assert_eq!(
+            std::fs::read(dest2.join("base/table")).unwrap().len(),
+            50_000
+        );
+        c.prune_to(1 << 30);
+        assert_eq!(c.quarantined().len(), 1, "kept while there is room");
+        c.prune_to(60_000);
+        assert!(c.quarantined().is_empty());
+        assert_eq!(c.entries().len(), 1);
+    }
+
+    #[test]
+    fn a_prune_keeps_an_entry_a_restore_holds_and_never_leaves_a_ghost_of_it() {
+        let t = tempfile::tempdir().unwrap();
+        let c = cache(t.path(), 1 << 30);
+        let key = crate::snapshot::tests::key();
+        let src = data(t.path(), "data", 10_000);
+        c.save(&key, &src, t.path(), facts()).unwrap().unwrap();
+        let meta = c.find(&key.id()).unwrap();
+        // Another run is restoring it: a prune (another process's cache
+        // handle) keeps it.
+        let other = cache(t.path(), 1 << 30);
+        let held = c.lease(&key.id()).unwrap();
+        assert!(other.prune_to(0).is_empty());
+        assert!(matches!(
+            other.remove(&key.id()),
+            Err(SnapshotError::Busy { .. })
+        ));
+        drop(held);
+        assert_eq!(other.prune_to(0).len(), 1);
+        // A restore that comes after the prune finds it gone, and its
+        // bookkeeping re-creates nothing.
+        let dest = t.path().join("restored");
+        let e = c.restore(&meta, &dest).unwrap_err();
+        assert!(matches!(e, SnapshotError::Gone { .. }), "{e}");
+        assert!(c.set_digest(&key.id(), "d2").is_err());
+        assert!(!c.root.join(key.id()).exists(), "a ghost entry is left");
+        assert_eq!(std::fs::read_dir(&c.root).unwrap().count(), 0);
     }
 }

@@ -145,6 +145,12 @@ pub struct Load {
     /// sysbench-mongo` only): its phases'.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub collections: Option<u32>,
+    /// `measured: true`: the load's figures are results (the write-up
+    /// reports its insert throughput or load time), so every cell loads
+    /// and none restores a snapshot. Kept out of serialized forms, so that
+    /// cell keys and snapshot keys do not change with it.
+    #[serde(skip)]
+    pub measured: bool,
 }
 
 /// What the load phase inserts.
@@ -573,9 +579,17 @@ impl FromNode for Load {
             node,
             cx,
             path,
-            &["threads", "workload", "batch", "warehouses", "denormalize"],
+            &[
+                "threads",
+                "workload",
+                "batch",
+                "warehouses",
+                "denormalize",
+                "measured",
+            ],
         )?;
         let threads = f.or(cx, "threads", 1u32);
+        let measured = f.or(cx, "measured", false);
         let workloads = [
             ("ycsb", LoadWorkload::Ycsb),
             ("candles", LoadWorkload::Candles),
@@ -618,6 +632,7 @@ impl FromNode for Load {
             warehouses,
             denormalize,
             collections: None,
+            measured,
         })
     }
 }

@@ -348,6 +348,23 @@ fn phase_table(
             ("Read per op", true),
         ],
     );
+    // A cell on restored data measured no load: its row says why.
+    if let Some(crate::snapshot::LoadSource::Snapshot {
+        key,
+        load_s,
+        from_run,
+        ..
+    }) = &rec.load_source
+    {
+        let mut row = vec![
+            "load".to_string(),
+            format!(
+                "RESTORED: not measured in this cell (snapshot {key}, loaded in {load_s:.1}s by run {from_run})"
+            ),
+        ];
+        row.resize(table.headers.len(), fmt::DASH.into());
+        table.rows.push(row);
+    }
     for (i, (p, (_, v, _))) in rec.phases.iter().zip(verdicts).enumerate() {
         let r = res
             .get(&(run.run_id.clone(), rec.key.clone(), i as u32))
@@ -525,5 +542,25 @@ mod tests {
             .export(&super::tests::input())
             .unwrap();
         assert!(!clean.contains("First errors"));
+    }
+
+    #[test]
+    fn a_restored_cell_has_a_load_row_that_says_why_it_measured_none() {
+        let mut input = input();
+        input.runs[0].cells[0].record.load_source = Some(crate::snapshot::LoadSource::Snapshot {
+            key: "0123456789abcdef".into(),
+            restore_s: 0.4,
+            load_s: 12.5,
+            from_run: "20261201-120000-abcd".into(),
+        });
+        let [v]: [CellView; 1] = views(&input, &SeriesMap::new(&[], &[])).try_into().unwrap();
+        let load = &v.table.rows[0];
+        assert_eq!(load.len(), v.table.headers.len());
+        assert_eq!(load[0], "load");
+        assert_eq!(
+            load[1],
+            "RESTORED: not measured in this cell (snapshot 0123456789abcdef, loaded in 12.5s by run 20261201-120000-abcd)"
+        );
+        assert!(load[2..].iter().all(|c| c == "—"), "{load:?}");
     }
 }

@@ -37,7 +37,7 @@ use end::{collect, restore_host, teardown};
 use measure::{measure, run_one};
 use stages::{
     load_data, provision, render, restore_snapshot, save_snapshot, settle_memory, start,
-    verify_records,
+    start_restored, verify_records,
 };
 
 /// Builds the engine launch for a port, data dir, config dir and log path,
@@ -624,6 +624,7 @@ async fn lifecycle(
     let mut launch = render(work, ctx, r, writer)?;
     check(ctx)?;
 
+    let pristine = launch.clone();
     let restored = match &work.snapshot {
         Some(sw) => {
             r.enter(ctx, "restore");
@@ -634,7 +635,13 @@ async fn lifecycle(
     check(ctx)?;
 
     r.enter(ctx, "start");
-    start(ctx, r, &launch, false).await?;
+    let restored = match restored {
+        Some(meta) => start_restored(work, ctx, r, &mut launch, &pristine, meta, writer).await?,
+        None => {
+            start(ctx, r, &launch, false).await?;
+            None
+        }
+    };
 
     if !work.replicas.is_empty() {
         r.enter(ctx, "replicas");
@@ -655,7 +662,7 @@ async fn lifecycle(
         r.enter(ctx, "load");
         load_data(work, ctx, r, writer, load).await?;
         index += 1;
-        verify_records(work, r, None).await?;
+        verify_records(work, r).await?;
         if !work.replicas.is_empty() {
             r.enter(ctx, "replicas");
             members::compare_records(work, ctx, r).await?;
@@ -665,8 +672,6 @@ async fn lifecycle(
             r.enter(ctx, "snapshot");
             save_snapshot(work, sw, ctx, r, &launch).await?;
         }
-    } else if restored.is_some() {
-        verify_records(work, r, restored.as_ref()).await?;
     }
     check(ctx)?;
 

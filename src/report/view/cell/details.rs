@@ -104,8 +104,25 @@ fn cell_facts(rec: &CellRecord) -> Vec<(String, String)> {
     facts
 }
 
-/// Where the data of the phases came from, in words.
+/// Where the data of the phases came from, in words; a snapshot
+/// discarded before the load says why first.
 pub(super) fn data_source(source: &crate::snapshot::LoadSource) -> String {
+    use crate::snapshot::LoadSource;
+    let text = loaded_or_restored(source);
+    match source {
+        LoadSource::Fresh {
+            key,
+            discarded: Some(why),
+            ..
+        } => format!(
+            "snapshot {} discarded ({why}); {text}",
+            key.as_deref().unwrap_or("-")
+        ),
+        _ => text,
+    }
+}
+
+fn loaded_or_restored(source: &crate::snapshot::LoadSource) -> String {
     use crate::snapshot::LoadSource;
     match source {
         LoadSource::Snapshot {
@@ -295,10 +312,24 @@ mod data_source_tests {
             saved: false,
             save_s: None,
             note: Some("not saved: another run saved the same key first".into()),
+            discarded: None,
         });
         let facts = cell_facts(&rec);
         let data = facts.iter().find(|(k, _)| k == "Data").unwrap();
         assert!(data.1.contains("another run saved"), "{}", data.1);
+        rec.load_source = Some(LoadSource::Fresh {
+            key: Some("0123456789abcdef".into()),
+            saved: true,
+            save_s: Some(0.5),
+            note: None,
+            discarded: Some("the engine did not start on it: FATAL".into()),
+        });
+        let facts = cell_facts(&rec);
+        let data = facts.iter().find(|(k, _)| k == "Data").unwrap();
+        assert_eq!(
+            data.1,
+            "snapshot 0123456789abcdef discarded (the engine did not start on it: FATAL); loaded by this cell, then saved as snapshot 0123456789abcdef in 0.5s"
+        );
         rec.load_source = None;
         assert!(!cell_facts(&rec).iter().any(|(k, _)| k == "Data"));
     }

@@ -459,13 +459,16 @@ impl Planning<'_> {
             return None;
         }
         let members = members::plan(e, s, deviations, diags)?;
+        if self.host_checks {
+            fit::check_member_sum(e, s, members.len(), host, diags)?;
+        }
         let memory = e.ep.effective_memory(host.mem_total);
         let knobs = knobs::resolve(e, self.sets, memory, deviations, diags)?;
         fit::check_cache(e, self.sets, &knobs, diags)?;
         let (configs, members) = self.render_members(e, &knobs, members, diags)?;
         let work = cells::ScaledWork::of(e, &self.sets.applied, &self.project.home);
         if self.host_checks {
-            self.check_work(e, &work, diags)?;
+            self.check_work(e, &work, members.len(), diags)?;
         }
         let user = ok_or_push(program::user(e), diags)?;
         let parts = cells::Parts {
@@ -546,6 +549,7 @@ impl Planning<'_> {
         &self,
         e: &Entry,
         work: &cells::ScaledWork,
+        members: usize,
         diags: &mut Diagnostics,
     ) -> Option<()> {
         let before = diags.len();
@@ -553,7 +557,9 @@ impl Planning<'_> {
             sets: self.sets.all,
             s: self.sets.scenario(),
         };
-        let client = host_fit::client_capacity(self.host, e.ep.env.memory, e.ep.hog_leave());
+        // Every member is capped alike: the generator has what they leave.
+        let caps = e.ep.env.memory.map(|c| Bytes(c.0.saturating_mul(members as u64)));
+        let client = host_fit::client_capacity(self.host, caps, e.ep.hog_leave());
         host_fit::check_generator(
             &at,
             work.dataset.as_ref(),
@@ -807,6 +813,47 @@ mod tests {
         assert!(plan_on(&p, s, &sets(&[("scale", "0.0625")]), None, None, &h).is_ok());
         h.work_free = None;
         assert!(plan_on(&p, s, &[], None, None, &h).is_ok());
+    }
+
+    #[test]
+    fn members_whose_caps_add_up_beyond_the_host_are_refused_naming_the_sum() {
+        let p = project();
+        let s = &p.scenarios["004-tpcc-mongodb-replica-set"];
+        // This host: each 22.5GiB cap fits its 23.5GiB, three do not.
+        let mut h = host("0-1", 24, 22);
+        h.mem_total = Bytes::from_mib(23 * 1024 + 512);
+        let e = plan_on(&p, s, &sets(&[("scale", "0.45")]), None, None, &h)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("mongodb@4.0 replica_set:3: 3 member(s) x 22.5GiB memory cap + benchcage's own 256MiB = 67.8GiB, more than 23.5GiB (this host's 23.5GiB of RAM)"),
+            "{e}"
+        );
+        assert!(e.contains("give it at most 7.8GiB"), "{e}");
+        assert!(!e.contains("standalone"), "one member fits: {e}");
+        // Write-up 004's own: 3 x 50GiB on a 64GiB machine.
+        let big = host("0-1", 64, 60);
+        let e = plan_on(&p, s, &sets(&[("scale", "1")]), None, None, &big)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("3 member(s) x 50.0GiB memory cap + benchcage's own 256MiB = 150.2GiB, more than 64.0GiB"), "{e}");
+        assert!(plan_on(&p, s, &sets(&[("scale", "0.125")]), None, None, &h).is_ok());
+        // Beside a hog: the caps and the hog's lock against MemAvailable.
+        let mut q = p.clone();
+        let mut rs = q.scenarios["quickstart"].clone();
+        rs.matrix.engines[0].topology = Some(crate::model::Topology::ReplicaSet { members: 3 });
+        let env = q.environments.get_mut("quickstart").unwrap();
+        env.share_cpus = true;
+        env.server.memory = Some(Bytes::from_gib(1));
+        env.hog = crate::spec::environment::Hog::Leave(Bytes::from_gib(2));
+        let e = plan_on(&q, &rs, &[], None, None, &h).unwrap_err().to_string();
+        assert!(
+            e.contains("3 member(s) x 1.0GiB memory cap + the hog's lock 19.8GiB + benchcage's own 256MiB = 23.0GiB, more than 21.8GiB (the 22.0GiB available (MemAvailable) less the hog's 256MiB margin)"),
+            "{e}"
+        );
+        q.environments.get_mut("quickstart").unwrap().hog =
+            crate::spec::environment::Hog::Leave(Bytes::from_gib(4));
+        assert!(plan_on(&q, &rs, &[], None, None, &h).is_ok());
     }
 
     #[test]

@@ -844,6 +844,46 @@ fn plan_shows_the_pytpcc_load_limit_from_its_warehouses_at_a_floor_rate_the_scen
     );
 }
 
+/// This PATH without the folders that hold `binary`: a host without it.
+fn path_without(binary: &str) -> String {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let kept: Vec<PathBuf> = std::env::split_paths(&path)
+        .filter(|d| !d.join(binary).exists())
+        .collect();
+    std::env::join_paths(kept)
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[test]
+fn a_host_without_one_engine_validates_with_a_warning_and_only_its_scenarios_are_refused() {
+    let path = path_without("secantusd-py");
+    let with = |args: &[&str]| Out::of(&bc(&repo()).env("PATH", &path).args(args).output().unwrap());
+    let o = with(&["validate"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let missing = "secantusdb@0.7: binary `secantusd-py` is not installed on this host";
+    assert!(
+        o.stderr.contains(&format!("warning: engines/secantusdb.yaml:4:19: versions.0.7.binary: {missing}")),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(o.stderr.matches(missing).count(), 1, "once: {}", o.stderr);
+    assert!(o.stdout.contains("scenarios valid on this host"), "{}", o.stdout);
+    // Naming the engine's spec or a scenario that does not use it.
+    let o = with(&["validate", "engines/secantusdb.yaml", "scenarios/quickstart.yaml"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stderr.contains(missing), "{}", o.stderr);
+    // A command that does not use the engine says nothing of it.
+    let o = with(&["plan", "quickstart"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(!o.stderr.contains("secantusd-py"), "{}", o.stderr);
+    // One that uses it refuses it.
+    let o = with(&["plan", "003-mongodb-3.2-here"]);
+    assert_eq!(o.code, 2, "{}", o.stdout);
+    assert!(o.stderr.contains(&format!("error: engines/secantusdb.yaml:4:19: versions.0.7.binary: {missing}")), "{}", o.stderr);
+}
+
 #[test]
 fn set_reaches_dataset_phase_and_repetition_fields_and_refuses_unknown_keys() {
     let o = run(

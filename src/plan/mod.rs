@@ -129,16 +129,83 @@ pub fn plan_command_line(
     })
 }
 
-/// Plan every scenario of `project` on this host: CPUs, RAM, hog, swap
-/// accounting, cache under the cap, binaries or images present.
-pub fn validate_on_host(project: &Project, host: &HostFacts) -> Result<(), Diagnostics> {
-    let mut diags = Diagnostics::default();
-    for s in project.scenarios.values() {
-        if let Err(d) = plan_on(project, s, &[], None, None, host) {
-            diags.extend(d);
+/// What `validate` found: errors (exit 2) and warnings.
+#[derive(Debug, Default)]
+pub struct Validation {
+    pub errors: Diagnostics,
+    /// Binaries not installed on this host, each once: no fault of the
+    /// specs (a run of a scenario that uses the engine still refuses).
+    pub warnings: Diagnostics,
+}
+
+impl Validation {
+    fn absorb(&mut self, other: Validation) {
+        self.errors.extend(other.errors);
+        for w in other.warnings.0 {
+            if !self.warnings.iter().any(|x| x == &w) {
+                self.warnings.push(w);
+            }
         }
     }
-    diags.into_result(())
+}
+
+/// Plan every scenario of `project` on this host: CPUs, RAM, hog, swap
+/// accounting, cache under the cap; a binary not installed is a warning.
+pub fn validate_on_host(project: &Project, host: &HostFacts) -> Validation {
+    let mut all = Validation::default();
+    for s in project.scenarios.values() {
+        all.absorb(validate_scenario(project, s, host));
+    }
+    all
+}
+
+/// Plan one scenario as `validate` does: a binary not installed is a
+/// warning, everything else that `plan` refuses an error.
+pub fn validate_scenario(project: &Project, s: &Scenario, host: &HostFacts) -> Validation {
+    let mut missing = Diagnostics::default();
+    let flags = PlanFlags {
+        host_checks: true,
+        binaries: Binaries::Noted,
+    };
+    let errors = plan_inner(project, s, &[], None, None, host, &flags, &mut missing)
+        .err()
+        .unwrap_or_default();
+    let mut v = Validation::default();
+    v.absorb(Validation {
+        errors,
+        warnings: missing,
+    });
+    v
+}
+
+/// What a binary that is not installed on this host does to a plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Binaries {
+    /// Refuses its cells (plan, run).
+    Required,
+    /// Is noted apart and its cells are planned with the bare name
+    /// (validate).
+    Noted,
+}
+
+/// How a plan is made.
+struct PlanFlags {
+    /// Off for `render`: a config for a bigger machine renders anywhere.
+    host_checks: bool,
+    binaries: Binaries,
+}
+
+impl PlanFlags {
+    /// `plan` and `run`: every check, every binary there.
+    const RUN: PlanFlags = PlanFlags {
+        host_checks: true,
+        binaries: Binaries::Required,
+    };
+    /// `render`: no host checks.
+    const RENDER: PlanFlags = PlanFlags {
+        host_checks: false,
+        binaries: Binaries::Required,
+    };
 }
 
 /// Plan a parsed scenario against given host facts.
@@ -150,7 +217,17 @@ pub fn plan_on(
     only: Option<&str>,
     host: &HostFacts,
 ) -> Result<Plan, Diagnostics> {
-    plan_inner(project, s, overrides, env_filter, only, host, true)
+    let mut missing = Diagnostics::default();
+    plan_inner(
+        project,
+        s,
+        overrides,
+        env_filter,
+        only,
+        host,
+        &PlanFlags::RUN,
+        &mut missing,
+    )
 }
 
 /// Render one engine's configs for one environment, as `benchcage render`
@@ -169,7 +246,17 @@ pub fn render_engine(
     check_render_args(project, engine, &name, version.as_deref(), env)?;
     let s = render_scenario(engine, name, version, env);
     let host = HostFacts::probe();
-    let plan = plan_inner(project, &s, overrides, None, None, &host, false)?;
+    let mut missing = Diagnostics::default();
+    let plan = plan_inner(
+        project,
+        &s,
+        overrides,
+        None,
+        None,
+        &host,
+        &PlanFlags::RENDER,
+        &mut missing,
+    )?;
     Ok(plan
         .cells
         .into_iter()
@@ -263,6 +350,9 @@ struct Planning<'a> {
     host: &'a HostFacts,
     /// Off for `render`: a config for a bigger machine renders anywhere.
     host_checks: bool,
+    binaries: Binaries,
+    /// Binaries not installed, with [`Binaries::Noted`].
+    missing: std::cell::RefCell<Diagnostics>,
     /// `--only`: cells whose id contains it.
     only: Option<&'a str>,
 }
@@ -280,6 +370,9 @@ struct Entry<'a> {
     cell_label: String,
 }
 
+/// The plan, or why not; with [`Binaries::Noted`], each binary that is not
+/// installed goes to `missing` instead.
+#[allow(clippy::too_many_arguments)]
 fn plan_inner(
     project: &Project,
     s: &Scenario,
@@ -287,8 +380,10 @@ fn plan_inner(
     env_filter: Option<&str>,
     only: Option<&str>,
     host: &HostFacts,
-    host_checks: bool,
+    flags: &PlanFlags,
+    missing: &mut Diagnostics,
 ) -> Result<Plan, Diagnostics> {
+    let host_checks = flags.host_checks;
     let mut diags = Diagnostics::default();
     // Scenario fields first (`records`, `phases.NAME.threads`), then
     // environment fields and knobs.
@@ -304,6 +399,8 @@ fn plan_inner(
         sets: &sets,
         host,
         host_checks,
+        binaries: flags.binaries,
+        missing: std::cell::RefCell::new(std::mem::take(missing)),
         only,
     };
     let mut cells = Vec::new();
@@ -312,6 +409,7 @@ fn plan_inner(
             cells.extend(cx.environment(eref, &mut deviations, &mut diags));
         }
     }
+    *missing = cx.missing.into_inner();
     if diags.is_empty() && cells.is_empty() {
         diags.push(no_cell_matches(only));
     }
@@ -451,7 +549,20 @@ impl Planning<'_> {
         diags: &mut Diagnostics,
     ) -> Option<Vec<PlannedCell>> {
         let (s, host) = (self.sets.scenario(), self.host);
-        let program = ok_or_push(program::resolve(e, s, self.host_checks), diags)?;
+        let program = match program::resolve(e, s, self.host_checks) {
+            Ok(p) => p,
+            Err(program::Unresolved::NotInstalled { binary, diag })
+                if self.binaries == Binaries::Noted =>
+            {
+                self.missing.borrow_mut().push(diag);
+                crate::model::Program::Binary(binary)
+            }
+            Err(program::Unresolved::NotInstalled { diag, .. })
+            | Err(program::Unresolved::Refused(diag)) => {
+                diags.push(diag);
+                return None;
+            }
+        };
         if self.host_checks
             && let Some(d) = fit::thp_refusal(e, s, host)
         {

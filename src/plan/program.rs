@@ -76,10 +76,26 @@ pub fn host_binary(
     }
 }
 
+/// Why an entry has no program on this host.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Unresolved {
+    /// Its binary is not installed here: a cell of it cannot start, but a
+    /// spec that names it is sound (`validate` warns, `run` refuses).
+    NotInstalled { binary: PathBuf, diag: Diagnostic },
+    /// Anything else: the spec and the backend do not go together.
+    Refused(Diagnostic),
+}
+
+impl From<Diagnostic> for Unresolved {
+    fn from(d: Diagnostic) -> Self {
+        Unresolved::Refused(d)
+    }
+}
+
 /// The program for the entry's backend. Without host checks (`render`),
 /// whatever the version names stands in, so a config shows whatever the
 /// backend can run.
-pub(super) fn resolve(e: &Entry, s: &Scenario, host_checks: bool) -> Result<Program, Diagnostic> {
+pub(super) fn resolve(e: &Entry, s: &Scenario, host_checks: bool) -> Result<Program, Unresolved> {
     let ev = e.ev;
     match e.ep.env.backend {
         Backend::Cgroup if !host_checks && ev.binary.is_none() => {
@@ -91,21 +107,24 @@ pub(super) fn resolve(e: &Entry, s: &Scenario, host_checks: bool) -> Result<Prog
         Backend::Cgroup => local_binary(e, s, host_checks),
         Backend::Docker => match &ev.image {
             Some(i) => Ok(Program::Image(i.clone())),
-            None => Err(e.ep.diag(
-                s,
-                "backend",
-                format!("{} has no image for the docker backend", e.label),
-                Some("use the cgroup backend (--set backend=cgroup) or add `image:` to the engine version".into()),
-            )),
+            None => Err(e
+                .ep
+                .diag(
+                    s,
+                    "backend",
+                    format!("{} has no image for the docker backend", e.label),
+                    Some("use the cgroup backend (--set backend=cgroup) or add `image:` to the engine version".into()),
+                )
+                .into()),
         },
     }
 }
 
 /// The version's `binary:`, installed on this host.
-fn local_binary(e: &Entry, s: &Scenario, host_checks: bool) -> Result<Program, Diagnostic> {
+fn local_binary(e: &Entry, s: &Scenario, host_checks: bool) -> Result<Program, Unresolved> {
     let (ev, label) = (e.ev, &e.label);
     let Some(b) = &ev.binary else {
-        return Err(e.ep.diag(
+        return Err(Unresolved::Refused(e.ep.diag(
             s,
             "backend",
             format!("{label} has no local binary for the cgroup backend"),
@@ -115,7 +134,7 @@ fn local_binary(e: &Entry, s: &Scenario, host_checks: bool) -> Result<Program, D
                 ),
                 None => "add `binary:` to the engine version".into(),
             }),
-        ));
+        )));
     };
     if ev.source.as_ref().is_some_and(|s| s.fetchable()) {
         // Where the cache has it, or will once fetched (`plan` lists what a
@@ -127,7 +146,9 @@ fn local_binary(e: &Entry, s: &Scenario, host_checks: bool) -> Result<Program, D
     match resolve_binary(b) {
         Some(p) => Ok(Program::Binary(p)),
         None if !host_checks => Ok(Program::Binary(PathBuf::from(b))),
-        None => Err(e.engine.origin.diag(
+        None => Err(Unresolved::NotInstalled {
+            binary: PathBuf::from(b),
+            diag: e.engine.origin.diag(
             &format!("versions.{}.binary", e.version),
             format!("{label}: binary `{b}` is not installed on this host"),
             Some(match &ev.image {
@@ -138,7 +159,8 @@ fn local_binary(e: &Entry, s: &Scenario, host_checks: bool) -> Result<Program, D
                 }
                 None => "install it (make deps)".into(),
             }),
-        )),
+        )},
+        ),
     }
 }
 

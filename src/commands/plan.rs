@@ -293,9 +293,20 @@ fn describe_work(o: &mut String, c: &PlannedCell, host: &HostFacts) {
         );
     }
     if let Some(s) = &c.settle {
+        let cache = match (&c.cache_resize, s.memory) {
+            (_, None) => String::new(),
+            (Some(stmt), Some(_)) => format!(
+                "; the engine cache keeps its share of the cap ({} of {}): `{stmt}`",
+                c.cache, c.limits.memory
+            ),
+            (None, Some(_)) => format!(
+                "; the engine cache stays {} (the engine cannot resize it while it runs)",
+                c.cache
+            ),
+        };
         let _ = writeln!(
             o,
-            "  settle    memory {}, drop caches {}",
+            "  settle    memory {}, drop caches {}{cache}",
             s.memory
                 .map(|m| m.text())
                 .unwrap_or_else(|| "as the environment's cap".into()),

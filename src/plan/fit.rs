@@ -188,6 +188,61 @@ pub(super) fn check_member_sum(
     None
 }
 
+/// An engine that cannot resize its cache at run time (no
+/// `cache_resize:`, like PostgreSQL's shared_buffers) keeps the cache it
+/// started with when settle shrinks the cap: refuse a cell whose cache
+/// (and overhead) would not fit the smallest cap settle sets, as
+/// estimated from the data the dataset loads (raw bytes: an engine
+/// reports at least that, so the estimate errs towards refusing).
+pub(super) fn check_fixed_cache(
+    e: &Entry,
+    sets: &Sets,
+    knobs: &Knobs,
+    footprint: Option<&super::footprint::Footprint>,
+    diags: &mut Diagnostics,
+) -> Option<()> {
+    use crate::spec::scenario::SettleMemory;
+    let s = sets.scenario();
+    let (cache, overhead) = (knobs.cache, e.engine.cache_overhead);
+    if e.engine.cache_resize.is_some() || !knobs.has_cache_knob || e.ep.env.allow_cache_overcommit
+    {
+        return Some(());
+    }
+    let data = footprint.map_or(0, |f| f.record_bytes.saturating_mul(f.loaded));
+    let caps = s.settle.iter().flat_map(|sw| sw.memory.iter()).filter_map(|m| match *m {
+        SettleMemory::OfData(f) if data > 0 => Some((
+            crate::run::settle::settled_cap(crate::units::Share(f), Bytes(data)),
+            format!("{} (about {} loaded)", m.text(), approx(Bytes(data))),
+        )),
+        SettleMemory::OfData(_) => None,
+        SettleMemory::Absolute(b) => Some((b, m.text())),
+    });
+    let Some((cap, what)) = caps.min_by_key(|(c, _)| *c) else {
+        return Some(());
+    };
+    if cache.0 + overhead.0 <= cap.0 {
+        return Some(());
+    }
+    let most = Bytes(cap.0.saturating_sub(overhead.0));
+    let msg = format!(
+        "{}: settle sets the memory cap to {what}, about {}, but {} cannot resize its cache while it runs (its spec has no `cache_resize:`): the cache {cache} + engine overhead {overhead} it starts with would not fit",
+        e.label,
+        approx(cap),
+        e.engine.name
+    );
+    let hint = Some(format!(
+        "give it a cache of at most {} (--set cache={}), settle to a larger share, or set allow_cache_overcommit: true to run it overcommitted",
+        approx(most),
+        Bytes(most.0 >> 20 << 20)
+    ));
+    diags.push(if sets.sets_knob("cache_size") {
+        set_flag("cache_size", &cache.to_string(), msg, hint)
+    } else {
+        s.origin.diag("settle.memory", msg, hint)
+    });
+    None
+}
+
 /// Why a cell of the entry's engine cannot run on this host as the
 /// environment leaves its transparent huge pages: the engine refuses
 /// `always`, the host has it, and the environment does not have benchcage

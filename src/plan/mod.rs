@@ -578,6 +578,7 @@ impl Planning<'_> {
         fit::check_cache(e, self.sets, &knobs, diags)?;
         let (configs, members) = self.render_members(e, &knobs, members, diags)?;
         let work = cells::ScaledWork::of(e, &self.sets.applied, &self.project.home);
+        fit::check_fixed_cache(e, self.sets, &knobs, work.footprint.as_ref(), diags)?;
         if self.host_checks {
             self.check_work(e, &work, members.len(), diags)?;
         }

@@ -548,6 +548,17 @@ pub(super) async fn settle(work: &CellWork, ctx: &CellCtx, r: &mut Running) -> R
                 "memory limit after settle".into(),
                 format!("{limit} (settled to {cap}: {why})"),
             );
+            if let Some(resize) = &work.settle.cache {
+                let (read_back, violation) =
+                    super::stages::resize_cache(work, resize, port, cap).await;
+                member(&mut r.record, name)
+                    .limits_read_back
+                    .insert("engine cache after settle".into(), read_back);
+                r.record
+                    .fidelity
+                    .violations
+                    .extend(violation.map(|v| format!("member {name}: {v}")));
+            }
         }
         if work.settle.drop_caches {
             r.replicas[i].sandbox().drop_page_cache()?;

@@ -148,6 +148,31 @@ pub struct SettleSpec {
     pub memory: Option<SettleCap>,
     /// Drop the server's page cache before the phases.
     pub drop_caches: bool,
+    /// Resize the engine's cache with the cap, where the engine can.
+    pub cache: Option<CacheResize>,
+}
+
+/// How settle resizes the engine's cache: the planned cache's share of
+/// the planned cap, applied to the settled cap, set with the engine's
+/// statement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CacheResize {
+    /// The engine's `cache_resize:` statement, `{cache_bytes}` unfilled.
+    pub statement: String,
+    /// The cache the cell started with.
+    pub planned_cache: Bytes,
+    /// The cap it started under.
+    pub planned_cap: Bytes,
+}
+
+impl CacheResize {
+    /// The cache for `cap`: the planned cache's share of the planned cap,
+    /// rounded down to a MiB, at least 1 MiB.
+    pub fn cache_for(&self, cap: Bytes) -> Bytes {
+        let share = self.planned_cache.0 as f64 / self.planned_cap.0.max(1) as f64;
+        let bytes = (cap.0 as f64 * share) as u64;
+        Bytes((bytes >> 20).max(1) << 20)
+    }
 }
 
 /// The memory cap settle sets after load.
@@ -192,6 +217,9 @@ pub struct PhaseStep {
 #[derive(Clone)]
 pub struct CellWork {
     pub key: String,
+    /// The environment allows a cache over the cap
+    /// (`allow_cache_overcommit`): recorded, never a violation.
+    pub cache_overcommit: bool,
     /// The key without the repetition: the same for every repetition.
     pub group: String,
     pub label: String,
@@ -737,6 +765,7 @@ mod tests {
         let spec = SettleSpec {
             memory: Some(SettleCap::OfData(Share(0.25))),
             drop_caches: true,
+            cache: None,
         };
         let rec = spec.record();
         assert_eq!(rec.memory, Some(SettleMemory::OfData(0.25)));

@@ -166,10 +166,8 @@ pub(super) async fn settle_memory(
             data_size
         };
         let (cap, why) = settle_cap(want, own);
-        r.sandbox().set_memory_cap(cap, work.limits.swap)?;
-        r.record
-            .limits
-            .insert("memory_settled".into(), format!("{cap} ({why})"));
+        // The cache first: a cap under what the cache holds cannot be set
+        // (the kernel answers EBUSY when it cannot reclaim down to it).
         if let Some(resize) = &work.settle.cache {
             let (read_back, violation) = resize_cache(work, resize, r.port, cap).await;
             let f = &mut r.record.fidelity;
@@ -177,6 +175,10 @@ pub(super) async fn settle_memory(
                 .insert("server/engine cache after settle".into(), read_back);
             f.violations.extend(violation);
         }
+        r.sandbox().set_memory_cap(cap, work.limits.swap)?;
+        r.record
+            .limits
+            .insert("memory_settled".into(), format!("{cap} ({why})"));
     }
     if work.settle.drop_caches {
         r.sandbox().drop_page_cache()?;

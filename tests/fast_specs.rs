@@ -799,11 +799,18 @@ fn every_scenario_that_names_a_write_up_reproduces_it_and_plan_compares_against_
     }
     // Every write-up scenario is found, the sharded one among them.
     assert!(named.len() >= 9, "{named:?}");
-    assert!(named.contains(&"003-mongodb-3.2-sharded".to_string()), "{named:?}");
+    assert!(
+        named.contains(&"003-mongodb-3.2-sharded".to_string()),
+        "{named:?}"
+    );
     let (_, devs) = writeup_deviations("scenarios/003-mongodb-3.2-sharded.yaml", &[]);
     let all = format!("{devs:#?}");
     assert!(
-        has(&devs, "scaled", "c8-32g: memory cap 2GiB instead of the write-up's 32GiB"),
+        has(
+            &devs,
+            "scaled",
+            "c8-32g: memory cap 2GiB instead of the write-up's 32GiB"
+        ),
         "{all}"
     );
 }
@@ -830,11 +837,16 @@ fn plan_shows_the_pytpcc_load_limit_from_its_warehouses_at_a_floor_rate_the_scen
     let o = run(home.path(), &["plan", "004-tpcc-mongodb"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(
-        o.stdout.contains("killed after 1250m: 125 warehouses at the floor rate of 0.1 a minute"),
+        o.stdout
+            .contains("killed after 1250m: 125 warehouses at the floor rate of 0.1 a minute"),
         "{}",
         o.stdout
     );
-    std::fs::write(&path, text.replace("load: true,", "load: true, min_load_rate: 0,")).unwrap();
+    std::fs::write(
+        &path,
+        text.replace("load: true,", "load: true, min_load_rate: 0,"),
+    )
+    .unwrap();
     let o = run(home.path(), &["plan", "004-tpcc-mongodb"]);
     assert_eq!(o.code, 2, "{}", o.stdout);
     assert!(
@@ -859,19 +871,30 @@ fn path_without(binary: &str) -> String {
 #[test]
 fn a_host_without_one_engine_validates_with_a_warning_and_only_its_scenarios_are_refused() {
     let path = path_without("secantusd-py");
-    let with = |args: &[&str]| Out::of(&bc(&repo()).env("PATH", &path).args(args).output().unwrap());
+    let with =
+        |args: &[&str]| Out::of(&bc(&repo()).env("PATH", &path).args(args).output().unwrap());
     let o = with(&["validate"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     let missing = "secantusdb@0.7: binary `secantusd-py` is not installed on this host";
     assert!(
-        o.stderr.contains(&format!("warning: engines/secantusdb.yaml:4:19: versions.0.7.binary: {missing}")),
+        o.stderr.contains(&format!(
+            "warning: engines/secantusdb.yaml:4:19: versions.0.7.binary: {missing}"
+        )),
         "{}",
         o.stderr
     );
     assert_eq!(o.stderr.matches(missing).count(), 1, "once: {}", o.stderr);
-    assert!(o.stdout.contains("scenarios valid on this host"), "{}", o.stdout);
+    assert!(
+        o.stdout.contains("scenarios valid on this host"),
+        "{}",
+        o.stdout
+    );
     // Naming the engine's spec or a scenario that does not use it.
-    let o = with(&["validate", "engines/secantusdb.yaml", "scenarios/quickstart.yaml"]);
+    let o = with(&[
+        "validate",
+        "engines/secantusdb.yaml",
+        "scenarios/quickstart.yaml",
+    ]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(o.stderr.contains(missing), "{}", o.stderr);
     // A command that does not use the engine says nothing of it.
@@ -881,7 +904,61 @@ fn a_host_without_one_engine_validates_with_a_warning_and_only_its_scenarios_are
     // One that uses it refuses it.
     let o = with(&["plan", "003-mongodb-3.2-here"]);
     assert_eq!(o.code, 2, "{}", o.stdout);
-    assert!(o.stderr.contains(&format!("error: engines/secantusdb.yaml:4:19: versions.0.7.binary: {missing}")), "{}", o.stderr);
+    assert!(
+        o.stderr.contains(&format!(
+            "error: engines/secantusdb.yaml:4:19: versions.0.7.binary: {missing}"
+        )),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn a_cache_fixed_at_start_that_would_not_fit_the_settled_cap_is_refused_and_a_resizable_one_is_planned()
+ {
+    // PostgreSQL's shared_buffers in the RAM-fit sweep: 8MiB fits the
+    // smallest cap settle will set (25% of ~580MiB), 128MiB does not.
+    let home = temp_home(true);
+    let path = home.path().join("scenarios/doesnt-fit-in-ram.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let pg = text.replace("engines: [myrocks@10.11]", "engines: [postgres@15]");
+    let pg = pg
+        .lines()
+        .filter(|l| !l.starts_with("knobs:"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(&path, pg).unwrap();
+    let o = run(home.path(), &["plan", "doesnt-fit-in-ram"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stdout
+            .contains("the engine cache stays 8MiB (the engine cannot resize it while it runs)"),
+        "{}",
+        o.stdout
+    );
+    let o = run(
+        home.path(),
+        &["plan", "doesnt-fit-in-ram", "--set", "cache=128MiB"],
+    );
+    assert_eq!(o.code, 2, "{}", o.stdout);
+    assert!(
+        o.stderr.contains("settle sets the memory cap to 25% of data (about 576.4MiB loaded), about 144.1MiB, but postgres cannot resize its cache while it runs")
+            && o.stderr.contains("the cache 128MiB + engine overhead 64MiB it starts with would not fit")
+            && o.stderr.contains("--set cache=80MiB"),
+        "{}",
+        o.stderr
+    );
+    // MyRocks resizes its block cache: the same cache plans, and plan says how.
+    let o = run(
+        &repo(),
+        &["plan", "doesnt-fit-in-ram", "--set", "cache=128MiB"],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stdout.contains("the engine cache keeps its share of the cap (128MiB of 1GiB): `SET GLOBAL rocksdb_block_cache_size = {cache_bytes}`"),
+        "{}",
+        o.stdout
+    );
 }
 
 #[test]

@@ -287,7 +287,10 @@ mod tests {
         assert_eq!(cache_violation(Some(100 << 20), 200 << 20), None);
         assert_eq!(cache_violation(None, 200 << 20), None);
         let v = cache_violation(Some(1 << 30), 150 << 20).unwrap();
-        assert!(v.contains("cache is 1GiB but its memory cap is 150MiB"), "{v}");
+        assert!(
+            v.contains("cache is 1GiB but its memory cap is 150MiB"),
+            "{v}"
+        );
     }
 
     #[test]

@@ -204,19 +204,22 @@ pub(super) fn check_fixed_cache(
     use crate::spec::scenario::SettleMemory;
     let s = sets.scenario();
     let (cache, overhead) = (knobs.cache, e.engine.cache_overhead);
-    if e.engine.cache_resize.is_some() || !knobs.has_cache_knob || e.ep.env.allow_cache_overcommit
-    {
+    if e.engine.cache_resize.is_some() || !knobs.has_cache_knob || e.ep.env.allow_cache_overcommit {
         return Some(());
     }
     let data = footprint.map_or(0, |f| f.record_bytes.saturating_mul(f.loaded));
-    let caps = s.settle.iter().flat_map(|sw| sw.memory.iter()).filter_map(|m| match *m {
-        SettleMemory::OfData(f) if data > 0 => Some((
-            crate::run::settle::settled_cap(crate::units::Share(f), Bytes(data)),
-            format!("{} (about {} loaded)", m.text(), approx(Bytes(data))),
-        )),
-        SettleMemory::OfData(_) => None,
-        SettleMemory::Absolute(b) => Some((b, m.text())),
-    });
+    let caps = s
+        .settle
+        .iter()
+        .flat_map(|sw| sw.memory.iter())
+        .filter_map(|m| match *m {
+            SettleMemory::OfData(f) if data > 0 => Some((
+                crate::run::settle::settled_cap(crate::units::Share(f), Bytes(data)),
+                format!("{} (about {} loaded)", m.text(), approx(Bytes(data))),
+            )),
+            SettleMemory::OfData(_) => None,
+            SettleMemory::Absolute(b) => Some((b, m.text())),
+        });
     let Some((cap, what)) = caps.min_by_key(|(c, _)| *c) else {
         return Some(());
     };

@@ -554,12 +554,12 @@ impl Planning<'_> {
             Err(program::Unresolved::NotInstalled { binary, diag })
                 if self.binaries == Binaries::Noted =>
             {
-                self.missing.borrow_mut().push(diag);
+                self.missing.borrow_mut().push(*diag);
                 crate::model::Program::Binary(binary)
             }
             Err(program::Unresolved::NotInstalled { diag, .. })
             | Err(program::Unresolved::Refused(diag)) => {
-                diags.push(diag);
+                diags.push(*diag);
                 return None;
             }
         };
@@ -670,7 +670,10 @@ impl Planning<'_> {
             s: self.sets.scenario(),
         };
         // Every member is capped alike: the generator has what they leave.
-        let caps = e.ep.env.memory.map(|c| Bytes(c.0.saturating_mul(members as u64)));
+        let caps =
+            e.ep.env
+                .memory
+                .map(|c| Bytes(c.0.saturating_mul(members as u64)));
         let client = host_fit::client_capacity(self.host, caps, e.ep.hog_leave());
         host_fit::check_generator(
             &at,
@@ -958,7 +961,9 @@ mod tests {
         env.share_cpus = true;
         env.server.memory = Some(Bytes::from_gib(1));
         env.hog = crate::spec::environment::Hog::Leave(Bytes::from_gib(2));
-        let e = plan_on(&q, &rs, &[], None, None, &h).unwrap_err().to_string();
+        let e = plan_on(&q, &rs, &[], None, None, &h)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("3 member(s) x 1.0GiB memory cap + the hog's lock 19.8GiB + benchcage's own 256MiB = 23.0GiB, more than 21.8GiB (the 22.0GiB available (MemAvailable) less the hog's 256MiB margin)"),
             "{e}"

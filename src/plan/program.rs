@@ -81,14 +81,17 @@ pub fn host_binary(
 pub(super) enum Unresolved {
     /// Its binary is not installed here: a cell of it cannot start, but a
     /// spec that names it is sound (`validate` warns, `run` refuses).
-    NotInstalled { binary: PathBuf, diag: Diagnostic },
+    NotInstalled {
+        binary: PathBuf,
+        diag: Box<Diagnostic>,
+    },
     /// Anything else: the spec and the backend do not go together.
-    Refused(Diagnostic),
+    Refused(Box<Diagnostic>),
 }
 
 impl From<Diagnostic> for Unresolved {
     fn from(d: Diagnostic) -> Self {
-        Unresolved::Refused(d)
+        Unresolved::Refused(Box::new(d))
     }
 }
 
@@ -124,7 +127,7 @@ pub(super) fn resolve(e: &Entry, s: &Scenario, host_checks: bool) -> Result<Prog
 fn local_binary(e: &Entry, s: &Scenario, host_checks: bool) -> Result<Program, Unresolved> {
     let (ev, label) = (e.ev, &e.label);
     let Some(b) = &ev.binary else {
-        return Err(Unresolved::Refused(e.ep.diag(
+        return Err(Unresolved::from(e.ep.diag(
             s,
             "backend",
             format!("{label} has no local binary for the cgroup backend"),
@@ -148,19 +151,19 @@ fn local_binary(e: &Entry, s: &Scenario, host_checks: bool) -> Result<Program, U
         None if !host_checks => Ok(Program::Binary(PathBuf::from(b))),
         None => Err(Unresolved::NotInstalled {
             binary: PathBuf::from(b),
-            diag: e.engine.origin.diag(
-            &format!("versions.{}.binary", e.version),
-            format!("{label}: binary `{b}` is not installed on this host"),
-            Some(match &ev.image {
-                Some(i) => {
-                    format!(
-                        "install it (make deps), or run the image {i} with --set backend=docker"
-                    )
-                }
-                None => "install it (make deps)".into(),
-            }),
-        )},
-        ),
+            diag: Box::new(e.engine.origin.diag(
+                &format!("versions.{}.binary", e.version),
+                format!("{label}: binary `{b}` is not installed on this host"),
+                Some(match &ev.image {
+                    Some(i) => {
+                        format!(
+                            "install it (make deps), or run the image {i} with --set backend=docker"
+                        )
+                    }
+                    None => "install it (make deps)".into(),
+                }),
+            )),
+        }),
     }
 }
 

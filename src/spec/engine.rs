@@ -1828,7 +1828,7 @@ mod tests {
             &mut diags,
         );
         let engine = match parsed {
-            Some(crate::spec::Parsed::Engine(e)) => Some(e),
+            Some(crate::spec::Parsed::Engine(e)) => Some(*e),
             _ => None,
         };
         (diags.iter().map(|d| d.to_string()).collect(), engine)

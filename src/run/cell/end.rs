@@ -58,8 +58,8 @@ pub(super) async fn collect(work: &CellWork, ctx: &CellCtx, r: &mut Running) -> 
             &io.contention_violation,
             &io.cache_violation,
         ]
-            .into_iter()
-            .flatten()
+        .into_iter()
+        .flatten()
         {
             f.violations.push(format!("{stem}: {v}"));
         }

@@ -761,6 +761,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_resized_cache_keeps_its_share_of_the_cap_in_whole_mib() {
+        let r = CacheResize {
+            statement: "SET GLOBAL rocksdb_block_cache_size = {cache_bytes}".into(),
+            planned_cache: Bytes::from_mib(256),
+            planned_cap: Bytes::from_gib(1),
+        };
+        assert_eq!(r.cache_for(Bytes::from_mib(240)), Bytes::from_mib(60));
+        assert_eq!(r.cache_for(Bytes::from_gib(2)), Bytes::from_mib(512));
+        assert_eq!(
+            r.cache_for(Bytes::from_mib(2)),
+            Bytes::from_mib(1),
+            "never 0"
+        );
+        let s = crate::spec::engine::fill_cache_resize(&r.statement, Bytes::from_mib(60));
+        assert_eq!(s, "SET GLOBAL rocksdb_block_cache_size = 62914560");
+        let wt =
+            r#"{"setParameter": 1, "wiredTigerEngineRuntimeConfig": "cache_size={cache_mib}M"}"#;
+        assert_eq!(
+            crate::spec::engine::fill_cache_resize(wt, Bytes::from_mib(60)),
+            r#"{"setParameter": 1, "wiredTigerEngineRuntimeConfig": "cache_size=60M"}"#
+        );
+    }
+
+    #[test]
     fn the_cell_record_keeps_the_settle_cap_as_the_scenario_gave_it() {
         let spec = SettleSpec {
             memory: Some(SettleCap::OfData(Share(0.25))),

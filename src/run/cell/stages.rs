@@ -211,8 +211,10 @@ pub(super) async fn resize_cache(
     let now = work.facts.cache_size(port).await;
     let shown = now.map_or("not reported".to_string(), |b| Bytes(b).to_string());
     let read_back = format!(
-        "{shown} (resized to {want}: the {} cache's share of the {} cap, applied to {cap})",
-        resize.planned_cache, resize.planned_cap
+        "{shown} (resized to {want}: the {} cache's share of the {} cap, applied to {})",
+        resize.planned_cache,
+        resize.planned_cap,
+        crate::display::approx(cap)
     );
     let violation = failed.map(|e| {
         format!(

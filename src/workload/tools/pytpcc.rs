@@ -500,8 +500,7 @@ mod tests {
     #[test]
     fn a_load_is_given_its_warehouses_at_the_floor_rate_not_four_times_the_duration() {
         let hour = Duration::from_secs(3600);
-        let mut c: PytpccConfig =
-            serde_yaml::from_str("{warehouses: 1000, load: true}").unwrap();
+        let mut c: PytpccConfig = serde_yaml::from_str("{warehouses: 1000, load: true}").unwrap();
         // Write-up 004: a 60 min phase, and 4.4 loaded for 259 minutes.
         let limit = time_limit(&c, hour);
         assert_eq!(limit, Duration::from_secs(2000 * 60));
@@ -509,11 +508,22 @@ mod tests {
         c.min_load_rate = Some(4.0);
         assert_eq!(time_limit(&c, hour), Duration::from_secs(250 * 60));
         c.min_load_rate = Some(20.0);
-        assert_eq!(time_limit(&c, hour), 4 * hour, "never below 4x the duration");
+        assert_eq!(
+            time_limit(&c, hour),
+            4 * hour,
+            "never below 4x the duration"
+        );
         c.warehouses = 1;
-        assert_eq!(time_limit(&c, Duration::from_secs(1)), hour, "at least an hour");
+        assert_eq!(
+            time_limit(&c, Duration::from_secs(1)),
+            hour,
+            "at least an hour"
+        );
         c.load = false;
-        assert_eq!(time_limit(&c, Duration::from_secs(300)), Duration::from_secs(1200));
+        assert_eq!(
+            time_limit(&c, Duration::from_secs(300)),
+            Duration::from_secs(1200)
+        );
     }
 
     #[test]

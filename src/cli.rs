@@ -520,7 +520,8 @@ pub struct ImageBuildArgs {
 
 #[derive(Debug, Args)]
 pub struct HogArgs {
-    /// Memory to leave for everything else (`16GiB`).
+    /// Memory to leave for everything else (`16GiB`); the hog leaves a
+    /// 256MiB safety margin on top of it, and says both.
     #[arg(long)]
     pub leave: String,
 }

@@ -768,6 +768,199 @@ fn every_shipped_write_up_scenario_declares_what_the_write_up_published() {
     assert!(text.contains("--warehouses 125"), "{text}");
 }
 
+/// The write-up a scenario names: its file name's `NNN-` prefix, else
+/// "write-up NNN" in its description.
+fn named_writeup(name: &str, description: &str) -> Option<String> {
+    let digits = |t: &str| -> Option<String> {
+        let id: String = t.chars().take_while(char::is_ascii_digit).collect();
+        (id.len() == 3).then_some(id)
+    };
+    if let Some(id) = name.split_once('-').and_then(|(head, _)| digits(head)) {
+        return Some(id);
+    }
+    let text = description.replace('\n', " ");
+    text.split("write-up ").skip(1).find_map(digits)
+}
+
+#[test]
+fn every_scenario_that_names_a_write_up_reproduces_it_and_plan_compares_against_it() {
+    let project = Project::load(&repo()).unwrap();
+    let mut named = Vec::new();
+    for (name, s) in &project.scenarios {
+        let Some(id) = named_writeup(name, &s.description) else {
+            continue;
+        };
+        let r = s.reproduces.as_ref().unwrap_or_else(|| {
+            panic!("scenarios/{name}.yaml names write-up {id} but has no `reproduces:`")
+        });
+        assert_eq!(r.writeup, id, "scenarios/{name}.yaml");
+        assert!(!r.engines.is_empty(), "scenarios/{name}.yaml");
+        named.push(name.clone());
+    }
+    // Every write-up scenario is found, the sharded one among them.
+    assert!(named.len() >= 9, "{named:?}");
+    assert!(
+        named.contains(&"003-mongodb-3.2-sharded".to_string()),
+        "{named:?}"
+    );
+    let (_, devs) = writeup_deviations("scenarios/003-mongodb-3.2-sharded.yaml", &[]);
+    let all = format!("{devs:#?}");
+    assert!(
+        has(
+            &devs,
+            "scaled",
+            "c8-32g: memory cap 2GiB instead of the write-up's 32GiB"
+        ),
+        "{all}"
+    );
+}
+
+#[test]
+fn plan_shows_the_pytpcc_load_limit_from_its_warehouses_at_a_floor_rate_the_scenario_may_set() {
+    // 125 warehouses (1000 at scale 1/8) at half a warehouse a minute:
+    // 250 minutes, beyond 4x the phase's 60 minutes (240, the old limit).
+    let o = run(&repo(), &["plan", "scenarios/004-tpcc-mongodb.yaml"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stdout.contains(
+            "--no-execute mongodb (timed; killed after 250m: 125 warehouses at the floor rate of 0.5 a minute, `min_load_rate`)"
+        ),
+        "{}",
+        o.stdout
+    );
+    let home = temp_home(true);
+    let path = home.path().join("scenarios/004-tpcc-mongodb.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let slow = text.replace("load: true,", "load: true, min_load_rate: 0.1,");
+    assert_ne!(slow, text, "the scenario's load phase moved");
+    std::fs::write(&path, &slow).unwrap();
+    let o = run(home.path(), &["plan", "004-tpcc-mongodb"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stdout
+            .contains("killed after 1250m: 125 warehouses at the floor rate of 0.1 a minute"),
+        "{}",
+        o.stdout
+    );
+    std::fs::write(
+        &path,
+        text.replace("load: true,", "load: true, min_load_rate: 0,"),
+    )
+    .unwrap();
+    let o = run(home.path(), &["plan", "004-tpcc-mongodb"]);
+    assert_eq!(o.code, 2, "{}", o.stdout);
+    assert!(
+        o.stderr.contains("min_load_rate") && o.stderr.contains("above 0 warehouses a minute"),
+        "{}",
+        o.stderr
+    );
+}
+
+/// This PATH without the folders that hold `binary`: a host without it.
+fn path_without(binary: &str) -> String {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let kept: Vec<PathBuf> = std::env::split_paths(&path)
+        .filter(|d| !d.join(binary).exists())
+        .collect();
+    std::env::join_paths(kept)
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[test]
+fn a_host_without_one_engine_validates_with_a_warning_and_only_its_scenarios_are_refused() {
+    let path = path_without("secantusd-py");
+    let with =
+        |args: &[&str]| Out::of(&bc(&repo()).env("PATH", &path).args(args).output().unwrap());
+    let o = with(&["validate"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let missing = "secantusdb@0.7: binary `secantusd-py` is not installed on this host";
+    assert!(
+        o.stderr.contains(&format!(
+            "warning: engines/secantusdb.yaml:4:19: versions.0.7.binary: {missing}"
+        )),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(o.stderr.matches(missing).count(), 1, "once: {}", o.stderr);
+    assert!(
+        o.stdout.contains("scenarios valid on this host"),
+        "{}",
+        o.stdout
+    );
+    // Naming the engine's spec or a scenario that does not use it.
+    let o = with(&[
+        "validate",
+        "engines/secantusdb.yaml",
+        "scenarios/quickstart.yaml",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stderr.contains(missing), "{}", o.stderr);
+    // A command that does not use the engine says nothing of it.
+    let o = with(&["plan", "quickstart"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(!o.stderr.contains("secantusd-py"), "{}", o.stderr);
+    // One that uses it refuses it.
+    let o = with(&["plan", "003-mongodb-3.2-here"]);
+    assert_eq!(o.code, 2, "{}", o.stdout);
+    assert!(
+        o.stderr.contains(&format!(
+            "error: engines/secantusdb.yaml:4:19: versions.0.7.binary: {missing}"
+        )),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn a_cache_fixed_at_start_that_would_not_fit_the_settled_cap_is_refused_and_a_resizable_one_is_planned()
+ {
+    // PostgreSQL's shared_buffers in the RAM-fit sweep: 8MiB fits the
+    // smallest cap settle will set (25% of ~580MiB), 128MiB does not.
+    let home = temp_home(true);
+    let path = home.path().join("scenarios/doesnt-fit-in-ram.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let pg = text.replace("engines: [myrocks@10.11]", "engines: [postgres@15]");
+    let pg = pg
+        .lines()
+        .filter(|l| !l.starts_with("knobs:"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(&path, pg).unwrap();
+    let o = run(home.path(), &["plan", "doesnt-fit-in-ram"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stdout
+            .contains("the engine cache stays 8MiB (the engine cannot resize it while it runs)"),
+        "{}",
+        o.stdout
+    );
+    let o = run(
+        home.path(),
+        &["plan", "doesnt-fit-in-ram", "--set", "cache=128MiB"],
+    );
+    assert_eq!(o.code, 2, "{}", o.stdout);
+    assert!(
+        o.stderr.contains("settle sets the memory cap to 25% of data (about 576.4MiB loaded), about 144.1MiB, but postgres cannot resize its cache while it runs")
+            && o.stderr.contains("the cache 128MiB + engine overhead 64MiB it starts with would not fit")
+            && o.stderr.contains("--set cache=80MiB"),
+        "{}",
+        o.stderr
+    );
+    // MyRocks resizes its block cache: the same cache plans, and plan says how.
+    let o = run(
+        &repo(),
+        &["plan", "doesnt-fit-in-ram", "--set", "cache=128MiB"],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stdout.contains("the engine cache keeps its share of the cap (128MiB of 1GiB): `SET GLOBAL rocksdb_block_cache_size = {cache_bytes}`"),
+        "{}",
+        o.stdout
+    );
+}
+
 #[test]
 fn set_reaches_dataset_phase_and_repetition_fields_and_refuses_unknown_keys() {
     let o = run(

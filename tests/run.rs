@@ -509,6 +509,55 @@ fn a_myrocks_sweep_with_mmap_reads_takes_more_major_faults_and_runs_slower_at_th
     assert_clean(&place, &run.run_id);
 }
 
+#[test]
+fn settle_resizes_the_myrocks_block_cache_with_the_cap_and_every_phase_records_both() {
+    let place = Place::alone();
+    let (status, stdout, stderr) = place.run(&["tests/scenarios/run-cache-resize.yaml"]);
+    assert!(status.success(), "{stdout}\n{stderr}");
+    let dirs = place.run_dirs();
+    let run: RunRecord = read_json(&dirs[0].join("run.json"));
+    let cells = cell_dirs(&dirs[0]);
+    assert_eq!(cells.len(), 2);
+    for dir in cells {
+        let cell: CellRecord = read_json(&dir.join("cell.json"));
+        assert_eq!(cell.status, CellStatus::Finished, "{:?}", cell.failure);
+        let f = &cell.fidelity;
+        // Others' tests may share the server's CPU (a contention
+        // violation); nothing else may be wrong.
+        assert!(
+            f.violations
+                .iter()
+                .all(|v| v.contains("outside the server's cgroup used")),
+            "{:?}",
+            f.violations
+        );
+        // The load ran under the 1 GiB cap with the 256 MiB cache.
+        let load = &f.phase_io["01-load-t4"];
+        assert_eq!(load.memory_limit_bytes, 1 << 30);
+        assert_eq!(load.engine_cache_bytes, Some(256 << 20));
+        // The reads ran under the settled cap with a quarter of it as cache,
+        // as the engine reports it.
+        let reads = &f.phase_io["02-reads-t2"];
+        let cap = reads.memory_limit_bytes;
+        assert!(cap < 1 << 30, "{}: cap {cap}", cell.environment);
+        let want = (cap / 4) >> 20 << 20;
+        assert_eq!(
+            reads.engine_cache_bytes,
+            Some(want),
+            "{}: cap {cap}",
+            cell.environment
+        );
+        assert_eq!(reads.cache_violation, None);
+        let after = &f.limits_read_back["server/engine cache after settle"];
+        assert!(
+            after.starts_with(&benchcage::units::Bytes(want).to_string())
+                && after.contains("the 256MiB cache's share of the 1GiB cap"),
+            "{after}"
+        );
+    }
+    assert_clean(&place, &run.run_id);
+}
+
 fn num_cpus() -> usize {
     std::fs::read_to_string("/sys/devices/system/cpu/online")
         .unwrap()

@@ -711,8 +711,9 @@ fn the_hog_locks_what_it_reports_and_releases_it_on_sigint() {
     let _one = MLOCK_TESTS.lock().unwrap_or_else(|e| e.into_inner());
     let s = Scratch::new("hog-int");
     let base = mlocked();
+    let leave = small_leave();
     let mut child = s
-        .benchcage(&["hog", "--leave", &format!("{}B", small_leave())])
+        .benchcage(&["hog", "--leave", &format!("{leave}B")])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -725,6 +726,15 @@ fn the_hog_locks_what_it_reports_and_releases_it_on_sigint() {
         .and_then(|r| r.split_whitespace().next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no locked line: {line}"));
+    // What it leaves as asked, and its margin beside it.
+    assert!(
+        line.contains(&format!(
+            "leaving {} + 256MiB safety margin ({} in all)",
+            Bytes(leave),
+            Bytes(leave + (256 << 20))
+        )),
+        "{line}"
+    );
     // MemAvailable moves between `small_leave` and the hog's own reading
     // (other tests free or take memory), so the upper bound has slack.
     assert!(

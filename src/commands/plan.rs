@@ -293,9 +293,20 @@ fn describe_work(o: &mut String, c: &PlannedCell, host: &HostFacts) {
         );
     }
     if let Some(s) = &c.settle {
+        let cache = match (&c.cache_resize, s.memory) {
+            (_, None) => String::new(),
+            (Some(stmt), Some(_)) => format!(
+                "; the engine cache keeps its share of the cap ({} of {}): `{stmt}`",
+                c.cache, c.limits.memory
+            ),
+            (None, Some(_)) => format!(
+                "; the engine cache stays {} (the engine cannot resize it while it runs)",
+                c.cache
+            ),
+        };
         let _ = writeln!(
             o,
-            "  settle    memory {}, drop caches {}",
+            "  settle    memory {}, drop caches {}{cache}",
             s.memory
                 .map(|m| m.text())
                 .unwrap_or_else(|| "as the environment's cap".into()),
@@ -424,7 +435,11 @@ fn describe_execution(o: &mut String, c: &PlannedCell) {
         if let Work::Tool(t) = &p.phase.work
             && seen.insert(p.phase.name.clone())
         {
-            for line in tool_commands(t) {
+            let duration = match p.phase.length {
+                Length::Duration(d) => d.0,
+                Length::Operations(_) => std::time::Duration::ZERO,
+            };
+            for line in tool_commands(t, duration) {
                 let _ = writeln!(
                     o,
                     "  client    {}: {line}, as {me}, in the client group",
@@ -504,7 +519,7 @@ fn tool_phase_names(c: &PlannedCell, pytpcc: bool) -> Vec<&str> {
 }
 
 /// The commands a tool phase runs, placeholders as the scenario wrote them.
-fn tool_commands(t: &crate::spec::scenario::Tool) -> Vec<String> {
+fn tool_commands(t: &crate::spec::scenario::Tool, duration: std::time::Duration) -> Vec<String> {
     use crate::spec::scenario::{PgbenchScript, Tool};
     let join = |argv: &[String]| {
         argv.iter()
@@ -558,7 +573,14 @@ fn tool_commands(t: &crate::spec::scenario::Tool) -> Vec<String> {
                 p.warehouses
             );
             if p.load {
-                vec![format!("{base} --no-execute mongodb (timed)")]
+                use crate::workload::tools::pytpcc::{LOAD_FLOOR_PER_MIN, load_limit};
+                let limit = load_limit(p.warehouses, p.min_load_rate, duration);
+                let rate = p.min_load_rate.unwrap_or(LOAD_FLOOR_PER_MIN);
+                vec![format!(
+                    "{base} --no-execute mongodb (timed; killed after {}: {} warehouses at the floor rate of {rate} a minute, `min_load_rate`)",
+                    crate::units::Duration(limit),
+                    p.warehouses
+                )]
             } else {
                 vec![format!("{base} --no-load --duration <duration> mongodb")]
             }

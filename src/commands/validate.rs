@@ -13,12 +13,15 @@ pub async fn run(home: &Path, args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     let files = expand(&args.paths);
     let loaded = Project::load(home);
     let host = HostFacts::probe();
-    let project_diags = match &loaded {
-        Ok(p) => crate::plan::validate_on_host(p, &host)
-            .err()
-            .unwrap_or_default(),
-        Err(d) => d.clone(),
+    let checked = match &loaded {
+        Ok(p) => crate::plan::validate_on_host(p, &host),
+        Err(d) => crate::plan::Validation {
+            errors: d.clone(),
+            ..Default::default()
+        },
     };
+    let project_diags = checked.errors;
+    let mut warnings = Diagnostics::default();
     let canon_home = home.canonicalize().unwrap_or_else(|_| home.to_path_buf());
     let mut diags = Diagnostics::default();
     for f in &files {
@@ -47,10 +50,16 @@ pub async fn run(home: &Path, args: &ValidateArgs) -> anyhow::Result<ExitCode> {
             for d in project_diags.iter().filter(|d| d.file == shown) {
                 diags.push(d.clone());
             }
+            for w in checked.warnings.iter().filter(|d| d.file == shown) {
+                warnings.push(w.clone());
+            }
             continue;
         }
-        diags.extend(outside_spec(f, kind, &loaded, &host));
+        let v = outside_spec(f, kind, &loaded, &host);
+        diags.extend(v.errors);
+        warnings.extend(v.warnings);
     }
+    print_warnings(&warnings);
     if !diags.is_empty() {
         return Err(diags.into());
     }
@@ -63,7 +72,9 @@ fn validate_home(home: &Path) -> anyhow::Result<ExitCode> {
     // Specs first: a refusal needs no host probe and comes at once.
     let p = Project::load(home)?;
     let host = HostFacts::probe();
-    crate::plan::validate_on_host(&p, &host)?;
+    let checked = crate::plan::validate_on_host(&p, &host);
+    print_warnings(&checked.warnings);
+    checked.errors.into_result(())?;
     for note in host_notes(&p, &host) {
         println!("note: {note}");
     }
@@ -78,6 +89,14 @@ fn validate_home(home: &Path) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Each binary not installed on this host, as a warning on stderr: the
+/// specs are sound, a run of an engine that needs one is refused.
+fn print_warnings(warnings: &Diagnostics) {
+    for w in warnings.iter() {
+        eprintln!("warning: {w} (a run of it is refused until then; other engines run)");
+    }
+}
+
 /// The problems of a spec outside the home: read and parsed on its own;
 /// a scenario is checked against the home's specs and planned on `host`.
 fn outside_spec(
@@ -85,10 +104,14 @@ fn outside_spec(
     kind: Kind,
     loaded: &Result<Project, Diagnostics>,
     host: &HostFacts,
-) -> Diagnostics {
+) -> crate::plan::Validation {
     let mut own = Diagnostics::default();
+    let mut warnings = Diagnostics::default();
     let Some(text) = crate::spec::read_spec(&f.display().to_string(), f, &mut own) else {
-        return own;
+        return crate::plan::Validation {
+            errors: own,
+            warnings,
+        };
     };
     let parsed = crate::spec::parse_text(
         &f.display().to_string(),
@@ -100,14 +123,17 @@ fn outside_spec(
     if let (Some(Parsed::Scenario(s)), Ok(project)) = (&parsed, loaded) {
         let refs = project.check_scenario(s);
         if refs.is_empty() {
-            if let Err(d) = crate::plan::plan_on(project, s, &[], None, None, host) {
-                own.extend(d);
-            }
+            let v = crate::plan::validate_scenario(project, s, host);
+            own.extend(v.errors);
+            warnings = v.warnings;
         } else {
             own.extend(refs);
         }
     }
-    own
+    crate::plan::Validation {
+        errors: own,
+        warnings,
+    }
 }
 
 /// Environments bigger than this host: fine as specs (scenarios scale or

@@ -109,6 +109,20 @@ pub fn memory_limit_violation(planned: u64, read_back: u64) -> Option<String> {
     })
 }
 
+/// An engine cache larger than the memory cap it runs under: the engine
+/// would be OOM-killed or swap before it filled it, so the phase did not
+/// measure the cache the cell claims.
+pub fn cache_violation(cache: Option<u64>, cap: u64) -> Option<String> {
+    let cache = cache?;
+    (cap > 0 && cache > cap).then(|| {
+        format!(
+            "the engine's cache is {} but its memory cap is {}: the cache does not fit the cap it runs under",
+            Bytes(cache),
+            Bytes(cap)
+        )
+    })
+}
+
 /// A hog must still hold what it locked at the start (5% slack for the
 /// kernel's accounting).
 pub fn hog_violation(expected: u64, locked_now: Option<u64>) -> Option<String> {
@@ -266,6 +280,17 @@ mod tests {
         assert_eq!(memory_limit_violation(1_000_000, 999_424), None);
         assert_eq!(memory_limit_violation(1 << 30, 1 << 30), None);
         assert!(memory_limit_violation(1 << 30, 2 << 30).is_some());
+    }
+
+    #[test]
+    fn a_cache_over_the_cap_is_a_violation_and_one_under_it_or_unknown_is_not() {
+        assert_eq!(cache_violation(Some(100 << 20), 200 << 20), None);
+        assert_eq!(cache_violation(None, 200 << 20), None);
+        let v = cache_violation(Some(1 << 30), 150 << 20).unwrap();
+        assert!(
+            v.contains("cache is 1GiB but its memory cap is 150MiB"),
+            "{v}"
+        );
     }
 
     #[test]

@@ -28,6 +28,14 @@ pub struct PlannedCell {
     pub limits: CellLimits,
     /// Engine cache (the `cache_size` knob).
     pub cache: Bytes,
+    /// The statement that resizes the cache at run time (the engine's
+    /// `cache_resize:`), when the engine has one and a cache knob: settle
+    /// runs it with the settled cap's share.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_resize: Option<String>,
+    /// The environment allows a cache over the cap.
+    #[serde(skip)]
+    pub cache_overcommit: bool,
     /// Memory the hog leaves to everything else, when there is a hog.
     pub hog_leave: Option<Bytes>,
     /// Final knobs after defaults, the environment's cache, scenario

@@ -153,6 +153,11 @@ fn planned_cell(
             io: env.io.clone(),
         },
         cache: parts.knobs.cache,
+        cache_resize: engine
+            .cache_resize
+            .clone()
+            .filter(|_| parts.knobs.has_cache_knob),
+        cache_overcommit: env.allow_cache_overcommit,
         hog_leave: e.ep.hog_leave(),
         knobs: parts.knobs.canonical(),
         store_options: parts.knobs.store_options.clone(),

@@ -69,6 +69,183 @@ pub(super) fn check_cache(
     Some(())
 }
 
+/// What benchcage needs of the host beside its servers: its own process,
+/// the sampler and the load generator's connections. Beside a hog it is
+/// the hog's safety margin, which the hog keeps free for exactly this.
+pub const OWN_NEED: Bytes = HOG_MARGIN;
+
+/// What a cell's members together take of the host: each member's cap,
+/// the hog's lock and benchcage's own need, summed against the host's
+/// RAM (without a hog) or MemAvailable less the hog's margin (with one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct MemberSum {
+    pub members: u64,
+    pub cap: Bytes,
+    /// What the hog will lock, when there is one.
+    pub hog_lock: Option<Bytes>,
+    pub total: Bytes,
+    /// What the host has to give.
+    pub room: Bytes,
+    /// `room` in words.
+    pub room_from: String,
+}
+
+impl MemberSum {
+    /// The sum for `members` members each capped at `cap` on `host`, with
+    /// the hog (when `hog_leave`) sized as it will be.
+    pub fn of(members: u64, cap: Bytes, hog_leave: Option<Bytes>, host: &HostFacts) -> MemberSum {
+        let caps = cap.0.saturating_mul(members);
+        let (hog_lock, room, room_from) = match hog_leave {
+            Some(leave) => {
+                let room = host.mem_available.saturating_sub(HOG_MARGIN);
+                (
+                    Some(room.saturating_sub(leave)),
+                    room,
+                    format!(
+                        "the {} available (MemAvailable) less the hog's {HOG_MARGIN} margin",
+                        approx(host.mem_available)
+                    ),
+                )
+            }
+            None => (
+                None,
+                host.mem_total,
+                format!("this host's {} of RAM", approx(host.mem_total)),
+            ),
+        };
+        let total = caps
+            .saturating_add(hog_lock.map_or(0, |l| l.0))
+            .saturating_add(OWN_NEED.0);
+        MemberSum {
+            members,
+            cap,
+            hog_lock,
+            total: Bytes(total),
+            room,
+            room_from,
+        }
+    }
+
+    /// The sum in words: `3 members x 22.5GiB + benchcage's own 256MiB = 67.8GiB`.
+    fn text(&self) -> String {
+        let hog = self
+            .hog_lock
+            .map(|l| format!(" + the hog's lock {}", approx(l)))
+            .unwrap_or_default();
+        format!(
+            "{} member(s) x {} memory cap{hog} + benchcage's own {OWN_NEED} = {}",
+            self.members,
+            approx(self.cap),
+            approx(self.total)
+        )
+    }
+}
+
+/// Refuse a cell whose members' caps, with the hog's lock and
+/// benchcage's own need, add up to more than the host has; a cell
+/// without a memory cap has nothing to sum.
+pub(super) fn check_member_sum(
+    e: &Entry,
+    s: &Scenario,
+    members: usize,
+    host: &HostFacts,
+    diags: &mut Diagnostics,
+) -> Option<()> {
+    let Some(cap) = e.ep.env.memory else {
+        return Some(());
+    };
+    if cap > host.mem_total {
+        // check_memory has said so for the single cap.
+        return Some(());
+    }
+    let sum = MemberSum::of(members as u64, cap, e.ep.hog_leave(), host);
+    if sum.total <= sum.room {
+        return Some(());
+    }
+    let per_member = Bytes(
+        sum.room
+            .0
+            .saturating_sub(sum.hog_lock.map_or(0, |l| l.0) + OWN_NEED.0)
+            / sum.members.max(1),
+    );
+    diags.push(e.ep.diag(
+        s,
+        "server.memory",
+        format!(
+            "{} {}: {}, more than {} ({})",
+            e.label,
+            super::members::topology_of(e).key(),
+            sum.text(),
+            approx(sum.room),
+            sum.room_from
+        ),
+        Some(format!(
+            "each member gets the environment's cap: give it at most {} (--set server.memory=SIZE), use a smaller scale (e.g. `scale: {}`), or fewer members",
+            approx(per_member),
+            suggest_scale(sum.total, sum.room)
+        )),
+    ));
+    None
+}
+
+/// An engine that cannot resize its cache at run time (no
+/// `cache_resize:`, like PostgreSQL's shared_buffers) keeps the cache it
+/// started with when settle shrinks the cap: refuse a cell whose cache
+/// (and overhead) would not fit the smallest cap settle sets, as
+/// estimated from the data the dataset loads (raw bytes: an engine
+/// reports at least that, so the estimate errs towards refusing).
+pub(super) fn check_fixed_cache(
+    e: &Entry,
+    sets: &Sets,
+    knobs: &Knobs,
+    footprint: Option<&super::footprint::Footprint>,
+    diags: &mut Diagnostics,
+) -> Option<()> {
+    use crate::spec::scenario::SettleMemory;
+    let s = sets.scenario();
+    let (cache, overhead) = (knobs.cache, e.engine.cache_overhead);
+    if e.engine.cache_resize.is_some() || !knobs.has_cache_knob || e.ep.env.allow_cache_overcommit {
+        return Some(());
+    }
+    let data = footprint.map_or(0, |f| f.record_bytes.saturating_mul(f.loaded));
+    let caps = s
+        .settle
+        .iter()
+        .flat_map(|sw| sw.memory.iter())
+        .filter_map(|m| match *m {
+            SettleMemory::OfData(f) if data > 0 => Some((
+                crate::run::settle::settled_cap(crate::units::Share(f), Bytes(data)),
+                format!("{} (about {} loaded)", m.text(), approx(Bytes(data))),
+            )),
+            SettleMemory::OfData(_) => None,
+            SettleMemory::Absolute(b) => Some((b, m.text())),
+        });
+    let Some((cap, what)) = caps.min_by_key(|(c, _)| *c) else {
+        return Some(());
+    };
+    if cache.0 + overhead.0 <= cap.0 {
+        return Some(());
+    }
+    let most = Bytes(cap.0.saturating_sub(overhead.0));
+    let msg = format!(
+        "{}: settle sets the memory cap to {what}, about {}, but {} cannot resize its cache while it runs (its spec has no `cache_resize:`): the cache {cache} + engine overhead {overhead} it starts with would not fit",
+        e.label,
+        approx(cap),
+        e.engine.name
+    );
+    let hint = Some(format!(
+        "give it a cache of at most {} (--set cache={}), settle to a larger share, or set allow_cache_overcommit: true to run it overcommitted",
+        approx(most),
+        Bytes(most.0 >> 20 << 20)
+    ));
+    diags.push(if sets.sets_knob("cache_size") {
+        set_flag("cache_size", &cache.to_string(), msg, hint)
+    } else {
+        s.origin.diag("settle.memory", msg, hint)
+    });
+    None
+}
+
 /// Why a cell of the entry's engine cannot run on this host as the
 /// environment leaves its transparent huge pages: the engine refuses
 /// `always`, the host has it, and the environment does not have benchcage

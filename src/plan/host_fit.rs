@@ -49,9 +49,10 @@ fn records_keys() -> Vec<String> {
     vec!["records".into(), "dataset.records".into()]
 }
 
-/// The memory the load generator may take beside a server with memory
-/// cap `cap` on `host`: what the host (or the hog) leaves less the cap,
-/// or half of it when there is no cap.
+/// The memory the load generator may take beside servers whose memory
+/// caps add up to `cap` (every member of a topology has one) on `host`:
+/// what the host (or the hog) leaves less the caps, or half of it when
+/// there is no cap.
 pub(super) fn client_capacity(
     host: &HostFacts,
     cap: Option<Bytes>,

@@ -129,16 +129,83 @@ pub fn plan_command_line(
     })
 }
 
-/// Plan every scenario of `project` on this host: CPUs, RAM, hog, swap
-/// accounting, cache under the cap, binaries or images present.
-pub fn validate_on_host(project: &Project, host: &HostFacts) -> Result<(), Diagnostics> {
-    let mut diags = Diagnostics::default();
-    for s in project.scenarios.values() {
-        if let Err(d) = plan_on(project, s, &[], None, None, host) {
-            diags.extend(d);
+/// What `validate` found: errors (exit 2) and warnings.
+#[derive(Debug, Default)]
+pub struct Validation {
+    pub errors: Diagnostics,
+    /// Binaries not installed on this host, each once: no fault of the
+    /// specs (a run of a scenario that uses the engine still refuses).
+    pub warnings: Diagnostics,
+}
+
+impl Validation {
+    fn absorb(&mut self, other: Validation) {
+        self.errors.extend(other.errors);
+        for w in other.warnings.0 {
+            if !self.warnings.iter().any(|x| x == &w) {
+                self.warnings.push(w);
+            }
         }
     }
-    diags.into_result(())
+}
+
+/// Plan every scenario of `project` on this host: CPUs, RAM, hog, swap
+/// accounting, cache under the cap; a binary not installed is a warning.
+pub fn validate_on_host(project: &Project, host: &HostFacts) -> Validation {
+    let mut all = Validation::default();
+    for s in project.scenarios.values() {
+        all.absorb(validate_scenario(project, s, host));
+    }
+    all
+}
+
+/// Plan one scenario as `validate` does: a binary not installed is a
+/// warning, everything else that `plan` refuses an error.
+pub fn validate_scenario(project: &Project, s: &Scenario, host: &HostFacts) -> Validation {
+    let mut missing = Diagnostics::default();
+    let flags = PlanFlags {
+        host_checks: true,
+        binaries: Binaries::Noted,
+    };
+    let errors = plan_inner(project, s, &[], None, None, host, &flags, &mut missing)
+        .err()
+        .unwrap_or_default();
+    let mut v = Validation::default();
+    v.absorb(Validation {
+        errors,
+        warnings: missing,
+    });
+    v
+}
+
+/// What a binary that is not installed on this host does to a plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Binaries {
+    /// Refuses its cells (plan, run).
+    Required,
+    /// Is noted apart and its cells are planned with the bare name
+    /// (validate).
+    Noted,
+}
+
+/// How a plan is made.
+struct PlanFlags {
+    /// Off for `render`: a config for a bigger machine renders anywhere.
+    host_checks: bool,
+    binaries: Binaries,
+}
+
+impl PlanFlags {
+    /// `plan` and `run`: every check, every binary there.
+    const RUN: PlanFlags = PlanFlags {
+        host_checks: true,
+        binaries: Binaries::Required,
+    };
+    /// `render`: no host checks.
+    const RENDER: PlanFlags = PlanFlags {
+        host_checks: false,
+        binaries: Binaries::Required,
+    };
 }
 
 /// Plan a parsed scenario against given host facts.
@@ -150,7 +217,17 @@ pub fn plan_on(
     only: Option<&str>,
     host: &HostFacts,
 ) -> Result<Plan, Diagnostics> {
-    plan_inner(project, s, overrides, env_filter, only, host, true)
+    let mut missing = Diagnostics::default();
+    plan_inner(
+        project,
+        s,
+        overrides,
+        env_filter,
+        only,
+        host,
+        &PlanFlags::RUN,
+        &mut missing,
+    )
 }
 
 /// Render one engine's configs for one environment, as `benchcage render`
@@ -169,7 +246,17 @@ pub fn render_engine(
     check_render_args(project, engine, &name, version.as_deref(), env)?;
     let s = render_scenario(engine, name, version, env);
     let host = HostFacts::probe();
-    let plan = plan_inner(project, &s, overrides, None, None, &host, false)?;
+    let mut missing = Diagnostics::default();
+    let plan = plan_inner(
+        project,
+        &s,
+        overrides,
+        None,
+        None,
+        &host,
+        &PlanFlags::RENDER,
+        &mut missing,
+    )?;
     Ok(plan
         .cells
         .into_iter()
@@ -263,6 +350,9 @@ struct Planning<'a> {
     host: &'a HostFacts,
     /// Off for `render`: a config for a bigger machine renders anywhere.
     host_checks: bool,
+    binaries: Binaries,
+    /// Binaries not installed, with [`Binaries::Noted`].
+    missing: std::cell::RefCell<Diagnostics>,
     /// `--only`: cells whose id contains it.
     only: Option<&'a str>,
 }
@@ -280,6 +370,9 @@ struct Entry<'a> {
     cell_label: String,
 }
 
+/// The plan, or why not; with [`Binaries::Noted`], each binary that is not
+/// installed goes to `missing` instead.
+#[allow(clippy::too_many_arguments)]
 fn plan_inner(
     project: &Project,
     s: &Scenario,
@@ -287,8 +380,10 @@ fn plan_inner(
     env_filter: Option<&str>,
     only: Option<&str>,
     host: &HostFacts,
-    host_checks: bool,
+    flags: &PlanFlags,
+    missing: &mut Diagnostics,
 ) -> Result<Plan, Diagnostics> {
+    let host_checks = flags.host_checks;
     let mut diags = Diagnostics::default();
     // Scenario fields first (`records`, `phases.NAME.threads`), then
     // environment fields and knobs.
@@ -304,6 +399,8 @@ fn plan_inner(
         sets: &sets,
         host,
         host_checks,
+        binaries: flags.binaries,
+        missing: std::cell::RefCell::new(std::mem::take(missing)),
         only,
     };
     let mut cells = Vec::new();
@@ -312,6 +409,7 @@ fn plan_inner(
             cells.extend(cx.environment(eref, &mut deviations, &mut diags));
         }
     }
+    *missing = cx.missing.into_inner();
     if diags.is_empty() && cells.is_empty() {
         diags.push(no_cell_matches(only));
     }
@@ -451,7 +549,20 @@ impl Planning<'_> {
         diags: &mut Diagnostics,
     ) -> Option<Vec<PlannedCell>> {
         let (s, host) = (self.sets.scenario(), self.host);
-        let program = ok_or_push(program::resolve(e, s, self.host_checks), diags)?;
+        let program = match program::resolve(e, s, self.host_checks) {
+            Ok(p) => p,
+            Err(program::Unresolved::NotInstalled { binary, diag })
+                if self.binaries == Binaries::Noted =>
+            {
+                self.missing.borrow_mut().push(*diag);
+                crate::model::Program::Binary(binary)
+            }
+            Err(program::Unresolved::NotInstalled { diag, .. })
+            | Err(program::Unresolved::Refused(diag)) => {
+                diags.push(*diag);
+                return None;
+            }
+        };
         if self.host_checks
             && let Some(d) = fit::thp_refusal(e, s, host)
         {
@@ -459,13 +570,17 @@ impl Planning<'_> {
             return None;
         }
         let members = members::plan(e, s, deviations, diags)?;
+        if self.host_checks {
+            fit::check_member_sum(e, s, members.len(), host, diags)?;
+        }
         let memory = e.ep.effective_memory(host.mem_total);
         let knobs = knobs::resolve(e, self.sets, memory, deviations, diags)?;
         fit::check_cache(e, self.sets, &knobs, diags)?;
         let (configs, members) = self.render_members(e, &knobs, members, diags)?;
         let work = cells::ScaledWork::of(e, &self.sets.applied, &self.project.home);
+        fit::check_fixed_cache(e, self.sets, &knobs, work.footprint.as_ref(), diags)?;
         if self.host_checks {
-            self.check_work(e, &work, diags)?;
+            self.check_work(e, &work, members.len(), diags)?;
         }
         let user = ok_or_push(program::user(e), diags)?;
         let shaping = snapshot::shaping_configs(&self.project.home, e, &knobs, &configs);
@@ -548,6 +663,7 @@ impl Planning<'_> {
         &self,
         e: &Entry,
         work: &cells::ScaledWork,
+        members: usize,
         diags: &mut Diagnostics,
     ) -> Option<()> {
         let before = diags.len();
@@ -555,7 +671,12 @@ impl Planning<'_> {
             sets: self.sets.all,
             s: self.sets.scenario(),
         };
-        let client = host_fit::client_capacity(self.host, e.ep.env.memory, e.ep.hog_leave());
+        // Every member is capped alike: the generator has what they leave.
+        let caps =
+            e.ep.env
+                .memory
+                .map(|c| Bytes(c.0.saturating_mul(members as u64)));
+        let client = host_fit::client_capacity(self.host, caps, e.ep.hog_leave());
         host_fit::check_generator(
             &at,
             work.dataset.as_ref(),
@@ -809,6 +930,49 @@ mod tests {
         assert!(plan_on(&p, s, &sets(&[("scale", "0.0625")]), None, None, &h).is_ok());
         h.work_free = None;
         assert!(plan_on(&p, s, &[], None, None, &h).is_ok());
+    }
+
+    #[test]
+    fn members_whose_caps_add_up_beyond_the_host_are_refused_naming_the_sum() {
+        let p = project();
+        let s = &p.scenarios["004-tpcc-mongodb-replica-set"];
+        // This host: each 22.5GiB cap fits its 23.5GiB, three do not.
+        let mut h = host("0-1", 24, 22);
+        h.mem_total = Bytes::from_mib(23 * 1024 + 512);
+        let e = plan_on(&p, s, &sets(&[("scale", "0.45")]), None, None, &h)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("mongodb@4.0 replica_set:3: 3 member(s) x 22.5GiB memory cap + benchcage's own 256MiB = 67.8GiB, more than 23.5GiB (this host's 23.5GiB of RAM)"),
+            "{e}"
+        );
+        assert!(e.contains("give it at most 7.8GiB"), "{e}");
+        assert!(!e.contains("standalone"), "one member fits: {e}");
+        // Write-up 004's own: 3 x 50GiB on a 64GiB machine.
+        let big = host("0-1", 64, 60);
+        let e = plan_on(&p, s, &sets(&[("scale", "1")]), None, None, &big)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("3 member(s) x 50.0GiB memory cap + benchcage's own 256MiB = 150.2GiB, more than 64.0GiB"), "{e}");
+        assert!(plan_on(&p, s, &sets(&[("scale", "0.125")]), None, None, &h).is_ok());
+        // Beside a hog: the caps and the hog's lock against MemAvailable.
+        let mut q = p.clone();
+        let mut rs = q.scenarios["quickstart"].clone();
+        rs.matrix.engines[0].topology = Some(crate::model::Topology::ReplicaSet { members: 3 });
+        let env = q.environments.get_mut("quickstart").unwrap();
+        env.share_cpus = true;
+        env.server.memory = Some(Bytes::from_gib(1));
+        env.hog = crate::spec::environment::Hog::Leave(Bytes::from_gib(2));
+        let e = plan_on(&q, &rs, &[], None, None, &h)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("3 member(s) x 1.0GiB memory cap + the hog's lock 19.8GiB + benchcage's own 256MiB = 23.0GiB, more than 21.8GiB (the 22.0GiB available (MemAvailable) less the hog's 256MiB margin)"),
+            "{e}"
+        );
+        q.environments.get_mut("quickstart").unwrap().hog =
+            crate::spec::environment::Hog::Leave(Bytes::from_gib(4));
+        assert!(plan_on(&q, &rs, &[], None, None, &h).is_ok());
     }
 
     #[test]

@@ -76,10 +76,29 @@ pub fn host_binary(
     }
 }
 
+/// Why an entry has no program on this host.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Unresolved {
+    /// Its binary is not installed here: a cell of it cannot start, but a
+    /// spec that names it is sound (`validate` warns, `run` refuses).
+    NotInstalled {
+        binary: PathBuf,
+        diag: Box<Diagnostic>,
+    },
+    /// Anything else: the spec and the backend do not go together.
+    Refused(Box<Diagnostic>),
+}
+
+impl From<Diagnostic> for Unresolved {
+    fn from(d: Diagnostic) -> Self {
+        Unresolved::Refused(Box::new(d))
+    }
+}
+
 /// The program for the entry's backend. Without host checks (`render`),
 /// whatever the version names stands in, so a config shows whatever the
 /// backend can run.
-pub(super) fn resolve(e: &Entry, s: &Scenario, host_checks: bool) -> Result<Program, Diagnostic> {
+pub(super) fn resolve(e: &Entry, s: &Scenario, host_checks: bool) -> Result<Program, Unresolved> {
     let ev = e.ev;
     match e.ep.env.backend {
         Backend::Cgroup if !host_checks && ev.binary.is_none() => {
@@ -91,21 +110,24 @@ pub(super) fn resolve(e: &Entry, s: &Scenario, host_checks: bool) -> Result<Prog
         Backend::Cgroup => local_binary(e, s, host_checks),
         Backend::Docker => match &ev.image {
             Some(i) => Ok(Program::Image(i.clone())),
-            None => Err(e.ep.diag(
-                s,
-                "backend",
-                format!("{} has no image for the docker backend", e.label),
-                Some("use the cgroup backend (--set backend=cgroup) or add `image:` to the engine version".into()),
-            )),
+            None => Err(e
+                .ep
+                .diag(
+                    s,
+                    "backend",
+                    format!("{} has no image for the docker backend", e.label),
+                    Some("use the cgroup backend (--set backend=cgroup) or add `image:` to the engine version".into()),
+                )
+                .into()),
         },
     }
 }
 
 /// The version's `binary:`, installed on this host.
-fn local_binary(e: &Entry, s: &Scenario, host_checks: bool) -> Result<Program, Diagnostic> {
+fn local_binary(e: &Entry, s: &Scenario, host_checks: bool) -> Result<Program, Unresolved> {
     let (ev, label) = (e.ev, &e.label);
     let Some(b) = &ev.binary else {
-        return Err(e.ep.diag(
+        return Err(Unresolved::from(e.ep.diag(
             s,
             "backend",
             format!("{label} has no local binary for the cgroup backend"),
@@ -115,7 +137,7 @@ fn local_binary(e: &Entry, s: &Scenario, host_checks: bool) -> Result<Program, D
                 ),
                 None => "add `binary:` to the engine version".into(),
             }),
-        ));
+        )));
     };
     if ev.source.as_ref().is_some_and(|s| s.fetchable()) {
         // Where the cache has it, or will once fetched (`plan` lists what a
@@ -127,18 +149,21 @@ fn local_binary(e: &Entry, s: &Scenario, host_checks: bool) -> Result<Program, D
     match resolve_binary(b) {
         Some(p) => Ok(Program::Binary(p)),
         None if !host_checks => Ok(Program::Binary(PathBuf::from(b))),
-        None => Err(e.engine.origin.diag(
-            &format!("versions.{}.binary", e.version),
-            format!("{label}: binary `{b}` is not installed on this host"),
-            Some(match &ev.image {
-                Some(i) => {
-                    format!(
-                        "install it (make deps), or run the image {i} with --set backend=docker"
-                    )
-                }
-                None => "install it (make deps)".into(),
-            }),
-        )),
+        None => Err(Unresolved::NotInstalled {
+            binary: PathBuf::from(b),
+            diag: Box::new(e.engine.origin.diag(
+                &format!("versions.{}.binary", e.version),
+                format!("{label}: binary `{b}` is not installed on this host"),
+                Some(match &ev.image {
+                    Some(i) => {
+                        format!(
+                            "install it (make deps), or run the image {i} with --set backend=docker"
+                        )
+                    }
+                    None => "install it (make deps)".into(),
+                }),
+            )),
+        }),
     }
 }
 

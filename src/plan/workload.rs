@@ -208,6 +208,7 @@ fn tool(t: &Tool, home: &Path) -> tools::Tool {
             transactions: p.transactions,
             database: "tpcc".into(),
             write_concern: None,
+            min_load_rate: p.min_load_rate,
         }),
     }
 }

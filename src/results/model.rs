@@ -336,6 +336,13 @@ pub struct PhaseIo {
     /// Why the server's CPUs count as shared; `None` when they were not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contention_violation: Option<String>,
+    /// The cache the engine reported at the end of the phase (its
+    /// `facts.cache_size`), beside `memory_limit_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_cache_bytes: Option<u64>,
+    /// Why the engine's cache did not fit the cap; `None` when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_violation: Option<String>,
 }
 
 impl FidelityRecord {

@@ -154,6 +154,7 @@ pub fn cell_work(
         .collect();
     CellWork {
         key,
+        cache_overcommit: cell.cache_overcommit,
         group,
         label: cell.id.clone(),
         engine: cell.engine.clone(),
@@ -341,6 +342,15 @@ fn settle_spec(cell: &PlannedCell) -> SettleSpec {
                 SettleMemory::Absolute(b) => SettleCap::Absolute(b),
             }),
             drop_caches: s.drop_caches,
+            cache: cell
+                .cache_resize
+                .clone()
+                .filter(|_| s.memory.is_some())
+                .map(|statement| crate::run::cell::CacheResize {
+                    statement,
+                    planned_cache: cell.cache,
+                    planned_cap: cell.limits.memory,
+                }),
         })
         .unwrap_or_default()
 }

@@ -192,6 +192,17 @@ impl Drop for Locked {
     }
 }
 
+/// The hog's first line: what it locked, what it leaves for everything
+/// else and the safety margin it keeps on top, both, so that the sum is
+/// what is really left (`leaving 22538MiB + 256MiB margin`).
+pub fn locked_line(lock: Bytes, leave: Bytes, pid: u32) -> String {
+    format!(
+        "{LOCKED_PREFIX}{} bytes ({lock}), leaving {leave} + {SAFETY_MARGIN} safety margin ({} in all) unlocked; pid {pid}; Ctrl-C releases it",
+        lock.0,
+        Bytes(leave.0 + SAFETY_MARGIN.0)
+    )
+}
+
 /// The hog process body: lock, announce, hold until SIGINT/SIGTERM or the
 /// parent's death (checked every [`WATCH_PERIOD`]), using no CPU.
 pub async fn hold(leave: Bytes) -> Result<(), SandboxError> {
@@ -210,10 +221,7 @@ pub async fn hold(leave: Bytes) -> Result<(), SandboxError> {
             "VmLck is {held} after locking {lock}; the kernel did not lock it all"
         )));
     }
-    println!(
-        "{LOCKED_PREFIX}{} bytes ({}), leaving {leave}; pid {pid}; Ctrl-C releases it",
-        lock.0, lock
-    );
+    println!("{}", locked_line(lock, leave, pid));
     let mut tick = tokio::time::interval(WATCH_PERIOD);
     loop {
         tokio::select! {
@@ -382,6 +390,17 @@ mod tests {
     fn hog_refuses_to_leave_more_than_is_available() {
         let err = plan(Bytes::from_gib(4), Bytes::from_gib(6)).unwrap_err();
         assert!(err.to_string().contains("smaller --leave"), "{err}");
+    }
+
+    #[test]
+    fn the_locked_line_names_what_was_asked_and_the_margin_left_beside_it() {
+        let leave = parse_leave("22538MiB").unwrap();
+        let line = locked_line(Bytes::from_gib(1), leave, 42);
+        assert!(line.starts_with(LOCKED_PREFIX), "{line}");
+        assert!(
+            line.contains("leaving 22538MiB + 256MiB safety margin (22794MiB in all)"),
+            "{line}"
+        );
     }
 
     #[test]

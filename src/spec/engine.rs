@@ -133,6 +133,13 @@ pub struct Engine {
     pub storage_engine: Option<String>,
     /// How the engine is asked about its data and its cache.
     pub facts: Facts,
+    /// `cache_resize:`: one statement (as the probe's protocol takes it,
+    /// like `replication:`'s) that sets the cache while the engine runs,
+    /// `{cache_bytes}` (or `{cache_mib}`) the new size; settle runs it
+    /// with the settled cap's share. `None`: the cache is fixed at start
+    /// (PostgreSQL's shared_buffers), and plan sizes against the cap
+    /// settle will set.
+    pub cache_resize: Option<String>,
     /// Whether the version the server reports (`SELECT version()`, `INFO
     /// server`, `buildInfo`) is the listed one, so that a run checks it:
     /// false for a server that reports the protocol it speaks (SecantusDB
@@ -1341,6 +1348,7 @@ const ENGINE_FIELDS: &[&str] = &[
     "transparent_hugepages",
     "storage_engine",
     "facts",
+    "cache_resize",
     "reports_own_version",
     "config_check",
     "snapshot",
@@ -1375,6 +1383,31 @@ fn readiness_of(f: &Fields, cx: &mut Cx) -> Option<Readiness> {
             None
         }
     }
+}
+
+/// The placeholders a `cache_resize:` statement may use for the new size.
+pub const CACHE_PLACEHOLDERS: [&str; 2] = ["{cache_bytes}", "{cache_mib}"];
+
+/// `cache_resize:`: a statement that names the new size.
+fn cache_resize_of(f: &Fields, cx: &mut Cx) -> Option<String> {
+    let text: String = f.opt(cx, "cache_resize")?;
+    if !CACHE_PLACEHOLDERS.iter().any(|p| text.contains(p)) || text.contains('\0') {
+        cx.error(
+            f.pos_of("cache_resize"),
+            "cache_resize",
+            "the statement must name the new size as {cache_bytes} or {cache_mib} and hold no NUL byte",
+            Some("`SET GLOBAL rocksdb_block_cache_size = {cache_bytes}`".into()),
+        );
+        return None;
+    }
+    Some(text)
+}
+
+/// `cache_resize:` with the new size filled in.
+pub fn fill_cache_resize(statement: &str, cache: Bytes) -> String {
+    statement
+        .replace("{cache_bytes}", &cache.0.to_string())
+        .replace("{cache_mib}", &(cache.0 >> 20).max(1).to_string())
 }
 
 /// `command:` names at least the program.
@@ -1468,6 +1501,7 @@ impl Engine {
                 .unwrap_or_default(),
             storage_engine,
             facts: facts?,
+            cache_resize: cache_resize_of(&f, cx),
             reports_own_version: f.or(cx, "reports_own_version", true),
             config_check,
             snapshot,
@@ -1794,7 +1828,7 @@ mod tests {
             &mut diags,
         );
         let engine = match parsed {
-            Some(crate::spec::Parsed::Engine(e)) => Some(e),
+            Some(crate::spec::Parsed::Engine(e)) => Some(*e),
             _ => None,
         };
         (diags.iter().map(|d| d.to_string()).collect(), engine)

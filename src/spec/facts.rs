@@ -137,7 +137,7 @@ mod tests {
         );
         let mut diags = Diagnostics::default();
         match parse_text("engines/e.yaml", "e", &text, Kind::Engine, &mut diags) {
-            Some(Parsed::Engine(e)) if diags.is_empty() => Ok(e),
+            Some(Parsed::Engine(e)) if diags.is_empty() => Ok(*e),
             _ => Err(diags.to_string()),
         }
     }

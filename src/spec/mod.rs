@@ -107,7 +107,8 @@ fn parse_file(home: &Path, path: &Path, kind: Kind, diags: &mut Diagnostics) -> 
 #[derive(Debug, Clone)]
 pub enum Parsed {
     Environment(Environment),
-    Engine(Engine),
+    /// Boxed: an engine spec is the largest of the three.
+    Engine(Box<Engine>),
     Scenario(Scenario),
 }
 
@@ -139,7 +140,9 @@ pub fn parse_text(
     let mut cx = Cx::new(shown);
     let parsed = match kind {
         Kind::Environment => Environment::from_node(name, &node, &mut cx).map(Parsed::Environment),
-        Kind::Engine => Engine::from_node(name, &node, &mut cx).map(Parsed::Engine),
+        Kind::Engine => {
+            Engine::from_node(name, &node, &mut cx).map(|e| Parsed::Engine(Box::new(e)))
+        }
         Kind::Scenario => Scenario::from_node(name, &node, &mut cx).map(Parsed::Scenario),
     };
     let origin = Origin {
@@ -224,7 +227,7 @@ impl Project {
                         project.environments.insert(e.name.clone(), e);
                     }
                     Some(Parsed::Engine(e)) => {
-                        project.engines.insert(e.name.clone(), e);
+                        project.engines.insert(e.name.clone(), *e);
                     }
                     Some(Parsed::Scenario(s)) => {
                         project.scenarios.insert(s.name.clone(), s);

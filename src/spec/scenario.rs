@@ -412,6 +412,11 @@ pub struct Pytpcc {
     pub denormalize: bool,
     /// False writes `notransactions = True` (standalone servers).
     pub transactions: bool,
+    /// The load's floor rate in warehouses a minute: a load slower than
+    /// this is taken as stuck and killed. `None`: py-tpcc's default
+    /// ([`crate::workload::tools::pytpcc::LOAD_FLOOR_PER_MIN`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_load_rate: Option<f64>,
 }
 
 /// Which pgbench transaction script runs.
@@ -1186,7 +1191,7 @@ fn ycsb_from_node(n: &Node, cx: &mut Cx, p: &str) -> Option<Tool> {
     Some(Tool::Ycsb { argv })
 }
 
-/// `tool: {pytpcc: {warehouses, load, path, python, denormalize, transactions}}`.
+/// `tool: {pytpcc: {warehouses, load, path, python, denormalize, transactions, min_load_rate}}`.
 fn pytpcc_from_node(n: &Node, cx: &mut Cx, p: &str) -> Option<Tool> {
     let t = Fields::open(
         n,
@@ -1199,9 +1204,19 @@ fn pytpcc_from_node(n: &Node, cx: &mut Cx, p: &str) -> Option<Tool> {
             "python",
             "denormalize",
             "transactions",
+            "min_load_rate",
         ],
     )?;
     let warehouses: Option<u64> = t.req(cx, "warehouses");
+    let min_load_rate: Option<f64> = t.opt(cx, "min_load_rate");
+    if min_load_rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
+        cx.error(
+            t.pos_of("min_load_rate"),
+            &t.field("min_load_rate"),
+            "the load's floor rate must be above 0 warehouses a minute",
+            Some("`min_load_rate: 0.5` kills a load of 1000 warehouses after 2000 minutes".into()),
+        );
+    }
     if warehouses == Some(0) {
         cx.error(
             t.pos_of("warehouses"),
@@ -1217,6 +1232,7 @@ fn pytpcc_from_node(n: &Node, cx: &mut Cx, p: &str) -> Option<Tool> {
         python: t.opt(cx, "python"),
         denormalize: t.or(cx, "denormalize", true),
         transactions: t.or(cx, "transactions", true),
+        min_load_rate,
     }))
 }
 

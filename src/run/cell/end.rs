@@ -53,9 +53,13 @@ pub(super) async fn collect(work: &CellWork, ctx: &CellCtx, r: &mut Running) -> 
     members::collect(r);
     let f = &mut r.record.fidelity;
     for (stem, io) in &f.phase_io {
-        for v in [&io.io_bound_violation, &io.contention_violation]
-            .into_iter()
-            .flatten()
+        for v in [
+            &io.io_bound_violation,
+            &io.contention_violation,
+            &io.cache_violation,
+        ]
+        .into_iter()
+        .flatten()
         {
             f.violations.push(format!("{stem}: {v}"));
         }

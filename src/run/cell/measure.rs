@@ -102,6 +102,10 @@ pub(super) async fn run_one(
     let mut res = result.map_err(|e| Stop::Failed(format!("phase {}: {e:#}", step.name)))?;
     let after = r.stats.server()?;
     let mut io = fidelity::phase_io(&before, &after, step.expect_io_bound, work.io_bound);
+    io.engine_cache_bytes = work.facts.cache_size(r.port).await;
+    if !work.cache_overcommit {
+        io.cache_violation = fidelity::cache_violation(io.engine_cache_bytes, after.memory_limit);
+    }
     let members_usec = super::members::cpu_usec(r).saturating_sub(members_before);
     cpu_before.finish(
         &mut io,
@@ -167,6 +171,7 @@ fn judge(res: &mut PhaseResult, ooms: u64, io: &crate::results::model::PhaseIo) 
         .io_bound_violation
         .as_ref()
         .or(io.contention_violation.as_ref())
+        .or(io.cache_violation.as_ref())
         && res.status.is_ok()
     {
         res.status = PhaseStatus::Invalid {

@@ -541,6 +541,18 @@ pub(super) async fn settle(work: &CellWork, ctx: &CellCtx, r: &mut Running) -> R
             let on_disk = || disk::dir_size(&super::cell_work_dir(ctx).join(name).join("data"));
             let data = work.facts.data_size(port).await.filter(|b| *b > 0);
             let (cap, why) = super::stages::settle_cap(want, data.unwrap_or_else(on_disk));
+            // The cache first, as on the cell's server.
+            if let Some(resize) = &work.settle.cache {
+                let (read_back, violation) =
+                    super::stages::resize_cache(work, resize, port, cap).await;
+                member(&mut r.record, name)
+                    .limits_read_back
+                    .insert("engine cache after settle".into(), read_back);
+                r.record
+                    .fidelity
+                    .violations
+                    .extend(violation.map(|v| format!("member {name}: {v}")));
+            }
             let rr = &mut r.replicas[i];
             rr.sandbox().set_memory_cap(cap, work.limits.swap)?;
             let limit = rr.stats.server()?.memory_limit;

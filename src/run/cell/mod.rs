@@ -148,6 +148,31 @@ pub struct SettleSpec {
     pub memory: Option<SettleCap>,
     /// Drop the server's page cache before the phases.
     pub drop_caches: bool,
+    /// Resize the engine's cache with the cap, where the engine can.
+    pub cache: Option<CacheResize>,
+}
+
+/// How settle resizes the engine's cache: the planned cache's share of
+/// the planned cap, applied to the settled cap, set with the engine's
+/// statement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CacheResize {
+    /// The engine's `cache_resize:` statement, `{cache_bytes}` unfilled.
+    pub statement: String,
+    /// The cache the cell started with.
+    pub planned_cache: Bytes,
+    /// The cap it started under.
+    pub planned_cap: Bytes,
+}
+
+impl CacheResize {
+    /// The cache for `cap`: the planned cache's share of the planned cap,
+    /// rounded down to a MiB, at least 1 MiB.
+    pub fn cache_for(&self, cap: Bytes) -> Bytes {
+        let share = self.planned_cache.0 as f64 / self.planned_cap.0.max(1) as f64;
+        let bytes = (cap.0 as f64 * share) as u64;
+        Bytes((bytes >> 20).max(1) << 20)
+    }
 }
 
 /// The memory cap settle sets after load.
@@ -192,6 +217,9 @@ pub struct PhaseStep {
 #[derive(Clone)]
 pub struct CellWork {
     pub key: String,
+    /// The environment allows a cache over the cap
+    /// (`allow_cache_overcommit`): recorded, never a violation.
+    pub cache_overcommit: bool,
     /// The key without the repetition: the same for every repetition.
     pub group: String,
     pub label: String,
@@ -738,10 +766,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_resized_cache_keeps_its_share_of_the_cap_in_whole_mib() {
+        let r = CacheResize {
+            statement: "SET GLOBAL rocksdb_block_cache_size = {cache_bytes}".into(),
+            planned_cache: Bytes::from_mib(256),
+            planned_cap: Bytes::from_gib(1),
+        };
+        assert_eq!(r.cache_for(Bytes::from_mib(240)), Bytes::from_mib(60));
+        assert_eq!(r.cache_for(Bytes::from_gib(2)), Bytes::from_mib(512));
+        assert_eq!(
+            r.cache_for(Bytes::from_mib(2)),
+            Bytes::from_mib(1),
+            "never 0"
+        );
+        let s = crate::spec::engine::fill_cache_resize(&r.statement, Bytes::from_mib(60));
+        assert_eq!(s, "SET GLOBAL rocksdb_block_cache_size = 62914560");
+        let wt =
+            r#"{"setParameter": 1, "wiredTigerEngineRuntimeConfig": "cache_size={cache_mib}M"}"#;
+        assert_eq!(
+            crate::spec::engine::fill_cache_resize(wt, Bytes::from_mib(60)),
+            r#"{"setParameter": 1, "wiredTigerEngineRuntimeConfig": "cache_size=60M"}"#
+        );
+    }
+
+    #[test]
     fn the_cell_record_keeps_the_settle_cap_as_the_scenario_gave_it() {
         let spec = SettleSpec {
             memory: Some(SettleCap::OfData(Share(0.25))),
             drop_caches: true,
+            cache: None,
         };
         let rec = spec.record();
         assert_eq!(rec.memory, Some(SettleMemory::OfData(0.25)));

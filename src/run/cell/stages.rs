@@ -166,6 +166,15 @@ pub(super) async fn settle_memory(
             data_size
         };
         let (cap, why) = settle_cap(want, own);
+        // The cache first: a cap under what the cache holds cannot be set
+        // (the kernel answers EBUSY when it cannot reclaim down to it).
+        if let Some(resize) = &work.settle.cache {
+            let (read_back, violation) = resize_cache(work, resize, r.port, cap).await;
+            let f = &mut r.record.fidelity;
+            f.limits_read_back
+                .insert("server/engine cache after settle".into(), read_back);
+            f.violations.extend(violation);
+        }
         r.sandbox().set_memory_cap(cap, work.limits.swap)?;
         r.record
             .limits
@@ -184,6 +193,36 @@ pub(super) async fn settle_memory(
         );
     }
     Ok(())
+}
+
+/// Resize the engine's cache on `port` to its share of the settled `cap`
+/// (the share of the planned cap it started with) with the engine's
+/// statement, and read back what the engine reports: the read-back in
+/// words, and a violation when the statement failed.
+pub(super) async fn resize_cache(
+    work: &CellWork,
+    resize: &super::CacheResize,
+    port: u16,
+    cap: Bytes,
+) -> (String, Option<String>) {
+    let want = resize.cache_for(cap);
+    let statement = crate::spec::engine::fill_cache_resize(&resize.statement, want);
+    let failed = work.facts.execute(port, &statement).await.err();
+    let now = work.facts.cache_size(port).await;
+    let shown = now.map_or("not reported".to_string(), |b| Bytes(b).to_string());
+    let read_back = format!(
+        "{shown} (resized to {want}: the {} cache's share of the {} cap, applied to {})",
+        resize.planned_cache,
+        resize.planned_cap,
+        crate::display::approx(cap)
+    );
+    let violation = failed.map(|e| {
+        format!(
+            "settle could not resize the engine's cache to {want} under the {cap} cap (`{}`): {e}",
+            crate::error::excerpt(&statement)
+        )
+    });
+    (read_back, violation)
 }
 
 /// The cap `want` makes of `data` bytes, and why in words.

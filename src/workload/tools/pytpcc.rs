@@ -65,6 +65,42 @@ pub struct PytpccConfig {
     /// cell's `write_concern` knob.
     #[serde(default)]
     pub write_concern: Option<String>,
+    /// The load's floor rate, warehouses a minute; `None`:
+    /// [`LOAD_FLOOR_PER_MIN`]. See [`time_limit`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_load_rate: Option<f64>,
+}
+
+/// The floor rate of a py-tpcc load unless the scenario gives one: half a
+/// warehouse a minute. Write-up 004's MongoDB 4.4 loaded 1000 warehouses
+/// in 259 minutes (3.9 a minute, 100 clients on 40 CPUs); a load at an
+/// eighth of that on one CPU still finishes, and one slower is stuck.
+pub const LOAD_FLOOR_PER_MIN: f64 = 0.5;
+
+/// The least time any py-tpcc step is given: an hour.
+const MIN_LIMIT: Duration = Duration::from_secs(3600);
+
+/// How long a py-tpcc step may run before it is killed: a load gets its
+/// warehouses at the floor rate (`min_load_rate`, else
+/// [`LOAD_FLOOR_PER_MIN`]), the transactions 4x the phase's duration,
+/// each at least an hour.
+pub fn time_limit(c: &PytpccConfig, duration: Duration) -> Duration {
+    let timed = duration.max(Duration::from_secs(60)) * 4;
+    if !c.load {
+        return timed;
+    }
+    load_limit(c.warehouses, c.min_load_rate, duration)
+}
+
+/// A load's limit: `warehouses` at `rate` (else [`LOAD_FLOOR_PER_MIN`])
+/// a minute, never under 4x the phase's `duration` nor an hour, in
+/// whole minutes.
+pub fn load_limit(warehouses: u64, rate: Option<f64>, duration: Duration) -> Duration {
+    let rate = rate.unwrap_or(LOAD_FLOOR_PER_MIN);
+    let minutes = (warehouses as f64 / rate).ceil().min(1e8) as u64;
+    Duration::from_secs(minutes * 60)
+        .max(duration.max(Duration::from_secs(60)) * 4)
+        .max(MIN_LIMIT)
 }
 
 /// Where `tpcc.py` is and the directory it must run from.
@@ -310,7 +346,7 @@ pub async fn run(
     for &n in ctx.threads {
         let step = if c.load { "load" } else { "run" };
         let file = format!("pytpcc-{step}-{n}.txt");
-        let limit = ctx.duration.max(Duration::from_secs(60)) * 4;
+        let limit = time_limit(c, ctx.duration);
         let argv = argv(c, &at, &config, n, ctx.duration);
         let started = std::time::Instant::now();
         let ran = exec(argv, &[], &out_dir, file, limit, &hook).await?;
@@ -458,6 +494,35 @@ mod tests {
         assert!(
             !a.iter().any(|x| x == "--port"),
             "py-tpcc has no --port flag"
+        );
+    }
+
+    #[test]
+    fn a_load_is_given_its_warehouses_at_the_floor_rate_not_four_times_the_duration() {
+        let hour = Duration::from_secs(3600);
+        let mut c: PytpccConfig = serde_yaml::from_str("{warehouses: 1000, load: true}").unwrap();
+        // Write-up 004: a 60 min phase, and 4.4 loaded for 259 minutes.
+        let limit = time_limit(&c, hour);
+        assert_eq!(limit, Duration::from_secs(2000 * 60));
+        assert!(limit > Duration::from_secs(259 * 60));
+        c.min_load_rate = Some(4.0);
+        assert_eq!(time_limit(&c, hour), Duration::from_secs(250 * 60));
+        c.min_load_rate = Some(20.0);
+        assert_eq!(
+            time_limit(&c, hour),
+            4 * hour,
+            "never below 4x the duration"
+        );
+        c.warehouses = 1;
+        assert_eq!(
+            time_limit(&c, Duration::from_secs(1)),
+            hour,
+            "at least an hour"
+        );
+        c.load = false;
+        assert_eq!(
+            time_limit(&c, Duration::from_secs(300)),
+            Duration::from_secs(1200)
         );
     }
 

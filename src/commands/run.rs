@@ -253,8 +253,14 @@ fn index_and_report(run_dir: &Path, db: &Path) {
     }
 }
 
+/// Exit code of a run whose cells all finished but a phase of them
+/// failed (did not finish, spent its error budget, OOM-killed): its
+/// figures are not results.
+pub const EXIT_PHASE_FAILED: u8 = 3;
+
 /// 130 for an interrupted run, 1 when a cell failed, each with the
-/// command that resumes it; else success.
+/// command that resumes it; 3 ([`EXIT_PHASE_FAILED`]) when a phase
+/// failed; else success.
 fn exit_code(out: &matrix::MatrixOutcome, planned: usize, command_line: &[String]) -> ExitCode {
     let resume_hint = |id: &str| crate::run::resume::resume_command(command_line, id);
     if out.interrupted {
@@ -273,6 +279,13 @@ fn exit_code(out: &matrix::MatrixOutcome, planned: usize, command_line: &[String
             resume_hint(&out.run_id)
         );
         return ExitCode::from(1);
+    }
+    if out.phases_failed > 0 {
+        eprintln!(
+            "{} phase(s) failed (see cell.json of each); their figures are not results",
+            out.phases_failed
+        );
+        return ExitCode::from(EXIT_PHASE_FAILED);
     }
     ExitCode::SUCCESS
 }

@@ -12,7 +12,8 @@ pub fn ycsb_text(r: &PhaseResult) -> String {
         (r.duration_s * 1000.0).round() as u64
     );
     let _ = writeln!(s, "[OVERALL], Throughput(ops/sec), {:.1}", r.throughput);
-    if let Some(h) = &r.headline {
+    // A failed phase's figure is not a result: no headline for it.
+    if let Some(h) = r.headline.as_ref().filter(|_| r.status.is_ok()) {
         let _ = writeln!(s, "[OVERALL], {}, {:.1}", h.name, h.value);
     }
     // What a TPC-C phase on MongoDB ran in, as py-tpcc names it.

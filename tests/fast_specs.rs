@@ -1000,7 +1000,8 @@ fn two_matrix_entries_that_plan_one_cell_key_are_refused_by_plan_and_run_naming_
         );
         assert_eq!(o.code, 2, "{cmd}: {}{}", o.stdout, o.stderr);
         assert!(
-            o.stderr.contains("`redis@7.0` and `redis-7.0` plan the same cell"),
+            o.stderr
+                .contains("`redis@7.0` and `redis-7.0` plan the same cell"),
             "{cmd}: {}",
             o.stderr
         );

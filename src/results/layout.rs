@@ -178,18 +178,35 @@ pub enum LayoutError {
     },
 }
 
-/// Run ids under `results_root` (folders with a `run.json`), sorted.
+/// Run ids under `results_root` (folders with a `run.json`), oldest
+/// first by the start their record gives (ids of runs started in the same
+/// second before ids carried milliseconds do not sort by time), then by
+/// id; a record without a readable start sorts first.
 pub fn list_run_ids(results_root: &Path) -> Vec<String> {
     let Ok(entries) = fs::read_dir(results_root) else {
         return Vec::new();
     };
-    let mut ids: Vec<String> = entries
+    let mut ids: Vec<(Option<chrono::DateTime<chrono::FixedOffset>>, String)> = entries
         .filter_map(|e| e.ok())
         .filter(|e| e.path().join(RUN_FILE).is_file())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .map(|e| {
+            let started = started_at(&e.path().join(RUN_FILE));
+            (started, e.file_name().to_string_lossy().into_owned())
+        })
         .collect();
     ids.sort();
-    ids
+    ids.into_iter().map(|(_, id)| id).collect()
+}
+
+/// The `started_at` of a run record, without reading the rest of it.
+fn started_at(run_json: &Path) -> Option<chrono::DateTime<chrono::FixedOffset>> {
+    #[derive(serde::Deserialize)]
+    struct Start {
+        started_at: String,
+    }
+    let bytes = fs::read(run_json).ok()?;
+    let s: Start = serde_json::from_slice(&bytes).ok()?;
+    chrono::DateTime::parse_from_rfc3339(&s.started_at).ok()
 }
 
 /// The folder of a run given as a run id (under `results_root`) or a path.
@@ -294,6 +311,37 @@ mod tests {
         assert!(sample_in_phase("load", "load", 2));
         assert!(!sample_in_phase("point-reads t8", "point-reads", 4));
         assert!(!sample_in_phase("point-reads-2 t4", "point-reads", 4));
+    }
+
+    #[test]
+    fn runs_are_listed_by_their_start_not_their_name() {
+        let dir = tempfile::tempdir().unwrap();
+        // Two runs of one second: the later one has the smaller name.
+        for (id, started) in [
+            ("20261130-010000-ffff", "2026-11-30T01:00:00.100+00:00"),
+            ("20261130-010000-0000", "2026-11-30T01:00:00.900+00:00"),
+            ("20261130-005959-aaaa", "2026-11-30T00:59:59.500+00:00"),
+        ] {
+            fs::create_dir_all(dir.path().join(id)).unwrap();
+            fs::write(
+                dir.path().join(id).join(RUN_FILE),
+                format!(r#"{{"started_at": "{started}"}}"#),
+            )
+            .unwrap();
+        }
+        assert_eq!(
+            list_run_ids(dir.path()),
+            [
+                "20261130-005959-aaaa",
+                "20261130-010000-ffff",
+                "20261130-010000-0000"
+            ]
+        );
+        let err = resolve_run(dir.path(), "nope").unwrap_err().to_string();
+        assert!(
+            err.contains("latest: 20261130-010000-0000, 20261130-010000-ffff"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -123,7 +123,10 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let r = Reserve::hold(t.path());
         let file = t.path().join(RESERVE_FILE);
-        assert_eq!(std::fs::metadata(&file).unwrap().len(), RESERVE_BYTES as u64);
+        assert_eq!(
+            std::fs::metadata(&file).unwrap().len(),
+            RESERVE_BYTES as u64
+        );
         drop(r);
         assert!(!file.exists());
     }

@@ -40,7 +40,7 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
     } = plan_or_refuse(home, args, &host)?;
     // The planner has reported (or refused) broken specs already.
     let project = crate::spec::Project::load_all(home).0;
-    fetch_pending(&project, &plan, args.fetch).await?;
+    fetch_pending(&project, &plan, args.fetch, &interrupts).await?;
     let results_root = results_root(home, args)?;
     if args.on == On::Slurm {
         crate::slurm::check_cluster()
@@ -350,6 +350,7 @@ async fn fetch_pending(
     project: &crate::spec::Project,
     plan: &crate::plan::Plan,
     fetch: bool,
+    interrupts: &Interrupts,
 ) -> anyhow::Result<()> {
     let root = crate::fetch::cache::root();
     let pending = crate::fetch::pending(project, &plan.cells, &root);
@@ -367,10 +368,18 @@ async fn fetch_pending(
     }
     for p in pending {
         let root = root.clone();
-        let (e, v, s) = (p.engine.clone(), p.version.clone(), p.source.clone());
-        let f = tokio::task::spawn_blocking(move || crate::fetch::fetch(&root, &e, &v, &s))
-            .await?
-            .with_context(|| format!("fetching {}", p.label()))?;
+        let (e, v, s, b) = (
+            p.engine.clone(),
+            p.version.clone(),
+            p.source.clone(),
+            p.binary.clone(),
+        );
+        let stop = interrupts.stop.clone();
+        let f = tokio::task::spawn_blocking(move || {
+            crate::fetch::fetch(&root, &e, &v, &s, b.as_deref(), &stop)
+        })
+        .await?
+        .with_context(|| format!("fetching {}", p.label()))?;
         eprintln!(
             "fetched {} ({}) in {:.1}s",
             p.label(),
@@ -521,7 +530,7 @@ async fn run_cell_job(home: &Path, args: &RunArgs, target: &str) -> anyhow::Resu
     };
     let CommandPlan { plan, .. } = plan_or_refuse(home, args, &host)?;
     let project = crate::spec::Project::load_all(home).0;
-    fetch_pending(&project, &plan, args.fetch).await?;
+    fetch_pending(&project, &plan, args.fetch, &interrupts).await?;
     let results_root = results_root(home, args)?;
     reap_leftovers().await?;
     let mut cells = cell_works(&project, &plan, snapshots_on(args))?;

@@ -686,6 +686,38 @@ fn a_run_whose_phase_failed_exits_3_and_its_record_says_which() {
 }
 
 #[test]
+fn a_run_whose_history_is_locked_says_how_to_index_it_later_and_that_indexes_it() {
+    let place = Place::new();
+    std::fs::create_dir_all(place.results()).unwrap();
+    let db = place.results().join("history.sqlite");
+    let lock = rusqlite::Connection::open(&db).unwrap();
+    lock.execute_batch("BEGIN EXCLUSIVE;").unwrap();
+    let (status, stdout, stderr) = place.run(&["tests/scenarios/run-failed-phase.yaml"]);
+    let id = run_dir_of(&stdout)
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert_eq!(status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains(&format!("index it with `benchcage history --index {id}`")),
+        "{stderr}"
+    );
+    drop(lock);
+    let o = bc_in(&place.home, &place.results(), &place.work(), &place.state())
+        .args(["history", "--index", &id])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = bc_in(&place.home, &place.results(), &place.work(), &place.state())
+        .args(["history", "--ids"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), id);
+    assert_clean(&place, &id);
+}
+
+#[test]
 fn a_full_results_disk_fails_the_run_and_keeps_earlier_results_intact() {
     let place = Place::new();
     let disk = Tmpfs::mount(&place.results(), "80m");

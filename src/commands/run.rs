@@ -242,7 +242,11 @@ fn index_and_report(run_dir: &Path, db: &Path) {
     match layout::load_run(run_dir) {
         Ok(data) => {
             if let Err(e) = history::index_run(db, &data) {
-                eprintln!("warning: indexing the run in {}: {e}", db.display());
+                eprintln!(
+                    "warning: the run is not in the history ({e}); its results stand. Once {} is writable, index it with `benchcage history --index {}`",
+                    db.display(),
+                    data.run.run_id
+                );
             }
             match report::write_run_report(data, db, report::Format::Html, None) {
                 Ok(path) => println!("report: {}", path.display()),

@@ -176,7 +176,22 @@ pub enum LayoutError {
         #[source]
         source: serde_json::Error,
     },
+    #[error(
+        "{path} holds {size}, over the {limit} benchcage reads of such a file (no run writes one \
+         this large); it was not read. Move it out of the run folder"
+    )]
+    TooLarge {
+        path: PathBuf,
+        size: crate::units::Bytes,
+        limit: crate::units::Bytes,
+    },
 }
+
+/// The largest `run.json` or `cell.json` read. Parsed, a record takes
+/// many times its size in memory (a 304 MB cell.json took 4.7 GB).
+pub const MAX_RECORD: crate::units::Bytes = crate::units::Bytes(64 << 20);
+/// The largest `samples.json` read (one sample per group and second).
+pub const MAX_SAMPLES: crate::units::Bytes = crate::units::Bytes(256 << 20);
 
 /// Run ids under `results_root` (folders with a `run.json`), oldest
 /// first by the start their record gives (ids of runs started in the same
@@ -233,11 +248,24 @@ pub fn resolve_run(results_root: &Path, arg: &str) -> Result<PathBuf, LayoutErro
     })
 }
 
-fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, LayoutError> {
-    let bytes = fs::read(path).map_err(|source| LayoutError::Read {
+/// A JSON file of at most `limit` bytes, parsed; a larger one is not read.
+fn read_json<T: DeserializeOwned>(
+    path: &Path,
+    limit: crate::units::Bytes,
+) -> Result<T, LayoutError> {
+    let read_err = |source| LayoutError::Read {
         path: path.to_path_buf(),
         source,
-    })?;
+    };
+    let size = fs::metadata(path).map_err(read_err)?.len();
+    if size > limit.0 {
+        return Err(LayoutError::TooLarge {
+            path: path.to_path_buf(),
+            size: crate::units::Bytes(size),
+            limit,
+        });
+    }
+    let bytes = fs::read(path).map_err(read_err)?;
     serde_json::from_slice(&bytes).map_err(|source| LayoutError::Parse {
         path: path.to_path_buf(),
         source,
@@ -250,7 +278,7 @@ pub fn load_run(dir: &Path) -> Result<RunData, LayoutError> {
     let paths = RunPaths {
         dir: dir.to_path_buf(),
     };
-    let run: RunRecord = read_json(&paths.run_json())?;
+    let run: RunRecord = read_json(&paths.run_json(), MAX_RECORD)?;
     let mut keys: Vec<String> = run.cells.clone();
     if let Ok(entries) = fs::read_dir(paths.cells_dir()) {
         let mut extra: Vec<String> = entries
@@ -270,9 +298,9 @@ pub fn load_run(dir: &Path) -> Result<RunData, LayoutError> {
             unfinished.push(key);
             continue;
         }
-        let record: CellRecord = read_json(&cp.cell_json())?;
+        let record: CellRecord = read_json(&cp.cell_json(), MAX_RECORD)?;
         let samples = if cp.samples_json().is_file() {
-            read_json(&cp.samples_json())?
+            read_json(&cp.samples_json(), MAX_SAMPLES)?
         } else {
             Vec::new()
         };
@@ -311,6 +339,30 @@ mod tests {
         assert!(sample_in_phase("load", "load", 2));
         assert!(!sample_in_phase("point-reads t8", "point-reads", 4));
         assert!(!sample_in_phase("point-reads-2 t4", "point-reads", 4));
+    }
+
+    #[test]
+    fn a_cell_record_over_the_limit_is_refused_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("20261130-010000-aaaa");
+        let cell = run.join("cells").join("k1");
+        fs::create_dir_all(&cell).unwrap();
+        let rec = RunRecord {
+            run_id: "20261130-010000-aaaa".into(),
+            cells: vec!["k1".into()],
+            ..Default::default()
+        };
+        fs::write(run.join(RUN_FILE), serde_json::to_vec(&rec).unwrap()).unwrap();
+        // Sparse: 304 MB of nothing, never read.
+        let f = fs::File::create(cell.join("cell.json")).unwrap();
+        f.set_len(304_000_000).unwrap();
+        let err = load_run(&run).unwrap_err();
+        assert!(matches!(err, LayoutError::TooLarge { .. }), "{err}");
+        let text = err.to_string();
+        assert!(
+            text.contains("cell.json holds ") && text.contains("over the 64MiB"),
+            "{text}"
+        );
     }
 
     #[test]

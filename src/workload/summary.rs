@@ -64,3 +64,38 @@ pub fn ycsb_text(r: &PhaseResult) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::model::{Headline, PhaseStatus};
+
+    fn tpcc(status: PhaseStatus) -> PhaseResult {
+        PhaseResult {
+            name: "tpcc".into(),
+            workload: "tpcc".into(),
+            threads: 1,
+            duration_s: 0.007,
+            total_ops: 1,
+            total_errors: 1,
+            throughput: 142.9,
+            tool_ops_per_sec: None,
+            headline: Some(Headline::tpmc(8571.4)),
+            mongo_tpcc: None,
+            ops: Default::default(),
+            series: vec![],
+            status,
+            raw_outputs: vec![],
+        }
+    }
+
+    #[test]
+    fn a_failed_phase_prints_no_headline_and_an_ok_one_does() {
+        let failed = ycsb_text(&tpcc(PhaseStatus::Failed {
+            reason: "connection reset".into(),
+        }));
+        assert!(!failed.contains("tpmC"), "{failed}");
+        let ok = ycsb_text(&tpcc(PhaseStatus::Ok));
+        assert!(ok.contains("[OVERALL], tpmC, 8571.4"), "{ok}");
+    }
+}

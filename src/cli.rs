@@ -56,7 +56,7 @@ pub enum Command {
     Plan(PlanArgs),
     /// Run a scenario: provision, load, measure, verify, tear down, write results.
     #[command(
-        after_help = "Examples:\n  benchcage run scenarios/quickstart.yaml\n  benchcage run scenarios/003-mongodb-3.2.yaml --only redis --set server.memory=1GiB\n  benchcage run scenarios/quickstart.yaml --resume 20261130-101500-ab12\n  benchcage run scenarios/quickstart.yaml --on slurm --partition bench --max-parallel 4"
+        after_help = "Examples:\n  benchcage run scenarios/quickstart.yaml\n  benchcage run scenarios/003-mongodb-3.2.yaml --only redis --set server.memory=1GiB\n  benchcage run scenarios/quickstart.yaml --resume 20261130-101500-ab12\n  benchcage run scenarios/quickstart.yaml --on slurm --partition bench --max-parallel 4\n\nExit codes: 0 every cell and phase finished, 1 a cell failed (or the run stopped on an error; run.json says failed), 2 bad input (nothing created), 3 every cell finished but a phase failed (its figures are not results), 130 interrupted."
     )]
     Run(RunArgs),
     /// Drive a workload against a server that is already running.

@@ -1172,6 +1172,48 @@ fn plan_refuses_more_cpus_than_the_host_has_naming_the_flag() {
 }
 
 #[test]
+fn two_matrix_entries_that_plan_one_cell_key_are_refused_by_plan_and_run_naming_both() {
+    let home = temp_home(false);
+    std::fs::create_dir_all(home.path().join("scenarios")).unwrap();
+    std::fs::write(
+        home.path().join("scenarios/twins.yaml"),
+        "matrix:\n  engines: [redis@7.0, {engine: redis, label: redis-7.0}]\n  environments: [quickstart]\n\
+         dataset: {records: 1000}\nphases:\n  - {name: a, builtin: {workload: a}, duration: 1s}\n",
+    )
+    .unwrap();
+    let before = snapshot(home.path());
+    let results = home.path().join("results");
+    for cmd in ["plan", "run"] {
+        let o = Out::of(
+            &bc(home.path())
+                .env("BENCHCAGE_RESULTS", &results)
+                .args([cmd, "twins"])
+                .output()
+                .unwrap(),
+        );
+        assert_eq!(o.code, 2, "{cmd}: {}{}", o.stdout, o.stderr);
+        assert!(
+            o.stderr
+                .contains("`redis@7.0` and `redis-7.0` plan the same cell"),
+            "{cmd}: {}",
+            o.stderr
+        );
+        assert!(o.stderr.contains("scenarios/twins.yaml"), "{}", o.stderr);
+    }
+    assert_eq!(snapshot(home.path()), before, "something was created");
+
+    // Other knobs make another cell: both plan.
+    std::fs::write(
+        home.path().join("scenarios/twins.yaml"),
+        "matrix:\n  engines: [redis@7.0, {engine: redis, label: redis-7.0, knobs: {appendfsync: always}}]\n  environments: [quickstart]\n\
+         dataset: {records: 1000}\nphases:\n  - {name: a, builtin: {workload: a}, duration: 1s}\n",
+    )
+    .unwrap();
+    let o = run(home.path(), &["plan", "twins"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+}
+
+#[test]
 fn plan_refuses_overlapping_server_and_client_cpus() {
     let o = run(&repo(), &["plan", "quickstart", "--set", "client.cpus=1"]);
     assert_eq!(o.code, 2);

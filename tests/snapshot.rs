@@ -12,7 +12,7 @@ use benchcage::results::model::{CellRecord, RunRecord};
 use benchcage::snapshot::LoadSource;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use support::cli::bc_in;
+use support::cli::{bc_in, run_dir_of};
 use support::files::{assert_saved_then_restored, cell_dirs, read_json};
 use support::host::{name_of, run_groups};
 
@@ -65,16 +65,9 @@ impl Place {
             String::from_utf8_lossy(&o.stderr).into_owned(),
         )
     }
-    /// The cells of the newest run, by `engine/rN`.
-    fn cells(&self) -> std::collections::BTreeMap<String, CellRecord> {
-        let mut runs: Vec<PathBuf> = std::fs::read_dir(self.path("results"))
-            .unwrap()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.join("run.json").is_file())
-            .collect();
-        runs.sort();
-        let run = runs.last().unwrap();
+    /// The cells of the run whose stdout is `out`, by `engine/rN`.
+    fn cells(&self, out: &str) -> std::collections::BTreeMap<String, CellRecord> {
+        let run = &run_dir_of(out);
         let rec: RunRecord = read_json(&run.join("run.json"));
         assert_clean(self, &rec.run_id);
         cell_dirs(run)
@@ -115,7 +108,7 @@ fn a_restored_snapshot_holds_the_same_records_as_the_load_on_every_engine() {
     let place = Place::new();
     let (code, out, err) = place.run(&["run", "tests/scenarios/run-snapshots.yaml"]);
     assert_eq!(code, 0, "{out}\n{err}");
-    let cells = place.cells();
+    let cells = place.cells(&out);
     assert_eq!(cells.len(), 10, "{:?}", cells.keys());
     let mut keys = Vec::new();
     for engine in ENGINES {
@@ -204,7 +197,7 @@ fn a_restored_snapshot_holds_the_same_records_as_the_load_on_every_engine() {
         "redis",
     ]);
     assert_eq!(code, 0, "{out}\n{err}");
-    for (name, c) in place.cells() {
+    for (name, c) in place.cells(&out) {
         assert!(
             c.load_source.as_ref().is_some_and(LoadSource::restored),
             "{name}: {:?}",
@@ -221,7 +214,7 @@ fn a_restored_snapshot_holds_the_same_records_as_the_load_on_every_engine() {
         "--no-snapshots",
     ]);
     assert_eq!(code, 0, "{out}\n{err}");
-    for (name, c) in place.cells() {
+    for (name, c) in place.cells(&out) {
         assert_eq!(c.load_source, None, "{name}");
         assert!(c.phases.iter().any(|p| p.name == "load"), "{name}");
     }
@@ -277,7 +270,7 @@ fn a_cache_on_another_disk_keeps_a_compressed_archive_and_restores_from_it() {
         "redis",
     ]);
     assert_eq!(code, 0, "{out}\n{err}");
-    let cells = place.cells();
+    let cells = place.cells(&out);
     let (first, second) = (&cells["redis/r0"], &cells["redis/r1"]);
     assert_saved_then_restored("redis", first, second);
     assert_eq!(second.data_digest, first.data_digest);
@@ -311,7 +304,7 @@ fn a_snapshot_over_the_cache_limit_is_not_saved_and_every_cell_loads() {
     ]);
     let o = c.env("BENCHCAGE_SNAPSHOT_LIMIT", "1KiB").output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let cells = place.cells();
+    let cells = place.cells(&String::from_utf8_lossy(&o.stdout));
     for (name, c) in &cells {
         match &c.load_source {
             Some(LoadSource::Fresh {

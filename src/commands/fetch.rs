@@ -42,19 +42,26 @@ pub async fn run(home: &Path, args: &FetchArgs) -> anyhow::Result<ExitCode> {
         wanted.push((engine.to_string(), v.to_string(), ev.clone()));
     }
     let root = args.cache.clone().unwrap_or_else(cache::root);
+    // Ctrl-C or SIGTERM (heard even where the shell started this with
+    // SIGINT ignored) kills the download and installs nothing.
+    let interrupts = crate::run::signals::Interrupts::install()?;
     let mut failed = 0;
     for (engine, version, ev) in wanted {
         let name = format!("{engine}@{version}");
         match &ev.source {
             Some(source) if source.fetchable() => {
-                let (root, e, v, s) = (
+                let (root, e, v, s, b, stop) = (
                     root.clone(),
                     engine.clone(),
                     version.clone(),
                     source.clone(),
+                    ev.binary.clone(),
+                    interrupts.stop.clone(),
                 );
-                let got =
-                    tokio::task::spawn_blocking(move || fetch::fetch(&root, &e, &v, &s)).await?;
+                let got = tokio::task::spawn_blocking(move || {
+                    fetch::fetch(&root, &e, &v, &s, b.as_deref(), &stop)
+                })
+                .await?;
                 match got {
                     Ok(f) if f.from_cache => println!(
                         "{name}: in the cache at {} (fetched {}, {})",
@@ -63,13 +70,21 @@ pub async fn run(home: &Path, args: &FetchArgs) -> anyhow::Result<ExitCode> {
                         f.install.record.checksum
                     ),
                     Ok(f) => println!(
-                        "{name}: fetched {} in {:.1}s ({}, {} verified) into {}",
+                        "{name}: {}fetched {} in {:.1}s ({}, {} verified) into {}",
+                        f.repaired
+                            .as_ref()
+                            .map(|why| format!("the cached install was broken ({why}), "))
+                            .unwrap_or_default(),
                         source.describe(),
                         f.seconds,
                         crate::progress::mib(f.install.record.bytes),
                         f.install.record.checksum,
                         f.install.dir.display()
                     ),
+                    Err(e @ fetch::FetchError::Interrupted { .. }) => {
+                        eprintln!("{e}");
+                        return Ok(ExitCode::from(130));
+                    }
                     Err(e) => {
                         eprintln!("error: fetching {name}: {e}");
                         failed += 1;

@@ -45,7 +45,14 @@ pub async fn run(home: &Path, args: &ListArgs) -> anyhow::Result<ExitCode> {
                 .map(
                     |(v, ev)| match ev.source.as_ref().filter(|s| s.fetchable()) {
                         Some(s)
-                            if crate::fetch::cache::installed(&root, &e.name, v, s).is_some() =>
+                            if crate::fetch::cache::usable(
+                                &root,
+                                &e.name,
+                                v,
+                                s,
+                                ev.binary.as_deref(),
+                            )
+                            .is_some() =>
                         {
                             format!("{v} (fetched)")
                         }

@@ -94,7 +94,34 @@ pub fn command_plan(
         host,
     )?;
     warn_unused(&cp.warnings);
+    if let Some(msg) = shared_key(&cp.plan) {
+        return Err(crate::error::bad_input(format!(
+            "{}: {msg}",
+            cp.scenario.origin.file
+        )));
+    }
     Ok(cp)
+}
+
+/// Two cells of `plan` with one cell key (the same engine, version,
+/// configs, limits and workload under two matrix entries, whatever their
+/// labels) would run into one folder: the first such pair, in words.
+pub fn shared_key(plan: &Plan) -> Option<String> {
+    let mut seen: BTreeMap<String, &str> = BTreeMap::new();
+    for c in &plan.cells {
+        let (key, _) = crate::run::adapt::keys_of(c);
+        if let Some(first) = seen.insert(key.clone(), c.id.as_str()) {
+            let entry = |id: &str| id.split('/').next().unwrap_or(id).to_string();
+            return Some(format!(
+                "the matrix entries `{}` and `{}` plan the same cell (`{first}` and `{}` share the cell key {key}: the same engine, version, configs, limits and workload); \
+                 remove one, give one other knobs, or use `repetitions:` to run it more than once",
+                entry(first),
+                entry(&c.id),
+                c.id
+            ));
+        }
+    }
+    None
 }
 
 /// Problems of specs the scenario does not use, on stderr: they stop

@@ -40,7 +40,7 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
     } = plan_or_refuse(home, args, &host)?;
     // The planner has reported (or refused) broken specs already.
     let project = crate::spec::Project::load_all(home).0;
-    fetch_pending(&project, &plan, args.fetch).await?;
+    fetch_pending(&project, &plan, args.fetch, &interrupts).await?;
     let results_root = results_root(home, args)?;
     if args.on == On::Slurm {
         crate::slurm::check_cluster()
@@ -242,7 +242,11 @@ fn index_and_report(run_dir: &Path, db: &Path) {
     match layout::load_run(run_dir) {
         Ok(data) => {
             if let Err(e) = history::index_run(db, &data) {
-                eprintln!("warning: indexing the run in {}: {e}", db.display());
+                eprintln!(
+                    "warning: the run is not in the history ({e}); its results stand. Once {} is writable, index it with `benchcage history --index {}`",
+                    db.display(),
+                    data.run.run_id
+                );
             }
             match report::write_run_report(data, db, report::Format::Html, None) {
                 Ok(path) => println!("report: {}", path.display()),
@@ -253,8 +257,14 @@ fn index_and_report(run_dir: &Path, db: &Path) {
     }
 }
 
+/// Exit code of a run whose cells all finished but a phase of them
+/// failed (did not finish, spent its error budget, OOM-killed): its
+/// figures are not results.
+pub const EXIT_PHASE_FAILED: u8 = 3;
+
 /// 130 for an interrupted run, 1 when a cell failed, each with the
-/// command that resumes it; else success.
+/// command that resumes it; 3 ([`EXIT_PHASE_FAILED`]) when a phase
+/// failed; else success.
 fn exit_code(out: &matrix::MatrixOutcome, planned: usize, command_line: &[String]) -> ExitCode {
     let resume_hint = |id: &str| crate::run::resume::resume_command(command_line, id);
     if out.interrupted {
@@ -273,6 +283,13 @@ fn exit_code(out: &matrix::MatrixOutcome, planned: usize, command_line: &[String
             resume_hint(&out.run_id)
         );
         return ExitCode::from(1);
+    }
+    if out.phases_failed > 0 {
+        eprintln!(
+            "{} phase(s) failed (see cell.json of each); their figures are not results",
+            out.phases_failed
+        );
+        return ExitCode::from(EXIT_PHASE_FAILED);
     }
     ExitCode::SUCCESS
 }
@@ -337,6 +354,7 @@ async fn fetch_pending(
     project: &crate::spec::Project,
     plan: &crate::plan::Plan,
     fetch: bool,
+    interrupts: &Interrupts,
 ) -> anyhow::Result<()> {
     let root = crate::fetch::cache::root();
     let pending = crate::fetch::pending(project, &plan.cells, &root);
@@ -354,10 +372,18 @@ async fn fetch_pending(
     }
     for p in pending {
         let root = root.clone();
-        let (e, v, s) = (p.engine.clone(), p.version.clone(), p.source.clone());
-        let f = tokio::task::spawn_blocking(move || crate::fetch::fetch(&root, &e, &v, &s))
-            .await?
-            .with_context(|| format!("fetching {}", p.label()))?;
+        let (e, v, s, b) = (
+            p.engine.clone(),
+            p.version.clone(),
+            p.source.clone(),
+            p.binary.clone(),
+        );
+        let stop = interrupts.stop.clone();
+        let f = tokio::task::spawn_blocking(move || {
+            crate::fetch::fetch(&root, &e, &v, &s, b.as_deref(), &stop)
+        })
+        .await?
+        .with_context(|| format!("fetching {}", p.label()))?;
         eprintln!(
             "fetched {} ({}) in {:.1}s",
             p.label(),
@@ -508,7 +534,7 @@ async fn run_cell_job(home: &Path, args: &RunArgs, target: &str) -> anyhow::Resu
     };
     let CommandPlan { plan, .. } = plan_or_refuse(home, args, &host)?;
     let project = crate::spec::Project::load_all(home).0;
-    fetch_pending(&project, &plan, args.fetch).await?;
+    fetch_pending(&project, &plan, args.fetch, &interrupts).await?;
     let results_root = results_root(home, args)?;
     reap_leftovers().await?;
     let mut cells = cell_works(&project, &plan, snapshots_on(args))?;

@@ -6,8 +6,15 @@
 //! named after a version is always whole. A fetch that fails removes its
 //! partial folder; one killed mid-way leaves it with its pid, and the next
 //! fetch removes every partial folder whose process is gone.
+//!
+//! The record lists every unpacked file with its size and sha256: a
+//! version whose files are not all there at their sizes (a binary
+//! deleted, a file truncated) is not installed to anything that asks
+//! ([`installed`]), and `fetch` also checks the checksums
+//! ([`verify_sums`]); either way it is fetched again.
 
 use super::{FetchError, Source, io_err};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The record written last into an installed version's folder.
@@ -16,8 +23,14 @@ pub const RECORD: &str = "install.json";
 /// The cache root: `BENCHCAGE_CACHE`, else `$XDG_CACHE_HOME/benchcage`;
 /// else `/var/cache/benchcage` for root (engines run as their own users,
 /// such as `postgres`, and must read the binaries, which /root does not
-/// let them), else `~/.cache/benchcage`.
+/// let them), else `~/.cache/benchcage`. Always absolute: a relative one
+/// is taken from the current folder.
 pub fn root() -> PathBuf {
+    let root = given_root();
+    std::path::absolute(&root).unwrap_or(root)
+}
+
+fn given_root() -> PathBuf {
     if let Some(dir) = std::env::var_os("BENCHCAGE_CACHE").filter(|d| !d.is_empty()) {
         return PathBuf::from(dir);
     }
@@ -43,6 +56,32 @@ pub struct InstallRecord {
     /// Bytes downloaded.
     pub bytes: u64,
     pub fetched_at: String,
+    /// Every file unpacked (path in the folder -> size and sha256), and
+    /// every symlink made; empty in records written before it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub files: BTreeMap<String, FileSum>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<String>,
+}
+
+/// One unpacked file as the install recorded it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct FileSum {
+    pub size: u64,
+    pub sha256: String,
+}
+
+/// Why an installed folder is not whole.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Broken {
+    #[error("{0} is missing")]
+    Missing(String),
+    #[error("{path} has {got} bytes, not the {want} unpacked")]
+    Size { path: String, want: u64, got: u64 },
+    #[error("{0} does not hold the bytes unpacked (its sha256 differs)")]
+    Sum(String),
+    #[error("the engine's binary {0} is not a file in it")]
+    Binary(String),
 }
 
 /// An installed version: its folder and record.
@@ -57,12 +96,123 @@ pub fn dir_of(root: &Path, engine: &str, version: &str) -> PathBuf {
     root.join("engines").join(format!("{engine}@{version}"))
 }
 
-/// The installed version, if its folder is complete and came from `source`.
+/// The installed version, if it came from `source` and its folder holds
+/// every file the install recorded at its size.
 pub fn installed(root: &Path, engine: &str, version: &str, source: &Source) -> Option<Installed> {
+    recorded(root, engine, version, source).filter(|i| check_sizes(i).is_ok())
+}
+
+/// The installed version whose `binary` (a path in its folder) is there
+/// too: what a cell can run.
+pub fn usable(
+    root: &Path,
+    engine: &str,
+    version: &str,
+    source: &Source,
+    binary: Option<&str>,
+) -> Option<Installed> {
+    installed(root, engine, version, source)
+        .filter(|i| binary.is_none_or(|b| i.dir.join(b).is_file()))
+}
+
+/// The record of `engine@version` from `source`, whatever its folder holds.
+pub fn recorded(root: &Path, engine: &str, version: &str, source: &Source) -> Option<Installed> {
     let dir = dir_of(root, engine, version);
     let text = std::fs::read_to_string(dir.join(RECORD)).ok()?;
     let record: InstallRecord = serde_json::from_str(&text).ok()?;
     (record.source == *source).then_some(Installed { dir, record })
+}
+
+/// Every recorded file is there at its size, every link is a link, and
+/// `binary` (when given) is a file.
+pub fn check(i: &Installed, binary: Option<&str>) -> Result<(), Broken> {
+    check_sizes(i)?;
+    match binary {
+        Some(b) if !i.dir.join(b).is_file() => Err(Broken::Binary(b.to_string())),
+        _ => Ok(()),
+    }
+}
+
+fn check_sizes(i: &Installed) -> Result<(), Broken> {
+    for (path, sum) in &i.record.files {
+        match std::fs::symlink_metadata(i.dir.join(path)) {
+            Ok(m) if m.is_file() && m.len() == sum.size => {}
+            Ok(m) if m.is_file() => {
+                return Err(Broken::Size {
+                    path: path.clone(),
+                    want: sum.size,
+                    got: m.len(),
+                });
+            }
+            _ => return Err(Broken::Missing(path.clone())),
+        }
+    }
+    for l in &i.record.links {
+        if !std::fs::symlink_metadata(i.dir.join(l)).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(Broken::Missing(l.clone()));
+        }
+    }
+    Ok(())
+}
+
+/// [`check`], and every recorded file's sha256 as unpacked.
+pub fn verify_sums(i: &Installed, binary: Option<&str>) -> Result<(), Broken> {
+    check(i, binary)?;
+    for (path, sum) in &i.record.files {
+        let got = super::digest_file::<sha2::Sha256>(&i.dir.join(path)).map(hex::encode);
+        if got.ok().as_deref() != Some(sum.sha256.as_str()) {
+            return Err(Broken::Sum(path.clone()));
+        }
+    }
+    Ok(())
+}
+
+/// Move a broken install out of the way and remove it: the next fetch
+/// installs afresh. (Renamed first, to a partial name carrying this
+/// process's pid, so that no reader sees it half removed, and a fetch
+/// killed meanwhile leaves what the next one sweeps.)
+pub fn discard(root: &Path, engine: &str, version: &str) -> Result<(), FetchError> {
+    let what = format!("{engine}@{version}");
+    let dir = dir_of(root, engine, version);
+    let aside = root
+        .join("engines")
+        .join(format!(".partial-{what}-broken-{}", std::process::id()));
+    std::fs::rename(&dir, &aside).map_err(io_err(&what, &dir))?;
+    std::fs::remove_dir_all(&aside).map_err(io_err(&what, &aside))
+}
+
+/// What an unpacked folder holds: every regular file with its size and
+/// sha256, every symlink (`.download` and the record left out).
+fn manifest(dir: &Path) -> std::io::Result<(BTreeMap<String, FileSum>, Vec<String>)> {
+    let mut files = BTreeMap::new();
+    let mut links = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d)? {
+            let e = e?;
+            let path = e.path();
+            let rel = path
+                .strip_prefix(dir)
+                .expect("under the folder")
+                .to_string_lossy()
+                .into_owned();
+            if rel == RECORD || rel == ".download" {
+                continue;
+            }
+            let t = e.file_type()?;
+            if t.is_symlink() {
+                links.push(rel);
+            } else if t.is_dir() {
+                stack.push(path);
+            } else if t.is_file() {
+                let size = e.metadata()?.len();
+                let sha256 = hex::encode(super::digest_file::<sha2::Sha256>(&path)?);
+                files.insert(rel, FileSum { size, sha256 });
+            }
+        }
+    }
+    links.sort();
+    Ok((files, links))
 }
 
 /// Every installed version under `root`, by folder name.
@@ -117,6 +267,7 @@ pub fn install(
     create_readable(&downloads).map_err(io_err(&what, &downloads))?;
     let (checksum, bytes) = fill(&staging, &downloads)?;
     std::fs::remove_dir_all(&downloads).map_err(io_err(&what, &downloads))?;
+    let (files, links) = manifest(&staging).map_err(io_err(&what, &staging))?;
     let record = InstallRecord {
         engine: engine.to_string(),
         version: version.to_string(),
@@ -124,6 +275,8 @@ pub fn install(
         checksum,
         bytes,
         fetched_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        files,
+        links,
     };
     let text = serde_json::to_string_pretty(&record).expect("serializable");
     let rec_path = staging.join(RECORD);
@@ -215,6 +368,52 @@ mod tests {
         };
         assert!(installed(tmp.path(), "e", "1", &other).is_none());
         assert_eq!(list(tmp.path()).len(), 1);
+    }
+
+    #[test]
+    fn an_install_missing_or_changing_a_file_is_not_installed_and_is_discarded() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fill = |staging: &Path, _: &Path| {
+            std::fs::create_dir_all(staging.join("bin")).unwrap();
+            std::fs::write(staging.join("bin/server"), "server").unwrap();
+            std::fs::write(staging.join("bin/lib.so.1.2"), "lib").unwrap();
+            std::os::unix::fs::symlink("lib.so.1.2", staging.join("bin/lib.so.1")).unwrap();
+            Ok(("sha256-ab".into(), 1))
+        };
+        let ok = install(tmp.path(), "e", "1", &source(), fill).unwrap();
+        assert_eq!(ok.record.files.len(), 2, "{:?}", ok.record.files);
+        assert_eq!(ok.record.links, ["bin/lib.so.1"]);
+        assert!(verify_sums(&ok, Some("bin/server")).is_ok());
+        assert!(usable(tmp.path(), "e", "1", &source(), Some("bin/server")).is_some());
+        // A binary the spec names that the package lacks: not usable.
+        assert!(usable(tmp.path(), "e", "1", &source(), Some("bin/other")).is_none());
+
+        // Same size, other bytes: only the checksums tell.
+        std::fs::write(ok.dir.join("bin/lib.so.1.2"), "LIB").unwrap();
+        assert!(installed(tmp.path(), "e", "1", &source()).is_some());
+        assert_eq!(
+            verify_sums(&ok, None),
+            Err(Broken::Sum("bin/lib.so.1.2".into()))
+        );
+        // Truncated, then deleted: not installed.
+        std::fs::write(ok.dir.join("bin/server"), "se").unwrap();
+        assert!(installed(tmp.path(), "e", "1", &source()).is_none());
+        std::fs::remove_file(ok.dir.join("bin/server")).unwrap();
+        assert!(installed(tmp.path(), "e", "1", &source()).is_none());
+        let rec = recorded(tmp.path(), "e", "1", &source()).unwrap();
+        assert_eq!(
+            check(&rec, Some("bin/server")),
+            Err(Broken::Missing("bin/server".into()))
+        );
+        discard(tmp.path(), "e", "1").unwrap();
+        let left: Vec<_> = std::fs::read_dir(tmp.path().join("engines"))
+            .unwrap()
+            .flatten()
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+        // Installed again from scratch.
+        assert!(install(tmp.path(), "e", "1", &source(), fill).is_ok());
+        assert!(installed(tmp.path(), "e", "1", &source()).is_some());
     }
 
     #[test]

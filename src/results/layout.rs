@@ -176,20 +176,52 @@ pub enum LayoutError {
         #[source]
         source: serde_json::Error,
     },
+    #[error(
+        "{path} holds {size}, over the {limit} benchcage reads of such a file (no run writes one \
+         this large); it was not read. Move it out of the run folder"
+    )]
+    TooLarge {
+        path: PathBuf,
+        size: crate::units::Bytes,
+        limit: crate::units::Bytes,
+    },
 }
 
-/// Run ids under `results_root` (folders with a `run.json`), sorted.
+/// The largest `run.json` or `cell.json` read. Parsed, a record takes
+/// many times its size in memory (a 304 MB cell.json took 4.7 GB).
+pub const MAX_RECORD: crate::units::Bytes = crate::units::Bytes(64 << 20);
+/// The largest `samples.json` read (one sample per group and second).
+pub const MAX_SAMPLES: crate::units::Bytes = crate::units::Bytes(256 << 20);
+
+/// Run ids under `results_root` (folders with a `run.json`), oldest
+/// first by the start their record gives (ids of runs started in the same
+/// second before ids carried milliseconds do not sort by time), then by
+/// id; a record without a readable start sorts first.
 pub fn list_run_ids(results_root: &Path) -> Vec<String> {
     let Ok(entries) = fs::read_dir(results_root) else {
         return Vec::new();
     };
-    let mut ids: Vec<String> = entries
+    let mut ids: Vec<(Option<chrono::DateTime<chrono::FixedOffset>>, String)> = entries
         .filter_map(|e| e.ok())
         .filter(|e| e.path().join(RUN_FILE).is_file())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .map(|e| {
+            let started = started_at(&e.path().join(RUN_FILE));
+            (started, e.file_name().to_string_lossy().into_owned())
+        })
         .collect();
     ids.sort();
-    ids
+    ids.into_iter().map(|(_, id)| id).collect()
+}
+
+/// The `started_at` of a run record, without reading the rest of it.
+fn started_at(run_json: &Path) -> Option<chrono::DateTime<chrono::FixedOffset>> {
+    #[derive(serde::Deserialize)]
+    struct Start {
+        started_at: String,
+    }
+    let bytes = fs::read(run_json).ok()?;
+    let s: Start = serde_json::from_slice(&bytes).ok()?;
+    chrono::DateTime::parse_from_rfc3339(&s.started_at).ok()
 }
 
 /// The folder of a run given as a run id (under `results_root`) or a path.
@@ -216,11 +248,24 @@ pub fn resolve_run(results_root: &Path, arg: &str) -> Result<PathBuf, LayoutErro
     })
 }
 
-fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, LayoutError> {
-    let bytes = fs::read(path).map_err(|source| LayoutError::Read {
+/// A JSON file of at most `limit` bytes, parsed; a larger one is not read.
+fn read_json<T: DeserializeOwned>(
+    path: &Path,
+    limit: crate::units::Bytes,
+) -> Result<T, LayoutError> {
+    let read_err = |source| LayoutError::Read {
         path: path.to_path_buf(),
         source,
-    })?;
+    };
+    let size = fs::metadata(path).map_err(read_err)?.len();
+    if size > limit.0 {
+        return Err(LayoutError::TooLarge {
+            path: path.to_path_buf(),
+            size: crate::units::Bytes(size),
+            limit,
+        });
+    }
+    let bytes = fs::read(path).map_err(read_err)?;
     serde_json::from_slice(&bytes).map_err(|source| LayoutError::Parse {
         path: path.to_path_buf(),
         source,
@@ -233,7 +278,7 @@ pub fn load_run(dir: &Path) -> Result<RunData, LayoutError> {
     let paths = RunPaths {
         dir: dir.to_path_buf(),
     };
-    let run: RunRecord = read_json(&paths.run_json())?;
+    let run: RunRecord = read_json(&paths.run_json(), MAX_RECORD)?;
     let mut keys: Vec<String> = run.cells.clone();
     if let Ok(entries) = fs::read_dir(paths.cells_dir()) {
         let mut extra: Vec<String> = entries
@@ -253,9 +298,9 @@ pub fn load_run(dir: &Path) -> Result<RunData, LayoutError> {
             unfinished.push(key);
             continue;
         }
-        let record: CellRecord = read_json(&cp.cell_json())?;
+        let record: CellRecord = read_json(&cp.cell_json(), MAX_RECORD)?;
         let samples = if cp.samples_json().is_file() {
-            read_json(&cp.samples_json())?
+            read_json(&cp.samples_json(), MAX_SAMPLES)?
         } else {
             Vec::new()
         };
@@ -294,6 +339,61 @@ mod tests {
         assert!(sample_in_phase("load", "load", 2));
         assert!(!sample_in_phase("point-reads t8", "point-reads", 4));
         assert!(!sample_in_phase("point-reads-2 t4", "point-reads", 4));
+    }
+
+    #[test]
+    fn a_cell_record_over_the_limit_is_refused_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("20261130-010000-aaaa");
+        let cell = run.join("cells").join("k1");
+        fs::create_dir_all(&cell).unwrap();
+        let rec = RunRecord {
+            run_id: "20261130-010000-aaaa".into(),
+            cells: vec!["k1".into()],
+            ..Default::default()
+        };
+        fs::write(run.join(RUN_FILE), serde_json::to_vec(&rec).unwrap()).unwrap();
+        // Sparse: 304 MB of nothing, never read.
+        let f = fs::File::create(cell.join("cell.json")).unwrap();
+        f.set_len(304_000_000).unwrap();
+        let err = load_run(&run).unwrap_err();
+        assert!(matches!(err, LayoutError::TooLarge { .. }), "{err}");
+        let text = err.to_string();
+        assert!(
+            text.contains("cell.json holds ") && text.contains("over the 64MiB"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn runs_are_listed_by_their_start_not_their_name() {
+        let dir = tempfile::tempdir().unwrap();
+        // Two runs of one second: the later one has the smaller name.
+        for (id, started) in [
+            ("20261130-010000-ffff", "2026-11-30T01:00:00.100+00:00"),
+            ("20261130-010000-0000", "2026-11-30T01:00:00.900+00:00"),
+            ("20261130-005959-aaaa", "2026-11-30T00:59:59.500+00:00"),
+        ] {
+            fs::create_dir_all(dir.path().join(id)).unwrap();
+            fs::write(
+                dir.path().join(id).join(RUN_FILE),
+                format!(r#"{{"started_at": "{started}"}}"#),
+            )
+            .unwrap();
+        }
+        assert_eq!(
+            list_run_ids(dir.path()),
+            [
+                "20261130-005959-aaaa",
+                "20261130-010000-ffff",
+                "20261130-010000-0000"
+            ]
+        );
+        let err = resolve_run(dir.path(), "nope").unwrap_err().to_string();
+        assert!(
+            err.contains("latest: 20261130-010000-0000, 20261130-010000-ffff"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -116,7 +116,7 @@ pub async fn run_on_slurm(
     let keys: Vec<String> = cells.iter().map(|c| c.key.clone()).collect();
     let (run_id, mut record, states) = match resume_id {
         Some(id) => matrix::open_resumed(results_root, id, &info, &keys)?,
-        None => matrix::new_run(&info, keys),
+        None => matrix::new_run_folder(results_root, &info, keys)?,
     };
     let paths = RunPaths::new(results_root, run_id.as_str());
     let _lock = RunLock::acquire(&paths.dir, run_id.as_str()).map_err(|e| match e {
@@ -140,19 +140,28 @@ pub async fn run_on_slurm(
         state: ClusterState::load(&paths.dir)?,
         live: Live::stderr(),
         cells: &cells,
+        phases_failed: 0,
     };
     sub.say(&format!(
         "run {run_id}: {} cell(s) as Slurm jobs, results in {}",
         cells.len(),
         paths.dir.display()
     ));
-    let mut steps = sub.attach(&states).await?;
     let mut out = MatrixOutcome {
         run_id: run_id.to_string(),
         dir: paths.dir.clone(),
         ..Default::default()
     };
-    sub.follow(&mut steps, &interrupts, &mut out).await?;
+    // Slurm refusing a job (a bad partition) or going away (a dead
+    // slurmctld) ends the run `failed`, never `running`.
+    let followed = match sub.attach(&states).await {
+        Ok(mut steps) => sub.follow(&mut steps, &interrupts, &mut out).await,
+        Err(e) => Err(e),
+    };
+    if let Err(e) = followed {
+        return Err(matrix::end_unfinished(&paths, &mut record, &interrupts, e));
+    }
+    out.phases_failed = sub.phases_failed;
     out.interrupted = interrupts.stop.is_cancelled();
     matrix::conclude(&mut record, &out, &info, &run_id);
     out.status = record.status;
@@ -173,6 +182,8 @@ struct Submitter<'a> {
     state: ClusterState,
     live: Live,
     cells: &'a [CellWork],
+    /// Failed phases of the cells gathered finished.
+    phases_failed: usize,
 }
 
 impl Submitter<'_> {
@@ -303,6 +314,9 @@ impl Submitter<'_> {
                 script: self.script.clone(),
                 argv: self.worker_argv(&cell.key),
             };
+            // Stamped before sbatch returns: the job can start on its node
+            // before the controller's answer reaches us.
+            let submitted_at = now();
             let id = slurm::submit(&job).await?;
             let earlier: Vec<u64> = self
                 .state
@@ -314,7 +328,7 @@ impl Submitter<'_> {
                 cell.key.clone(),
                 JobRecord {
                     job_id: id,
-                    submitted_at: now(),
+                    submitted_at,
                     state: "PENDING".into(),
                     earlier,
                     ..Default::default()
@@ -381,6 +395,7 @@ impl Submitter<'_> {
         let tag = self.tag(i);
         match rec {
             Some(r) if r.status == CellStatus::Finished => {
+                self.phases_failed += matrix::failed_phases(&r);
                 let valid = if r.fidelity.is_valid() {
                     "valid"
                 } else {

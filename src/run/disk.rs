@@ -67,6 +67,42 @@ pub fn dir_size(dir: &Path) -> u64 {
     total
 }
 
+/// Bytes held back in a run's folder for its final run record.
+pub const RESERVE_BYTES: usize = 1 << 20;
+
+/// The file that holds them: hidden, never a cell.
+pub const RESERVE_FILE: &str = ".reserve";
+
+/// Room held on the results disk while a run's cells write: a cell that
+/// fills the disk would otherwise leave no room to mark the run failed
+/// (its record would say `running` for ever). Dropping it frees the room
+/// just before the final record is written.
+#[derive(Debug)]
+pub struct Reserve(Option<std::path::PathBuf>);
+
+impl Reserve {
+    /// Hold [`RESERVE_BYTES`] in `dir`; holds nothing when the disk has
+    /// not that much (the run's start checked for more).
+    pub fn hold(dir: &Path) -> Reserve {
+        let path = dir.join(RESERVE_FILE);
+        match std::fs::write(&path, vec![0u8; RESERVE_BYTES]) {
+            Ok(()) => Reserve(Some(path)),
+            Err(_) => {
+                let _ = std::fs::remove_file(&path);
+                Reserve(None)
+            }
+        }
+    }
+}
+
+impl Drop for Reserve {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -80,6 +116,19 @@ mod tests {
         std::fs::create_dir_all(t.path().join("pg_wal")).unwrap();
         std::fs::write(t.path().join("pg_wal/000001"), vec![0u8; 4096]).unwrap();
         assert_eq!(dir_size(t.path()), 1024);
+    }
+
+    #[test]
+    fn a_reserve_holds_its_room_until_dropped() {
+        let t = tempfile::tempdir().unwrap();
+        let r = Reserve::hold(t.path());
+        let file = t.path().join(RESERVE_FILE);
+        assert_eq!(
+            std::fs::metadata(&file).unwrap().len(),
+            RESERVE_BYTES as u64
+        );
+        drop(r);
+        assert!(!file.exists());
     }
 
     #[test]

@@ -1,6 +1,9 @@
 //! Run ids: `YYYYMMDD-HHMMSS-xxxx` (UTC time of the start and four hex
-//! digits that keep two runs started in the same second apart). The id is
-//! also the run's folder name under `results/`.
+//! digits: the millisecond of the start in the top ten bits, six random
+//! bits below). Ids sort by start time to the millisecond, so two runs
+//! started in the same second still sort in the order they started; the
+//! random bits keep two runs started in the same millisecond apart. The
+//! id is also the run's folder name under `results/`.
 
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
@@ -17,8 +20,14 @@ impl RunId {
         h.update(std::process::id().to_le_bytes());
         h.update(now.timestamp_nanos_opt().unwrap_or_default().to_le_bytes());
         h.update(format!("{:?}", std::thread::current().id()).as_bytes());
-        let tail = hex::encode(&h.finalize()[..2]);
-        RunId(format!("{}-{tail}", now.format("%Y%m%d-%H%M%S")))
+        let random = u16::from(h.finalize()[0] & 0x3f);
+        // A leap second reports 1000..1999 ms: it sorts last in its second.
+        let millis = now.timestamp_subsec_millis().min(999) as u16;
+        RunId(format!(
+            "{}-{:04x}",
+            now.format("%Y%m%d-%H%M%S"),
+            (millis << 6) | random
+        ))
     }
 
     /// Parse an id given on the command line (`--resume`).
@@ -61,6 +70,22 @@ mod tests {
         let id = RunId::new(now);
         assert!(id.as_str().starts_with("20261130-101500-"), "{id}");
         assert_eq!(RunId::parse(id.as_str()).unwrap(), id);
+    }
+
+    #[test]
+    fn run_ids_of_one_second_sort_by_their_start() {
+        let at = |ms: u32| {
+            let t = DateTime::parse_from_rfc3339("2026-11-30T10:15:00Z")
+                .unwrap()
+                .with_timezone(&Utc);
+            RunId::new(t + chrono::Duration::milliseconds(i64::from(ms)))
+        };
+        for (earlier, later) in [(0, 1), (1, 2), (499, 500), (998, 999), (999, 1000)] {
+            for _ in 0..50 {
+                let (a, b) = (at(earlier), at(later));
+                assert!(a < b, "{a} started before {b}");
+            }
+        }
     }
 
     #[test]

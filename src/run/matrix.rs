@@ -9,7 +9,7 @@ use crate::model::{CellStatus, RunStatus};
 use crate::results::atomic::{write_atomic, write_json_atomic};
 use crate::results::layout::{CellPaths, RunPaths};
 use crate::results::model::{
-    CellRecord, FidelityRecord, HostInfo, PhaseResult, ResourceSample, RunRecord,
+    CellRecord, FidelityRecord, HostInfo, PhaseResult, PhaseStatus, ResourceSample, RunRecord,
 };
 use crate::run::cell::{CellCtx, CellWork, CellWriter, run_cell};
 use crate::run::claim;
@@ -66,6 +66,23 @@ pub struct MatrixOutcome {
     pub ran: Vec<String>,
     pub interrupted: bool,
     pub status: RunStatus,
+    /// Phases that failed (did not finish, spent their error budget, or
+    /// were OOM-killed) in cells that otherwise finished.
+    pub phases_failed: usize,
+}
+
+/// Phases of a finished cell that failed or were OOM-killed (an invalid
+/// phase ran to its end: its fidelity flag says what is wrong with it).
+pub fn failed_phases(rec: &CellRecord) -> usize {
+    rec.phases
+        .iter()
+        .filter(|p| {
+            matches!(
+                p.status,
+                PhaseStatus::Failed { .. } | PhaseStatus::Oom { .. }
+            )
+        })
+        .count()
 }
 
 /// Writes cell files atomically (temp, fsync, rename, fsync folder).
@@ -128,9 +145,15 @@ pub async fn run_matrix(
     let keys: Vec<String> = cells.iter().map(|c| c.key.clone()).collect();
     let (run_id, mut record, states) = match resume_id {
         Some(id) => open_resumed(results_root, id, &info, &keys)?,
-        None => new_run(&info, keys),
+        None => {
+            // Before the run's folder exists: a full disk creates nothing.
+            disk::check_free(results_root, disk::MIN_FREE).map_err(anyhow::Error::msg)?;
+            new_run_folder(results_root, &info, keys)?
+        }
     };
-    disk::check_free(results_root, disk::MIN_FREE).map_err(anyhow::Error::msg)?;
+    if resume_id.is_some() {
+        disk::check_free(results_root, disk::MIN_FREE).map_err(anyhow::Error::msg)?;
+    }
     let paths = RunPaths::new(results_root, run_id.as_str());
     // Held to the end of the run: a `--resume` of this run while it is
     // live is refused here, before it touches anything of this run.
@@ -141,12 +164,73 @@ pub async fn run_matrix(
     restart(&mut record, &info);
     write_json_atomic(&paths.run_json(), &record)
         .with_context(|| format!("writing the run record of {run_id}"))?;
-
-    let m = Matrix::new(
+    // Room for the final run record when a cell fills the results disk.
+    let reserve = disk::Reserve::hold(&paths.dir);
+    let body = matrix_body(
+        (&info, &cells, &states),
         &run_id,
         &paths,
+        &mut record,
         &interrupts,
         (&make_sandbox, &prepare),
+    )
+    .await;
+    drop(reserve);
+    match body {
+        Ok(out) => {
+            write_json_atomic(&paths.run_json(), &record)
+                .with_context(|| format!("writing the run record of {run_id}"))?;
+            if let Some(note) = &record.note {
+                eprintln!("{note}");
+            }
+            Ok(out)
+        }
+        Err(e) => Err(end_unfinished(&paths, &mut record, &interrupts, e)),
+    }
+}
+
+/// The run record of a run that stopped on an error: `interrupted` when
+/// an interrupt came first, else `failed`, with the error as its note;
+/// the error is returned with a failure to write the record added to it.
+pub(crate) fn end_unfinished(
+    paths: &RunPaths,
+    record: &mut RunRecord,
+    interrupts: &Interrupts,
+    err: anyhow::Error,
+) -> anyhow::Error {
+    record.status = if interrupts.stop.is_cancelled() {
+        RunStatus::Interrupted
+    } else {
+        RunStatus::Failed
+    };
+    record.note = Some(format!("the run stopped: {err:#}"));
+    record.finished_at = Some(chrono::Utc::now().to_rfc3339());
+    (record.owner_pid, record.owner_start) = (None, None);
+    match write_json_atomic(&paths.run_json(), record) {
+        Ok(()) => err,
+        Err(w) => err.context(format!(
+            "and its run record {} could not be marked {} ({w})",
+            paths.run_json().display(),
+            record.status
+        )),
+    }
+}
+
+/// The cells of a run whose record says `running`; the record as the
+/// matrix ended, not yet written.
+async fn matrix_body(
+    (info, cells, states): (&RunInfo, &[CellWork], &BTreeMap<String, CellState>),
+    run_id: &RunId,
+    paths: &RunPaths,
+    record: &mut RunRecord,
+    interrupts: &Interrupts,
+    (make_sandbox, prepare): (&SandboxFactory, &PrepareFn),
+) -> anyhow::Result<MatrixOutcome> {
+    let m = Matrix::new(
+        run_id,
+        paths,
+        interrupts,
+        (make_sandbox, prepare),
         cells.len(),
     );
     m.say(&format!(
@@ -159,23 +243,18 @@ pub async fn run_matrix(
         dir: paths.dir.clone(),
         ..Default::default()
     };
-    if let Some(note) = m.cells(&cells, &states, &mut out).await? {
-        record.status = RunStatus::Failed;
-        record.note = Some(note);
-    }
+    let ended = m.cells(cells, states, &mut out).await;
     let _ = std::fs::remove_dir(&m.work_dir);
     // The shared work root goes too once no other run uses it (a live run's
     // folder keeps it: remove_dir refuses a non-empty directory).
     let _ = std::fs::remove_dir(work_root());
-
-    out.interrupted = interrupts.stop.is_cancelled();
-    conclude(&mut record, &out, &info, &run_id);
-    out.status = record.status;
-    write_json_atomic(&paths.run_json(), &record)
-        .with_context(|| format!("writing the run record of {run_id}"))?;
-    if let Some(note) = &record.note {
-        m.say(note);
+    if let Some(note) = ended? {
+        record.status = RunStatus::Failed;
+        record.note = Some(note);
     }
+    out.interrupted = interrupts.stop.is_cancelled();
+    conclude(record, &out, info, run_id);
+    out.status = record.status;
     Ok(out)
 }
 
@@ -219,6 +298,32 @@ pub async fn run_one_cell(
     let _ = std::fs::remove_dir(work_root());
     out.interrupted = interrupts.stop.is_cancelled();
     Ok(out)
+}
+
+/// A new run's id and record, its folder under `results_root` created
+/// for it alone: an id whose folder exists (another run started in the
+/// same millisecond with the same random bits) is drawn again.
+pub(crate) fn new_run_folder(
+    results_root: &Path,
+    info: &RunInfo,
+    keys: Vec<String>,
+) -> anyhow::Result<(RunId, RunRecord, BTreeMap<String, CellState>)> {
+    std::fs::create_dir_all(results_root)
+        .with_context(|| format!("creating the results folder {}", results_root.display()))?;
+    loop {
+        let fresh = new_run(info, keys.clone());
+        let dir = RunPaths::new(results_root, fresh.0.as_str()).dir;
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(fresh),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            Err(e) => {
+                return Err(anyhow::Error::new(e)
+                    .context(format!("creating the run folder {}", dir.display())));
+            }
+        }
+    }
 }
 
 /// A new run's id and record, with no cell done yet.
@@ -284,6 +389,11 @@ pub(crate) fn conclude(
             record.note = Some(format!(
                 "{} cell(s) failed; to run them again: {resume_hint}",
                 out.failed
+            ));
+        } else if out.phases_failed > 0 {
+            record.note = Some(format!(
+                "{} phase(s) failed (see cell.json of each); they are not results",
+                out.phases_failed
             ));
         }
     }
@@ -486,6 +596,7 @@ impl<'a> Matrix<'a> {
             }
             Ok(Ok(rec)) if rec.status == CellStatus::Finished => {
                 out.finished += 1;
+                out.phases_failed += failed_phases(&rec);
                 let valid = if rec.fidelity.is_valid() {
                     "valid"
                 } else {

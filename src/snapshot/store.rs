@@ -5,7 +5,8 @@
 //! The root is `BENCHCAGE_SNAPSHOTS` (`off` turns snapshots off), else `snapshots/` in benchcage's
 //! cache (`BENCHCAGE_CACHE`, `/var/cache/benchcage` for root). Its size is
 //! capped by `BENCHCAGE_SNAPSHOT_LIMIT` (a size, `0` turns saving off),
-//! else a quarter of its filesystem: saving a snapshot first removes the
+//! else a quarter of its filesystem, and never more than the entries take
+//! now plus the filesystem's free space: saving a snapshot first removes the
 //! least recently used ones until it fits. An entry is written under
 //! `.partial-<id>-<pid>` and renamed into place when whole, so a folder
 //! named after an id is always complete; partial folders of dead
@@ -503,16 +504,30 @@ fn mismatch(found: &[String]) -> String {
     text
 }
 
-/// A quarter of the filesystem that holds `root`, at least 1 GiB.
+/// A quarter of the filesystem that holds `root`, at least 1 GiB, capped
+/// by what can be had there: the entries' bytes now plus its free space.
 fn default_limit(root: &Path) -> Bytes {
     let mut p = root;
     while !p.exists() {
         p = p.parent().unwrap_or(Path::new("/"));
     }
-    let size = nix::sys::statvfs::statvfs(p)
-        .map(|st| st.blocks() * st.fragment_size())
-        .unwrap_or(0);
-    Bytes((size / 4).max(1 << 30))
+    let Ok(st) = nix::sys::statvfs::statvfs(p) else {
+        return Bytes(1 << 30);
+    };
+    let size = st.blocks() * st.fragment_size();
+    let free = st.blocks_available() * st.fragment_size();
+    let held = Cache {
+        root: root.to_path_buf(),
+        limit: Bytes(0),
+    }
+    .used();
+    limit_of(size, free, held)
+}
+
+/// The default limit on a filesystem of `size` bytes with `free` bytes
+/// free, the cache's entries taking `held`.
+fn limit_of(size: u64, free: u64, held: u64) -> Bytes {
+    Bytes((size / 4).max(1 << 30).min(held.saturating_add(free)))
 }
 
 /// When the cache shares the results disk: skip a save that would leave
@@ -561,6 +576,22 @@ fn remove_if_dead(path: &Path, rest: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_limit_is_a_quarter_of_the_disk_but_never_more_than_it_can_hold() {
+        const GIB: u64 = 1 << 30;
+        // Room enough: a quarter of the disk.
+        assert_eq!(limit_of(400 * GIB, 300 * GIB, 0), Bytes(100 * GIB));
+        // A nearly full disk: what the entries hold plus what is free.
+        assert_eq!(limit_of(400 * GIB, 10 * GIB, 5 * GIB), Bytes(15 * GIB));
+        // A small disk: the 1 GiB floor, but not beyond the free space.
+        assert_eq!(limit_of(2 * GIB, 2 * GIB, 0), Bytes(GIB));
+        assert_eq!(limit_of(2 * GIB, GIB / 2, 0), Bytes(GIB / 2));
+        // The limit on a real folder is within its filesystem's free space.
+        let t = tempfile::tempdir().unwrap();
+        let free = crate::run::disk::available(t.path()).unwrap();
+        assert!(default_limit(t.path()) <= free);
+    }
 
     fn cache(t: &Path, limit: u64) -> Cache {
         Cache {

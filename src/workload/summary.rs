@@ -12,7 +12,8 @@ pub fn ycsb_text(r: &PhaseResult) -> String {
         (r.duration_s * 1000.0).round() as u64
     );
     let _ = writeln!(s, "[OVERALL], Throughput(ops/sec), {:.1}", r.throughput);
-    if let Some(h) = &r.headline {
+    // A failed phase's figure is not a result: no headline for it.
+    if let Some(h) = r.headline.as_ref().filter(|_| r.status.is_ok()) {
         let _ = writeln!(s, "[OVERALL], {}, {:.1}", h.name, h.value);
     }
     // What a TPC-C phase on MongoDB ran in, as py-tpcc names it.
@@ -65,4 +66,39 @@ pub fn ycsb_text(r: &PhaseResult) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::model::{Headline, PhaseStatus};
+
+    fn tpcc(status: PhaseStatus) -> PhaseResult {
+        PhaseResult {
+            name: "tpcc".into(),
+            workload: "tpcc".into(),
+            threads: 1,
+            duration_s: 0.007,
+            total_ops: 1,
+            total_errors: 1,
+            throughput: 142.9,
+            tool_ops_per_sec: None,
+            headline: Some(Headline::tpmc(8571.4)),
+            mongo_tpcc: None,
+            ops: Default::default(),
+            series: vec![],
+            status,
+            raw_outputs: vec![],
+        }
+    }
+
+    #[test]
+    fn a_failed_phase_prints_no_headline_and_an_ok_one_does() {
+        let failed = ycsb_text(&tpcc(PhaseStatus::Failed {
+            reason: "connection reset".into(),
+        }));
+        assert!(!failed.contains("tpmC"), "{failed}");
+        let ok = ycsb_text(&tpcc(PhaseStatus::Ok));
+        assert!(ok.contains("[OVERALL], tpmC, 8571.4"), "{ok}");
+    }
 }

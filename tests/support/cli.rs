@@ -150,6 +150,17 @@ pub fn combined(o: &Output) -> String {
     )
 }
 
+/// The run folder `benchcage run` printed (its `results: DIR` line): the
+/// run this command made, whatever else the results folder holds.
+pub fn run_dir_of(stdout: &str) -> std::path::PathBuf {
+    let line = stdout
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("results: "))
+        .unwrap_or_else(|| panic!("no `results: DIR` line in:\n{stdout}"));
+    std::path::PathBuf::from(line.trim())
+}
+
 /// The run id in the line `benchcage run` starts with (`run ID: ...`).
 pub fn run_id_of(line: &str) -> String {
     line.split_whitespace()

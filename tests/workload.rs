@@ -334,6 +334,49 @@ fn candles_load_and_query_on_secantus() {
     candles_end_to_end(Kind::Secantus);
 }
 
+/// Write-up 000's finding: TokuMX answered queries short, without an
+/// error, once its cache outgrew RAM. Against a server that answers half
+/// of every find, each candle query is an error of its kind naming what
+/// came back, and the phase fails on its error budget.
+#[test]
+fn a_candles_run_against_a_server_that_truncates_answers_fails_with_each_short_answer() {
+    let s = support::legacy::LegacyMongo::start_with(4, &["--truncate", "0.5"]);
+    let load = run_config(&candles(&s.url(), "by_ticker", true));
+    assert_eq!(load[0].ops["INSERT"].count, 3000, "inserts are not finds");
+    let by_ticker = &load[1];
+    assert!(!by_ticker.status.is_ok(), "{:?}", by_ticker.status);
+    let op = &by_ticker.ops["BY_TICKER"];
+    assert!(op.errors >= 1 && op.count == 0, "{op:?}");
+    // 3000 candles over 1000 tickers: 3 each, of which 1 came back.
+    let m = &op.error_samples[0];
+    assert!(
+        m.starts_with("returned 1 of 3 candles of ticker TK"),
+        "{:?}",
+        op.error_samples
+    );
+    // Under a budget that lets every error pass, each one still counts.
+    for (q, kind, what) in [
+        ("day", "DAY", " candles of day "),
+        ("interval", "INTERVAL", " candles with ts in "),
+    ] {
+        let mut c = candles(&s.url(), q, false);
+        c.error_budget = serde_json::from_value(serde_json::json!("100%")).unwrap();
+        let r = &run_config(&c)[0];
+        let op = &r.ops[kind];
+        assert_eq!((op.count, op.errors), (0, 40), "{q}: {op:?}");
+        assert_eq!(r.total_errors, 40);
+        for m in &op.error_samples {
+            // `returned X of Y candles ...`: X is half of Y, as answered.
+            let n: Vec<u64> = m.split(' ').filter_map(|w| w.parse().ok()).collect();
+            assert!(m.contains(what) && n[0] == n[1] / 2, "{q}: {m}");
+        }
+        if q == "day" {
+            assert_eq!(op.error_samples.len(), 1, "one day");
+            assert!(op.error_samples[0].starts_with("returned 1500 of 3000 "));
+        }
+    }
+}
+
 #[test]
 fn sysbench_mongo_loads_its_collections_in_batches_then_runs_transactions_on_secantus() {
     let s = Server::start(Kind::Secantus);

@@ -23,6 +23,11 @@ pub enum StoreError {
     /// The record the operation needed is not there.
     #[error("record `{0}` not found")]
     NotFound(String),
+    /// A query returned fewer records than the workload knows it loaded
+    /// for it: a truncated answer (write-up 000's TokuMX, whose cache
+    /// outgrew RAM, answered short without an error).
+    #[error("returned {got} of {want} {what}")]
+    Short { got: u64, want: u64, what: String },
     #[error(transparent)]
     Client(#[from] ClientError),
     /// No answer within the operation timeout (a frozen or hung server).

@@ -727,6 +727,7 @@ fn sysbench_runs_live_against_mariadb_with_a_thread_list() {
         user: Some("root".into()),
         password: None,
         db: None,
+        replica_set: None,
     };
     let spawned = AtomicUsize::new(0);
     let cfg = tool("sysbench: {test: oltp_point_select, tables: 1, table_size: 1000}");
@@ -777,6 +778,7 @@ fn sysbench_prepares_with_its_loaders_and_warms_up_unmeasured_before_each_count(
         user: Some("root".into()),
         password: None,
         db: None,
+        replica_set: None,
     };
     let mut cfg =
         tool("sysbench: {test: oltp_point_select, tables: 2, table_size: 1000, loaders: 2}");
@@ -850,6 +852,7 @@ fn pgbench_runs_a_custom_point_read_script_live_against_postgres() {
         user: Some("postgres".into()),
         password: None,
         db: Some("postgres".into()),
+        replica_set: None,
     };
     let cfg = tool(&format!(
         "pgbench: {{scale: 1, script: {}, args: ['-M', 'prepared']}}",
@@ -881,6 +884,7 @@ fn ycsb_and_command_tools_parse_live_output() {
         user: None,
         password: None,
         db: None,
+        replica_set: None,
     };
     // benchcage drive prints YCSB's format, so it stands in for a YCSB install.
     let ycsb = tool(&format!(
@@ -980,6 +984,7 @@ fn pytpcc_runs_from_its_own_directory_with_the_config_file_benchcage_wrote() {
         user: None,
         password: None,
         db: None,
+        replica_set: None,
     };
     let yaml = |load: bool| {
         let mut c = tool(&format!(
@@ -1004,7 +1009,15 @@ fn pytpcc_runs_from_its_own_directory_with_the_config_file_benchcage_wrote() {
         ))
     };
     let load = sweep(&yaml(true), &[3]).unwrap().remove(0);
-    assert!(load.status.is_ok(), "{:?}", load.status);
+    // It exited 0 having loaded nothing: the phase fails with what the
+    // server holds, read back.
+    let benchcage::results::model::PhaseStatus::Failed { reason } = &load.status else {
+        panic!("a load that left no data passed: {load:?}")
+    };
+    assert!(
+        reason.contains("WAREHOUSE 0 of 2, DISTRICT 0 of 20, CUSTOMER 0 of 60000, STOCK 0 of 200000, ITEM 0 of 100000"),
+        "{reason}"
+    );
     assert_eq!(load.workload, "pytpcc:load");
     assert_eq!(load.ops["WAREHOUSE"].count, 2);
     assert!(load.duration_s > 0.0 && load.headline.is_none(), "{load:?}");
@@ -1044,6 +1057,111 @@ fn pytpcc_runs_from_its_own_directory_with_the_config_file_benchcage_wrote() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("py-tpcc cannot drive"), "{e}");
+}
+
+/// The test py-tpcc of `tests/support/pytpcc`, which behaves as the
+/// MongoDB-maintained one does (see its docstring).
+const SUPPORT_TPCC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/pytpcc/tpcc.py");
+
+/// The maintained py-tpcc as write-up 004 ran it, 1 warehouse and 2
+/// clients: it needs pymongo 3 (`Collection.insert`), which benchcage's
+/// virtualenv brings; its workers read `uri`, which benchcage writes; and
+/// its load is accepted only when TPC-C's rows are on the server, since it
+/// exits 0 when its workers failed.
+#[test]
+fn the_maintained_pytpcc_loads_and_runs_in_a_pymongo_3_virtualenv_with_its_load_read_back() {
+    use benchcage::results::model::PhaseStatus;
+    use benchcage::workload::tools::pyenv::PyEnv;
+    use std::os::unix::fs::PermissionsExt;
+    let cache = tempfile::tempdir().unwrap();
+    let env = PyEnv::pymongo(cache.path(), "3.13.0");
+    let made = env.make().expect("pip installs pymongo 3.13.0 into a virtualenv");
+    assert_eq!(made.packages["pymongo"], "3.13.0");
+    assert_eq!(env.make().unwrap(), made, "made once");
+    let s = support::legacy::LegacyMongo::start(4);
+    let out = tempfile::tempdir().unwrap();
+    let target = ToolTarget {
+        kind: StoreKind::Mongodb,
+        port: s.port,
+        user: None,
+        password: None,
+        db: None,
+        replica_set: None,
+    };
+    let cfg = |load: bool, database: &str, pinned: bool| {
+        let mut c = tool(&format!(
+            "pytpcc: {{warehouses: 1, load: {load}, path: '{SUPPORT_TPCC}', database: {database}}}"
+        ));
+        let tools::Tool::Pytpcc(p) = &mut c.tool else {
+            panic!("a pytpcc tool")
+        };
+        if pinned {
+            p.pymongo = Some("3.13.0".into());
+            p.python_env = Some(env.dir.clone());
+        } else {
+            p.python = Some("python3".into());
+        }
+        c
+    };
+    let sweep = |c: &ToolConfig| {
+        block_on(tools::run_tool_sweep(
+            c,
+            &target,
+            &[2],
+            Duration::from_secs(2),
+            out.path(),
+            |_| {},
+        ))
+    };
+    // The load, in the virtualenv: every row is there, and the phase says
+    // which Python ran it.
+    let load = sweep(&cfg(true, "tpcc", true)).unwrap().remove(0);
+    assert!(load.status.is_ok(), "{:?}", load.status);
+    let te = load.tool_env.as_ref().expect("the virtualenv is recorded");
+    assert_eq!(te.packages["pymongo"], "3.13.0");
+    assert_eq!(te.python, env.python().display().to_string());
+    let written = std::fs::read_to_string(out.path().join(tools::pytpcc::CONFIG_FILE)).unwrap();
+    assert!(
+        written.contains(&format!("uri = mongodb://127.0.0.1:{}/\n", s.port)),
+        "{written}"
+    );
+    // The transactions: both workers reached the server through `uri`.
+    let run = sweep(&cfg(false, "tpcc", true)).unwrap().remove(0);
+    assert!(run.status.is_ok(), "{:?}", run.status);
+    assert_eq!(run.headline.as_ref().unwrap().name, "tpmC");
+    assert_eq!(run.ops["NEW_ORDER"].count, 60);
+    // The host's pymongo 4 has no `Collection.insert`: the load fails.
+    let e = sweep(&cfg(true, "tpcc_host", false)).unwrap_err().to_string();
+    assert!(e.contains("no such method"), "{e}");
+    // A config without `uri` (what benchcage wrote before): the driver
+    // writes its default into the config the workers are handed, they go
+    // to localhost:27017 and fail, py-tpcc exits 0 with ITEM alone loaded,
+    // and the phase fails with what the server holds.
+    let dir = tempfile::tempdir().unwrap();
+    let wrapper = dir.path().join("python-without-uri");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nsed -i '/^uri = /d' \"$3\"\nexec '{}' \"$@\"\n",
+            env.python().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut c = cfg(true, "tpcc_no_uri", false);
+    if let tools::Tool::Pytpcc(p) = &mut c.tool {
+        p.python = Some(wrapper.display().to_string());
+    }
+    let r = sweep(&c).unwrap().remove(0);
+    let PhaseStatus::Failed { reason } = &r.status else {
+        panic!("a load whose workers failed passed: {r:?}")
+    };
+    assert!(
+        reason.starts_with("py-tpcc exited 0, but its load is not there: WAREHOUSE 0 of 1, DISTRICT 0 of 10, CUSTOMER 0 of 30000, STOCK 0 of 100000 (whole: ITEM 100000)"),
+        "{reason}"
+    );
+    let log = std::fs::read_to_string(out.path().join("pytpcc-load-2.txt")).unwrap();
+    assert!(log.contains("localhost:27017"), "{log}");
 }
 
 /// A row, document or key of the user's own in the place a load would

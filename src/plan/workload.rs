@@ -208,6 +208,11 @@ fn tool(t: &Tool, home: &Path) -> tools::Tool {
             transactions: p.transactions,
             database: "tpcc".into(),
             write_concern: None,
+            pymongo: p.pymongo.clone(),
+            python_env: p
+                .pymongo
+                .as_deref()
+                .map(|v| tools::pyenv::PyEnv::pymongo(&crate::fetch::cache::root(), v).dir),
         }),
     }
 }

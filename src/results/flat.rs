@@ -705,6 +705,7 @@ mod tests {
             series: vec![],
             status: PhaseStatus::Ok,
             raw_outputs: vec![],
+            tool_env: None,
         }];
         let (v, reason) = phase_verdict(&c, 0);
         assert_eq!(v, Verdict::Invalid);

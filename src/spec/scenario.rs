@@ -406,6 +406,10 @@ pub struct Pytpcc {
     pub denormalize: bool,
     /// False writes `notransactions = True` (standalone servers).
     pub transactions: bool,
+    /// The pymongo this py-tpcc was written for (`3.13.0`): it runs in
+    /// benchcage's virtualenv with that pymongo (`run --fetch` makes it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pymongo: Option<String>,
 }
 
 /// Which pgbench transaction script runs.
@@ -1171,7 +1175,7 @@ fn ycsb_from_node(n: &Node, cx: &mut Cx, p: &str) -> Option<Tool> {
     Some(Tool::Ycsb { argv })
 }
 
-/// `tool: {pytpcc: {warehouses, load, path, python, denormalize, transactions}}`.
+/// `tool: {pytpcc: {warehouses, load, path, python, denormalize, transactions, pymongo}}`.
 fn pytpcc_from_node(n: &Node, cx: &mut Cx, p: &str) -> Option<Tool> {
     let t = Fields::open(
         n,
@@ -1184,9 +1188,30 @@ fn pytpcc_from_node(n: &Node, cx: &mut Cx, p: &str) -> Option<Tool> {
             "python",
             "denormalize",
             "transactions",
+            "pymongo",
         ],
     )?;
     let warehouses: Option<u64> = t.req(cx, "warehouses");
+    let pymongo: Option<String> = t.opt(cx, "pymongo");
+    if let Some(v) = &pymongo
+        && !crate::workload::tools::pyenv::is_version(v)
+    {
+        cx.error(
+            t.pos_of("pymongo"),
+            &t.field("pymongo"),
+            &format!("`{v}` is not a pymongo release to pin"),
+            Some("write the version pip installs, as `pymongo: 3.13.0`".into()),
+        );
+    }
+    let python: Option<String> = t.opt(cx, "python");
+    if pymongo.is_some() && python.is_some() {
+        cx.error(
+            t.pos_of("python"),
+            &t.field("python"),
+            "`python` and `pymongo` both name the interpreter",
+            Some("with `pymongo`, py-tpcc runs in benchcage's virtualenv; drop `python`".into()),
+        );
+    }
     if warehouses == Some(0) {
         cx.error(
             t.pos_of("warehouses"),
@@ -1199,9 +1224,10 @@ fn pytpcc_from_node(n: &Node, cx: &mut Cx, p: &str) -> Option<Tool> {
         warehouses: warehouses?,
         load: t.or(cx, "load", false),
         path: t.opt(cx, "path"),
-        python: t.opt(cx, "python"),
+        python,
         denormalize: t.or(cx, "denormalize", true),
         transactions: t.or(cx, "transactions", true),
+        pymongo,
     }))
 }
 

@@ -611,6 +611,9 @@ class Conn:
         return None
 
     def read_command(self, db, lname, cmd):
+        if lname == "count":
+            ns = "%s.%s" % (db, cmd["count"])
+            return {"n": len(select(ns, cmd.get("query") or {}, None, 0)), "ok": 1.0}
         if lname == "find":
             ns = "%s.%s" % (db, cmd["find"])
             docs = truncated(select(ns, cmd.get("filter", {}), cmd.get("sort"), cmd.get("limit", 0)))

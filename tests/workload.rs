@@ -874,6 +874,89 @@ fn pgbench_runs_a_custom_point_read_script_live_against_postgres() {
     assert_eq!(r.raw_outputs, vec!["pgbench-init.txt", "pgbench-run-2.txt"]);
 }
 
+/// A directory holding `name`, a shell script put first on a spawned
+/// tool's PATH by the hook: the real tool with its arguments rewritten.
+fn shim(name: &str, body: &str) -> (tempfile::TempDir, String) {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join(name);
+    std::fs::write(&f, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", d.path().display(), std::env::var("PATH").unwrap());
+    (d, path)
+}
+
+/// `pgbench -i` that creates its tables and generates no rows (`-I dt`)
+/// exits 0: the phase fails naming what the tables hold.
+#[test]
+fn a_pgbench_init_that_exits_0_without_its_rows_fails_with_what_it_left() {
+    let s = Server::start(Kind::Postgres);
+    let out = tempfile::tempdir().unwrap();
+    let target = ToolTarget {
+        kind: StoreKind::Postgres,
+        port: s.port,
+        user: Some("postgres".into()),
+        password: None,
+        db: Some("postgres".into()),
+        replica_set: None,
+    };
+    let (_bin, path) = shim("pgbench", "exec /usr/bin/pgbench \"$@\" -I dt");
+    let e = block_on(tools::run_tool(
+        &tool("pgbench: {scale: 1, builtin: select-only}"),
+        &target,
+        1,
+        Duration::from_secs(1),
+        out.path(),
+        |c| {
+            c.env("PATH", &path);
+        },
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("pgbench -i exited 0, but its data is not there: pgbench_branches 0 of 1, pgbench_tellers 0 of 10, pgbench_accounts 0 of 100000"),
+        "{e}"
+    );
+}
+
+/// sysbench's prepare that wrote fewer rows than `table_size` (here it
+/// was handed 10) exits 0: the phase fails naming what each table holds.
+#[test]
+fn a_sysbench_prepare_that_exits_0_short_of_its_rows_fails_with_what_it_left() {
+    let s = Server::start(Kind::Mariadb);
+    let out = tempfile::tempdir().unwrap();
+    let target = ToolTarget {
+        kind: StoreKind::Mysql,
+        port: s.port,
+        user: Some("root".into()),
+        password: None,
+        db: Some("sbtest".into()),
+        replica_set: None,
+    };
+    let (_bin, path) = shim(
+        "sysbench",
+        "case \"$*\" in *prepare) p=1 ;; esac\n\
+         for a do shift; [ -n \"$p\" ] && [ \"${a#--table-size=}\" != \"$a\" ] && a=--table-size=10; set -- \"$@\" \"$a\"; done\n\
+         exec /usr/bin/sysbench \"$@\"",
+    );
+    let e = block_on(tools::run_tool(
+        &tool("sysbench: {test: oltp_point_select, tables: 2, table_size: 500}"),
+        &target,
+        1,
+        Duration::from_secs(1),
+        out.path(),
+        |c| {
+            c.env("PATH", &path);
+        },
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("sysbench prepare exited 0, but its data is not there: sbtest1 10 of 500, sbtest2 10 of 500"),
+        "{e}"
+    );
+}
+
 #[test]
 fn ycsb_and_command_tools_parse_live_output() {
     let s = Server::start(Kind::Redis);
@@ -1057,6 +1140,39 @@ fn pytpcc_runs_from_its_own_directory_with_the_config_file_benchcage_wrote() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("py-tpcc cannot drive"), "{e}");
+}
+
+/// With ordered keys the records a YCSB scan reads are known from the
+/// load: a server that answers half of each scan gives SCAN errors naming
+/// what came back; the same run on an honest server has none.
+#[test]
+fn ycsb_scans_of_ordered_keys_are_checked_against_the_records_loaded() {
+    let honest = support::legacy::LegacyMongo::start(4);
+    let short = support::legacy::LegacyMongo::start_with(4, &["--truncate", "0.5"]);
+    let config = |url: &str| -> WorkloadConfig {
+        serde_json::from_value(serde_json::json!({
+            "store": url, "workload": "custom", "mix": {"scan": 1.0},
+            "records": 300, "insert_order": "ordered", "key_padding": 4,
+            "max_scan_length": 10, "field_count": 2, "field_length": 10,
+            "threads": 1, "operations": 200, "load": true, "error_budget": "100%"
+        }))
+        .unwrap()
+    };
+    let r = run_config(&config(&honest.url()));
+    let scan = &r[1].ops["SCAN"];
+    assert_eq!((scan.count, scan.errors), (200, 0), "{scan:?}");
+    let r = run_config(&config(&short.url()));
+    let scan = &r[1].ops["SCAN"];
+    // A scan of 1 answered with 0, of 10 with 5: every one is short
+    // (scans ending past record 299 are not checked).
+    assert!(scan.errors > 150, "{scan:?}");
+    assert!(
+        scan.error_samples
+            .iter()
+            .all(|m| m.starts_with("returned ") && m.contains(" records scanning from user0")),
+        "{:?}",
+        scan.error_samples
+    );
 }
 
 /// The test py-tpcc of `tests/support/pytpcc`, which behaves as the

@@ -154,12 +154,13 @@ pub trait StoreConn: Send + 'static {
         &mut self,
         batch: &Batch<'_>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
-    /// Reads up to `count` records from `start` in key order.
+    /// Reads up to `count` records from `start` in key order; returns how
+    /// many it read.
     fn scan(
         &mut self,
         start: &str,
         count: usize,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send;
 }
 
 /// Which engine a store URL names.

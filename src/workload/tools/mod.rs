@@ -145,6 +145,45 @@ pub enum ToolError {
     Client(#[from] crate::clients::ClientError),
     #[error(transparent)]
     Env(#[from] pyenv::PyEnvError),
+    /// A set-up step exited 0 without leaving its rows (read back).
+    #[error("{step} exited 0, but its data is not there: {found}; its output is in {log}")]
+    Unloaded {
+        step: &'static str,
+        found: String,
+        log: PathBuf,
+    },
+    /// Reading back what a set-up step left failed.
+    #[error("counting the rows {step} left: {source}")]
+    Count {
+        step: &'static str,
+        #[source]
+        source: crate::workload::stores::StoreError,
+    },
+}
+
+/// The rows of each SQL table of `target`'s database `db`, read back.
+pub(crate) async fn sql_counts(
+    t: &ToolTarget,
+    db: &str,
+    tables: &[String],
+    step: &'static str,
+) -> Result<BTreeMap<String, u64>, ToolError> {
+    use crate::workload::stores::{mysql::my_count, postgres::pg_count};
+    let mut ep = crate::clients::Endpoint::loopback(t.port);
+    ep.user = t.user.clone();
+    ep.password = t.password.clone();
+    ep.database = Some(db.to_string());
+    let mut found = BTreeMap::new();
+    for table in tables {
+        let n = match t.kind {
+            StoreKind::Postgres => pg_count(&ep, table).await,
+            StoreKind::Mysql => my_count(&ep, table).await,
+            _ => Ok(0),
+        }
+        .map_err(|source| ToolError::Count { step, source })?;
+        found.insert(table.clone(), n);
+    }
+    Ok(found)
 }
 
 /// The tables a tool's set-up (sysbench prepare, pgbench init, py-tpcc's

@@ -1842,16 +1842,27 @@ fn plan_shows_a_pinned_pytpccs_virtualenv_and_refuses_a_missing_one_with_the_fix
     .unwrap();
     let o = plan();
     assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
-    assert!(o.stdout.contains("(pymongo==3.13.0), made (python 3.11.7)"), "{}", o.stdout);
+    assert!(
+        o.stdout.contains("(pymongo==3.13.0), made (python 3.11.7)"),
+        "{}",
+        o.stdout
+    );
     // A pin pip cannot install is bad input at its line.
     std::fs::write(
         &scenario,
-        std::fs::read_to_string(&scenario)
-            .unwrap()
-            .replacen("pymongo: 3.13.0", "pymongo: latest", 1),
+        std::fs::read_to_string(&scenario).unwrap().replacen(
+            "pymongo: 3.13.0",
+            "pymongo: latest",
+            1,
+        ),
     )
     .unwrap();
     let o = plan();
     assert_eq!(o.code, 2);
-    assert!(o.stderr.contains("`latest` is not a pymongo release to pin"), "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("`latest` is not a pymongo release to pin"),
+        "{}",
+        o.stderr
+    );
 }

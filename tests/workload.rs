@@ -1191,7 +1191,9 @@ fn the_maintained_pytpcc_loads_and_runs_in_a_pymongo_3_virtualenv_with_its_load_
     use std::os::unix::fs::PermissionsExt;
     let cache = tempfile::tempdir().unwrap();
     let env = PyEnv::pymongo(cache.path(), "3.13.0");
-    let made = env.make().expect("pip installs pymongo 3.13.0 into a virtualenv");
+    let made = env
+        .make()
+        .expect("pip installs pymongo 3.13.0 into a virtualenv");
     assert_eq!(made.packages["pymongo"], "3.13.0");
     assert_eq!(env.make().unwrap(), made, "made once");
     let s = support::legacy::LegacyMongo::start(4);
@@ -1247,7 +1249,9 @@ fn the_maintained_pytpcc_loads_and_runs_in_a_pymongo_3_virtualenv_with_its_load_
     assert_eq!(run.headline.as_ref().unwrap().name, "tpmC");
     assert_eq!(run.ops["NEW_ORDER"].count, 60);
     // The host's pymongo 4 has no `Collection.insert`: the load fails.
-    let e = sweep(&cfg(true, "tpcc_host", false)).unwrap_err().to_string();
+    let e = sweep(&cfg(true, "tpcc_host", false))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("no such method"), "{e}");
     // A config without `uri` (what benchcage wrote before): the driver
     // writes its default into the config the workers are handed, they go

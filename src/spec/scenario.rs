@@ -1199,7 +1199,7 @@ fn pytpcc_from_node(n: &Node, cx: &mut Cx, p: &str) -> Option<Tool> {
         cx.error(
             t.pos_of("pymongo"),
             &t.field("pymongo"),
-            &format!("`{v}` is not a pymongo release to pin"),
+            format!("`{v}` is not a pymongo release to pin"),
             Some("write the version pip installs, as `pymongo: 3.13.0`".into()),
         );
     }

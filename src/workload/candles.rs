@@ -646,11 +646,19 @@ mod tests {
             let count = |f: &dyn Fn(&Candle) -> bool| all.iter().filter(|c| f(c)).count() as u64;
             for t in [0, l.tickers / 2, l.tickers - 1] {
                 let name = Layout::ticker(t);
-                assert_eq!(l.per_ticker(t), count(&|c| c.ticker == name), "{records} {t}");
+                assert_eq!(
+                    l.per_ticker(t),
+                    count(&|c| c.ticker == name),
+                    "{records} {t}"
+                );
             }
             let s = Sample::new(&l, 7);
             for ((a, b), want) in &s.intervals {
-                assert_eq!(*want, count(&|c| c.ts >= *a && c.ts < *b), "{records} {a}..{b}");
+                assert_eq!(
+                    *want,
+                    count(&|c| c.ts >= *a && c.ts < *b),
+                    "{records} {a}..{b}"
+                );
             }
             for (d, want) in &s.days {
                 assert_eq!(*want, count(&|c| c.day == *d), "{records} day {d}");

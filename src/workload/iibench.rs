@@ -174,7 +174,9 @@ impl IiStore for MongoIi {
     async fn rows(&self) -> Result<u64, StoreError> {
         let mut c = MongoConn::connect_with(&self.ep, &self.opts).await?;
         let db = self.ep.database.as_deref().unwrap_or(DATABASE);
-        let r = c.run_json(db, &serde_json::json!({ "count": TABLE })).await?;
+        let r = c
+            .run_json(db, &serde_json::json!({ "count": TABLE }))
+            .await?;
         Ok(r["n"].as_u64().unwrap_or(0))
     }
 }
@@ -471,14 +473,15 @@ async fn run_on<S: IiStore>(
             return Ok(results);
         }
         // The load is accepted only when its rows are there, read back.
-        let rows = store.rows().await.map_err(setup("counting the rows loaded"))?;
+        let rows = store
+            .rows()
+            .await
+            .map_err(setup("counting the rows loaded"))?;
         if let Some(r) = results.last_mut() {
             let inserted = r.ops.get("INSERT").map_or(0, |o| o.count);
             if rows < inserted {
                 r.status = crate::results::model::PhaseStatus::Failed {
-                    reason: format!(
-                        "the load inserted {inserted} rows, but {TABLE} holds {rows}"
-                    ),
+                    reason: format!("the load inserted {inserted} rows, but {TABLE} holds {rows}"),
                 };
                 return Ok(results);
             }

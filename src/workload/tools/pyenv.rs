@@ -238,7 +238,10 @@ mod tests {
     fn a_pymongo_environment_is_one_folder_per_pin_under_the_cache() {
         let e = PyEnv::pymongo(Path::new("/c"), "3.13.0");
         assert_eq!(e.dir, Path::new("/c/tools/python-pymongo-3.13.0"));
-        assert_eq!(e.python(), Path::new("/c/tools/python-pymongo-3.13.0/bin/python"));
+        assert_eq!(
+            e.python(),
+            Path::new("/c/tools/python-pymongo-3.13.0/bin/python")
+        );
         let m = e.ready().unwrap_err().to_string();
         assert!(m.contains("pymongo 3.13.0") && m.contains("--fetch"), "{m}");
     }
@@ -255,9 +258,10 @@ mod tests {
     fn a_dead_makers_partial_folder_is_removed_and_a_live_ones_kept() {
         let d = tempfile::tempdir().unwrap();
         let dead = d.path().join(".partial-python-pymongo-3.13.0-4000000");
-        let live = d
-            .path()
-            .join(format!(".partial-python-pymongo-3.13.0-{}", std::process::id()));
+        let live = d.path().join(format!(
+            ".partial-python-pymongo-3.13.0-{}",
+            std::process::id()
+        ));
         std::fs::create_dir_all(&dead).unwrap();
         std::fs::create_dir_all(&live).unwrap();
         remove_dead_partials(d.path());

@@ -567,8 +567,7 @@ mod tests {
     #[test]
     fn a_load_must_leave_tpccs_cardinalities_for_its_warehouses() {
         let want = expected(2);
-        let mut found: BTreeMap<String, u64> =
-            want.iter().map(|(t, n)| (t.clone(), *n)).collect();
+        let mut found: BTreeMap<String, u64> = want.iter().map(|(t, n)| (t.clone(), *n)).collect();
         assert_eq!(super::super::short_of(&found, &want), None);
         found.insert("CUSTOMER".into(), 0);
         found.remove("STOCK");

@@ -142,8 +142,10 @@ impl SqlTerminal {
                 "SELECT c_first, c_middle, c_last, c_balance FROM customer {c_where}"
             ))
             .await?,
-            os_o: p("SELECT o_id, o_carrier_id, o_entry_d, o_ol_cnt FROM orders \
-                     WHERE o_w_id = ? AND o_d_id = ? AND o_c_id = ? ORDER BY o_id DESC LIMIT 1")
+            os_o: p(
+                "SELECT o_id, o_carrier_id, o_entry_d, o_ol_cnt FROM orders \
+                     WHERE o_w_id = ? AND o_d_id = ? AND o_c_id = ? ORDER BY o_id DESC LIMIT 1",
+            )
             .await?,
             os_ol: p(
                 "SELECT ol_supply_w_id, ol_i_id, ol_quantity, ol_amount, ol_delivery_d \

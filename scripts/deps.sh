@@ -16,6 +16,8 @@ done
 # this host's own registry configuration; use the ones the host has.
 command -v npm >/dev/null || missing+=(npm)
 python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
+# py-tpcc's pinned pymongo lives in a virtualenv benchcage makes.
+python3 -m venv --help >/dev/null 2>&1 || missing+=(python3-venv)
 if ((${#missing[@]})); then
   echo "deps: installing ${missing[*]}"
   apt-get update -qq

@@ -234,8 +234,9 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value = "missing", env = "BENCHCAGE_PULL")]
     pub pull: Pull,
     /// Fetch the engine versions the cells need and the cache lacks
-    /// (`benchcage fetch`) before the run; without it such a run stops
-    /// with exit 2 naming them.
+    /// (`benchcage fetch`), and make the Python environments their tools
+    /// pin (py-tpcc's `pymongo: 3.13.0`), before the run; without it such
+    /// a run stops with exit 2 naming them.
     #[arg(long)]
     pub fetch: bool,
     /// Load every cell afresh: restore no snapshot and save none. Without

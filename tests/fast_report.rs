@@ -222,6 +222,7 @@ impl Synth {
             series,
             status,
             raw_outputs: vec![],
+            tool_env: None,
         }
     }
 

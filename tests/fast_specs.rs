@@ -2023,3 +2023,81 @@ fn the_iibench_scenario_loads_and_runs_the_built_in_iibench_and_a_mix_on_it_is_r
         o.stderr
     );
 }
+
+/// py-tpcc pinned to the pymongo it was written for runs in benchcage's
+/// virtualenv: plan names it, and refuses (exit 2, creating nothing) while
+/// it is not made, saying how to make it; once made, plan shows it.
+#[test]
+fn plan_shows_a_pinned_pytpccs_virtualenv_and_refuses_a_missing_one_with_the_fix() {
+    let t = tempfile::tempdir().unwrap();
+    let text = "description: py-tpcc pinned to pymongo 3.13.0\n\
+                matrix: {engines: [secantusdb], environments: [quickstart]}\n\
+                phases:\n\
+                \x20 - name: tpcc-load\n\
+                \x20   tool: {pytpcc: {warehouses: 1, load: true, transactions: false, pymongo: 3.13.0}}\n\
+                \x20   threads: 2\n\
+                \x20   duration: 1m\n";
+    let scenario = t.path().join("pinned.yaml");
+    std::fs::write(&scenario, text).unwrap();
+    let cache = t.path().join("cache");
+    let plan = || {
+        Out::of(
+            &bc_home(&repo())
+                .env("BENCHCAGE_CACHE", &cache)
+                .args(["plan", scenario.to_str().unwrap()])
+                .output()
+                .unwrap(),
+        )
+    };
+    let venv = cache.join("tools/python-pymongo-3.13.0");
+    let o = plan();
+    assert_eq!(o.code, 2, "{}{}", o.stdout, o.stderr);
+    assert!(
+        o.stdout.contains(&format!(
+            "py-tpcc python: {}/bin/python (pymongo==3.13.0), not made: `run --fetch` makes it",
+            venv.display()
+        )),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stderr
+            .contains("py-tpcc's Python environment with pymongo 3.13.0 is not made yet")
+            && o.stderr.contains("run with --fetch"),
+        "{}",
+        o.stderr
+    );
+    assert!(!venv.exists(), "plan made nothing");
+    // What a made environment leaves: its record, written last.
+    std::fs::create_dir_all(&venv).unwrap();
+    std::fs::write(
+        venv.join("benchcage-env.json"),
+        r#"{"python": "3.11.7", "packages": {"pymongo": "3.13.0"}}"#,
+    )
+    .unwrap();
+    let o = plan();
+    assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
+    assert!(
+        o.stdout.contains("(pymongo==3.13.0), made (python 3.11.7)"),
+        "{}",
+        o.stdout
+    );
+    // A pin pip cannot install is bad input at its line.
+    std::fs::write(
+        &scenario,
+        std::fs::read_to_string(&scenario).unwrap().replacen(
+            "pymongo: 3.13.0",
+            "pymongo: latest",
+            1,
+        ),
+    )
+    .unwrap();
+    let o = plan();
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr
+            .contains("`latest` is not a pymongo release to pin"),
+        "{}",
+        o.stderr
+    );
+}

@@ -334,6 +334,49 @@ fn candles_load_and_query_on_secantus() {
     candles_end_to_end(Kind::Secantus);
 }
 
+/// Write-up 000's finding: TokuMX answered queries short, without an
+/// error, once its cache outgrew RAM. Against a server that answers half
+/// of every find, each candle query is an error of its kind naming what
+/// came back, and the phase fails on its error budget.
+#[test]
+fn a_candles_run_against_a_server_that_truncates_answers_fails_with_each_short_answer() {
+    let s = support::legacy::LegacyMongo::start_with(4, &["--truncate", "0.5"]);
+    let load = run_config(&candles(&s.url(), "by_ticker", true));
+    assert_eq!(load[0].ops["INSERT"].count, 3000, "inserts are not finds");
+    let by_ticker = &load[1];
+    assert!(!by_ticker.status.is_ok(), "{:?}", by_ticker.status);
+    let op = &by_ticker.ops["BY_TICKER"];
+    assert!(op.errors >= 1 && op.count == 0, "{op:?}");
+    // 3000 candles over 1000 tickers: 3 each, of which 1 came back.
+    let m = &op.error_samples[0];
+    assert!(
+        m.starts_with("returned 1 of 3 candles of ticker TK"),
+        "{:?}",
+        op.error_samples
+    );
+    // Under a budget that lets every error pass, each one still counts.
+    for (q, kind, what) in [
+        ("day", "DAY", " candles of day "),
+        ("interval", "INTERVAL", " candles with ts in "),
+    ] {
+        let mut c = candles(&s.url(), q, false);
+        c.error_budget = serde_json::from_value(serde_json::json!("100%")).unwrap();
+        let r = &run_config(&c)[0];
+        let op = &r.ops[kind];
+        assert_eq!((op.count, op.errors), (0, 40), "{q}: {op:?}");
+        assert_eq!(r.total_errors, 40);
+        for m in &op.error_samples {
+            // `returned X of Y candles ...`: X is half of Y, as answered.
+            let n: Vec<u64> = m.split(' ').filter_map(|w| w.parse().ok()).collect();
+            assert!(m.contains(what) && n[0] == n[1] / 2, "{q}: {m}");
+        }
+        if q == "day" {
+            assert_eq!(op.error_samples.len(), 1, "one day");
+            assert!(op.error_samples[0].starts_with("returned 1500 of 3000 "));
+        }
+    }
+}
+
 #[test]
 fn sysbench_mongo_loads_its_collections_in_batches_then_runs_transactions_on_secantus() {
     let s = Server::start(Kind::Secantus);
@@ -684,6 +727,7 @@ fn sysbench_runs_live_against_mariadb_with_a_thread_list() {
         user: Some("root".into()),
         password: None,
         db: None,
+        replica_set: None,
     };
     let spawned = AtomicUsize::new(0);
     let cfg = tool("sysbench: {test: oltp_point_select, tables: 1, table_size: 1000}");
@@ -734,6 +778,7 @@ fn sysbench_prepares_with_its_loaders_and_warms_up_unmeasured_before_each_count(
         user: Some("root".into()),
         password: None,
         db: None,
+        replica_set: None,
     };
     let mut cfg =
         tool("sysbench: {test: oltp_point_select, tables: 2, table_size: 1000, loaders: 2}");
@@ -807,6 +852,7 @@ fn pgbench_runs_a_custom_point_read_script_live_against_postgres() {
         user: Some("postgres".into()),
         password: None,
         db: Some("postgres".into()),
+        replica_set: None,
     };
     let cfg = tool(&format!(
         "pgbench: {{scale: 1, script: {}, args: ['-M', 'prepared']}}",
@@ -828,6 +874,89 @@ fn pgbench_runs_a_custom_point_read_script_live_against_postgres() {
     assert_eq!(r.raw_outputs, vec!["pgbench-init.txt", "pgbench-run-2.txt"]);
 }
 
+/// A directory holding `name`, a shell script put first on a spawned
+/// tool's PATH by the hook: the real tool with its arguments rewritten.
+fn shim(name: &str, body: &str) -> (tempfile::TempDir, String) {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join(name);
+    std::fs::write(&f, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", d.path().display(), std::env::var("PATH").unwrap());
+    (d, path)
+}
+
+/// `pgbench -i` that creates its tables and generates no rows (`-I dt`)
+/// exits 0: the phase fails naming what the tables hold.
+#[test]
+fn a_pgbench_init_that_exits_0_without_its_rows_fails_with_what_it_left() {
+    let s = Server::start(Kind::Postgres);
+    let out = tempfile::tempdir().unwrap();
+    let target = ToolTarget {
+        kind: StoreKind::Postgres,
+        port: s.port,
+        user: Some("postgres".into()),
+        password: None,
+        db: Some("postgres".into()),
+        replica_set: None,
+    };
+    let (_bin, path) = shim("pgbench", "exec /usr/bin/pgbench \"$@\" -I dt");
+    let e = block_on(tools::run_tool(
+        &tool("pgbench: {scale: 1, builtin: select-only}"),
+        &target,
+        1,
+        Duration::from_secs(1),
+        out.path(),
+        |c| {
+            c.env("PATH", &path);
+        },
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("pgbench -i exited 0, but its data is not there: pgbench_branches 0 of 1, pgbench_tellers 0 of 10, pgbench_accounts 0 of 100000"),
+        "{e}"
+    );
+}
+
+/// sysbench's prepare that wrote fewer rows than `table_size` (here it
+/// was handed 10) exits 0: the phase fails naming what each table holds.
+#[test]
+fn a_sysbench_prepare_that_exits_0_short_of_its_rows_fails_with_what_it_left() {
+    let s = Server::start(Kind::Mariadb);
+    let out = tempfile::tempdir().unwrap();
+    let target = ToolTarget {
+        kind: StoreKind::Mysql,
+        port: s.port,
+        user: Some("root".into()),
+        password: None,
+        db: Some("sbtest".into()),
+        replica_set: None,
+    };
+    let (_bin, path) = shim(
+        "sysbench",
+        "case \"$*\" in *prepare) p=1 ;; esac\n\
+         for a do shift; [ -n \"$p\" ] && [ \"${a#--table-size=}\" != \"$a\" ] && a=--table-size=10; set -- \"$@\" \"$a\"; done\n\
+         exec /usr/bin/sysbench \"$@\"",
+    );
+    let e = block_on(tools::run_tool(
+        &tool("sysbench: {test: oltp_point_select, tables: 2, table_size: 500}"),
+        &target,
+        1,
+        Duration::from_secs(1),
+        out.path(),
+        |c| {
+            c.env("PATH", &path);
+        },
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("sysbench prepare exited 0, but its data is not there: sbtest1 10 of 500, sbtest2 10 of 500"),
+        "{e}"
+    );
+}
+
 #[test]
 fn ycsb_and_command_tools_parse_live_output() {
     let s = Server::start(Kind::Redis);
@@ -838,6 +967,7 @@ fn ycsb_and_command_tools_parse_live_output() {
         user: None,
         password: None,
         db: None,
+        replica_set: None,
     };
     // benchcage drive prints YCSB's format, so it stands in for a YCSB install.
     let ycsb = tool(&format!(
@@ -937,6 +1067,7 @@ fn pytpcc_runs_from_its_own_directory_with_the_config_file_benchcage_wrote() {
         user: None,
         password: None,
         db: None,
+        replica_set: None,
     };
     let yaml = |load: bool| {
         let mut c = tool(&format!(
@@ -961,7 +1092,15 @@ fn pytpcc_runs_from_its_own_directory_with_the_config_file_benchcage_wrote() {
         ))
     };
     let load = sweep(&yaml(true), &[3]).unwrap().remove(0);
-    assert!(load.status.is_ok(), "{:?}", load.status);
+    // It exited 0 having loaded nothing: the phase fails with what the
+    // server holds, read back.
+    let benchcage::results::model::PhaseStatus::Failed { reason } = &load.status else {
+        panic!("a load that left no data passed: {load:?}")
+    };
+    assert!(
+        reason.contains("WAREHOUSE 0 of 2, DISTRICT 0 of 20, CUSTOMER 0 of 60000, STOCK 0 of 200000, ITEM 0 of 100000"),
+        "{reason}"
+    );
     assert_eq!(load.workload, "pytpcc:load");
     assert_eq!(load.ops["WAREHOUSE"].count, 2);
     assert!(load.duration_s > 0.0 && load.headline.is_none(), "{load:?}");
@@ -1001,6 +1140,148 @@ fn pytpcc_runs_from_its_own_directory_with_the_config_file_benchcage_wrote() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("py-tpcc cannot drive"), "{e}");
+}
+
+/// With ordered keys the records a YCSB scan reads are known from the
+/// load: a server that answers half of each scan gives SCAN errors naming
+/// what came back; the same run on an honest server has none.
+#[test]
+fn ycsb_scans_of_ordered_keys_are_checked_against_the_records_loaded() {
+    let honest = support::legacy::LegacyMongo::start(4);
+    let short = support::legacy::LegacyMongo::start_with(4, &["--truncate", "0.5"]);
+    let config = |url: &str| -> WorkloadConfig {
+        serde_json::from_value(serde_json::json!({
+            "store": url, "workload": "custom", "mix": {"scan": 1.0},
+            "records": 300, "insert_order": "ordered", "key_padding": 4,
+            "max_scan_length": 10, "field_count": 2, "field_length": 10,
+            "threads": 1, "operations": 200, "load": true, "error_budget": "100%"
+        }))
+        .unwrap()
+    };
+    let r = run_config(&config(&honest.url()));
+    let scan = &r[1].ops["SCAN"];
+    assert_eq!((scan.count, scan.errors), (200, 0), "{scan:?}");
+    let r = run_config(&config(&short.url()));
+    let scan = &r[1].ops["SCAN"];
+    // A scan of 1 answered with 0, of 10 with 5: every one is short
+    // (scans ending past record 299 are not checked).
+    assert!(scan.errors > 150, "{scan:?}");
+    assert!(
+        scan.error_samples
+            .iter()
+            .all(|m| m.starts_with("returned ") && m.contains(" records scanning from user0")),
+        "{:?}",
+        scan.error_samples
+    );
+}
+
+/// The test py-tpcc of `tests/support/pytpcc`, which behaves as the
+/// MongoDB-maintained one does (see its docstring).
+const SUPPORT_TPCC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/pytpcc/tpcc.py");
+
+/// The maintained py-tpcc as write-up 004 ran it, 1 warehouse and 2
+/// clients: it needs pymongo 3 (`Collection.insert`), which benchcage's
+/// virtualenv brings; its workers read `uri`, which benchcage writes; and
+/// its load is accepted only when TPC-C's rows are on the server, since it
+/// exits 0 when its workers failed.
+#[test]
+fn the_maintained_pytpcc_loads_and_runs_in_a_pymongo_3_virtualenv_with_its_load_read_back() {
+    use benchcage::results::model::PhaseStatus;
+    use benchcage::workload::tools::pyenv::PyEnv;
+    use std::os::unix::fs::PermissionsExt;
+    let cache = tempfile::tempdir().unwrap();
+    let env = PyEnv::pymongo(cache.path(), "3.13.0");
+    let made = env
+        .make()
+        .expect("pip installs pymongo 3.13.0 into a virtualenv");
+    assert_eq!(made.packages["pymongo"], "3.13.0");
+    assert_eq!(env.make().unwrap(), made, "made once");
+    let s = support::legacy::LegacyMongo::start(4);
+    let out = tempfile::tempdir().unwrap();
+    let target = ToolTarget {
+        kind: StoreKind::Mongodb,
+        port: s.port,
+        user: None,
+        password: None,
+        db: None,
+        replica_set: None,
+    };
+    let cfg = |load: bool, database: &str, pinned: bool| {
+        let mut c = tool(&format!(
+            "pytpcc: {{warehouses: 1, load: {load}, path: '{SUPPORT_TPCC}', database: {database}}}"
+        ));
+        let tools::Tool::Pytpcc(p) = &mut c.tool else {
+            panic!("a pytpcc tool")
+        };
+        if pinned {
+            p.pymongo = Some("3.13.0".into());
+            p.python_env = Some(env.dir.clone());
+        } else {
+            p.python = Some("python3".into());
+        }
+        c
+    };
+    let sweep = |c: &ToolConfig| {
+        block_on(tools::run_tool_sweep(
+            c,
+            &target,
+            &[2],
+            Duration::from_secs(2),
+            out.path(),
+            |_| {},
+        ))
+    };
+    // The load, in the virtualenv: every row is there, and the phase says
+    // which Python ran it.
+    let load = sweep(&cfg(true, "tpcc", true)).unwrap().remove(0);
+    assert!(load.status.is_ok(), "{:?}", load.status);
+    let te = load.tool_env.as_ref().expect("the virtualenv is recorded");
+    assert_eq!(te.packages["pymongo"], "3.13.0");
+    assert_eq!(te.python, env.python().display().to_string());
+    let written = std::fs::read_to_string(out.path().join(tools::pytpcc::CONFIG_FILE)).unwrap();
+    assert!(
+        written.contains(&format!("uri = mongodb://127.0.0.1:{}/\n", s.port)),
+        "{written}"
+    );
+    // The transactions: both workers reached the server through `uri`.
+    let run = sweep(&cfg(false, "tpcc", true)).unwrap().remove(0);
+    assert!(run.status.is_ok(), "{:?}", run.status);
+    assert_eq!(run.headline.as_ref().unwrap().name, "tpmC");
+    assert_eq!(run.ops["NEW_ORDER"].count, 60);
+    // The host's pymongo 4 has no `Collection.insert`: the load fails.
+    let e = sweep(&cfg(true, "tpcc_host", false))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no such method"), "{e}");
+    // A config without `uri` (what benchcage wrote before): the driver
+    // writes its default into the config the workers are handed, they go
+    // to localhost:27017 and fail, py-tpcc exits 0 with ITEM alone loaded,
+    // and the phase fails with what the server holds.
+    let dir = tempfile::tempdir().unwrap();
+    let wrapper = dir.path().join("python-without-uri");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nsed -i '/^uri = /d' \"$3\"\nexec '{}' \"$@\"\n",
+            env.python().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut c = cfg(true, "tpcc_no_uri", false);
+    if let tools::Tool::Pytpcc(p) = &mut c.tool {
+        p.python = Some(wrapper.display().to_string());
+    }
+    let r = sweep(&c).unwrap().remove(0);
+    let PhaseStatus::Failed { reason } = &r.status else {
+        panic!("a load whose workers failed passed: {r:?}")
+    };
+    assert!(
+        reason.starts_with("py-tpcc exited 0, but its load is not there: WAREHOUSE 0 of 1, DISTRICT 0 of 10, CUSTOMER 0 of 30000, STOCK 0 of 100000 (whole: ITEM 100000)"),
+        "{reason}"
+    );
+    let log = std::fs::read_to_string(out.path().join("pytpcc-load-2.txt")).unwrap();
+    assert!(log.contains("localhost:27017"), "{log}");
 }
 
 /// A row, document or key of the user's own in the place a load would

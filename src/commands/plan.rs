@@ -6,9 +6,11 @@ use crate::display::approx;
 use crate::display::span;
 use crate::host::HostFacts;
 use crate::model::{Backend, DocumentSchema, Probe, Program};
-use crate::plan::{CommandPlan, HOG_MARGIN, Plan, PlannedCell, plan_command_line};
+use crate::plan::{CommandPlan, HOG_MARGIN, PhaseConfig, Plan, PlannedCell, plan_command_line};
 use crate::spec::Diagnostics;
 use crate::spec::scenario::{Length, Work};
+use crate::workload::tools::Tool;
+use crate::workload::tools::pyenv::PyEnv;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -30,13 +32,64 @@ pub async fn run(home: &Path, args: &PlanArgs) -> anyhow::Result<ExitCode> {
     } else {
         print!("{}", describe(&plan, &host));
         print!("{}", describe_pending(&pending));
+        print!("{}", describe_tool_envs(&plan));
         if crate::snapshot::store::off_by_env() {
             println!("data: every cell loads (BENCHCAGE_SNAPSHOTS=off)");
         } else if let Ok(cache) = crate::snapshot::store::Cache::from_env() {
             print!("{}", describe_snapshots(&plan, &cache));
         }
     }
+    // A tool's missing Python environment would fail its phase mid-run.
+    missing_tool_envs(&plan)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The Python environments the plan's tool phases run in (py-tpcc with a
+/// pinned pymongo), each once.
+pub fn tool_envs(plan: &Plan) -> Vec<PyEnv> {
+    let mut out: Vec<PyEnv> = Vec::new();
+    for c in &plan.cells {
+        for p in &c.phases {
+            if let PhaseConfig::Tool(t) = &p.config
+                && let Tool::Pytpcc(py) = &t.tool
+                && let Some(e) = py.env()
+                && !out.contains(&e)
+            {
+                out.push(e);
+            }
+        }
+    }
+    out
+}
+
+/// Each Python environment a tool runs in, and whether it is made.
+pub fn describe_tool_envs(plan: &Plan) -> String {
+    let mut o = String::new();
+    for e in tool_envs(plan) {
+        let pins: Vec<String> = e.pins.iter().map(|(p, v)| format!("{p}=={v}")).collect();
+        let state = match e.record() {
+            Some(r) => format!("made (python {})", r.python),
+            None => "not made: `run --fetch` makes it".into(),
+        };
+        let _ = writeln!(
+            o,
+            "py-tpcc python: {} ({}), {state}",
+            e.python().display(),
+            pins.join(" ")
+        );
+    }
+    o
+}
+
+/// Bad input naming the first Python environment not made yet, and how
+/// to make it.
+pub fn missing_tool_envs(plan: &Plan) -> anyhow::Result<()> {
+    for e in tool_envs(plan) {
+        if let Err(m) = e.ready() {
+            return Err(crate::error::bad_input(m.to_string()));
+        }
+    }
+    Ok(())
 }
 
 /// Where the data of each cell with a snapshot key comes from, as the

@@ -41,6 +41,7 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
     // The planner has reported (or refused) broken specs already.
     let project = crate::spec::Project::load_all(home).0;
     fetch_pending(&project, &plan, args.fetch, &interrupts).await?;
+    make_tool_envs(&plan, args.fetch).await?;
     let results_root = results_root(home, args)?;
     if args.on == On::Slurm {
         crate::slurm::check_cluster()
@@ -348,6 +349,35 @@ fn with_versions(project: &crate::spec::Project, mut cells: Vec<CellWork>) -> Ve
     cells
 }
 
+/// The Python environments the plan's tools run in: made with `--fetch`,
+/// else bad input naming the first missing one, before anything is created.
+async fn make_tool_envs(plan: &crate::plan::Plan, fetch: bool) -> anyhow::Result<()> {
+    if !fetch {
+        return super::plan::missing_tool_envs(plan);
+    }
+    for e in super::plan::tool_envs(plan) {
+        if e.record().is_some() {
+            continue;
+        }
+        let started = std::time::Instant::now();
+        let dir = e.dir.clone();
+        let r = tokio::task::spawn_blocking(move || e.make())
+            .await?
+            .with_context(|| format!("making {}", dir.display()))?;
+        eprintln!(
+            "made {} ({}) in {:.1}s",
+            dir.display(),
+            r.packages
+                .iter()
+                .map(|(p, v)| format!("{p} {v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
 /// The engine versions the cells need and the cache lacks: fetched with
 /// `--fetch`, else bad input naming them, before anything is created.
 async fn fetch_pending(
@@ -535,6 +565,7 @@ async fn run_cell_job(home: &Path, args: &RunArgs, target: &str) -> anyhow::Resu
     let CommandPlan { plan, .. } = plan_or_refuse(home, args, &host)?;
     let project = crate::spec::Project::load_all(home).0;
     fetch_pending(&project, &plan, args.fetch, &interrupts).await?;
+    make_tool_envs(&plan, args.fetch).await?;
     let results_root = results_root(home, args)?;
     reap_leftovers().await?;
     let mut cells = cell_works(&project, &plan, snapshots_on(args))?;

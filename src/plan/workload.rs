@@ -209,6 +209,11 @@ fn tool(t: &Tool, home: &Path) -> tools::Tool {
             database: "tpcc".into(),
             write_concern: None,
             min_load_rate: p.min_load_rate,
+            pymongo: p.pymongo.clone(),
+            python_env: p
+                .pymongo
+                .as_deref()
+                .map(|v| tools::pyenv::PyEnv::pymongo(&crate::fetch::cache::root(), v).dir),
         }),
     }
 }

@@ -698,6 +698,7 @@ mod tests {
             tool_ops_per_sec: None,
             headline: Some(Headline::tpmc(8571.4)),
             mongo_tpcc: None,
+            tool_env: None,
             ops: Default::default(),
             series: vec![],
             status,
@@ -748,6 +749,7 @@ mod tests {
             series: vec![],
             status: PhaseStatus::Ok,
             raw_outputs: vec![],
+            tool_env: None,
         }];
         let (v, reason) = phase_verdict(&c, 0);
         assert_eq!(v, Verdict::Invalid);

@@ -128,6 +128,22 @@ pub struct PhaseResult {
     /// Raw tool output files saved next to the result, relative to the cell.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub raw_outputs: Vec<String>,
+    /// The Python environment an external tool ran in, when benchcage made
+    /// it (py-tpcc's, with its pinned pymongo); `None` for the host's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_env: Option<ToolEnv>,
+}
+
+/// A Python environment benchcage made for a tool, as its interpreter
+/// reported it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolEnv {
+    /// The interpreter's path.
+    pub python: String,
+    /// Its version (`3.11.7`).
+    pub version: String,
+    /// Each pinned package and the version it imports.
+    pub packages: BTreeMap<String, String>,
 }
 
 impl PhaseResult {

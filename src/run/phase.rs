@@ -22,6 +22,9 @@ pub struct PhaseEnv {
     /// cluster's routers, over which the built-in load generator spreads
     /// its connections; external tools use `port` only.
     pub ports: Vec<u16>,
+    /// The members of the replica set `port` is the primary of, `port`
+    /// first (just `port` without a set; empty in a sharded cluster).
+    pub set_ports: Vec<u16>,
     /// Connections for this run of the phase.
     pub threads: u32,
     /// The cell folder: raw outputs go here.

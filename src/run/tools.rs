@@ -9,7 +9,7 @@ use crate::results::model::PhaseResult;
 use crate::run::phase::{PhaseEnv, PhaseExec};
 use crate::spec::scenario::Length;
 use crate::workload::stores::StoreKind;
-use crate::workload::tools::{Tool, ToolConfig, ToolTarget, run_tool};
+use crate::workload::tools::{ReplicaSeeds, Tool, ToolConfig, ToolTarget, run_tool};
 use std::sync::{Arc, Mutex};
 
 /// The executor of a tool phase, running the tool config the plan made.
@@ -32,7 +32,7 @@ struct ToolExec {
 }
 
 impl ToolExec {
-    fn target(&self, port: u16) -> ToolTarget {
+    fn target(&self, port: u16, set_ports: &[u16]) -> ToolTarget {
         let probe = &self.cell.readiness.probe;
         let kind = match probe {
             Probe::Redis => StoreKind::Redis,
@@ -46,7 +46,18 @@ impl ToolExec {
             user: probe.user().map(str::to_string),
             password: None,
             db: probe.data_database().map(str::to_string),
+            replica_set: self.replica_set(set_ports),
         }
+    }
+
+    /// The cell's replica set, when its server is a set's primary.
+    fn replica_set(&self, set_ports: &[u16]) -> Option<ReplicaSeeds> {
+        let n = self.cell.members.len();
+        let name = self.cell.members.first()?.set_name(n, false)?;
+        (set_ports.len() > 1).then(|| ReplicaSeeds {
+            name,
+            ports: set_ports.to_vec(),
+        })
     }
 
     /// The config with what the cell's knobs say of the tool: py-tpcc's
@@ -103,7 +114,7 @@ impl PhaseExec for ToolExec {
                 *m.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
             }
         };
-        let target = self.target(env.port);
+        let target = self.target(env.port, &env.set_ports);
         let fut = run_tool(cfg, &target, env.threads, duration, &out_dir, hook);
         let mut res = tokio::select! {
             r = fut => r?,

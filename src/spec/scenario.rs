@@ -417,6 +417,10 @@ pub struct Pytpcc {
     /// ([`crate::workload::tools::pytpcc::LOAD_FLOOR_PER_MIN`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_load_rate: Option<f64>,
+    /// The pymongo this py-tpcc was written for (`3.13.0`): it runs in
+    /// benchcage's virtualenv with that pymongo (`run --fetch` makes it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pymongo: Option<String>,
 }
 
 /// Which pgbench transaction script runs.
@@ -1191,7 +1195,7 @@ fn ycsb_from_node(n: &Node, cx: &mut Cx, p: &str) -> Option<Tool> {
     Some(Tool::Ycsb { argv })
 }
 
-/// `tool: {pytpcc: {warehouses, load, path, python, denormalize, transactions, min_load_rate}}`.
+/// `tool: {pytpcc: {warehouses, load, path, python, denormalize, transactions, min_load_rate, pymongo}}`.
 fn pytpcc_from_node(n: &Node, cx: &mut Cx, p: &str) -> Option<Tool> {
     let t = Fields::open(
         n,
@@ -1205,6 +1209,7 @@ fn pytpcc_from_node(n: &Node, cx: &mut Cx, p: &str) -> Option<Tool> {
             "denormalize",
             "transactions",
             "min_load_rate",
+            "pymongo",
         ],
     )?;
     let warehouses: Option<u64> = t.req(cx, "warehouses");
@@ -1215,6 +1220,26 @@ fn pytpcc_from_node(n: &Node, cx: &mut Cx, p: &str) -> Option<Tool> {
             &t.field("min_load_rate"),
             "the load's floor rate must be above 0 warehouses a minute",
             Some("`min_load_rate: 0.5` kills a load of 1000 warehouses after 2000 minutes".into()),
+        );
+    }
+    let pymongo: Option<String> = t.opt(cx, "pymongo");
+    if let Some(v) = &pymongo
+        && !crate::workload::tools::pyenv::is_version(v)
+    {
+        cx.error(
+            t.pos_of("pymongo"),
+            &t.field("pymongo"),
+            format!("`{v}` is not a pymongo release to pin"),
+            Some("write the version pip installs, as `pymongo: 3.13.0`".into()),
+        );
+    }
+    let python: Option<String> = t.opt(cx, "python");
+    if pymongo.is_some() && python.is_some() {
+        cx.error(
+            t.pos_of("python"),
+            &t.field("python"),
+            "`python` and `pymongo` both name the interpreter",
+            Some("with `pymongo`, py-tpcc runs in benchcage's virtualenv; drop `python`".into()),
         );
     }
     if warehouses == Some(0) {
@@ -1229,10 +1254,11 @@ fn pytpcc_from_node(n: &Node, cx: &mut Cx, p: &str) -> Option<Tool> {
         warehouses: warehouses?,
         load: t.or(cx, "load", false),
         path: t.opt(cx, "path"),
-        python: t.opt(cx, "python"),
+        python,
         denormalize: t.or(cx, "denormalize", true),
         transactions: t.or(cx, "transactions", true),
         min_load_rate,
+        pymongo,
     }))
 }
 

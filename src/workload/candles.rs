@@ -152,6 +152,26 @@ impl Layout {
     pub fn days(&self) -> Vec<i64> {
         (BASE_TS.div_euclid(86_400)..=self.last_ts().div_euclid(86_400)).collect()
     }
+
+    /// Candles of ticker `t` the load wrote: one per minute, the last
+    /// minute holding only the first `records % tickers` tickers.
+    pub fn per_ticker(&self, t: u64) -> u64 {
+        self.records / self.tickers + u64::from(t < self.records % self.tickers)
+    }
+
+    /// Candles the load wrote with `from <= ts < to`: every candle of the
+    /// minutes in that range, candle `i` being minute `i / tickers`.
+    pub fn in_range(&self, from: i64, to: i64) -> u64 {
+        let minute = |ts: i64| ((ts - BASE_TS).max(0) as u64).div_ceil(STEP_SECS as u64);
+        let first = minute(from).saturating_mul(self.tickers).min(self.records);
+        let end = minute(to).saturating_mul(self.tickers).min(self.records);
+        end.saturating_sub(first)
+    }
+
+    /// Candles the load wrote on `day` (days since the epoch).
+    pub fn on_day(&self, day: i64) -> u64 {
+        self.in_range(day * 86_400, (day + 1) * 86_400)
+    }
 }
 
 impl Candle {
@@ -390,31 +410,44 @@ impl<C: CandleConn> Worker for LoadWorker<C> {
 }
 
 /// The query sample, drawn once from the seed so every engine gets the
-/// same queries in the same order.
+/// same queries in the same order. Each query carries the number of
+/// candles the load wrote for it, known from the layout alone (never
+/// asked of the server): an answer with fewer is truncated.
 #[derive(Debug, Clone)]
 pub struct Sample {
-    pub tickers: Vec<String>,
-    pub intervals: Vec<(i64, i64)>,
-    pub days: Vec<i64>,
+    /// Ticker symbol and its candles.
+    pub tickers: Vec<(String, u64)>,
+    /// `from..to` and its candles.
+    pub intervals: Vec<((i64, i64), u64)>,
+    /// Day and its candles.
+    pub days: Vec<(i64, u64)>,
 }
 
 impl Sample {
     pub fn new(layout: &Layout, seed: u64) -> Sample {
         let mut r = Rng::new(seed, 0xCA4D1E);
         let tickers = (0..TICKER_SAMPLE)
-            .map(|_| Layout::ticker(r.below(layout.tickers)))
+            .map(|_| {
+                let t = r.below(layout.tickers);
+                (Layout::ticker(t), layout.per_ticker(t))
+            })
             .collect();
         let span = (layout.last_ts() - BASE_TS).max(1) as u64;
         let intervals = (0..INTERVALS)
             .map(|_| {
                 let from = BASE_TS + r.below(span) as i64;
-                (from, from + INTERVAL_SECS)
+                let to = from + INTERVAL_SECS;
+                ((from, to), layout.in_range(from, to))
             })
             .collect();
         Sample {
             tickers,
             intervals,
-            days: layout.days(),
+            days: layout
+                .days()
+                .into_iter()
+                .map(|d| (d, layout.on_day(d)))
+                .collect(),
         }
     }
 }
@@ -426,6 +459,22 @@ struct QueryWorker<C> {
     query: CandleQuery,
     sample: Arc<Sample>,
     pick: usize,
+}
+
+impl<C> QueryWorker<C> {
+    /// What the picked query asks for, in the words of a short answer's
+    /// message: `candles of ticker TK0042`.
+    fn describe(&self) -> String {
+        let s = &*self.sample;
+        match self.query {
+            CandleQuery::ByTicker => format!("candles of ticker {}", s.tickers[self.pick].0),
+            CandleQuery::Interval => {
+                let ((a, b), _) = s.intervals[self.pick];
+                format!("candles with ts in {a}..{b}")
+            }
+            CandleQuery::Day => format!("candles of day {}", s.days[self.pick].0),
+        }
+    }
 }
 
 impl<C: CandleConn> Worker for QueryWorker<C> {
@@ -440,22 +489,28 @@ impl<C: CandleConn> Worker for QueryWorker<C> {
     }
     async fn exec(&mut self) -> Result<(), StoreError> {
         let s = &*self.sample;
-        let (what, found) = match self.query {
+        let (got, want) = match self.query {
             CandleQuery::ByTicker => {
-                let t = &s.tickers[self.pick];
-                (t.clone(), self.conn.by_ticker(t).await?)
+                let (t, want) = &s.tickers[self.pick];
+                (self.conn.by_ticker(t).await?, *want)
             }
             CandleQuery::Interval => {
-                let (a, b) = s.intervals[self.pick];
-                (format!("ts {a}..{b}"), self.conn.interval(a, b).await?)
+                let ((a, b), want) = s.intervals[self.pick];
+                (self.conn.interval(a, b).await?, want)
             }
             CandleQuery::Day => {
-                let d = s.days[self.pick];
-                (format!("day {d}"), self.conn.day(d).await?)
+                let (d, want) = s.days[self.pick];
+                (self.conn.day(d).await?, want)
             }
         };
-        if found == 0 {
-            Err(StoreError::NotFound(what))
+        // More than the load wrote is not a truncation (a store may hold
+        // candles of another load); fewer is, and nothing at all too.
+        if got < want || got == 0 {
+            Err(StoreError::Short {
+                got,
+                want,
+                what: self.describe(),
+            })
         } else {
             Ok(())
         }
@@ -577,9 +632,38 @@ mod tests {
         assert!(
             s.intervals
                 .iter()
-                .all(|(a, _)| *a >= BASE_TS && *a <= l.last_ts())
+                .all(|((a, _), _)| *a >= BASE_TS && *a <= l.last_ts())
         );
         assert!(!s.days.is_empty());
         assert_eq!(s.tickers, Sample::new(&l, 1).tickers);
+    }
+
+    #[test]
+    fn the_candles_each_query_should_return_are_known_from_the_layout_alone() {
+        for records in [1, 999, 2_345, 61_000] {
+            let l = Layout::new(records);
+            let all: Vec<Candle> = (0..records).map(|i| l.candle(i)).collect();
+            let count = |f: &dyn Fn(&Candle) -> bool| all.iter().filter(|c| f(c)).count() as u64;
+            for t in [0, l.tickers / 2, l.tickers - 1] {
+                let name = Layout::ticker(t);
+                assert_eq!(
+                    l.per_ticker(t),
+                    count(&|c| c.ticker == name),
+                    "{records} {t}"
+                );
+            }
+            let s = Sample::new(&l, 7);
+            for ((a, b), want) in &s.intervals {
+                assert_eq!(
+                    *want,
+                    count(&|c| c.ts >= *a && c.ts < *b),
+                    "{records} {a}..{b}"
+                );
+            }
+            for (d, want) in &s.days {
+                assert_eq!(*want, count(&|c| c.day == *d), "{records} day {d}");
+            }
+            assert_eq!(s.days.iter().map(|d| d.1).sum::<u64>(), records);
+        }
     }
 }

@@ -613,6 +613,7 @@ pub fn phase_result(
         series: out.rec.series(),
         status,
         raw_outputs: Vec::new(),
+        tool_env: None,
     }
 }
 

@@ -121,6 +121,8 @@ pub trait IiStore: Send + Sync + 'static {
     fn ensure(&self) -> impl Future<Output = Result<(), StoreError>> + Send;
     /// What `recreate` would delete, in words; `None` when nothing.
     fn holds_data(&self) -> impl Future<Output = Result<Option<String>, StoreError>> + Send;
+    /// The rows the table holds, read back after a load.
+    fn rows(&self) -> impl Future<Output = Result<u64, StoreError>> + Send;
 }
 
 /// Inserts of one connection.
@@ -168,6 +170,14 @@ impl IiStore for MongoIi {
     /// `createIndexes` makes the collection and leaves existing indexes be.
     async fn ensure(&self) -> Result<(), StoreError> {
         self.indexes().await
+    }
+    async fn rows(&self) -> Result<u64, StoreError> {
+        let mut c = MongoConn::connect_with(&self.ep, &self.opts).await?;
+        let db = self.ep.database.as_deref().unwrap_or(DATABASE);
+        let r = c
+            .run_json(db, &serde_json::json!({ "count": TABLE }))
+            .await?;
+        Ok(r["n"].as_u64().unwrap_or(0))
     }
 }
 
@@ -230,6 +240,9 @@ impl IiStore for PgIi {
         PgConn::connect(&self.ep).await?.batch(&pg_create()).await?;
         Ok(())
     }
+    async fn rows(&self) -> Result<u64, StoreError> {
+        super::stores::postgres::pg_count(&self.ep, TABLE).await
+    }
 }
 
 /// Rows in a MySQL or MariaDB table, in the storage engine the URL or
@@ -280,6 +293,9 @@ impl IiStore for MyIi {
         let mut c = super::stores::mysql::my_connect_creating(&self.ep).await?;
         c.exec_text(&self.create()).await?;
         Ok(())
+    }
+    async fn rows(&self) -> Result<u64, StoreError> {
+        super::stores::mysql::my_count(&self.ep, TABLE).await
     }
 }
 
@@ -455,6 +471,20 @@ async fn run_on<S: IiStore>(
         );
         if !loaded.await {
             return Ok(results);
+        }
+        // The load is accepted only when its rows are there, read back.
+        let rows = store
+            .rows()
+            .await
+            .map_err(setup("counting the rows loaded"))?;
+        if let Some(r) = results.last_mut() {
+            let inserted = r.ops.get("INSERT").map_or(0, |o| o.count);
+            if rows < inserted {
+                r.status = crate::results::model::PhaseStatus::Failed {
+                    reason: format!("the load inserted {inserted} rows, but {TABLE} holds {rows}"),
+                };
+                return Ok(results);
+            }
         }
     }
     let Some(stop) = v.stop else {

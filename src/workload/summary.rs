@@ -85,6 +85,7 @@ mod tests {
             tool_ops_per_sec: None,
             headline: Some(Headline::tpmc(8571.4)),
             mongo_tpcc: None,
+            tool_env: None,
             ops: Default::default(),
             series: vec![],
             status,

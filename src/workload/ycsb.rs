@@ -4,7 +4,7 @@ use super::clock::Instant;
 use super::dist::KeyChooser;
 use super::driver::{Stop, Timing, Worker};
 use super::histo::Recorder;
-use super::keys::{KeyFormat, ValuePool, field_names};
+use super::keys::{InsertOrder, KeyFormat, ValuePool, field_names};
 use super::mix::{Mix, OpKind};
 use super::rng::Rng;
 use super::stores::{Batch, Schema, Store, StoreConn, StoreError, Values};
@@ -71,6 +71,34 @@ pub struct Shared {
     pub max_scan: u64,
     pub acked: AckCounter,
     pub next_insert: AtomicU64,
+    /// Scans whose answer size is known, when it is: see [`ScanCheck`].
+    pub scan_check: Option<ScanCheck>,
+}
+
+/// When a scan's answer size is known from what the load wrote, so that
+/// a shorter answer is a truncated one. Only with ordered keys (`user` +
+/// the record number) on a store that scans in key order (SQL tables,
+/// MongoDB's `_id`): a scan of `len` from record `n` then reads records
+/// `n..n+len` when all of them were loaded and their keys have as many
+/// digits as `n`'s (so that each sorts after `n`'s). With hashed keys the
+/// count after a start key depends on every loaded key's hash, which the
+/// generator does not keep sorted; redis scans a sorted set scored by
+/// the keys' Java hash, not in key order: neither is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScanCheck {
+    /// Records `0..loaded` were loaded.
+    pub loaded: u64,
+    /// Keys are zero-padded to this many digits.
+    pub padding: usize,
+}
+
+impl ScanCheck {
+    /// The records a scan of `len` from record `n` must return, if known.
+    pub fn want(&self, n: u64, len: u64) -> Option<u64> {
+        let digits = |x: u64| (x.checked_ilog10().unwrap_or(0) as usize + 1).max(self.padding);
+        let last = n.checked_add(len)?.checked_sub(1)?;
+        (last < self.loaded && digits(n) == digits(last)).then_some(len)
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -78,7 +106,7 @@ enum Planned {
     Read,
     Update { field: usize, off: usize },
     Insert { n: u64 },
-    Scan { len: usize },
+    Scan { len: usize, want: Option<u64> },
     Rmw { field: usize, off: usize },
 }
 
@@ -134,9 +162,13 @@ impl<C: StoreConn> Worker for YcsbWorker<C> {
                 field: self.rng.below(sh.field_count as u64) as usize,
                 off: sh.pool.offset(&mut self.rng),
             },
-            OpKind::Scan => Planned::Scan {
-                len: 1 + self.rng.below(sh.max_scan) as usize,
-            },
+            OpKind::Scan => {
+                let len = 1 + self.rng.below(sh.max_scan);
+                Planned::Scan {
+                    len: len as usize,
+                    want: sh.scan_check.and_then(|c| c.want(n, len)),
+                }
+            }
             _ => Planned::Rmw {
                 field: self.rng.below(sh.field_count as u64) as usize,
                 off: sh.pool.offset(&mut self.rng),
@@ -161,7 +193,17 @@ impl<C: StoreConn> Worker for YcsbWorker<C> {
                 sh.acked.ack(n);
                 r
             }
-            Planned::Scan { len } => self.conn.scan(&self.key, len).await,
+            Planned::Scan { len, want } => {
+                let got = self.conn.scan(&self.key, len).await?;
+                match want {
+                    Some(want) if got < want => Err(StoreError::Short {
+                        got,
+                        want,
+                        what: format!("records scanning from {}", self.key),
+                    }),
+                    _ => Ok(()),
+                }
+            }
             Planned::Rmw { field, off } => {
                 let read = self.conn.read(&self.key).await;
                 self.rmw_read = (Instant::now(), read.is_ok());
@@ -285,6 +327,12 @@ fn shared(v: &Validated) -> Arc<Shared> {
         max_scan: c.max_scan_length,
         acked: AckCounter::new(c.records),
         next_insert: AtomicU64::new(c.records),
+        scan_check: (c.insert_order == InsertOrder::Ordered
+            && v.target.kind != super::stores::StoreKind::Redis)
+            .then_some(ScanCheck {
+                loaded: c.records,
+                padding: c.key_padding,
+            }),
     })
 }
 
@@ -450,8 +498,8 @@ mod tests {
             }
             batch.records().try_for_each(|(k, v)| self.put(k, v))
         }
-        async fn scan(&mut self, _: &str, _: usize) -> Result<(), StoreError> {
-            Ok(())
+        async fn scan(&mut self, _: &str, n: usize) -> Result<u64, StoreError> {
+            Ok(n as u64)
         }
     }
 
@@ -615,5 +663,25 @@ mod tests {
         assert_eq!(read.count + read.errors, 4000, "one read per operation");
         assert_eq!(r.total_ops + r.total_errors, 4000);
         assert_eq!(r.total_errors, read.errors, "every failure is a read's");
+    }
+
+    #[test]
+    fn a_scans_answer_size_is_known_only_inside_the_loaded_keys_of_one_width() {
+        let c = ScanCheck {
+            loaded: 300,
+            padding: 1,
+        };
+        assert_eq!(c.want(100, 10), Some(10));
+        assert_eq!(c.want(290, 10), Some(10), "records 290..299");
+        assert_eq!(c.want(291, 10), None, "record 300 was not loaded");
+        // user5..user14: user10 sorts before user5.
+        assert_eq!(c.want(5, 10), None);
+        assert_eq!(c.want(0, 10), Some(10));
+        let padded = ScanCheck {
+            loaded: 300,
+            padding: 4,
+        };
+        assert_eq!(padded.want(5, 10), Some(10), "user0005..user0014");
+        assert_eq!(padded.want(0, 0), None);
     }
 }

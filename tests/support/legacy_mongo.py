@@ -57,6 +57,11 @@ started with --shardsvr, and forwards every command it does not answer
 itself to the primary of the first shard on one connection per client:
 its collections live on the database's primary shard, unsplit.
 
+--truncate SHARE: every find on a collection (the find command, or
+OP_QUERY) answers only this share of the documents that match, rounded
+down, and ends its cursor as if that were all, without an error: what
+write-up 000 saw TokuMX do once its cache outgrew RAM.
+
 Listens on 127.0.0.1 only. Data is kept in memory.
 """
 
@@ -101,6 +106,7 @@ SHARDSVR = False
 CONFIGDB = None  # (set, [host]) of --configdb
 CONFIG_PRIMARY = None  # the config server that answered as primary
 REPL_DELAY = 0.0
+TRUNCATE = None  # --truncate: the share of a find's documents answered
 RS_CONFIG = None  # the config of replSetInitiate
 OPLOG = []  # (wall time, Timestamp) of replSetInitiate, then of each write
 SHARDS = []  # listShards' entries, in the order added
@@ -462,6 +468,13 @@ def delete(ns, sel, single):
     return gone
 
 
+def truncated(docs):
+    """A find's answer under --truncate: its first share, silently."""
+    if TRUNCATE is None:
+        return docs
+    return docs[: int(len(docs) * TRUNCATE)]
+
+
 def open_cursor(ns, docs, first):
     batch, rest = docs[:first], docs[first:]
     if not rest:
@@ -598,9 +611,12 @@ class Conn:
         return None
 
     def read_command(self, db, lname, cmd):
+        if lname == "count":
+            ns = "%s.%s" % (db, cmd["count"])
+            return {"n": len(select(ns, cmd.get("query") or {}, None, 0)), "ok": 1.0}
         if lname == "find":
             ns = "%s.%s" % (db, cmd["find"])
-            docs = select(ns, cmd.get("filter", {}), cmd.get("sort"), cmd.get("limit", 0))
+            docs = truncated(select(ns, cmd.get("filter", {}), cmd.get("sort"), cmd.get("limit", 0)))
             first = 1 if cmd.get("singleBatch") else cmd.get("batchSize", DEFAULT_BATCH)
             batch, cid = open_cursor(ns, docs, first)
             if cmd.get("singleBatch"):
@@ -632,7 +648,7 @@ class Conn:
         else:
             flt, sort = q, None
         limit = abs(ret) if ret < 0 else 0
-        docs = select(ns, flt, sort, limit)
+        docs = truncated(select(ns, flt, sort, limit))
         if ret < 0:
             return docs, 0, 0
         batch, cid = open_cursor(ns, docs, ret or DEFAULT_BATCH)
@@ -774,7 +790,7 @@ class Server(socketserver.ThreadingTCPServer):
 
 
 def main():
-    global WIRE, SELF_HOST, REPLSET, CONFIGSVR, SHARDSVR, MONGOS, REPL_DELAY, ECHO, CONFIGDB
+    global WIRE, SELF_HOST, REPLSET, CONFIGSVR, SHARDSVR, MONGOS, REPL_DELAY, ECHO, CONFIGDB, TRUNCATE
     p = argparse.ArgumentParser()
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--wire", type=int, choices=[0, 2, 4], required=True)
@@ -786,6 +802,7 @@ def main():
     p.add_argument("--configdb", metavar="SET/HOST:PORT,...")
     p.add_argument("--repl-delay", type=float, default=0.0, metavar="SECONDS")
     p.add_argument("--echo", action="store_true", help="print each command but hello and the data ones on stderr")
+    p.add_argument("--truncate", type=float, metavar="SHARE", help="answer only this share of a find's documents")
     a = p.parse_args()
     if a.config:
         with open(a.config) as f:
@@ -802,6 +819,7 @@ def main():
         p.error("--configdb is a router's: give --mongos")
     WIRE = a.wire
     ECHO = a.echo
+    TRUNCATE = a.truncate
     SELF_HOST = "127.0.0.1:%d" % a.port
     REPLSET, CONFIGSVR, MONGOS, REPL_DELAY = a.replset, a.configsvr, a.mongos, a.repl_delay
     SHARDSVR = a.shardsvr

@@ -211,6 +211,7 @@ async fn watch_phase(
     let env = PhaseEnv {
         port: ports[0],
         ports,
+        set_ports: super::members::set_ports(r),
         threads,
         cell_dir: ctx.cell_dir.clone(),
         stem: stem.to_string(),

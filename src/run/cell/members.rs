@@ -91,6 +91,23 @@ pub(super) fn client_ports(r: &Running) -> Vec<u16> {
     }
 }
 
+/// The ports of the replica set the cell's server is the primary of,
+/// that server first; just that server when it has no set, and nothing
+/// in a sharded cluster (its client goes through the routers).
+pub(super) fn set_ports(r: &Running) -> Vec<u16> {
+    if r.replicas.iter().any(|rr| rr.router) {
+        return Vec::new();
+    }
+    let mut ports = vec![r.port];
+    ports.extend(
+        r.replicas
+            .iter()
+            .filter(|rr| rr.leader == Leader::Cell)
+            .map(|rr| rr.port),
+    );
+    ports
+}
+
 /// The port of the member `rr` follows; `None` for a shard's primary.
 pub(super) fn leader_port(r: &Running, leader: Leader) -> Option<u16> {
     match leader {

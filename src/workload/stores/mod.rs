@@ -23,6 +23,11 @@ pub enum StoreError {
     /// The record the operation needed is not there.
     #[error("record `{0}` not found")]
     NotFound(String),
+    /// A query returned fewer records than the workload knows it loaded
+    /// for it: a truncated answer (write-up 000's TokuMX, whose cache
+    /// outgrew RAM, answered short without an error).
+    #[error("returned {got} of {want} {what}")]
+    Short { got: u64, want: u64, what: String },
     #[error(transparent)]
     Client(#[from] ClientError),
     /// No answer within the operation timeout (a frozen or hung server).
@@ -149,12 +154,13 @@ pub trait StoreConn: Send + 'static {
         &mut self,
         batch: &Batch<'_>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
-    /// Reads up to `count` records from `start` in key order.
+    /// Reads up to `count` records from `start` in key order; returns how
+    /// many it read.
     fn scan(
         &mut self,
         start: &str,
         count: usize,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send;
 }
 
 /// Which engine a store URL names.

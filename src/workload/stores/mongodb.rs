@@ -108,9 +108,8 @@ impl StoreConn for MongoStoreConn {
         self.conn.insert_fields_many(TABLE, docs).await?;
         Ok(())
     }
-    async fn scan(&mut self, start: &str, count: usize) -> Result<(), StoreError> {
-        self.conn.scan_from(TABLE, start, count as i64).await?;
-        Ok(())
+    async fn scan(&mut self, start: &str, count: usize) -> Result<u64, StoreError> {
+        Ok(self.conn.scan_from(TABLE, start, count as i64).await?)
     }
 }
 

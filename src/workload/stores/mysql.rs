@@ -59,6 +59,17 @@ pub(crate) async fn my_connect_creating(ep: &Endpoint) -> Result<MyConn, StoreEr
 
 /// `Some(what)` when `table` exists in `ep`'s database (`DEFAULT_DB` when
 /// it names none) and has a row.
+/// Rows in `table` of the endpoint's database (which must exist), read
+/// back: what a load left.
+pub(crate) async fn my_count(ep: &Endpoint, table: &str) -> Result<u64, StoreError> {
+    let n = crate::clients::mysql::query_text(
+        ep,
+        &format!("SELECT CAST(COUNT(*) AS CHAR) FROM {table}"),
+    )
+    .await?;
+    Ok(n.trim().parse().unwrap_or(0))
+}
+
 pub(crate) async fn my_table_rows(
     ep: &Endpoint,
     table: &str,

@@ -46,8 +46,8 @@ impl StoreConn for NullConn {
         }
         Ok(())
     }
-    async fn scan(&mut self, start: &str, count: usize) -> Result<(), StoreError> {
+    async fn scan(&mut self, start: &str, count: usize) -> Result<u64, StoreError> {
         self.sink = self.sink.wrapping_add((start.len() + count) as u64);
-        Ok(())
+        Ok(count as u64)
     }
 }

@@ -36,6 +36,14 @@ impl Store for PgStore {
 }
 
 /// `Some(what)` when `table` exists in `ep`'s database and has a row.
+/// Rows in `table` (which must exist), read back: what a load left.
+pub(crate) async fn pg_count(ep: &Endpoint, table: &str) -> Result<u64, StoreError> {
+    let n =
+        crate::clients::postgres::query_text(ep, &format!("SELECT count(*)::text FROM {table}"))
+            .await?;
+    Ok(n.trim().parse().unwrap_or(0))
+}
+
 pub(crate) async fn pg_table_rows(
     ep: &Endpoint,
     table: &str,

@@ -163,22 +163,24 @@ impl StoreConn for RedisStoreConn {
         }
         Ok(())
     }
-    async fn scan(&mut self, start: &str, count: usize) -> Result<(), StoreError> {
-        match &mut self.conn {
+    async fn scan(&mut self, start: &str, count: usize) -> Result<u64, StoreError> {
+        let keys = match &mut self.conn {
             Conn::One(c) => {
                 let keys = c.zrange_from(INDEX, java_hash(start), count).await?;
                 for k in &keys {
                     c.hgetall_len(k).await?;
                 }
+                keys
             }
             Conn::Cluster(c) => {
                 let keys = c.zrange_from(INDEX, java_hash(start), count).await?;
                 for k in &keys {
                     c.hgetall_len(k).await?;
                 }
+                keys
             }
-        }
-        Ok(())
+        };
+        Ok(keys.len() as u64)
     }
 }
 

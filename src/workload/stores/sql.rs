@@ -184,11 +184,11 @@ impl<C: SqlClient> StoreConn for SqlStoreConn<C> {
         self.conn.execute(st, &params).await?;
         Ok(())
     }
-    async fn scan(&mut self, start: &str, count: usize) -> Result<(), StoreError> {
-        self.conn
+    async fn scan(&mut self, start: &str, count: usize) -> Result<u64, StoreError> {
+        Ok(self
+            .conn
             .query(self.scan, &[Param::Text(start), Param::Int(count as i64)])
-            .await?;
-        Ok(())
+            .await?)
     }
 }
 

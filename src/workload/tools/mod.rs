@@ -12,6 +12,7 @@ use std::time::Duration;
 
 pub mod command;
 pub mod pgbench;
+pub mod pyenv;
 pub mod pytpcc;
 pub mod sysbench;
 pub mod ycsb;
@@ -87,6 +88,15 @@ pub struct ToolTarget {
     pub user: Option<String>,
     pub password: Option<String>,
     pub db: Option<String>,
+    /// The replica set `port` is the primary of; `None` for one server.
+    pub replica_set: Option<ReplicaSeeds>,
+}
+
+/// A replica set as a client names it: its name and members' ports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplicaSeeds {
+    pub name: String,
+    pub ports: Vec<u16>,
 }
 
 /// Why a tool phase could not produce a result.
@@ -133,6 +143,73 @@ pub enum ToolError {
     Config(String),
     #[error(transparent)]
     Client(#[from] crate::clients::ClientError),
+    #[error(transparent)]
+    Env(#[from] pyenv::PyEnvError),
+    /// A set-up step exited 0 without leaving its rows (read back).
+    #[error("{step} exited 0, but its data is not there: {found}; its output is in {log}")]
+    Unloaded {
+        step: &'static str,
+        found: String,
+        log: PathBuf,
+    },
+    /// Reading back what a set-up step left failed.
+    #[error("counting the rows {step} left: {source}")]
+    Count {
+        step: &'static str,
+        #[source]
+        source: crate::workload::stores::StoreError,
+    },
+}
+
+/// The rows of each SQL table of `target`'s database `db`, read back.
+pub(crate) async fn sql_counts(
+    t: &ToolTarget,
+    db: &str,
+    tables: &[String],
+    step: &'static str,
+) -> Result<BTreeMap<String, u64>, ToolError> {
+    use crate::workload::stores::{mysql::my_count, postgres::pg_count};
+    let mut ep = crate::clients::Endpoint::loopback(t.port);
+    ep.user = t.user.clone();
+    ep.password = t.password.clone();
+    ep.database = Some(db.to_string());
+    let mut found = BTreeMap::new();
+    for table in tables {
+        let n = match t.kind {
+            StoreKind::Postgres => pg_count(&ep, table).await,
+            StoreKind::Mysql => my_count(&ep, table).await,
+            _ => Ok(0),
+        }
+        .map_err(|source| ToolError::Count { step, source })?;
+        found.insert(table.clone(), n);
+    }
+    Ok(found)
+}
+
+/// The tables a tool's set-up (sysbench prepare, pgbench init, py-tpcc's
+/// load) left with fewer rows than it must have, in words (`CUSTOMER 0 of
+/// 30000, STOCK 0 of 100000`); `None` when every one is whole. Tools exit
+/// 0 after a set-up whose workers failed, so the rows are read back.
+pub fn short_of(found: &BTreeMap<String, u64>, want: &[(String, u64)]) -> Option<String> {
+    let short: Vec<String> = want
+        .iter()
+        .filter_map(|(t, w)| {
+            let got = found.get(t).copied().unwrap_or(0);
+            (got < *w).then(|| format!("{t} {got} of {w}"))
+        })
+        .collect();
+    (!short.is_empty()).then(|| {
+        let whole: Vec<String> = want
+            .iter()
+            .filter(|(t, w)| found.get(t).copied().unwrap_or(0) >= *w)
+            .map(|(t, w)| format!("{t} {w}"))
+            .collect();
+        if whole.is_empty() {
+            short.join(", ")
+        } else {
+            format!("{} (whole: {})", short.join(", "), whole.join(", "))
+        }
+    })
 }
 
 /// Runs `tool` once with `threads` connections for `duration`, writing raw
@@ -328,6 +405,7 @@ impl Parsed {
             series: self.series,
             status: PhaseStatus::Ok,
             raw_outputs: raw,
+            tool_env: None,
         }
     }
 }

@@ -218,6 +218,26 @@ pub async fn run(
         argv.push(db.clone());
         let limit = Duration::from_secs(3600);
         let r = exec(argv, &env, out_dir, "pgbench-init.txt".into(), limit, hook).await?;
+        // pgbench's scale: `scale` branches, 10 tellers and 100,000
+        // accounts a branch, read back.
+        let s = u64::from(c.scale);
+        let want: Vec<(String, u64)> = [
+            ("pgbench_branches", s),
+            ("pgbench_tellers", 10 * s),
+            ("pgbench_accounts", 100_000 * s),
+        ]
+        .into_iter()
+        .map(|(t, n)| (t.to_string(), n))
+        .collect();
+        let tables: Vec<String> = want.iter().map(|(n, _)| n.clone()).collect();
+        let found = super::sql_counts(t, &db, &tables, "pgbench -i").await?;
+        if let Some(found) = super::short_of(&found, &want) {
+            return Err(ToolError::Unloaded {
+                step: "pgbench -i",
+                found,
+                log: out_dir.join(&r.file),
+            });
+        }
         raw_setup.push(r.file);
     }
     let label = label(c);

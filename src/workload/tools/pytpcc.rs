@@ -14,8 +14,11 @@
 //! (`--no-execute`) prints no figure: its load time is the process's wall
 //! time, as the write-ups measured it with `time`.
 
+use super::pyenv::PyEnv;
 use super::{Ctx, Parsed, ToolError, ToolTarget, exec, mean_only, num, op, parse_error};
-use crate::results::model::{Headline, OpStats, Percentiles, PhaseResult};
+use crate::clients::Endpoint;
+use crate::clients::mongodb::MongoConn;
+use crate::results::model::{Headline, OpStats, Percentiles, PhaseResult, PhaseStatus, ToolEnv};
 use crate::workload::stores::StoreKind;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -69,6 +72,26 @@ pub struct PytpccConfig {
     /// [`LOAD_FLOOR_PER_MIN`]. See [`time_limit`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_load_rate: Option<f64>,
+    /// The pymongo this py-tpcc was written for (`3.13.0` for the
+    /// MongoDB-maintained one, which calls `Collection.insert`): it runs
+    /// under benchcage's virtualenv with that pymongo, not the host's.
+    #[serde(default)]
+    pub pymongo: Option<String>,
+    /// That virtualenv's folder; the plan fills it from the cache.
+    #[serde(default)]
+    pub python_env: Option<PathBuf>,
+}
+
+impl PytpccConfig {
+    /// The virtualenv this py-tpcc runs in, when it has a pinned pymongo.
+    pub fn env(&self) -> Option<PyEnv> {
+        let v = self.pymongo.as_deref()?;
+        let mut e = PyEnv::pymongo(&crate::fetch::cache::root(), v);
+        if let Some(dir) = &self.python_env {
+            e.dir = dir.clone();
+        }
+        Some(e)
+    }
 }
 
 /// The floor rate of a py-tpcc load unless the scenario gives one: half a
@@ -148,14 +171,20 @@ pub fn locate(path: Option<&Path>, search: Option<&std::ffi::OsStr>) -> Result<L
     Ok(Located { script, dir })
 }
 
-/// The `[mongodb]` section py-tpcc reads with `--config`. `host` and
-/// `port` rather than `uri`: the original knows only those, and the
-/// MongoDB-maintained one uses them when no `uri` is given.
+/// The `[mongodb]` section py-tpcc reads with `--config`: `host` and
+/// `port`, which the original reads, and `uri`, which the
+/// MongoDB-maintained one reads. That one takes `host`/`port` only when
+/// `uri` is absent, and then writes its default `uri`
+/// (`mongodb://localhost:27017`) into the config its worker processes
+/// are handed, so without a `uri` every worker after the first connects
+/// to localhost:27017. A replica set's `uri` lists its members.
 /// `denormalize` is empty for false: the original takes the raw string,
 /// so `False` would be true there; the other compares with `True`.
-pub fn config_file(c: &PytpccConfig, port: u16) -> String {
+pub fn config_file(c: &PytpccConfig, t: &ToolTarget) -> String {
     let mut s = format!(
-        "# written by benchcage for {PROGRAM} --config\n[mongodb]\nhost = 127.0.0.1\nport = {port}\nname = {}\ndenormalize = {}\n",
+        "# written by benchcage for {PROGRAM} --config\n[mongodb]\nhost = 127.0.0.1\nport = {}\nuri = {}\nname = {}\ndenormalize = {}\n",
+        t.port,
+        uri(t),
         c.database,
         if c.denormalize { "True" } else { "" },
     );
@@ -166,6 +195,17 @@ pub fn config_file(c: &PytpccConfig, port: u16) -> String {
         s.push_str(&format!("write_concern = {w}\n"));
     }
     s
+}
+
+/// `mongodb://127.0.0.1:PORT/`, or a replica set's seed list and name.
+pub fn uri(t: &ToolTarget) -> String {
+    match &t.replica_set {
+        Some(rs) if !rs.ports.is_empty() => {
+            let hosts: Vec<String> = rs.ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+            format!("mongodb://{}/?replicaSet={}", hosts.join(","), rs.name)
+        }
+        _ => format!("mongodb://127.0.0.1:{}/", t.port),
+    }
 }
 
 /// The command line for `threads` clients (the config file at `config`).
@@ -318,6 +358,8 @@ fn tpmc_line(text: &str) -> Option<f64> {
 }
 
 /// Runs py-tpcc once per thread count: a timed load, or the transactions.
+/// A load passes only when its data is there, read back from the server:
+/// py-tpcc exits 0 when every loader worker failed.
 pub async fn run(
     c: &PytpccConfig,
     ctx: &Ctx<'_, impl Fn(&mut tokio::process::Command)>,
@@ -329,12 +371,26 @@ pub async fn run(
         ));
     }
     let at = locate(c.path.as_deref(), std::env::var_os("PATH").as_deref())?;
+    let mut c = c.clone();
+    let tool_env = match c.env() {
+        Some(env) => {
+            let rec = env.ready()?;
+            let python = env.python().display().to_string();
+            c.python = Some(python.clone());
+            Some(ToolEnv {
+                python,
+                version: rec.python,
+                packages: rec.packages,
+            })
+        }
+        None => None,
+    };
     let out_dir = ctx.out_dir.canonicalize().map_err(|e| ToolError::Io {
         what: format!("resolving {}", ctx.out_dir.display()),
         source: e,
     })?;
     let config = out_dir.join(CONFIG_FILE);
-    std::fs::write(&config, config_file(c, ctx.target.port)).map_err(|e| ToolError::Io {
+    std::fs::write(&config, config_file(&c, ctx.target)).map_err(|e| ToolError::Io {
         what: format!("writing {}", config.display()),
         source: e,
     })?;
@@ -346,23 +402,68 @@ pub async fn run(
     for &n in ctx.threads {
         let step = if c.load { "load" } else { "run" };
         let file = format!("pytpcc-{step}-{n}.txt");
-        let limit = time_limit(c, ctx.duration);
-        let argv = argv(c, &at, &config, n, ctx.duration);
+        let limit = time_limit(&c, ctx.duration);
+        let argv = argv(&c, &at, &config, n, ctx.duration);
         let started = std::time::Instant::now();
         let ran = exec(argv, &[], &out_dir, file, limit, &hook).await?;
         let wall = started.elapsed().as_secs_f64();
         let raw = vec![ran.file.clone(), CONFIG_FILE.to_string()];
-        let r = if c.load {
-            load_result(c.warehouses, n, wall, raw)
+        let mut r = if c.load {
+            let mut r = load_result(c.warehouses, n, wall, raw);
+            let found = loaded(ctx.target, &c.database).await?;
+            if let Some(short) = super::short_of(&found, &expected(c.warehouses)) {
+                r.status = PhaseStatus::Failed {
+                    reason: format!(
+                        "py-tpcc exited 0, but its load is not there: {short} (counted in database `{}`; its output is {})",
+                        c.database, ran.file
+                    ),
+                };
+            }
+            r
         } else {
             let out = parse(&ran.text).map_err(parse_error("py-tpcc", &out_dir, &ran.file))?;
             let mut r = out.parsed.into_result("pytpcc", n, raw);
             r.headline = Some(Headline::tpmc(out.tpmc));
             r
         };
+        r.tool_env = tool_env.clone();
         results.push(r);
     }
     Ok(results)
+}
+
+/// Items and, per warehouse, districts, customers and stock: TPC-C's
+/// cardinalities (clause 1.2.1), which py-tpcc loads at scale factor 1.
+const ITEMS: u64 = 100_000;
+const DISTRICTS: u64 = 10;
+const CUSTOMERS: u64 = 30_000;
+const STOCK: u64 = 100_000;
+
+/// The collections a load of `warehouses` must leave, with their counts.
+pub fn expected(warehouses: u64) -> Vec<(String, u64)> {
+    [
+        ("WAREHOUSE", warehouses),
+        ("DISTRICT", DISTRICTS * warehouses),
+        ("CUSTOMER", CUSTOMERS * warehouses),
+        ("STOCK", STOCK * warehouses),
+        ("ITEM", ITEMS),
+    ]
+    .into_iter()
+    .map(|(n, c)| (n.to_string(), c))
+    .collect()
+}
+
+/// The documents of each collection a load must leave, read back.
+async fn loaded(t: &ToolTarget, database: &str) -> Result<BTreeMap<String, u64>, ToolError> {
+    let mut conn = MongoConn::connect(&Endpoint::loopback(t.port)).await?;
+    let mut found = BTreeMap::new();
+    for (coll, _) in expected(1) {
+        let r = conn
+            .run_json(database, &serde_json::json!({ "count": coll }))
+            .await?;
+        found.insert(coll, r["n"].as_u64().unwrap_or(0));
+    }
+    Ok(found)
 }
 
 /// A load-only run: its wall time, with the warehouses as its operations.
@@ -455,20 +556,61 @@ mod tests {
         assert!(parse(&no_new_order).unwrap_err().contains("NEW_ORDER"));
     }
 
+    fn target(port: u16) -> ToolTarget {
+        ToolTarget {
+            kind: StoreKind::Mongodb,
+            port,
+            user: None,
+            password: None,
+            db: None,
+            replica_set: None,
+        }
+    }
+
     #[test]
-    fn the_config_file_names_loopback_the_port_and_the_write_concern() {
+    fn the_config_file_names_loopback_the_port_the_uri_and_the_write_concern() {
         let mut c: PytpccConfig = serde_yaml::from_str("{warehouses: 2}").unwrap();
         c.write_concern = Some("majority".into());
-        let text = config_file(&c, 27123);
-        assert!(text.contains("[mongodb]\nhost = 127.0.0.1\nport = 27123\nname = tpcc\n"));
+        let text = config_file(&c, &target(27123));
+        // `host`/`port` for the original, `uri` for the MongoDB-maintained
+        // one, whose workers otherwise connect to localhost:27017.
+        assert!(text.contains(
+            "[mongodb]\nhost = 127.0.0.1\nport = 27123\nuri = mongodb://127.0.0.1:27123/\nname = tpcc\n"
+        ));
         assert!(
             text.contains("denormalize = True\n") && text.contains("write_concern = majority\n")
         );
-        assert!(!text.contains("uri") && !text.contains("notransactions"));
+        assert!(!text.contains("notransactions") && !text.contains("27017"));
         c.denormalize = false;
         c.transactions = false;
-        let text = config_file(&c, 1);
+        let text = config_file(&c, &target(1));
         assert!(text.contains("denormalize = \n") && text.contains("notransactions = True\n"));
+    }
+
+    #[test]
+    fn a_replica_sets_uri_lists_its_members_and_names_the_set() {
+        let mut t = target(30001);
+        t.replica_set = Some(super::super::ReplicaSeeds {
+            name: "benchcage".into(),
+            ports: vec![30001, 30002, 30003],
+        });
+        assert_eq!(
+            uri(&t),
+            "mongodb://127.0.0.1:30001,127.0.0.1:30002,127.0.0.1:30003/?replicaSet=benchcage"
+        );
+    }
+
+    #[test]
+    fn a_load_must_leave_tpccs_cardinalities_for_its_warehouses() {
+        let want = expected(2);
+        let mut found: BTreeMap<String, u64> = want.iter().map(|(t, n)| (t.clone(), *n)).collect();
+        assert_eq!(super::super::short_of(&found, &want), None);
+        found.insert("CUSTOMER".into(), 0);
+        found.remove("STOCK");
+        assert_eq!(
+            super::super::short_of(&found, &want).unwrap(),
+            "CUSTOMER 0 of 60000, STOCK 0 of 200000 (whole: WAREHOUSE 2, DISTRICT 20, ITEM 100000)"
+        );
     }
 
     #[test]

@@ -281,6 +281,30 @@ async fn ensure_database(t: &ToolTarget) -> Result<(), ToolError> {
     Ok(())
 }
 
+/// The bundled OLTP tests' prepare fills `sbtest1..N` with `table_size`
+/// rows each; a prepare that exited 0 without them fails the phase with
+/// what it left. Other tests and scripts make tables of their own.
+async fn check_prepared(c: &SysbenchConfig, t: &ToolTarget, log: &Path) -> Result<(), ToolError> {
+    let bundled = c.script().parent() == Some(Path::new(TEST_DIR));
+    if !(bundled && c.short_name().starts_with("oltp_")) {
+        return Ok(());
+    }
+    let want: Vec<(String, u64)> = (1..=c.tables)
+        .map(|i| (format!("sbtest{i}"), c.table_size))
+        .collect();
+    let tables: Vec<String> = want.iter().map(|(n, _)| n.clone()).collect();
+    let db = t.db.clone().unwrap_or_else(|| "sbtest".into());
+    let found = super::sql_counts(t, &db, &tables, "sysbench prepare").await?;
+    match super::short_of(&found, &want) {
+        None => Ok(()),
+        Some(found) => Err(ToolError::Unloaded {
+            step: "sysbench prepare",
+            found,
+            log: log.to_path_buf(),
+        }),
+    }
+}
+
 /// Prepare, one run per thread count, cleanup.
 pub async fn run(
     c: &SysbenchConfig,
@@ -335,7 +359,9 @@ pub async fn run(
     if c.prepare {
         // Tables left by an earlier, interrupted run would make prepare fail.
         let _ = setup("cleanup", "precleanup").await;
-        raw_setup.push(setup("prepare", "prepare").await?.file);
+        let prepared = setup("prepare", "prepare").await?;
+        check_prepared(c, t, &out_dir.join(&prepared.file)).await?;
+        raw_setup.push(prepared.file);
     }
     let mut results = Vec::new();
     let run_for = |n: u32, d: Duration| {

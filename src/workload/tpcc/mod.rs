@@ -416,6 +416,7 @@ mod tests {
             series: Vec::new(),
             status: PhaseStatus::Ok,
             raw_outputs: Vec::new(),
+            tool_env: None,
         }
     }
 

@@ -815,11 +815,28 @@ impl MongoTerminal {
         let o = o
             .first()
             .ok_or_else(|| StoreError::NotFound(format!("an order of customer {w}/{d}/{c}")))?;
-        if !self.schema.embeds_lines() {
+        // An order has O_OL_CNT lines (clause 1.3.1): fewer is a truncated
+        // answer. Without transactions NEW ORDER writes the order before
+        // its lines, so only a transaction's read is sure to see both.
+        let want = num(o, "O_OL_CNT").max(0) as u64;
+        let got = if self.schema.embeds_lines() {
+            Some(o["ORDER_LINE"].as_array().map_or(0, Vec::len) as u64)
+        } else {
             let filter = json!({"OL_W_ID": w, "OL_D_ID": d, "OL_O_ID": num(o, "O_ID")});
-            self.db
+            let lines = self
+                .db
                 .find("ORDER_LINE", filter, json!({"_id": 0}), None, 0)
                 .await?;
+            self.db.txn.is_some().then_some(lines.len() as u64)
+        };
+        if let Some(got) = got
+            && got < want
+        {
+            return Err(StoreError::Short {
+                got,
+                want,
+                what: format!("order lines of order {w}/{d}/{}", num(o, "O_ID")),
+            });
         }
         Ok(((), true))
     }
@@ -917,6 +934,7 @@ impl MongoTerminal {
         let next = num(&dist, "D_NEXT_O_ID");
         let range = json!({"$lt": next, "$gte": next - 20});
         let mut ids = BTreeSet::new();
+        let mut lines = 0u64;
         if self.schema.embeds_lines() {
             let q = json!({"O_W_ID": w, "O_D_ID": d, "O_ID": range});
             for o in self
@@ -932,6 +950,7 @@ impl MongoTerminal {
             {
                 for l in o["ORDER_LINE"].as_array().into_iter().flatten() {
                     ids.insert(num(l, "OL_I_ID"));
+                    lines += 1;
                 }
             }
         } else {
@@ -942,13 +961,33 @@ impl MongoTerminal {
                 .await?
             {
                 ids.insert(num(&l, "OL_I_ID"));
+                lines += 1;
             }
+        }
+        // The last 20 orders hold at least 5 lines each (clause 1.3.1),
+        // every district having 3,000 orders from the load; only a
+        // transaction's read is sure to see a new order with its lines.
+        let want = 20 * 5;
+        if self.db.txn.is_some() && next > 20 && lines < want {
+            return Err(StoreError::Short {
+                got: lines,
+                want,
+                what: format!("order lines of district {w}/{d}'s last 20 orders"),
+            });
         }
         // The quantity is compared here, not in the query: SecantusDB
         // plans `S_QUANTITY: {$lt}` beside the `$in` as a collection scan.
         let q = json!({"S_W_ID": w, "S_I_ID": {"$in": ids}});
         let proj = json!({"_id": 0, "S_QUANTITY": 1});
         let stock = self.db.find("STOCK", q, proj, None, 0).await?;
+        // Every item has one STOCK row per warehouse, and none is deleted.
+        if (stock.len() as u64) < ids.len() as u64 {
+            return Err(StoreError::Short {
+                got: stock.len() as u64,
+                want: ids.len() as u64,
+                what: format!("stock rows of warehouse {w}'s items"),
+            });
+        }
         let _low = stock
             .iter()
             .filter(|s| num(s, "S_QUANTITY") < t.threshold as i64)

@@ -142,8 +142,10 @@ impl SqlTerminal {
                 "SELECT c_first, c_middle, c_last, c_balance FROM customer {c_where}"
             ))
             .await?,
-            os_o: p("SELECT o_id, o_carrier_id, o_entry_d FROM orders \
-                     WHERE o_w_id = ? AND o_d_id = ? AND o_c_id = ? ORDER BY o_id DESC LIMIT 1")
+            os_o: p(
+                "SELECT o_id, o_carrier_id, o_entry_d, o_ol_cnt FROM orders \
+                     WHERE o_w_id = ? AND o_d_id = ? AND o_c_id = ? ORDER BY o_id DESC LIMIT 1",
+            )
             .await?,
             os_ol: p(
                 "SELECT ol_supply_w_id, ol_i_id, ol_quantity, ol_amount, ol_delivery_d \
@@ -658,10 +660,23 @@ impl SqlTerminal {
         let o = first(rows_at(&mut out, at + 1), || {
             format!("an order of customer {w}/{d}/{c}")
         })?;
-        let order = [int(w), int(d), int(o[0].int().unwrap_or(0) as u64)];
-        self.conn
+        let o_id = o[0].int().unwrap_or(0) as u64;
+        let order = [int(w), int(d), int(o_id)];
+        let mut out = self
+            .conn
             .pipeline(&[Step::Rows(self.st.os_ol, &order), COMMIT])
             .await?;
+        // An order has O_OL_CNT lines (clause 1.3.1), written with it in
+        // NEW ORDER's transaction: fewer is a truncated answer.
+        let want = o.get(3).and_then(Cell::int).unwrap_or(0).max(0) as u64;
+        let got = rows_at(&mut out, 0).len() as u64;
+        if got < want {
+            return Err(StoreError::Short {
+                got,
+                want,
+                what: format!("order lines of order {w}/{d}/{o_id}"),
+            });
+        }
         Ok(((), true))
     }
 
@@ -759,6 +774,7 @@ impl SqlTerminal {
             int(w),
             int(t.threshold),
         ];
+        // One aggregate row, counted by the server: no answer size to check.
         self.conn
             .pipeline(&[Step::Rows(self.st.sl_count, &count), COMMIT])
             .await?;

@@ -153,6 +153,7 @@ pub(super) mod tests {
             series: vec![],
             status: PhaseStatus::Ok,
             raw_outputs: vec![],
+            tool_env: None,
         }
     }
 

@@ -1603,7 +1603,7 @@ async fn a_registry_that_is_down_fails_the_cell_naming_image_and_registry_and_le
         "{:?}",
         started.elapsed()
     );
-    // A failed cell: exit 1, as README says for any failed cell.
+    // A failed cell: exit 1, as docs/running.md says for any failed cell.
     assert_eq!(code, Some(1), "{out}{err}");
     let want = format!(
         "getting its image: image {reference} is not on this machine and pulling it from registry {} failed",

@@ -1,8 +1,9 @@
 //! How long a planned cell takes, step by step: start and teardown (with
 //! the engine's `init` commands), the load, a tool's own prepare (sysbench
 //! prepare, pgbench -i), settle, and the measured phases. The rates are
-//! deliberately simple; README.md compares the estimate with measured
-//! runs of the shipped scenarios (it must stay within 2x).
+//! deliberately simple; docs/specs.md ("How long a run takes") compares
+//! the estimate with measured runs of the shipped scenarios (it must stay
+//! within 2x).
 
 use super::{PhaseConfig, PlannedCell};
 use crate::spec::engine::Pace;

@@ -1,5 +1,5 @@
 //! Scenarios: the matrix, the dataset, the load and the measured phases.
-//! The full schema, with an example of every field, is in README.md ("Specs").
+//! The full schema, with an example of every field, is in docs/specs.md.
 
 use super::de::{Fields, FromNode, Text, check_ident, check_spec_name, choice, one_or_many, word};
 use super::diag::{Cx, Origin, join};

@@ -78,7 +78,7 @@ impl std::fmt::Display for MixProblem {
 }
 
 /// The one rule for a custom mix, for a scenario's `mix:` and for `drive`
-/// alike (README.md): each proportion is at least 0, and they sum to 1.
+/// alike (docs/workloads.md): each proportion is at least 0, and they sum to 1.
 pub fn check_proportions(proportions: &[f64; 5]) -> Vec<MixProblem> {
     let mut out = Vec::new();
     if proportions.iter().any(|p| !p.is_finite() || *p < 0.0) {

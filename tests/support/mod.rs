@@ -12,7 +12,7 @@
 //! - `tap`: a wire tap in front of a MongoDB-protocol server.
 //!
 //! Which test files need root or engines, and which run in `make
-//! test-fast`, is said in the README ("Tests").
+//! test-fast`, is said in docs/testing.md.
 
 #![allow(dead_code)]
 

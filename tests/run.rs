@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::cli::{BIN, assert_success, bc_in, run_dir_of, run_id_of};
 use support::files::{cell_dirs, copy_dir, read_json};
-use support::host::{KillOnDrop, name_of, run_groups};
+use support::host::{KillOnDrop, name_of, run_groups, valid_but_for_a_busy_host};
 
 const HOME: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -898,7 +898,11 @@ fn a_sysbench_thread_sweep_prepares_once_and_cleans_up_once() {
             .iter()
             .find(|p| p.threads == count)
             .unwrap_or_else(|| panic!("no phase at {count} threads: {:?}", cell.phases));
-        assert!(phase.status.is_ok() && phase.total_ops > 0, "{phase:?}");
+        // Shares the host: another test may void a phase by its CPU time.
+        assert!(
+            valid_but_for_a_busy_host(&phase.status) && phase.total_ops > 0,
+            "{phase:?}"
+        );
         phase
             .raw_outputs
             .iter()

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::cli::{bc_in, run_id_of};
 use support::files::{cell_dirs, read_json};
-use support::host::{name_of, pid_alive, run_groups};
+use support::host::{BUSY_HOST, name_of, pid_alive, run_groups, valid_but_for_a_busy_host};
 
 const HOME: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -181,11 +181,6 @@ fn server_pids(id: &str) -> Vec<u32> {
         .collect()
 }
 
-/// What a busy host (a build or another test beside this one) may do to a
-/// valid run: void a phase because something outside the server's cgroup
-/// took time from its CPUs. These tests assert everything else.
-const BUSY_HOST: &str = "something outside the server's cgroup used";
-
 /// The violations but those of a busy host.
 fn violations(c: &CellRecord) -> Vec<&String> {
     c.fidelity
@@ -193,15 +188,6 @@ fn violations(c: &CellRecord) -> Vec<&String> {
         .iter()
         .filter(|v| !v.contains(BUSY_HOST))
         .collect()
-}
-
-/// Whether a phase is valid, or void only because the host was busy.
-fn valid_but_for_a_busy_host(status: &PhaseStatus) -> bool {
-    match status {
-        PhaseStatus::Ok => true,
-        PhaseStatus::Invalid { reason } => reason.contains(BUSY_HOST),
-        _ => false,
-    }
 }
 
 #[test]
@@ -437,7 +423,7 @@ fn legacy_mongo_project(home: &Path) {
     let engine = format!(
         "description: test only; the legacy MongoDB 3.2 test server as a replica set member\n\
          versions:\n  \"3.2\": {{binary: {python}}}\n\
-         command: [\"{{binary}}\", \"{}\", --port, \"{{port}}\", --wire, \"4\", --replset, benchcage, --echo]\n\
+         command: [\"{{binary}}\", \"{}\", --port, \"{{port}}\", --wire, \"4\", --replset, benchcage, --cache-bytes, \"67108864\", --echo]\n\
          user: root\n\
          readiness: {{probe: mongodb, timeout: 30s}}\n\
          topologies: [replica_set]\n{initiate}\n\
@@ -577,7 +563,7 @@ fn legacy_sharded_project(home: &Path) {
     let engine = format!(
         "description: test only; the legacy MongoDB test server as mongod and mongos\n\
          versions:\n  \"3.6\": {{binary: {python}}}\n\
-         command: [\"{{binary}}\", \"{}\", --port, \"{{port}}\", --wire, \"4\", --config, \"{{config:mongod.conf}}\", --echo]\n\
+         command: [\"{{binary}}\", \"{}\", --port, \"{{port}}\", --wire, \"4\", --config, \"{{config:mongod.conf}}\", --cache-bytes, \"67108864\", --echo]\n\
          user: root\n\
          readiness: {{probe: mongodb, timeout: 30s}}\n\
          config_files:\n  - {{template: mongodb/mongod.conf.tera, path: \"{{config_dir}}/mongod.conf\", format: yaml}}\n\

@@ -165,8 +165,8 @@ fn write_back(f: &std::fs::File, flags: libc::c_uint) -> std::io::Result<()> {
     }
 }
 
-/// Every regular file under `dir`.
-fn regular_files(dir: &Path) -> Result<Vec<PathBuf>, SnapshotError> {
+/// Every regular file under `dir` (symlinks are not followed).
+pub(super) fn regular_files(dir: &Path) -> Result<Vec<PathBuf>, SnapshotError> {
     let mut files = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {

@@ -3,11 +3,12 @@
 //! is restored, so that a file truncated or changed in the cache is never
 //! restored silently (issue 34, point 9).
 
+use super::copy::regular_files;
 use super::{SnapshotError, io_err};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The manifest's file name in an entry.
 pub const MANIFEST: &str = "manifest.json";
@@ -121,22 +122,6 @@ fn sum(path: &Path) -> Result<FileSum, SnapshotError> {
         bytes,
         sha256: hex::encode(h.finalize()),
     })
-}
-
-/// Every regular file under `dir` (symlinks are not followed).
-fn regular_files(dir: &Path) -> Result<Vec<PathBuf>, SnapshotError> {
-    let mut files = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).map_err(io_err(&d))?.flatten() {
-            match e.file_type() {
-                Ok(k) if k.is_dir() => stack.push(e.path()),
-                Ok(k) if k.is_file() => files.push(e.path()),
-                _ => {}
-            }
-        }
-    }
-    Ok(files)
 }
 
 #[cfg(test)]

@@ -62,6 +62,10 @@ OP_QUERY) answers only this share of the documents that match, rounded
 down, and ends its cursor as if that were all, without an error: what
 write-up 000 saw TokuMX do once its cache outgrew RAM.
 
+--cache-bytes BYTES: the WiredTiger cache size serverStatus reports (512 MiB
+unless given); it holds no cache, so a test under a smaller memory cap
+says a size that fits the cap, as a real server's configured cache would.
+
 Listens on 127.0.0.1 only. Data is kept in memory.
 """
 
@@ -107,6 +111,7 @@ CONFIGDB = None  # (set, [host]) of --configdb
 CONFIG_PRIMARY = None  # the config server that answered as primary
 REPL_DELAY = 0.0
 TRUNCATE = None  # --truncate: the share of a find's documents answered
+CACHE_BYTES = 1 << 29  # --cache-bytes: the WiredTiger cache serverStatus reports
 RS_CONFIG = None  # the config of replSetInitiate
 OPLOG = []  # (wall time, Timestamp) of replSetInitiate, then of each write
 SHARDS = []  # listShards' entries, in the order added
@@ -567,7 +572,7 @@ class Conn:
         if lname == "serverstatus":
             if WIRE == 0:
                 return {"ft": {"cachetable": {"size": {"current": 10, "limit": 1 << 30}}}, "ok": 1.0}
-            return {"wiredTiger": {"cache": {"maximum bytes configured": 1 << 29}}, "ok": 1.0}
+            return {"wiredTiger": {"cache": {"maximum bytes configured": CACHE_BYTES}}, "ok": 1.0}
         if lname == "listdatabases":
             names = sorted({ns.split(".")[0] for ns in DATA})
             return {"databases": [{"name": n, "sizeOnDisk": 1.0} for n in names], "ok": 1.0}
@@ -790,7 +795,7 @@ class Server(socketserver.ThreadingTCPServer):
 
 
 def main():
-    global WIRE, SELF_HOST, REPLSET, CONFIGSVR, SHARDSVR, MONGOS, REPL_DELAY, ECHO, CONFIGDB, TRUNCATE
+    global WIRE, SELF_HOST, REPLSET, CONFIGSVR, SHARDSVR, MONGOS, REPL_DELAY, ECHO, CONFIGDB, TRUNCATE, CACHE_BYTES
     p = argparse.ArgumentParser()
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--wire", type=int, choices=[0, 2, 4], required=True)
@@ -803,6 +808,7 @@ def main():
     p.add_argument("--repl-delay", type=float, default=0.0, metavar="SECONDS")
     p.add_argument("--echo", action="store_true", help="print each command but hello and the data ones on stderr")
     p.add_argument("--truncate", type=float, metavar="SHARE", help="answer only this share of a find's documents")
+    p.add_argument("--cache-bytes", type=int, default=1 << 29, metavar="BYTES", help="the WiredTiger cache serverStatus reports (wire 2 and 4)")
     a = p.parse_args()
     if a.config:
         with open(a.config) as f:
@@ -820,6 +826,7 @@ def main():
     WIRE = a.wire
     ECHO = a.echo
     TRUNCATE = a.truncate
+    CACHE_BYTES = a.cache_bytes
     SELF_HOST = "127.0.0.1:%d" % a.port
     REPLSET, CONFIGSVR, MONGOS, REPL_DELAY = a.replset, a.configsvr, a.mongos, a.repl_delay
     SHARDSVR = a.shardsvr

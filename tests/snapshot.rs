@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use support::cli::{bc_in, run_dir_of};
 use support::files::{assert_saved_then_restored, cell_dirs, read_json};
-use support::host::{name_of, run_groups};
+use support::host::{name_of, run_groups, valid_but_for_a_busy_host};
 
 const HOME: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -174,7 +174,13 @@ fn a_restored_snapshot_holds_the_same_records_as_the_load_on_every_engine() {
         }
         // The restored data answers the phase: every read found its record.
         let reads = second.phases.iter().find(|p| p.name == "reads").unwrap();
-        assert!(reads.status.is_ok(), "{engine}: {:?}", reads.status);
+        // Two tests share the host: the other may void the phase by its
+        // CPU time on the server's CPU, never by anything else.
+        assert!(
+            valid_but_for_a_busy_host(&reads.status),
+            "{engine}: {:?}",
+            reads.status
+        );
         assert_eq!(reads.total_ops, 500, "{engine}");
         assert_eq!(reads.total_errors, 0, "{engine}");
         keys.push(key);

@@ -45,7 +45,13 @@ pub(super) async fn measure(
                         ctx.position, r.record.label, step.name, res.total_errors
                     ));
             }
-            let ok = res.status.is_ok();
+            // An invalid phase (a shared CPU, say) still filled the
+            // database: its data is measured as a valid one's is.
+            let ok = matches!(
+                res.status,
+                crate::results::model::PhaseStatus::Ok
+                    | crate::results::model::PhaseStatus::Invalid { .. }
+            );
             r.record.phases.push(res);
             if let Some(why) = r.abort.take() {
                 return Err(Stop::Failed(why));

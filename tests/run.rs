@@ -19,7 +19,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::cli::{BIN, assert_success, bc_in, run_dir_of, run_id_of};
 use support::files::{cell_dirs, copy_dir, read_json};
-use support::host::{KillOnDrop, name_of, run_groups, valid_but_for_a_busy_host};
+use support::host::{
+    BUSY_HYPERVISOR, KillOnDrop, name_of, run_groups, valid_but_for_a_busy_host,
+    valid_but_for_the_hypervisor,
+};
 
 const HOME: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -245,16 +248,44 @@ fn assert_clean(place: &Place, run_id: &str) {
     }
 }
 
-/// Every phase of the cell ended well and did some operations.
+/// Every phase of the cell ended well and did some operations. A test
+/// alone on the host may still lose its CPUs to the hypervisor (steal
+/// time on a shared CI machine): that voiding alone is tolerated, and its
+/// share is printed so a failing run shows which thief it was.
 fn assert_phases_ran(cell: &CellRecord) {
     for p in &cell.phases {
         assert!(
-            p.status.is_ok() && p.total_ops > 0,
-            "{}: {:?}",
+            valid_but_for_the_hypervisor(&p.status) && p.total_ops > 0,
+            "{}: {:?} (CPU shares: {:?})",
             p.name,
-            p.status
+            p.status,
+            cpu_shares(cell)
         );
     }
+}
+
+/// Each phase's foreign and stolen share of the server's CPUs.
+fn cpu_shares(cell: &CellRecord) -> Vec<(String, Option<f64>, Option<f64>)> {
+    cell.fidelity
+        .phase_io
+        .iter()
+        .map(|(k, io)| (k.clone(), io.cpu_foreign_share, io.cpu_steal_share))
+        .collect()
+}
+
+/// The cell's fidelity holds, but for steal time the hypervisor took.
+fn assert_valid_but_for_the_hypervisor(cell: &CellRecord) {
+    let rest: Vec<_> = cell
+        .fidelity
+        .violations
+        .iter()
+        .filter(|v| !v.contains(BUSY_HYPERVISOR))
+        .collect();
+    assert!(
+        rest.is_empty(),
+        "{rest:?} (CPU shares: {:?})",
+        cpu_shares(cell)
+    );
 }
 
 #[test]
@@ -316,7 +347,7 @@ fn a_small_scenario_finishes_with_results_and_a_valid_fidelity_record() {
     }
 
     let fid: FidelityRecord = read_json(&cells[0].join("fidelity.json"));
-    assert!(fid.is_valid(), "{:?}", fid.violations);
+    assert_valid_but_for_the_hypervisor(&cell);
     assert_eq!(fid, cell.fidelity);
     let mem_key = match benchcage::sandbox::cgroupfs::Hierarchy::detect().unwrap() {
         benchcage::sandbox::cgroupfs::Hierarchy::V1 { .. } => "server/memory.limit_in_bytes",
@@ -472,7 +503,7 @@ fn a_myrocks_sweep_with_mmap_reads_takes_more_major_faults_and_runs_slower_at_th
     for dir in cell_dirs(&dirs[0]) {
         let cell: CellRecord = read_json(&dir.join("cell.json"));
         assert_eq!(cell.status, CellStatus::Finished, "{:?}", cell.failure);
-        assert!(cell.fidelity.is_valid(), "{:?}", cell.fidelity.violations);
+        assert_valid_but_for_the_hypervisor(&cell);
         let my_cnf = std::fs::read_to_string(dir.join("config/my.cnf")).unwrap();
         assert!(my_cnf.contains("rocksdb_allow_mmap_reads = ON"), "{my_cnf}");
         let reads = cell.phases.iter().find(|p| p.name == "reads").unwrap();
@@ -862,7 +893,10 @@ fn an_external_tool_runs_in_the_client_group_and_its_raw_output_is_kept() {
     assert_eq!(cell.status, CellStatus::Finished, "{:?}", cell.failure);
     let phase = &cell.phases[0];
     assert_eq!(phase.workload, "sysbench:oltp_read_only");
-    assert!(phase.status.is_ok() && phase.total_ops > 0, "{phase:?}");
+    assert!(
+        valid_but_for_the_hypervisor(&phase.status) && phase.total_ops > 0,
+        "{phase:?}"
+    );
     assert!(!phase.raw_outputs.is_empty());
     for raw in &phase.raw_outputs {
         assert!(cell_dir.join(raw).is_file(), "{raw}");
@@ -1451,8 +1485,11 @@ fn a_quiet_run_records_little_foreign_cpu_time_and_stays_valid() {
         share < 0.10,
         "a quiet run had {share} of its CPU taken by others (is the host busy?)"
     );
+    // Steal is measured apart: on bare metal 0, on a VM what its
+    // neighbours took; it never counts as this host's foreign work.
+    assert!(io.cpu_steal_share.is_some());
     assert!(io.engine_run_delay_share.is_some());
-    assert!(cell.fidelity.is_valid(), "{:?}", cell.fidelity.violations);
+    assert_valid_but_for_the_hypervisor(&cell);
 }
 
 #[test]

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::cli::{bc_in, run_id_of};
 use support::files::{cell_dirs, read_json};
-use support::host::{BUSY_HOST, name_of, pid_alive, run_groups, valid_but_for_a_busy_host};
+use support::host::{host_contention, name_of, pid_alive, run_groups, valid_but_for_a_busy_host};
 
 const HOME: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -181,12 +181,12 @@ fn server_pids(id: &str) -> Vec<u32> {
         .collect()
 }
 
-/// The violations but those of a busy host.
+/// The violations but those of a busy host or hypervisor.
 fn violations(c: &CellRecord) -> Vec<&String> {
     c.fidelity
         .violations
         .iter()
-        .filter(|v| !v.contains(BUSY_HOST))
+        .filter(|v| !host_contention(v))
         .collect()
 }
 

@@ -163,7 +163,8 @@ pub fn supervision_violations(oom_kills: u64, restarts: u64) -> Vec<String> {
 /// 30-50% or more (two runs sharing CPUs each lost 48% of their
 /// throughput, issue 15, D2). 10% sits clear of both, and a neighbour that
 /// takes a tenth of the server's CPU time is already a deviation from the
-/// environment. Interrupt time is not counted (see `procfs::cpu_busy_s`).
+/// environment. Interrupt time is not counted, and steal time is
+/// counted apart (see `procfs::CpuTimes`).
 pub const CONTENTION_LIMIT: f64 = 0.10;
 
 /// CPU-seconds per server CPU that foreign work must also exceed before a
@@ -188,20 +189,66 @@ pub fn foreign_share(busy_s: f64, server_s: f64, wall_s: f64, cpus: usize) -> Op
     (capacity > 0.0).then(|| round3(((busy_s - server_s) / capacity).clamp(0.0, 1.0)))
 }
 
+/// The share of the server CPUs' capacity that the hypervisor gave to
+/// other guests (steal time). `None` when nothing was measured.
+pub fn steal_share(steal_s: f64, wall_s: f64, cpus: usize) -> Option<f64> {
+    let capacity = wall_s * cpus as f64;
+    (capacity > 0.0).then(|| round3((steal_s / capacity).clamp(0.0, 1.0)))
+}
+
 /// Contention beyond [`CONTENTION_LIMIT`] on the server's `cpus` over a
-/// phase of `wall_s` seconds, once the foreign CPU time also clears the
-/// counters' resolution ([`CONTENTION_FLOOR_S_PER_CPU`]).
-pub fn contention_violation(share: f64, wall_s: f64, cpus: &CpuSet) -> Option<String> {
+/// phase of `wall_s` seconds, once the lost CPU time also clears the
+/// counters' resolution ([`CONTENTION_FLOOR_S_PER_CPU`]). Two thieves
+/// count together and are named apart: `foreign`, work of this machine
+/// outside the server's cgroup, and `steal`, the hypervisor running other
+/// guests on the virtual CPUs (a noisy cloud neighbour). Either way the
+/// server did not have the CPUs the environment promised it.
+pub fn contention_violation(
+    foreign: f64,
+    steal: f64,
+    wall_s: f64,
+    cpus: &CpuSet,
+) -> Option<String> {
     let n = cpus.len().max(1) as f64;
-    let foreign_s = share * wall_s * n;
-    (share > CONTENTION_LIMIT && foreign_s > CONTENTION_FLOOR_S_PER_CPU * n).then(|| {
+    let lost = foreign + steal;
+    let lost_s = lost * wall_s * n;
+    if lost <= CONTENTION_LIMIT || lost_s <= CONTENTION_FLOOR_S_PER_CPU * n {
+        return None;
+    }
+    let limit = CONTENTION_LIMIT * 100.0;
+    let pct = |x: f64| format!("{:.0}%", x * 100.0);
+    Some(if foreign >= steal {
+        let also = if steal >= 0.01 {
+            format!(", and the hypervisor took {} more (steal time)", pct(steal))
+        } else {
+            String::new()
+        };
         format!(
-            "something outside the server's cgroup used {:.0}% of the server's CPUs ({cpus}) during the phase (limit {:.0}%): another run, a build or a CPU hog shared them, so the result is not the environment's",
-            share * 100.0,
-            CONTENTION_LIMIT * 100.0
+            "{FOREIGN_CPU} {} of the server's CPUs ({cpus}) during the phase{also} (limit {limit:.0}%): another run, a build or a CPU hog shared them, so the result is not the environment's",
+            pct(foreign)
+        )
+    } else {
+        let also = if foreign >= 0.01 {
+            format!(
+                ", and something outside the server's cgroup used {} more",
+                pct(foreign)
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "{STOLEN_CPU} {} of the server's CPUs ({cpus}) for other guests during the phase (steal time){also} (limit {limit:.0}%): the virtual CPUs were not the environment's own, so the result is not either; run on a quieter host or on dedicated CPUs",
+            pct(steal)
         )
     })
 }
+
+/// How a contention violation begins when this machine's own work took
+/// the server's CPUs.
+pub const FOREIGN_CPU: &str = "something outside the server's cgroup used";
+
+/// How a contention violation begins when the hypervisor took them.
+pub const STOLEN_CPU: &str = "the hypervisor took";
 
 #[cfg(test)]
 mod tests {
@@ -306,22 +353,41 @@ mod tests {
         // The engine used 3 of 10 s and the CPU was busy 3.1 s: quiet.
         let quiet = foreign_share(3.1, 3.0, 10.0, 1).unwrap();
         assert_eq!(quiet, 0.01);
-        assert_eq!(contention_violation(quiet, 10.0, &cpus), None);
+        assert_eq!(contention_violation(quiet, 0.0, 10.0, &cpus), None);
         // A burner took the other 6 s.
         let busy = foreign_share(9.0, 3.0, 10.0, 1).unwrap();
         assert_eq!(busy, 0.6);
-        let why = contention_violation(busy, 10.0, &cpus).unwrap();
+        let why = contention_violation(busy, 0.0, 10.0, &cpus).unwrap();
+        assert!(why.starts_with(FOREIGN_CPU), "{why}");
         assert!(why.contains("60% of the server's CPUs (1)"), "{why}");
+        assert!(!why.contains("steal"), "{why}");
         // 11% of a 0.2 s phase is two ticks of the counters: noise.
-        assert_eq!(contention_violation(0.11, 0.2, &cpus), None);
+        assert_eq!(contention_violation(0.11, 0.0, 0.2, &cpus), None);
         // 11% of 1 s on each of two CPUs is 0.22 s, under 0.5: noise too;
         // 11% of 10 s on each is 2.2 s: contention.
         let two: CpuSet = "1-2".parse().unwrap();
-        assert_eq!(contention_violation(0.11, 1.0, &two), None);
-        assert!(contention_violation(0.11, 10.0, &two).is_some());
+        assert_eq!(contention_violation(0.11, 0.0, 1.0, &two), None);
+        assert!(contention_violation(0.11, 0.0, 10.0, &two).is_some());
         // Tick rounding can put busy below the engine's time: never negative.
         assert_eq!(foreign_share(2.9, 3.0, 10.0, 2), Some(0.0));
         assert_eq!(foreign_share(1.0, 0.0, 0.0, 1), None);
+    }
+
+    #[test]
+    fn stolen_cpu_time_counts_with_foreign_time_and_is_named_apart() {
+        let cpus: CpuSet = "1".parse().unwrap();
+        assert_eq!(steal_share(2.0, 10.0, 1), Some(0.2));
+        assert_eq!(steal_share(2.0, 0.0, 1), None);
+        // A noisy cloud neighbour alone: named as steal, not as a build.
+        let why = contention_violation(0.02, 0.2, 10.0, &cpus).unwrap();
+        assert!(why.starts_with(STOLEN_CPU), "{why}");
+        assert!(why.contains("20% of the server's CPUs (1)"), "{why}");
+        assert!(why.contains("used 2% more"), "{why}");
+        // Six and six percent: neither alone, both together, is over 10%.
+        let why = contention_violation(0.06, 0.06, 10.0, &cpus).unwrap();
+        assert!(why.starts_with(FOREIGN_CPU), "{why}");
+        assert!(why.contains("took 6% more (steal time)"), "{why}");
+        assert_eq!(contention_violation(0.04, 0.05, 10.0, &cpus), None);
     }
 
     #[test]

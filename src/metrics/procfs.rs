@@ -50,19 +50,33 @@ fn user_hz() -> f64 {
     if hz > 0 { hz as f64 } else { 100.0 }
 }
 
-/// Seconds `cpus` spent running anything (user, nice, system, and steal:
-/// time a hypervisor gave to another guest), from `/proc/stat`. Interrupt
-/// and softirq time are left out: on the server's CPUs much of it is the
-/// engine's own network traffic, not someone else's work.
-pub fn cpu_busy_s(proc_root: &Path, cpus: &crate::units::CpuSet) -> Option<f64> {
-    let text = std::fs::read_to_string(proc_root.join("stat")).ok()?;
-    Some(busy_ticks(&text, cpus)? as f64 / user_hz())
+/// What `cpus` did with their time, in seconds, from `/proc/stat`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CpuTimes {
+    /// Running anything of this machine's: user, nice and system time.
+    /// Interrupt and softirq time are left out: on the server's CPUs much
+    /// of it is the engine's own network traffic, not someone else's work.
+    pub busy_s: f64,
+    /// Steal: time the hypervisor ran another guest while this machine's
+    /// virtual CPU wanted to run (0 on bare metal).
+    pub steal_s: f64,
 }
 
-/// Busy ticks of `cpus` in the text of `/proc/stat`; `None` when a CPU is
-/// missing from it.
-fn busy_ticks(stat: &str, cpus: &crate::units::CpuSet) -> Option<u64> {
-    let mut total = 0;
+/// Busy and stolen seconds of `cpus` so far; `None` when `/proc/stat` is
+/// unreadable or lacks one of them.
+pub fn cpu_times(proc_root: &Path, cpus: &crate::units::CpuSet) -> Option<CpuTimes> {
+    let text = std::fs::read_to_string(proc_root.join("stat")).ok()?;
+    let (busy, steal) = busy_ticks(&text, cpus)?;
+    Some(CpuTimes {
+        busy_s: busy as f64 / user_hz(),
+        steal_s: steal as f64 / user_hz(),
+    })
+}
+
+/// Busy and stolen ticks of `cpus` in the text of `/proc/stat`; `None`
+/// when a CPU is missing from it.
+fn busy_ticks(stat: &str, cpus: &crate::units::CpuSet) -> Option<(u64, u64)> {
+    let (mut busy, mut steal) = (0, 0);
     for cpu in cpus.iter() {
         let name = format!("cpu{cpu}");
         let line = stat
@@ -74,9 +88,10 @@ fn busy_ticks(stat: &str, cpus: &crate::units::CpuSet) -> Option<u64> {
             .map(|v| v.parse().unwrap_or(0))
             .collect();
         // user nice system idle iowait irq softirq steal ...
-        total += f.first()? + f.get(1)? + f.get(2)? + f.get(7).copied().unwrap_or(0);
+        busy += f.first()? + f.get(1)? + f.get(2)?;
+        steal += f.get(7).copied().unwrap_or(0);
     }
-    Some(total)
+    Some((busy, steal))
 }
 
 /// Nanoseconds each thread of `pids` waited on a run queue, runnable but
@@ -166,14 +181,14 @@ mod tests {
     }
 
     #[test]
-    fn busy_time_of_the_listed_cpus_leaves_idle_iowait_and_interrupts_out() {
+    fn busy_time_of_the_listed_cpus_leaves_idle_iowait_and_interrupts_out_and_steal_apart() {
         let stat = "cpu  9 9 9 9 9 9 9 9 0 0\n\
                     cpu0 100 1 10 5000 7 3 4 0 0 0\n\
                     cpu1 200 2 20 6000 8 5 6 9 0 0\n";
         let one: crate::units::CpuSet = "1".parse().unwrap();
-        assert_eq!(busy_ticks(stat, &one), Some(231));
+        assert_eq!(busy_ticks(stat, &one), Some((222, 9)));
         let both: crate::units::CpuSet = "0-1".parse().unwrap();
-        assert_eq!(busy_ticks(stat, &both), Some(342));
+        assert_eq!(busy_ticks(stat, &both), Some((333, 9)));
         let gone: crate::units::CpuSet = "2".parse().unwrap();
         assert_eq!(busy_ticks(stat, &gone), None);
     }

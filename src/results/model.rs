@@ -343,6 +343,11 @@ pub struct PhaseIo {
     /// the server's cgroup during the phase (other runs, builds, hogs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_foreign_share: Option<f64>,
+    /// Share (0..1) of the server CPUs' time the hypervisor gave to other
+    /// guests during the phase (steal time; 0 on bare metal). Counts
+    /// with `cpu_foreign_share` against the contention limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_steal_share: Option<f64>,
     /// Time the engine's threads waited on a run queue, runnable but not
     /// running, per second of the phase and per server CPU (schedstat).
     /// Recorded as evidence; an engine with more busy threads than CPUs

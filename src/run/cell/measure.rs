@@ -332,10 +332,11 @@ async fn engine_died(
 }
 
 /// What the server's CPUs did at the start of a phase: their busy time
-/// (everyone's) and the run-queue wait of the engine's threads.
+/// (everyone's), the time the hypervisor stole from them, and the
+/// run-queue wait of the engine's threads.
 struct CpuSnapshot {
     at: Instant,
-    busy_s: Option<f64>,
+    times: Option<procfs::CpuTimes>,
     delay_ns: BTreeMap<u32, u64>,
 }
 
@@ -345,7 +346,7 @@ impl CpuSnapshot {
         let proc_root = Path::new(procfs::PROC);
         CpuSnapshot {
             at: Instant::now(),
-            busy_s: procfs::cpu_busy_s(proc_root, cpus),
+            times: procfs::cpu_times(proc_root, cpus),
             delay_ns: procfs::run_delay_ns(proc_root, pids),
         }
     }
@@ -364,13 +365,14 @@ impl CpuSnapshot {
         let now = CpuSnapshot::take(cpus, pids);
         let wall_s = now.at.duration_since(self.at).as_secs_f64();
         let n = cpus.len().max(1) as f64;
-        if let (Some(a), Some(b)) = (self.busy_s, now.busy_s) {
+        if let (Some(a), Some(b)) = (self.times, now.times) {
             io.cpu_foreign_share = fidelity::foreign_share(
-                b - a,
+                b.busy_s - a.busy_s,
                 (io.cpu_usec + members_usec) as f64 / 1e6,
                 wall_s,
                 cpus.len(),
             );
+            io.cpu_steal_share = fidelity::steal_share(b.steal_s - a.steal_s, wall_s, cpus.len());
         }
         let waited: u64 = now
             .delay_ns
@@ -380,8 +382,9 @@ impl CpuSnapshot {
         if wall_s > 0.0 {
             io.engine_run_delay_share = Some(fidelity::round3(waited as f64 / 1e9 / wall_s / n));
         }
-        io.contention_violation = io
-            .cpu_foreign_share
-            .and_then(|s| fidelity::contention_violation(s, wall_s, cpus));
+        io.contention_violation = io.cpu_foreign_share.and_then(|foreign| {
+            let steal = io.cpu_steal_share.unwrap_or(0.0);
+            fidelity::contention_violation(foreign, steal, wall_s, cpus)
+        });
     }
 }

@@ -92,6 +92,9 @@ JobCompType=jobcomp/none
 # Finished jobs stay visible to squeue --states=all for 10 minutes.
 MinJobAge=600
 KillWait=30
+# A dead slurmd's node goes down (and its jobs NODE_FAIL) after 30 s, not
+# Slurm's default 300: tests/slurm.rs kills slurmd under a running job.
+SlurmdTimeout=30
 $node NodeAddr=127.0.0.1 State=UNKNOWN
 PartitionName=bench Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF

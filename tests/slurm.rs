@@ -521,3 +521,122 @@ fn ctrl_c_cancels_the_runs_jobs_and_leaves_the_run_resumable() {
     }
     place.assert_clean(&run_id);
 }
+
+/// Starts slurmd again when dropped, even if the test failed: the node is
+/// every other test's too.
+struct SlurmdBack;
+
+impl Drop for SlurmdBack {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .arg("scripts/slurm.sh")
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdout(Stdio::null())
+            .status();
+    }
+}
+
+#[test]
+fn a_dead_slurmd_fails_the_job_it_ran_says_why_and_the_run_ends_failed_when_it_returns() {
+    let Some(place) = Place::new() else { return };
+    let err = place.path("submitter.err");
+    let child = place
+        .command(&["tests/scenarios/slurm-dead-node.yaml", "--on", "slurm"])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let mut sub = Submitter {
+        child,
+        run_dir: None,
+    };
+    let (dir, state) = jobs_submitted(&place, 2);
+    sub.run_dir = Some(dir.clone());
+    let (victim_key, victim) = first_job(&state);
+    let log = dir.join("slurm").join(format!("01-{victim}.out"));
+    wait_for("the first job's phase", Duration::from_secs(600), || {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        text.contains("workload-c").then_some(())
+    });
+    // slurmd dies under the running job (its step lives on, as on a real
+    // node whose slurmd crashed).
+    let back = SlurmdBack;
+    let pid: i32 = std::fs::read_to_string("/run/benchcage-slurm/slurmd.pid")
+        .expect("slurmd's pid file (scripts/slurm.sh)")
+        .trim()
+        .parse()
+        .unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    // The submitter says what it sees: the node stops answering, the
+    // job fails as NODE_FAIL, the other jobs wait for the node.
+    let said = |what: &str| {
+        std::fs::read_to_string(&err)
+            .unwrap_or_default()
+            .contains(what)
+    };
+    wait_for("the job's node to fail", Duration::from_secs(180), || {
+        (said("FAILED: its Slurm job") && said("waits for nodes that cannot take it")).then_some(())
+    });
+    let text = std::fs::read_to_string(&err).unwrap();
+    assert!(
+        text.contains(&format!("job {victim}'s node")) && text.contains("is not responding"),
+        "{text}"
+    );
+    let failed: CellRecord = read_json(&dir.join("cells").join(&victim_key).join("cell.json"));
+    assert_eq!(failed.status, CellStatus::Failed);
+    let why = failed.failure.clone().unwrap_or_default();
+    assert!(
+        why.contains("NODE_FAIL")
+            && why.contains("slurmd died")
+            && why.contains(&victim.to_string()),
+        "{why}"
+    );
+    // slurmd returns: the node serves again, the waiting jobs run, and the
+    // run ends failed with the one cell failed.
+    drop(back);
+    let status = wait_for("the submitter to end", Duration::from_secs(900), || {
+        sub.child.try_wait().unwrap()
+    });
+    assert_eq!(
+        status.code(),
+        Some(1),
+        "{}",
+        std::fs::read_to_string(&err).unwrap()
+    );
+    let cells = place.cells();
+    assert_eq!(cells.len(), 2);
+    for c in &cells {
+        if c.key == victim_key {
+            assert_eq!(c.status, CellStatus::Failed, "{:?}", c.failure);
+            assert!(
+                c.failure
+                    .as_deref()
+                    .unwrap_or_default()
+                    .contains("NODE_FAIL")
+            );
+        } else {
+            assert_eq!(c.status, CellStatus::Finished, "{}: {:?}", c.key, c.failure);
+        }
+    }
+    let run: RunRecord = read_json(&dir.join("run.json"));
+    assert_eq!(run.status, RunStatus::Failed);
+    // The returned slurmd ends the orphaned step of the failed job.
+    wait_for(
+        "the orphaned cell to be torn down",
+        Duration::from_secs(120),
+        || {
+            (job_state(victim) != "RUNNING"
+                && !std::fs::read_dir("/proc").unwrap().flatten().any(|p| {
+                    std::fs::read(p.path().join("cmdline"))
+                        .map(|c| String::from_utf8_lossy(&c).contains(&victim_key))
+                        .unwrap_or(false)
+                }))
+            .then_some(())
+        },
+    );
+    place.assert_clean(&run.run_id);
+}

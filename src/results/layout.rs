@@ -22,6 +22,10 @@ pub const RUN_FILE: &str = "run.json";
 pub const CELLS_DIR: &str = "cells";
 /// The cell's record.
 pub const CELL_FILE: &str = "cell.json";
+/// See [`CellPaths::sealed`].
+pub const SEALED_FILE: &str = "sealed";
+/// See [`CellPaths::late_dir`].
+pub const LATE_DIR: &str = "late";
 /// Folder of phase results inside a cell folder.
 pub const PHASES_DIR: &str = "phases";
 /// Per-second resource samples of the server.
@@ -77,6 +81,25 @@ pub struct CellPaths {
 impl CellPaths {
     pub fn cell_json(&self) -> PathBuf {
         self.dir.join(CELL_FILE)
+    }
+    /// Present when the run's submitter decided the cell without it (its
+    /// Slurm job ended first, e.g. NODE_FAIL); holds the reason.
+    pub fn sealed(&self) -> PathBuf {
+        self.dir.join(SEALED_FILE)
+    }
+    /// Where a sealed cell's own process writes what it does after the
+    /// seal, so that nothing it measured is lost and nothing overwrites
+    /// the verdict: `late/cell.json`, `late/phases/...`.
+    pub fn late_dir(&self) -> PathBuf {
+        self.dir.join(LATE_DIR)
+    }
+    /// `path` (inside this cell's folder) as the cell's own process must
+    /// write it now: under `late/` once the folder is sealed.
+    pub fn writable(&self, path: &Path) -> PathBuf {
+        match path.strip_prefix(&self.dir) {
+            Ok(rel) if self.sealed().exists() => self.late_dir().join(rel),
+            _ => path.to_path_buf(),
+        }
     }
     pub fn phases_dir(&self) -> PathBuf {
         self.dir.join(PHASES_DIR)

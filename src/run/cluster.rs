@@ -141,6 +141,7 @@ pub async fn run_on_slurm(
         live: Live::stderr(),
         cells: &cells,
         phases_failed: 0,
+        warned: BTreeMap::new(),
     };
     sub.say(&format!(
         "run {run_id}: {} cell(s) as Slurm jobs, results in {}",
@@ -184,6 +185,8 @@ struct Submitter<'a> {
     cells: &'a [CellWork],
     /// Failed phases of the cells gathered finished.
     phases_failed: usize,
+    /// The last warning said of each job (a stuck node), said once.
+    warned: BTreeMap<u64, String>,
 }
 
 impl Submitter<'_> {
@@ -254,10 +257,16 @@ impl Submitter<'_> {
                     continue;
                 }
             };
+            // The nodes' states, to say why a job is stuck; no answer
+            // judges nothing.
+            let nodes = slurm::node_states().await.unwrap_or_default();
             for (i, step) in steps.iter_mut().enumerate() {
                 if *step == Step::Active {
                     let info = known.get(&self.job(i).job_id).cloned();
                     self.observe(i, info.as_ref(), step)?;
+                    if *step == Step::Active {
+                        self.warn_if_stuck(i, info.as_ref(), &nodes);
+                    }
                 }
             }
             self.state.save(&self.paths.dir)?;
@@ -384,17 +393,92 @@ impl Submitter<'_> {
         Ok(())
     }
 
+    /// Say once (per cause) when cell `i`'s job cannot make progress: its
+    /// node stopped answering or went down while it runs (Slurm ends it
+    /// as NODE_FAIL after the cluster's SlurmdTimeout), or it waits for
+    /// nodes that are down or drained (it starts when they return).
+    fn warn_if_stuck(
+        &mut self,
+        i: usize,
+        info: Option<&JobInfo>,
+        nodes: &BTreeMap<String, String>,
+    ) {
+        let job = self.job(i);
+        let (id, node) = (job.job_id, job.node.clone());
+        let running = job.running_at.is_some();
+        let why = match info {
+            Some(_) if running => nodes
+                .get(&node)
+                .and_then(|st| slurm::node_trouble(st))
+                .map(|t| {
+                    format!(
+                        "job {id}'s node {node} is {t}; Slurm ends the job as NODE_FAIL after the cluster's SlurmdTimeout and the cell then fails"
+                    )
+                }),
+            Some(info) if slurm::waits_for_unavailable_nodes(&info.reason) => Some(format!(
+                "job {id} waits for nodes that cannot take it ({}); it starts when they return, or Ctrl-C cancels the run (resumable)",
+                info.reason
+            )),
+            _ => None,
+        };
+        let Some(why) = why else {
+            self.warned.remove(&id);
+            return;
+        };
+        if self.warned.get(&id) != Some(&why) {
+            let msg = format!("warning: {} {why}", self.tag(i));
+            self.say(&msg);
+            self.warned.insert(id, why);
+        }
+    }
+
     /// Cell `i`'s record once its job `id` ended in `state`; a cell whose
     /// job ended before the cell did is failed, with the job's state.
     fn gather(&mut self, i: usize, id: u64, state: &str) -> anyhow::Result<CellStatus> {
         let cell = &self.cells[i];
-        let dir = self.paths.cell(&cell.key).dir;
-        let rec: Option<CellRecord> = std::fs::read(dir.join("cell.json"))
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok());
+        let paths = self.paths.cell(&cell.key);
+        if let Some(status) = self.accept_final(i, id, &paths.cell_json()) {
+            return Ok(status);
+        }
+        let why = format!(
+            "its Slurm job {id} ended {} before the cell finished{}; the job's output is in {}",
+            if state.is_empty() {
+                "(no longer known to Slurm)"
+            } else {
+                state
+            },
+            slurm::end_hint(state),
+            self.paths.dir.join("slurm").display()
+        );
+        // Sealed first: a cell that still runs on a node Slurm lost (a
+        // dead slurmd) writes what it does next under `late/`, never over
+        // this verdict. Then read once more: it may have finished between.
+        std::fs::create_dir_all(&paths.dir)?;
+        write_atomic(&paths.sealed(), why.as_bytes())?;
+        if let Some(status) = self.accept_final(i, id, &paths.cell_json()) {
+            let _ = std::fs::remove_file(paths.sealed());
+            return Ok(status);
+        }
+        let mut rec = read_record(&paths.cell_json()).unwrap_or_else(|| {
+            let mut r = matrix::failed_record(cell);
+            r.status = CellStatus::Running;
+            r
+        });
+        rec.status = CellStatus::Failed;
+        rec.failure = Some(why.clone());
+        write_json_atomic(&paths.cell_json(), &rec)?;
         let tag = self.tag(i);
-        match rec {
-            Some(r) if r.status == CellStatus::Finished => {
+        self.say(&format!("{tag} FAILED: {why}"));
+        Ok(CellStatus::Failed)
+    }
+
+    /// The status of cell `i` when its record at `path` is final
+    /// (finished or failed on its node), said as the cell's outcome.
+    fn accept_final(&mut self, i: usize, id: u64, path: &Path) -> Option<CellStatus> {
+        let r = read_record(path)?;
+        let tag = self.tag(i);
+        match r.status {
+            CellStatus::Finished => {
                 self.phases_failed += matrix::failed_phases(&r);
                 let valid = if r.fidelity.is_valid() {
                     "valid"
@@ -406,42 +490,16 @@ impl Submitter<'_> {
                     "{tag} finished on {node} (job {id}) in {:.1}s, fidelity {valid}",
                     r.stage_s.values().sum::<f64>()
                 ));
-                Ok(CellStatus::Finished)
+                Some(CellStatus::Finished)
             }
-            Some(r) if r.status == CellStatus::Failed => {
+            CellStatus::Failed => {
                 self.say(&format!(
                     "{tag} FAILED (job {id}): {}",
                     r.failure.unwrap_or_default()
                 ));
-                Ok(CellStatus::Failed)
+                Some(CellStatus::Failed)
             }
-            other => {
-                let why = format!(
-                    "its Slurm job {id} ended {} before the cell finished{}; the job's output is in {}",
-                    if state.is_empty() {
-                        "(no longer known to Slurm)"
-                    } else {
-                        state
-                    },
-                    if state == "CANCELLED" {
-                        " (cancelled: scancel)"
-                    } else {
-                        ""
-                    },
-                    self.paths.dir.join("slurm").display()
-                );
-                let mut rec = other.unwrap_or_else(|| {
-                    let mut r = matrix::failed_record(cell);
-                    r.status = CellStatus::Running;
-                    r
-                });
-                rec.status = CellStatus::Failed;
-                rec.failure = Some(why.clone());
-                std::fs::create_dir_all(&dir)?;
-                write_json_atomic(&dir.join("cell.json"), &rec)?;
-                self.say(&format!("{tag} FAILED: {why}"));
-                Ok(CellStatus::Failed)
-            }
+            _ => None,
         }
     }
 
@@ -532,6 +590,11 @@ fn tally(steps: &[Step], out: &mut MatrixOutcome) {
         .iter()
         .filter(|s| **s == Step::Done(CellStatus::Failed))
         .count();
+}
+
+/// A cell record, if one can be read at `path`.
+fn read_record(path: &Path) -> Option<CellRecord> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
 }
 
 fn now() -> String {

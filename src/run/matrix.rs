@@ -97,36 +97,33 @@ impl CellWriter for AtomicWriter {
         result: &PhaseResult,
     ) -> anyhow::Result<()> {
         let _ = index;
-        let path = CellPaths {
-            dir: cell_dir.to_path_buf(),
-        }
-        .phases_dir()
-        .join(format!("{stem}.json"));
-        Ok(write_json_atomic(&path, result)?)
+        let cp = cell_paths(cell_dir);
+        let path = cp.phases_dir().join(format!("{stem}.json"));
+        Ok(write_json_atomic(&cp.writable(&path), result)?)
     }
     fn samples(&self, cell_dir: &Path, samples: &[ResourceSample]) -> anyhow::Result<()> {
-        let p = CellPaths {
-            dir: cell_dir.to_path_buf(),
-        }
-        .samples_json();
-        Ok(write_json_atomic(&p, &samples)?)
+        let cp = cell_paths(cell_dir);
+        Ok(write_json_atomic(
+            &cp.writable(&cp.samples_json()),
+            &samples,
+        )?)
     }
     fn fidelity(&self, cell_dir: &Path, f: &FidelityRecord) -> anyhow::Result<()> {
-        let p = CellPaths {
-            dir: cell_dir.to_path_buf(),
-        }
-        .fidelity_json();
-        Ok(write_json_atomic(&p, f)?)
+        let cp = cell_paths(cell_dir);
+        Ok(write_json_atomic(&cp.writable(&cp.fidelity_json()), f)?)
     }
     fn cell(&self, cell_dir: &Path, rec: &CellRecord) -> anyhow::Result<()> {
-        let p = CellPaths {
-            dir: cell_dir.to_path_buf(),
-        }
-        .cell_json();
-        Ok(write_json_atomic(&p, rec)?)
+        let cp = cell_paths(cell_dir);
+        Ok(write_json_atomic(&cp.writable(&cp.cell_json()), rec)?)
     }
     fn file(&self, path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         Ok(write_atomic(path, bytes)?)
+    }
+}
+
+fn cell_paths(cell_dir: &Path) -> CellPaths {
+    CellPaths {
+        dir: cell_dir.to_path_buf(),
     }
 }
 

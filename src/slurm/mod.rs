@@ -231,6 +231,80 @@ pub fn parse_sacct(text: &str) -> BTreeMap<u64, JobInfo> {
         .collect()
 }
 
+/// Each node's compact state as `sinfo -N` gives it (`idle`, `alloc*`,
+/// `down*`, ...): a trailing `*` means slurmctld gets no answer from the
+/// node's slurmd.
+pub async fn node_states() -> anyhow::Result<BTreeMap<String, String>> {
+    let out = Command::new("sinfo")
+        .args(["-N", "--noheader", "--format=%N|%t"])
+        .output()
+        .await
+        .context("running sinfo")?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(anyhow!("sinfo failed: {}", err.trim()));
+    }
+    Ok(parse_node_states(&String::from_utf8_lossy(&out.stdout)))
+}
+
+/// `sinfo -N --format=%N|%t` lines (a node in two partitions is listed
+/// twice, with one state).
+pub fn parse_node_states(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|l| {
+            let (node, state) = l.trim().split_once('|')?;
+            Some((node.to_string(), state.to_string()))
+        })
+        .collect()
+}
+
+/// What is wrong with a node in `state`, or `None` when it serves jobs.
+pub fn node_trouble(state: &str) -> Option<&'static str> {
+    let base = state.trim_end_matches(['*', '~', '#', '!', '%', '$', '@', '^', '-']);
+    if base.starts_with("down") {
+        Some("down")
+    } else if base.starts_with("drain") || base.starts_with("drng") {
+        Some("drained")
+    } else if base.starts_with("fail") {
+        Some("failing")
+    } else if state.ends_with('*') {
+        Some("not responding (its slurmd does not answer)")
+    } else {
+        None
+    }
+}
+
+/// Whether a pending job's `reason` says it waits for nodes that cannot
+/// take it (down, drained, not responding, or a partition that is down),
+/// rather than for its turn.
+pub fn waits_for_unavailable_nodes(reason: &str) -> bool {
+    [
+        "ReqNodeNotAvail",
+        "NodeDown",
+        "PartitionDown",
+        "PartitionInactive",
+        "DOWN",
+    ]
+    .iter()
+    .any(|r| reason.contains(r))
+}
+
+/// Why a job that ended in `state` ended, in words a user can act on;
+/// empty for states that say it themselves.
+pub fn end_hint(state: &str) -> &'static str {
+    match state {
+        "CANCELLED" => " (cancelled: scancel)",
+        "NODE_FAIL" => {
+            " (its node failed: slurmd died or the node went down; the cell may run on there until slurmd comes back and ends it)"
+        }
+        "TIMEOUT" => " (the job hit its time limit)",
+        "OUT_OF_MEMORY" => " (the job ran out of memory)",
+        "BOOT_FAIL" => " (its node failed to boot)",
+        "PREEMPTED" => " (preempted by a job of higher priority)",
+        _ => "",
+    }
+}
+
 /// Cancel `ids` (SIGTERM to the job, SIGKILL after the cluster's
 /// KillWait). An id that already ended is no error.
 pub async fn cancel(ids: &[u64]) -> anyhow::Result<()> {
@@ -336,6 +410,17 @@ mod tests {
         assert!(q[&8].is_active() && q[&8].reason == "Resources");
         assert!(!q[&9].is_active());
         let s = parse_sacct("10|CANCELLED by 0|vm\n11|COMPLETED|vm\n");
+        let n = parse_node_states("vm|idle\nvm2|alloc*\nvm3|down*\nvm4|drain\n");
+        assert_eq!(node_trouble(&n["vm"]), None);
+        assert_eq!(node_trouble("mix"), None);
+        assert!(node_trouble(&n["vm2"]).unwrap().contains("not responding"));
+        assert_eq!(node_trouble(&n["vm3"]), Some("down"));
+        assert_eq!(node_trouble(&n["vm4"]), Some("drained"));
+        assert!(waits_for_unavailable_nodes(
+            "ReqNodeNotAvail, UnavailableNodes:vm"
+        ));
+        assert!(!waits_for_unavailable_nodes("Resources"));
+        assert!(end_hint("NODE_FAIL").contains("slurmd died"));
         assert_eq!(s[&10].state, "CANCELLED");
         assert_eq!(s[&11].state, "COMPLETED");
         let t = "JobId=1 JobName=x TRES=cpu=2,mem=24105M,node=1,billing=2 Socks=*";

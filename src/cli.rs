@@ -81,6 +81,11 @@ pub enum Command {
         after_help = "Exit codes: 0 no regression, 1 regression (or a phase that failed where the base had a result, or nothing valid on both sides to compare), 2 bad input.\n\nExamples:\n  benchcage compare 20261129-020000-aa11 20261130-020000-bb22 --threshold 5%\n  benchcage compare best-of-last:5 20261130-020000-bb22 --metric throughput --metric p99\n  benchcage compare --by-version 20261130-020000-bb22 --threshold 10%"
     )]
     Compare(CompareArgs),
+    /// Change points over the history: when each series changed, by how much; exit 1 on a new regression.
+    #[command(
+        after_help = "Every series of results in history.sqlite (engine@version x environment x phase x threads x operation x throughput or p99, on one hardware class; one value per run, the mean of its repetitions; only phases that are results) is searched for change points with E-Divisive means: hierarchical bisection on the energy statistic, each split kept only when a permutation test (199 reorderings) gives p <= 0.01. Each change point shows the run after which the series changed, the means before and after, the change with a 95% bootstrap interval, and an id.\n\nExit codes: 0 no alarm, 1 the newest change point of some series is a regression (less throughput, more latency) within its last --window runs that nobody acknowledged, 2 bad input.\n\nExamples:\n  benchcage changes\n  benchcage changes --results /srv/nightly --window 3\n  benchcage changes --ack cp-1a2b3c4d5e --note \"expected: fsync now on\""
+    )]
+    Changes(ChangesArgs),
     /// Remove what dead runs left behind (cgroups, containers, processes, hog, dirs).
     #[command(after_help = "Examples:\n  benchcage cleanup --dry-run\n  benchcage cleanup")]
     Cleanup(CleanupArgs),
@@ -447,6 +452,23 @@ pub struct HistoryArgs {
     /// are indexed when they finish, this is for runs copied from elsewhere.
     #[arg(long = "index", value_name = "RUN", num_args = 1..)]
     pub index: Vec<String>,
+    #[command(flatten)]
+    pub results: ResultsDir,
+}
+
+#[derive(Debug, Args)]
+pub struct ChangesArgs {
+    /// How many of a series' last runs count as recent: an older
+    /// regression is listed but raises no alarm.
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub window: usize,
+    /// Acknowledge this change point (its id from the listing): it raises
+    /// no alarm again. Kept in the history.
+    #[arg(long, value_name = "ID")]
+    pub ack: Option<String>,
+    /// With --ack: why (kept beside it).
+    #[arg(long, requires = "ack")]
+    pub note: Option<String>,
     #[command(flatten)]
     pub results: ResultsDir,
 }

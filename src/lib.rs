@@ -20,6 +20,7 @@
 //! - `results`: the result model, atomic writes, history.
 //! - `report`: HTML, Markdown, CSV and JSON reports.
 
+pub mod changes;
 pub mod cli;
 pub mod clients;
 pub mod commands;

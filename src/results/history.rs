@@ -6,7 +6,7 @@
 //! database as it was before that run: whole runs only, never half of one.
 
 use crate::model::RunStatus;
-use crate::results::flat::{COLUMNS, FlatRow, Verdict, flatten};
+use crate::results::flat::{COLUMNS, COST_COLUMNS, FlatRow, Verdict, flatten};
 use crate::results::layout::RunData;
 use rusqlite::{Connection, OpenFlags, Row, params, params_from_iter};
 use std::collections::BTreeSet;
@@ -16,7 +16,7 @@ use std::time::Duration;
 /// 2: latencies may be NULL (a tool did not report them), and the tool's
 /// own phase rate `tool_phase_throughput`.
 /// 3: each row's `hardware_class` (empty in rows of earlier versions).
-const SCHEMA_VERSION: i64 = 3;
+const SCHEMA_VERSION: i64 = 4;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS runs (
@@ -67,7 +67,14 @@ CREATE TABLE IF NOT EXISTS results (
     memory_limit_bytes INTEGER,
     fidelity_valid    INTEGER NOT NULL,
     tool_phase_throughput REAL,
-    hardware_class    TEXT NOT NULL DEFAULT ''
+    hardware_class    TEXT NOT NULL DEFAULT '',
+    phase_ops         INTEGER NOT NULL DEFAULT 0,
+    major_faults      INTEGER,
+    read_bytes        INTEGER,
+    major_faults_per_op REAL,
+    read_bytes_per_op REAL,
+    major_faults_per_s REAL,
+    read_bytes_per_s  REAL
 );
 CREATE INDEX IF NOT EXISTS results_by_run ON results(run_id);
 CREATE INDEX IF NOT EXISTS results_by_group ON results(cell_group, phase, op);
@@ -144,14 +151,20 @@ fn open(path: &Path, create: bool) -> Result<Connection, HistoryError> {
     if version == 1 {
         conn.execute_batch(&migrate_from_v1())
             .map_err(sql_err(path, "upgrade the schema from version 1"))?;
-    } else if version == 2 {
+    } else if version == 2 || version == 3 {
+        let class = if version == 2 {
+            "ALTER TABLE results ADD COLUMN hardware_class TEXT NOT NULL DEFAULT '';"
+        } else {
+            ""
+        };
         conn.execute_batch(&format!(
             "BEGIN;
-             ALTER TABLE results ADD COLUMN hardware_class TEXT NOT NULL DEFAULT '';
+             {class}
+             {COST_COLUMNS_V4}
              PRAGMA user_version = {SCHEMA_VERSION};
              COMMIT;"
         ))
-        .map_err(sql_err(path, "upgrade the schema from version 2"))?;
+        .map_err(sql_err(path, "upgrade the schema"))?;
     } else if version < SCHEMA_VERSION {
         conn.execute_batch(SCHEMA)
             .map_err(sql_err(path, "create the schema"))?;
@@ -159,6 +172,26 @@ fn open(path: &Path, create: bool) -> Result<Connection, HistoryError> {
             .map_err(sql_err(path, "write the schema version"))?;
     }
     Ok(conn)
+}
+
+/// Version 3 to 4: the per-operation costs the reports show (rows of
+/// older runs have none: NULL, and 0 operations).
+const COST_COLUMNS_V4: &str = "ALTER TABLE results ADD COLUMN phase_ops INTEGER NOT NULL DEFAULT 0;
+     ALTER TABLE results ADD COLUMN major_faults INTEGER;
+     ALTER TABLE results ADD COLUMN read_bytes INTEGER;
+     ALTER TABLE results ADD COLUMN major_faults_per_op REAL;
+     ALTER TABLE results ADD COLUMN read_bytes_per_op REAL;
+     ALTER TABLE results ADD COLUMN major_faults_per_s REAL;
+     ALTER TABLE results ADD COLUMN read_bytes_per_s REAL;";
+
+/// Every column of `results`, in order: the row's, then its costs.
+fn all_columns() -> String {
+    COLUMNS
+        .iter()
+        .chain(COST_COLUMNS.iter())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Version 1 to 2 in one transaction: the results table is rebuilt (SQLite
@@ -257,11 +290,12 @@ fn insert_rows(
     db_path: &Path,
     rows: &[FlatRow],
 ) -> Result<(), HistoryError> {
-    let placeholders: Vec<String> = (1..=COLUMNS.len()).map(|i| format!("?{i}")).collect();
+    let n = COLUMNS.len() + COST_COLUMNS.len();
+    let placeholders: Vec<String> = (1..=n).map(|i| format!("?{i}")).collect();
     let mut stmt = tx
         .prepare(&format!(
             "INSERT INTO results ({}) VALUES ({})",
-            COLUMNS.join(", "),
+            all_columns(),
             placeholders.join(", ")
         ))
         .map_err(sql_err(db_path, "prepare the row insert"))?;
@@ -302,6 +336,13 @@ fn insert_rows(
             row.fidelity_valid,
             row.tool_phase_throughput,
             row.hardware_class,
+            row.phase_ops as i64,
+            row.major_faults.map(|b| b as i64),
+            row.read_bytes.map(|b| b as i64),
+            row.major_faults_per_op,
+            row.read_bytes_per_op,
+            row.major_faults_per_s,
+            row.read_bytes_per_s,
         ])
         .map_err(sql_err(db_path, "insert a row"))?;
     }
@@ -355,6 +396,13 @@ fn read_row(r: &Row<'_>) -> rusqlite::Result<FlatRow> {
         fidelity_valid: r.get(32)?,
         tool_phase_throughput: r.get(33)?,
         hardware_class: r.get(34)?,
+        phase_ops: r.get::<_, i64>(35)? as u64,
+        major_faults: r.get::<_, Option<i64>>(36)?.map(|b| b as u64),
+        read_bytes: r.get::<_, Option<i64>>(37)?.map(|b| b as u64),
+        major_faults_per_op: r.get(38)?,
+        read_bytes_per_op: r.get(39)?,
+        major_faults_per_s: r.get(40)?,
+        read_bytes_per_s: r.get(41)?,
         ..FlatRow::default()
     })
 }
@@ -495,7 +543,7 @@ pub fn rows_of_runs(db_path: &Path, run_ids: &[String]) -> Result<Vec<FlatRow>, 
     let mut stmt = conn
         .prepare(&format!(
             "SELECT {} FROM results WHERE run_id = ?1 ORDER BY rowid",
-            COLUMNS.join(", ")
+            all_columns()
         ))
         .map_err(sql_err(db_path, "read rows"))?;
     let mut out = Vec::new();
@@ -508,6 +556,49 @@ pub fn rows_of_runs(db_path: &Path, run_ids: &[String]) -> Result<Vec<FlatRow>, 
     }
     out.sort_by(|a, b| a.run_started_at.cmp(&b.run_started_at));
     Ok(out)
+}
+
+/// Every row of every run in the history, in run start order.
+pub fn all_rows(db_path: &Path) -> Result<Vec<FlatRow>, HistoryError> {
+    let ids: Vec<String> = list_runs(db_path, &RunFilter::default())?
+        .into_iter()
+        .map(|r| r.run_id)
+        .collect();
+    rows_of_runs(db_path, &ids)
+}
+
+/// Acknowledged change points (`benchcage changes --ack`), kept in the
+/// history beside the runs; made on first use.
+const ACKS: &str = "CREATE TABLE IF NOT EXISTS acks (\
+    id TEXT PRIMARY KEY, acked_at TEXT NOT NULL, note TEXT NOT NULL DEFAULT '')";
+
+/// The ids of the acknowledged change points; empty without a history.
+pub fn acknowledged(db_path: &Path) -> Result<std::collections::BTreeSet<String>, HistoryError> {
+    let Some(conn) = open_existing(db_path)? else {
+        return Ok(Default::default());
+    };
+    conn.execute(ACKS, [])
+        .map_err(sql_err(db_path, "make the acks table"))?;
+    let mut stmt = conn
+        .prepare("SELECT id FROM acks")
+        .map_err(sql_err(db_path, "read acks"))?;
+    stmt.query_map([], |r| r.get(0))
+        .and_then(|it| it.collect())
+        .map_err(sql_err(db_path, "read acks"))
+}
+
+/// Acknowledge change point `id` now, with a note.
+pub fn acknowledge(db_path: &Path, id: &str, note: &str) -> Result<(), HistoryError> {
+    let conn = open(db_path, false)?;
+    conn.execute(ACKS, [])
+        .map_err(sql_err(db_path, "make the acks table"))?;
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    conn.execute(
+        "INSERT OR REPLACE INTO acks (id, acked_at, note) VALUES (?1, ?2, ?3)",
+        params![id, now, note],
+    )
+    .map_err(sql_err(db_path, "write the ack"))?;
+    Ok(())
 }
 
 /// What `check` found.
@@ -581,9 +672,59 @@ pub fn check(db_path: &Path) -> Result<HistoryCheck, HistoryError> {
 mod tests {
     use super::*;
 
+    /// The schema as version 3 wrote it: no per-operation costs.
+    fn schema_v3() -> String {
+        let at = SCHEMA.find(",\n    phase_ops").unwrap();
+        let end = at + SCHEMA[at..].find("\n);").unwrap();
+        let mut v3 = SCHEMA.to_string();
+        v3.replace_range(at..end, "");
+        v3
+    }
+
     /// The schema as version 2 wrote it: no hardware class.
     fn schema_v2() -> String {
-        SCHEMA.replace(",\n    hardware_class    TEXT NOT NULL DEFAULT ''\n", "\n")
+        schema_v3().replace(",\n    hardware_class    TEXT NOT NULL DEFAULT ''\n", "\n")
+    }
+
+    #[test]
+    fn a_version_3_history_gains_the_costs_and_stores_them_from_then_on() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("history.sqlite");
+        {
+            let c = Connection::open(&path).unwrap();
+            let v3 = schema_v3();
+            assert!(v3.contains("hardware_class") && !v3.contains("phase_ops"));
+            c.execute_batch(&v3).unwrap();
+            c.pragma_update(None, "user_version", 3).unwrap();
+            c.execute_batch(
+                "INSERT INTO runs VALUES ('r1','s','h','finished','2026','2026','host','0.1','g',1,1);
+                 INSERT INTO results VALUES ('r1','2026','s','k','g','l','redis','7.0','e',
+                   'cgroup',1,0,0,'p','ycsb:a','ok','','READ',10,0,5.0,1,2,3,4,5,6,7,5.0,2.0,
+                   NULL,NULL,1,NULL,'hw');",
+            )
+            .unwrap();
+        }
+        let rows = rows_of_runs(&path, &["r1".into()]).unwrap();
+        assert_eq!((rows[0].phase_ops, rows[0].major_faults), (0, None));
+        assert_eq!(rows[0].hardware_class, "hw");
+        // A row with costs goes in and comes back whole.
+        let mut conn = open(&path, false).unwrap();
+        let tx = conn.transaction().unwrap();
+        let row = FlatRow {
+            run_id: "r1".into(),
+            phase_ops: 1000,
+            major_faults: Some(7),
+            read_bytes: Some(4096),
+            major_faults_per_op: Some(0.007),
+            read_bytes_per_op: Some(4.096),
+            major_faults_per_s: Some(3.5),
+            read_bytes_per_s: Some(2048.0),
+            ..rows[0].clone()
+        };
+        insert_rows(&tx, &path, std::slice::from_ref(&row)).unwrap();
+        tx.commit().unwrap();
+        let back = rows_of_runs(&path, &["r1".into()]).unwrap();
+        assert_eq!(back[1], row);
     }
 
     #[test]

@@ -57,7 +57,10 @@ fn cases() -> Vec<(String, String, Vec<(String, String)>)> {
     let set = |k: &str, v: &str| (k.to_string(), v.to_string());
     out.push((
         "scenarios/quickstart.yaml --set host.transparent_hugepages=off".into(),
-        repo().join("scenarios/quickstart.yaml").display().to_string(),
+        repo()
+            .join("scenarios/quickstart.yaml")
+            .display()
+            .to_string(),
         vec![set("host.transparent_hugepages", "off")],
     ));
     out.push((

@@ -4,14 +4,14 @@
 //! intervals, repeated) and as all candles of a day. MongoDB documents and
 //! PostgreSQL rows.
 
+use super::config::{Validated, WorkloadError};
 use super::driver::{Timing, Worker};
 use super::histo::Recorder;
 use super::keys::fnv64;
+use super::phases::{self, Generator, Loading};
 use super::rng::Rng;
 use super::stores::sql::{SqlClient, values_rows};
 use super::stores::{StoreError, StoreKind};
-use super::config::{Validated, WorkloadError};
-use super::phases::{self, Generator, Loading};
 use crate::clients::Endpoint;
 use crate::clients::Param;
 use crate::clients::mongodb::{MongoConn, MongoOptions};
@@ -559,7 +559,10 @@ impl<S: CandleStore> Generator for Candles<'_, S> {
     }
 
     async fn recreate(&self) -> Result<(), WorkloadError> {
-        self.store.recreate().await.map_err(setup("creating candles"))
+        self.store
+            .recreate()
+            .await
+            .map_err(setup("creating candles"))
     }
 
     async fn loaders(&self, v: &Validated) -> Result<Loading<Self::Loader>, WorkloadError> {

@@ -9,6 +9,49 @@ use super::keys::InsertOrder;
 use super::{bounds, driver, mix, stores};
 use std::collections::BTreeMap;
 
+/// The built-in generators: the one list of them in the crate. A
+/// scenario's `load: {workload: ...}` names one; every [`WorkloadKind`]
+/// runs one ([`WorkloadKind::generator`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GeneratorKind {
+    /// YCSB core records and workloads a..f or a custom mix.
+    Ycsb,
+    /// Write-up 000's trade candles (~270 B) with 3 secondary indexes.
+    Candles,
+    /// sysbench-mongodb's collections (write-up 002): 8 of `records`
+    /// documents each, loaded 1000 at a time.
+    #[serde(rename = "sysbench-mongo")]
+    SysbenchMongo,
+    /// iiBench's `purchases_index` rows with its 3 secondary indexes,
+    /// loaded 1000 at a time.
+    Iibench,
+    /// TPC-C's nine tables for `warehouses` warehouses.
+    Tpcc,
+}
+
+impl GeneratorKind {
+    /// Every generator, in the order specs and help list them.
+    pub const ALL: [GeneratorKind; 5] = [
+        GeneratorKind::Ycsb,
+        GeneratorKind::Candles,
+        GeneratorKind::SysbenchMongo,
+        GeneratorKind::Iibench,
+        GeneratorKind::Tpcc,
+    ];
+
+    /// As a scenario names it: `ycsb`, `sysbench-mongo`.
+    pub fn name(self) -> &'static str {
+        match self {
+            GeneratorKind::Ycsb => "ycsb",
+            GeneratorKind::Candles => "candles",
+            GeneratorKind::SysbenchMongo => "sysbench-mongo",
+            GeneratorKind::Iibench => "iibench",
+            GeneratorKind::Tpcc => "tpcc",
+        }
+    }
+}
+
 /// Which workload a phase runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -32,6 +75,25 @@ pub enum WorkloadKind {
     /// TPC-C: `warehouses` loaded, the five transactions in the standard
     /// mix, tpmC as the headline.
     Tpcc,
+}
+
+impl WorkloadKind {
+    /// The generator that runs it.
+    pub fn generator(self) -> GeneratorKind {
+        match self {
+            WorkloadKind::A
+            | WorkloadKind::B
+            | WorkloadKind::C
+            | WorkloadKind::D
+            | WorkloadKind::E
+            | WorkloadKind::F
+            | WorkloadKind::Custom => GeneratorKind::Ycsb,
+            WorkloadKind::Candles => GeneratorKind::Candles,
+            WorkloadKind::SysbenchMongo => GeneratorKind::SysbenchMongo,
+            WorkloadKind::Iibench => GeneratorKind::Iibench,
+            WorkloadKind::Tpcc => GeneratorKind::Tpcc,
+        }
+    }
 }
 
 /// Threads (connections): one count or a list to sweep.

@@ -14,13 +14,13 @@
 //! phase's throughput is rows/s and its per-second series shows rows/s
 //! falling as the indexes outgrow the cache.
 
+use super::config::{Validated, WorkloadError};
 use super::driver::{Timing, Worker};
 use super::histo::Recorder;
+use super::phases::{self, Generator, Loading};
 use super::rng::Rng;
 use super::stores::sql::SqlClient;
 use super::stores::{StoreError, StoreKind};
-use super::config::{Validated, WorkloadError};
-use super::phases::{self, Generator, Loading};
 use crate::clients::mongodb::{MongoConn, MongoOptions};
 use crate::clients::mysql::MyConn;
 use crate::clients::postgres::PgConn;

@@ -34,8 +34,8 @@ pub use dist::Distribution;
 pub use keys::InsertOrder;
 
 pub use config::{
-    ErrorBudget, Hotspot, Problem, Problems, Threads, Validated, WorkloadConfig, WorkloadError,
-    WorkloadKind,
+    ErrorBudget, GeneratorKind, Hotspot, Problem, Problems, Threads, Validated, WorkloadConfig,
+    WorkloadError, WorkloadKind,
 };
 
 impl WorkloadConfig {
@@ -256,10 +256,10 @@ impl WorkloadConfig {
                 let q = self.queries.unwrap_or_default();
                 format!("candles:{}", q.name())
             }
-            WorkloadKind::SysbenchMongo => "sysbench-mongo".into(),
-            WorkloadKind::Iibench => "iibench".into(),
+            WorkloadKind::SysbenchMongo | WorkloadKind::Iibench | WorkloadKind::Tpcc => {
+                self.workload.generator().name().into()
+            }
             WorkloadKind::Custom => "ycsb:custom".into(),
-            WorkloadKind::Tpcc => "tpcc".into(),
             _ => format!("ycsb:{}", self.letter().unwrap_or('c')),
         }
     }
@@ -540,7 +540,6 @@ impl WorkloadConfig {
     }
 }
 
-
 use mix::Mix;
 
 /// Runs the configured workload: the load phase when asked, then one
@@ -549,21 +548,17 @@ pub async fn run(
     v: &Validated,
     cancel: &CancellationToken,
 ) -> Result<Vec<PhaseResult>, WorkloadError> {
-    if v.cfg.workload == WorkloadKind::Candles {
-        return candles::run(v, cancel).await;
+    match v.cfg.workload.generator() {
+        GeneratorKind::Candles => candles::run(v, cancel).await,
+        GeneratorKind::SysbenchMongo => sysbench_mongo::run(v, cancel).await,
+        GeneratorKind::Iibench => iibench::run(v, cancel).await,
+        GeneratorKind::Tpcc => tpcc::run(v, cancel).await,
+        GeneratorKind::Ycsb => {
+            let schema = ycsb::schema(&v.cfg);
+            let store = stores::AnyStore::new(&v.target, schema);
+            crate::with_store!(&store, s => ycsb::run(s, v, cancel).await)
+        }
     }
-    if v.cfg.workload == WorkloadKind::SysbenchMongo {
-        return sysbench_mongo::run(v, cancel).await;
-    }
-    if v.cfg.workload == WorkloadKind::Iibench {
-        return iibench::run(v, cancel).await;
-    }
-    if v.cfg.workload == WorkloadKind::Tpcc {
-        return tpcc::run(v, cancel).await;
-    }
-    let schema = ycsb::schema(&v.cfg);
-    let store = stores::AnyStore::new(&v.target, schema);
-    crate::with_store!(&store, s => ycsb::run(s, v, cancel).await)
 }
 
 #[cfg(test)]

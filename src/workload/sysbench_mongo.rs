@@ -11,12 +11,12 @@
 //! transactions per second. The load counts every document as an INSERT,
 //! so its throughput is inserts per second.
 
+use super::config::{Validated, WorkloadError};
 use super::driver::{Timing, Worker};
 use super::histo::Recorder;
+use super::phases::{self, Generator, Loading};
 use super::rng::Rng;
 use super::stores::{StoreError, StoreKind};
-use super::config::{Validated, WorkloadError};
-use super::phases::{self, Generator, Loading};
 use crate::clients::Endpoint;
 use crate::clients::mongodb::{MongoConn, MongoOptions};
 use crate::results::model::PhaseResult;
@@ -306,10 +306,19 @@ impl Generator for SysbenchMongo<'_> {
         }
         let batches = self.docs.div_ceil(size) * self.collections as u64;
         let records = (batches * size, size);
-        Ok(Loading::records(workers, &NAMES, records, "sysbench-mongo:load"))
+        Ok(Loading::records(
+            workers,
+            &NAMES,
+            records,
+            "sysbench-mongo:load",
+        ))
     }
 
-    async fn measurers(&self, v: &Validated, threads: u32) -> Result<Vec<TxnWorker>, WorkloadError> {
+    async fn measurers(
+        &self,
+        v: &Validated,
+        threads: u32,
+    ) -> Result<Vec<TxnWorker>, WorkloadError> {
         let mut workers = Vec::new();
         for i in 0..threads {
             workers.push(TxnWorker {

@@ -1,15 +1,15 @@
 //! YCSB core workloads: the load phase and the measured phases, on any store.
 
 use super::clock::Instant;
+use super::config::{Validated, WorkloadConfig, WorkloadError};
 use super::dist::KeyChooser;
 use super::driver::{Stop, Timing, Worker};
 use super::histo::Recorder;
 use super::keys::{InsertOrder, KeyFormat, ValuePool, field_names};
 use super::mix::{Mix, OpKind};
+use super::phases::{self, Generator, Loading};
 use super::rng::Rng;
 use super::stores::{Batch, Schema, Store, StoreConn, StoreError, Values};
-use super::config::{Validated, WorkloadConfig, WorkloadError};
-use super::phases::{self, Generator, Loading};
 use crate::results::model::PhaseResult;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -406,7 +406,12 @@ impl<S: Store> Generator for Ycsb<'_, S> {
             .into_iter()
             .map(|conn| LoadWorker::new(conn, sh.clone(), next.clone(), c.records, size))
             .collect();
-        Ok(Loading::records(workers, &NAMES, (c.records, size), "ycsb:load"))
+        Ok(Loading::records(
+            workers,
+            &NAMES,
+            (c.records, size),
+            "ycsb:load",
+        ))
     }
 
     async fn measurers(

@@ -24,11 +24,11 @@ pub mod sql;
 pub mod sql_terminal;
 pub mod txn;
 
+use super::config::{Validated, WorkloadError};
 use super::driver::{self, Timing, Worker};
 use super::histo::Recorder;
-use super::stores::{StoreError, StoreKind};
-use super::config::{Validated, WorkloadError};
 use super::phases::{self, Generator, Loading};
+use super::stores::{StoreError, StoreKind};
 use crate::model::{DocumentSchema, MongoTpccMode};
 use crate::results::model::{Headline, PhaseResult, PhaseStatus};
 use loader::{Job, Rows};

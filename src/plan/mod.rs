@@ -34,6 +34,7 @@ pub mod estimate;
 mod fit;
 pub mod footprint;
 mod host_fit;
+mod identity;
 mod knobs;
 pub mod members;
 mod overrides;
@@ -42,6 +43,7 @@ pub mod snapshot;
 mod workload;
 
 pub use cell::{PhaseConfig, PlannedCell, PlannedPhase, StoreOption};
+pub use identity::{CellIdentity, LimitsIdentity, WorkloadIdentity};
 pub use program::{HostBinaryError, host_binary, resolve_binary};
 
 /// Memory kept free beside the hog so the host stays responsive.

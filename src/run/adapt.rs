@@ -2,18 +2,17 @@
 //! an executor per phase, each running the typed config the plan made.
 
 use crate::metrics::fidelity::IoBoundThresholds;
-use crate::model::{Backend, CellLimits, Program, ThpPolicy};
+use crate::model::{Backend, CellLimits, Program};
 use crate::plan::{PhaseConfig, PlannedCell, PlannedPhase};
 use crate::run::cell::{
     CellWork, EngineFacts, LaunchFn, Leader, PhaseStep, ReplicaLaunchFn, ReplicaWork, SettleSpec,
     SnapshotWork,
 };
 use crate::run::exec::DriveExec;
-use crate::run::key::{KeyInput, cell_key};
+use crate::run::key::cell_key;
 use crate::spec::scenario::{Expect, Length, SettleMemory};
 use crate::units::Share;
 use crate::workload::{WorkloadConfig, WorkloadKind};
-use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -44,61 +43,19 @@ pub fn cell_store_url(cell: &PlannedCell, ports: &[u16]) -> String {
     format!("{base}/?{}", query.join("&"))
 }
 
-/// The key and group (key without the repetition) of a planned cell.
+/// The key and group (key without the repetition) of a planned cell,
+/// computed from its [`identity`](PlannedCell::identity).
 pub fn keys_of(cell: &PlannedCell) -> (String, String) {
-    let mut input = KeyInput {
-        engine: cell.engine.clone(),
-        version: cell.version.clone(),
-        backend: cell.backend.name().into(),
-        rendered_config: cell
-            .configs
-            .iter()
-            .map(|c| (c.name.clone(), c.content.clone()))
-            .collect(),
-        limits: {
-            let mut l = json!({
-                "limits": cell.limits,
-                "cache": cell.cache,
-                "hog_leave": cell.hog_leave,
-            });
-            // Only when asked, so other cells keep their keys.
-            if cell.transparent_hugepages == ThpPolicy::Off {
-                l["transparent_hugepages"] = json!(cell.transparent_hugepages);
-            }
-            // A topology's members, their CPUs and own configs: a replica
-            // set is another cell than the same engine as one server. Only
-            // then, so that standalone cells keep their keys.
-            if cell.members.len() > 1 {
-                l["topology"] = json!(cell.topology.key());
-                l["members"] = json!(cell.members);
-            }
-            l
-        },
-        workload: {
-            let mut w = json!({
-                "dataset": cell.dataset,
-                "load": cell.load,
-                "settle": cell.settle,
-                "phases": cell.phases,
-            });
-            // Only when set, so cells without store options keep their keys.
-            if !cell.store_options.is_empty() {
-                w["store_options"] = json!(cell.store_options);
-            }
-            w
-        },
-        threads: cell.phases.iter().map(|p| p.threads).collect(),
-        repetition: cell.repetition,
-    };
-    let slug = format!(
-        "{}-{}-{}-r{}",
-        cell.engine, cell.version, cell.environment, cell.repetition
+    let key = cell_key(
+        &format!(
+            "{}-{}-{}-r{}",
+            cell.engine, cell.version, cell.environment, cell.repetition
+        ),
+        &cell.identity(cell.repetition),
     );
-    let key = cell_key(&slug, &input);
-    input.repetition = 0;
     let group = cell_key(
         &format!("{}-{}-{}", cell.engine, cell.version, cell.environment),
-        &input,
+        &cell.identity(0),
     );
     (key, group)
 }

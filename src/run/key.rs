@@ -7,30 +7,11 @@
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
 
-/// Everything a cell's identity is made of. Values that change from run to
-/// run (port, data dir, run id) must be taken out of the rendered configs
-/// first, see [`normalize`].
-#[derive(Debug, Clone, Serialize)]
-pub struct KeyInput {
-    pub engine: String,
-    pub version: String,
-    pub backend: String,
-    /// Config file name -> rendered content, run-specific values replaced.
-    pub rendered_config: BTreeMap<String, String>,
-    /// The cell's limits (CPUs, memory, swap, IO, cache, hog), serialized.
-    pub limits: serde_json::Value,
-    /// Dataset, load, settle and phases, serialized.
-    pub workload: serde_json::Value,
-    /// Every thread count the cell's phases run with.
-    pub threads: Vec<u32>,
-    pub repetition: u32,
-}
-
-/// The key of a cell: `slug-hash12`.
-pub fn cell_key(slug: &str, input: &KeyInput) -> String {
-    let bytes = serde_json::to_vec(input).expect("a key input always serializes");
+/// The key of a cell: `slug-hash12`, the hash of its identity's JSON
+/// ([`crate::plan::CellIdentity`] decides what goes in).
+pub fn cell_key(slug: &str, identity: &impl Serialize) -> String {
+    let bytes = serde_json::to_vec(identity).expect("a cell identity always serializes");
     let hash = hex::encode(&Sha256::digest(&bytes)[..6]);
     let slug = sanitize(slug);
     if slug.is_empty() {
@@ -71,6 +52,20 @@ fn sanitize(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
+
+    /// A stand-in for a cell's identity, shaped like one.
+    #[derive(Debug, Clone, Serialize)]
+    struct KeyInput {
+        engine: String,
+        version: String,
+        backend: String,
+        rendered_config: BTreeMap<String, String>,
+        limits: serde_json::Value,
+        workload: serde_json::Value,
+        threads: Vec<u32>,
+        repetition: u32,
+    }
 
     fn input() -> KeyInput {
         let mut cfg = BTreeMap::new();

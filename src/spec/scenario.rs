@@ -153,24 +153,8 @@ pub struct Load {
     pub measured: bool,
 }
 
-/// What the load phase inserts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LoadWorkload {
-    /// YCSB records of the dataset.
-    Ycsb,
-    /// Write-up 000's trade candles (~270 B) with 3 secondary indexes.
-    Candles,
-    /// sysbench-mongodb's collections (write-up 002): 8 of `records`
-    /// documents each, loaded 1000 at a time.
-    #[serde(rename = "sysbench-mongo")]
-    SysbenchMongo,
-    /// iiBench's `purchases_index` rows with its 3 secondary indexes,
-    /// loaded 1000 at a time.
-    Iibench,
-    /// TPC-C's nine tables for `warehouses` warehouses.
-    Tpcc,
-}
+/// What the load phase inserts: one of the built-in generators.
+pub use crate::workload::GeneratorKind as LoadWorkload;
 
 /// Between load and measurement, for one cell.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -599,13 +583,7 @@ impl FromNode for Load {
         )?;
         let threads = f.or(cx, "threads", 1u32);
         let measured = f.or(cx, "measured", false);
-        let workloads = [
-            ("ycsb", LoadWorkload::Ycsb),
-            ("candles", LoadWorkload::Candles),
-            ("sysbench-mongo", LoadWorkload::SysbenchMongo),
-            ("iibench", LoadWorkload::Iibench),
-            ("tpcc", LoadWorkload::Tpcc),
-        ];
+        let workloads = LoadWorkload::ALL.map(|w| (w.name(), w));
         let workload = match f.get("workload") {
             Some(n) => choice(n, cx, &f.field("workload"), &workloads)?,
             None => LoadWorkload::Ycsb,
@@ -772,24 +750,17 @@ fn builtin_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Builtin> {
             return None;
         }
     };
-    let wl = word(
-        wl_node,
-        cx,
-        &f.field("workload"),
-        &[
-            "a",
-            "b",
-            "c",
-            "d",
-            "e",
-            "f",
-            "custom",
-            "candles",
-            "sysbench-mongo",
-            "iibench",
-            "tpcc",
-        ],
-    )?;
+    // YCSB's workloads by letter or `custom`, then the other generators.
+    let known: Vec<&str> = ["a", "b", "c", "d", "e", "f", "custom"]
+        .into_iter()
+        .chain(
+            LoadWorkload::ALL
+                .iter()
+                .filter(|g| **g != LoadWorkload::Ycsb)
+                .map(|g| g.name()),
+        )
+        .collect();
+    let wl = word(wl_node, cx, &f.field("workload"), &known)?;
     if wl == "candles" {
         return candles_from_fields(&f, cx);
     }

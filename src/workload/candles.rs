@@ -4,13 +4,14 @@
 //! intervals, repeated) and as all candles of a day. MongoDB documents and
 //! PostgreSQL rows.
 
+use super::config::{Validated, WorkloadError};
 use super::driver::{Timing, Worker};
 use super::histo::Recorder;
 use super::keys::fnv64;
+use super::phases::{self, Generator, Loading};
 use super::rng::Rng;
 use super::stores::sql::{SqlClient, values_rows};
 use super::stores::{StoreError, StoreKind};
-use super::{Validated, WorkloadError};
 use crate::clients::Endpoint;
 use crate::clients::Param;
 use crate::clients::mongodb::{MongoConn, MongoOptions};
@@ -39,18 +40,7 @@ const STEP_SECS: i64 = 60;
 /// 2026-11-02 00:00:00 UTC, the first candle.
 const BASE_TS: i64 = 1_793_577_600;
 
-/// Which candle query a phase runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CandleQuery {
-    /// Every candle of one ticker out of a sample of 200.
-    #[default]
-    ByTicker,
-    /// Every candle in one of 10 random 10-minute intervals.
-    Interval,
-    /// Every candle of one day.
-    Day,
-}
+pub use super::config::CandleQuery;
 
 impl CandleQuery {
     /// The most candles one query of this kind reads back from `records`.
@@ -60,14 +50,6 @@ impl CandleQuery {
             CandleQuery::ByTicker => records.div_ceil(l.tickers),
             CandleQuery::Interval => l.tickers * (INTERVAL_SECS / STEP_SECS) as u64,
             CandleQuery::Day => records.min(l.tickers * (86_400 / STEP_SECS) as u64),
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            CandleQuery::ByTicker => "by_ticker",
-            CandleQuery::Interval => "interval",
-            CandleQuery::Day => "day",
         }
     }
 }
@@ -530,7 +512,7 @@ pub async fn run(
             run_on(&MongoCandles { ep, opts }, v, cancel).await
         }
         StoreKind::Postgres => run_on(&PgCandles { ep }, v, cancel).await,
-        other => Err(WorkloadError::Config(super::Problems::one(
+        other => Err(WorkloadError::Config(super::config::Problems::one(
             "store",
             format!("the candles workload runs on mongodb and postgres, not {other}"),
         ))),
@@ -542,66 +524,84 @@ async fn run_on<S: CandleStore>(
     v: &Validated,
     cancel: &CancellationToken,
 ) -> Result<Vec<PhaseResult>, WorkloadError> {
-    let c = &v.cfg;
-    let layout = Layout::new(c.records);
-    let setup = |what: &str| {
-        let what = what.to_string();
-        move |e| WorkloadError::Setup { what, source: e }
+    let layout = Layout::new(v.cfg.records);
+    let g = Candles {
+        store,
+        layout,
+        sample: Arc::new(Sample::new(&layout, v.cfg.seed)),
     };
-    let mut results = Vec::new();
-    if c.load {
-        let found = store
-            .holds_data()
+    phases::run(&g, v, cancel).await
+}
+
+/// The candles generator on one store.
+struct Candles<'a, S> {
+    store: &'a S,
+    layout: Layout,
+    sample: Arc<Sample>,
+}
+
+fn setup(what: &str) -> impl FnOnce(StoreError) -> WorkloadError {
+    let what = what.to_string();
+    move |e| WorkloadError::Setup { what, source: e }
+}
+
+impl<S: CandleStore> Generator for Candles<'_, S> {
+    type Loader = LoadWorker<S::Conn>;
+    type Measurer = QueryWorker<S::Conn>;
+
+    fn names(&self) -> &'static [&'static str] {
+        &NAMES
+    }
+
+    async fn holds_data(&self) -> Result<Option<String>, WorkloadError> {
+        let found = self.store.holds_data().await;
+        found.map_err(setup("checking for existing candles"))
+    }
+
+    async fn recreate(&self) -> Result<(), WorkloadError> {
+        self.store
+            .recreate()
             .await
-            .map_err(setup("checking for existing candles"))?;
-        super::refuse_to_delete(found, c.reset)?;
-        store.recreate().await.map_err(setup("creating candles"))?;
+            .map_err(setup("creating candles"))
+    }
+
+    async fn loaders(&self, v: &Validated) -> Result<Loading<Self::Loader>, WorkloadError> {
+        let c = &v.cfg;
         let threads = c.load_threads.unwrap_or(v.threads[0]).max(1);
         let next = Arc::new(AtomicU64::new(0));
         let size = c.batch.unwrap_or(BATCH).max(1);
         let mut workers = Vec::new();
         for _ in 0..threads {
             workers.push(LoadWorker {
-                conn: store.connect().await.map_err(setup("connecting"))?,
-                layout,
+                conn: self.store.connect().await.map_err(setup("connecting"))?,
+                layout: self.layout,
                 next: next.clone(),
                 size,
                 batch: Vec::with_capacity(size as usize),
             });
         }
-        let loaded = super::load_phase(
-            v,
-            workers,
-            &NAMES,
-            (c.records, size),
-            "candles:load",
-            cancel,
-            &mut results,
-        );
-        if !loaded.await {
-            return Ok(results);
-        }
+        let records = (c.records, size);
+        Ok(Loading::records(workers, &NAMES, records, "candles:load"))
     }
-    let Some(stop) = v.stop else {
-        return Ok(results);
-    };
-    let sample = Arc::new(Sample::new(&layout, c.seed));
-    let query = c.queries.unwrap_or_default();
-    let measured = super::measured_phases(v, &NAMES, (stop, 1), cancel, async |threads| {
+
+    async fn measurers(
+        &self,
+        v: &Validated,
+        threads: u32,
+    ) -> Result<Vec<Self::Measurer>, WorkloadError> {
+        let c = &v.cfg;
         let mut workers = Vec::new();
         for i in 0..threads {
             workers.push(QueryWorker {
-                conn: store.connect().await.map_err(setup("connecting"))?,
+                conn: self.store.connect().await.map_err(setup("connecting"))?,
                 rng: Rng::new(c.seed, i as u64),
-                query,
-                sample: sample.clone(),
+                query: c.queries.unwrap_or_default(),
+                sample: self.sample.clone(),
                 pick: 0,
             });
         }
         Ok(workers)
-    });
-    results.extend(measured.await?);
-    Ok(results)
+    }
 }
 
 #[cfg(test)]

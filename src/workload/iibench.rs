@@ -14,12 +14,13 @@
 //! phase's throughput is rows/s and its per-second series shows rows/s
 //! falling as the indexes outgrow the cache.
 
+use super::config::{Validated, WorkloadError};
 use super::driver::{Timing, Worker};
 use super::histo::Recorder;
+use super::phases::{self, Generator, Loading};
 use super::rng::Rng;
 use super::stores::sql::SqlClient;
 use super::stores::{StoreError, StoreKind};
-use super::{Validated, WorkloadError};
 use crate::clients::mongodb::{MongoConn, MongoOptions};
 use crate::clients::mysql::MyConn;
 use crate::clients::postgres::PgConn;
@@ -417,7 +418,7 @@ pub async fn run(
             let engine = v.cfg.engine.clone().or(v.target.engine.clone());
             run_on(&MyIi { ep, engine }, v, cancel).await
         }
-        other => Err(WorkloadError::Config(super::Problems::one(
+        other => Err(WorkloadError::Config(super::config::Problems::one(
             "store",
             format!("the iibench workload runs on mongodb, postgres and mysql, not {other}"),
         ))),
@@ -429,87 +430,107 @@ async fn run_on<S: IiStore>(
     v: &Validated,
     cancel: &CancellationToken,
 ) -> Result<Vec<PhaseResult>, WorkloadError> {
-    let c = &v.cfg;
-    let setup = |what: &str| {
-        let what = what.to_string();
-        move |e| WorkloadError::Setup { what, source: e }
+    let g = Iibench {
+        store,
+        size: v.cfg.batch.unwrap_or(BATCH).max(1),
+        data_length: v.cfg.data_length.unwrap_or(0),
     };
-    let size = c.batch.unwrap_or(BATCH).max(1);
-    let data_length = c.data_length.unwrap_or(0);
-    let mut results = Vec::new();
-    if c.load {
-        let found = store
-            .holds_data()
-            .await
-            .map_err(setup("checking for existing rows"))?;
-        super::refuse_to_delete(found, c.reset)?;
-        store
-            .recreate()
-            .await
-            .map_err(setup("creating purchases_index"))?;
-        let threads = c.load_threads.unwrap_or(v.threads[0]).max(1);
-        let next = Arc::new(AtomicU64::new(0));
+    phases::run(&g, v, cancel).await
+}
+
+/// The iiBench generator on one store.
+struct Iibench<'a, S> {
+    store: &'a S,
+    /// Rows per insert, in the load and in the measured phases.
+    size: u64,
+    data_length: u32,
+}
+
+fn setup(what: &str) -> impl FnOnce(StoreError) -> WorkloadError {
+    let what = what.to_string();
+    move |e| WorkloadError::Setup { what, source: e }
+}
+
+impl<S: IiStore> Iibench<'_, S> {
+    /// `n` insert workers; `claimed` shares the load's rows among them.
+    async fn workers(
+        &self,
+        n: u32,
+        seed: (u64, u64),
+        claimed: Option<(Arc<AtomicU64>, u64)>,
+    ) -> Result<Vec<InsertWorker<S::Conn>>, WorkloadError> {
         let mut workers = Vec::new();
-        for i in 0..threads {
+        for i in 0..n {
             workers.push(InsertWorker {
-                conn: store.connect().await.map_err(setup("connecting"))?,
-                rng: Rng::new(c.seed, 0x11B_0000 + i as u64),
-                claimed: Some((next.clone(), c.records)),
-                size,
-                data_length,
-                batch: Vec::with_capacity(size as usize),
-            });
-        }
-        let loaded = super::load_phase(
-            v,
-            workers,
-            &NAMES,
-            (c.records, size),
-            "iibench:load",
-            cancel,
-            &mut results,
-        );
-        if !loaded.await {
-            return Ok(results);
-        }
-        // The load is accepted only when its rows are there, read back.
-        let rows = store
-            .rows()
-            .await
-            .map_err(setup("counting the rows loaded"))?;
-        if let Some(r) = results.last_mut() {
-            let inserted = r.ops.get("INSERT").map_or(0, |o| o.count);
-            if rows < inserted {
-                r.status = crate::results::model::PhaseStatus::Failed {
-                    reason: format!("the load inserted {inserted} rows, but {TABLE} holds {rows}"),
-                };
-                return Ok(results);
-            }
-        }
-    }
-    let Some(stop) = v.stop else {
-        return Ok(results);
-    };
-    store
-        .ensure()
-        .await
-        .map_err(setup("creating purchases_index"))?;
-    let measured = super::measured_phases(v, &NAMES, (stop, size), cancel, async |threads| {
-        let mut workers = Vec::new();
-        for i in 0..threads {
-            workers.push(InsertWorker {
-                conn: store.connect().await.map_err(setup("connecting"))?,
-                rng: Rng::new(c.seed, i as u64),
-                claimed: None,
-                size,
-                data_length,
-                batch: Vec::with_capacity(size as usize),
+                conn: self.store.connect().await.map_err(setup("connecting"))?,
+                rng: Rng::new(seed.0, seed.1 + i as u64),
+                claimed: claimed.clone(),
+                size: self.size,
+                data_length: self.data_length,
+                batch: Vec::with_capacity(self.size as usize),
             });
         }
         Ok(workers)
-    });
-    results.extend(measured.await?);
-    Ok(results)
+    }
+}
+
+impl<S: IiStore> Generator for Iibench<'_, S> {
+    type Loader = InsertWorker<S::Conn>;
+    type Measurer = InsertWorker<S::Conn>;
+
+    fn names(&self) -> &'static [&'static str] {
+        &NAMES
+    }
+
+    async fn holds_data(&self) -> Result<Option<String>, WorkloadError> {
+        let found = self.store.holds_data().await;
+        found.map_err(setup("checking for existing rows"))
+    }
+
+    async fn recreate(&self) -> Result<(), WorkloadError> {
+        let done = self.store.recreate().await;
+        done.map_err(setup("creating purchases_index"))
+    }
+
+    async fn loaders(&self, v: &Validated) -> Result<Loading<Self::Loader>, WorkloadError> {
+        let c = &v.cfg;
+        let threads = c.load_threads.unwrap_or(v.threads[0]).max(1);
+        let claimed = Some((Arc::new(AtomicU64::new(0)), c.records));
+        let workers = self.workers(threads, (c.seed, 0x11B_0000), claimed).await?;
+        let records = (c.records, self.size);
+        Ok(Loading::records(workers, &NAMES, records, "iibench:load"))
+    }
+
+    /// The load is accepted only when its rows are there, read back.
+    async fn accept_load(&self, load: &mut PhaseResult) -> Result<bool, WorkloadError> {
+        let rows = self.store.rows().await;
+        let rows = rows.map_err(setup("counting the rows loaded"))?;
+        let inserted = load.ops.get("INSERT").map_or(0, |o| o.count);
+        if rows < inserted {
+            load.status = crate::results::model::PhaseStatus::Failed {
+                reason: format!("the load inserted {inserted} rows, but {TABLE} holds {rows}"),
+            };
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    async fn prepare(&self) -> Result<(), WorkloadError> {
+        let done = self.store.ensure().await;
+        done.map_err(setup("creating purchases_index"))
+    }
+
+    async fn measurers(
+        &self,
+        v: &Validated,
+        threads: u32,
+    ) -> Result<Vec<Self::Measurer>, WorkloadError> {
+        self.workers(threads, (v.cfg.seed, 0), None).await
+    }
+
+    fn records_per_op(&self) -> u64 {
+        self.size
+    }
 }
 
 #[cfg(test)]

@@ -9,18 +9,19 @@
 //! - `summary`: YCSB-style text output.
 
 use crate::results::model::PhaseResult;
-use std::collections::BTreeMap;
 use tokio_util::sync::CancellationToken;
 
 pub mod bounds;
 pub mod candles;
 pub mod clock;
+pub mod config;
 pub mod dist;
 pub mod driver;
 pub mod histo;
 pub mod iibench;
 pub mod keys;
 pub mod mix;
+pub mod phases;
 pub mod rng;
 pub mod stores;
 pub mod summary;
@@ -32,344 +33,10 @@ pub mod ycsb;
 pub use dist::Distribution;
 pub use keys::InsertOrder;
 
-/// Which workload a phase runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum WorkloadKind {
-    #[default]
-    A,
-    B,
-    C,
-    D,
-    E,
-    F,
-    /// Proportions from `mix`.
-    Custom,
-    /// The trade-candles document workload of write-up 000.
-    Candles,
-    /// Tokutek's sysbench-mongodb transaction over N collections (write-up 002).
-    #[serde(rename = "sysbench-mongo")]
-    SysbenchMongo,
-    /// iiBench: insert-only into `purchases_index` with 3 secondary indexes.
-    Iibench,
-    /// TPC-C: `warehouses` loaded, the five transactions in the standard
-    /// mix, tpmC as the headline.
-    Tpcc,
-}
-
-/// Threads (connections): one count or a list to sweep.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(untagged)]
-pub enum Threads {
-    One(u32),
-    Sweep(Vec<u32>),
-}
-
-impl Default for Threads {
-    fn default() -> Self {
-        Threads::One(1)
-    }
-}
-
-impl Threads {
-    /// The counts to run, in order.
-    pub fn list(&self) -> Vec<u32> {
-        match self {
-            Threads::One(n) => vec![*n],
-            Threads::Sweep(v) => v.clone(),
-        }
-    }
-}
-
-/// Errors a phase may have: a count (`0`, `10`) or a share (`"1%"`).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(untagged)]
-pub enum ErrorBudget {
-    Count(u64),
-    Share(String),
-}
-
-impl Default for ErrorBudget {
-    fn default() -> Self {
-        ErrorBudget::Count(0)
-    }
-}
-
-impl std::fmt::Display for ErrorBudget {
-    /// As a person writes it: `0 errors`, `1 error`, `1%`.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match (self.budget(), self) {
-            (Ok(b), _) => write!(f, "{b}"),
-            (Err(_), ErrorBudget::Share(s)) => f.write_str(&crate::error::excerpt(s.trim())),
-            (Err(_), ErrorBudget::Count(n)) => write!(f, "{n} errors"),
-        }
-    }
-}
-
-impl ErrorBudget {
-    /// The driver's budget; a bad share is refused.
-    pub fn budget(&self) -> Result<driver::Budget, String> {
-        match self {
-            ErrorBudget::Count(n) => Ok(driver::Budget::Count(*n)),
-            ErrorBudget::Share(s) => {
-                let num = s.trim().strip_suffix('%').ok_or_else(|| {
-                    format!("error_budget `{s}`: write a count (`10`) or a share (`0.5%`)")
-                })?;
-                let v: f64 = num
-                    .trim()
-                    .parse()
-                    .map_err(|_| format!("error_budget `{s}`: `{num}` is not a number"))?;
-                if !(0.0..=100.0).contains(&v) {
-                    return Err(format!("error_budget `{s}` must be between 0% and 100%"));
-                }
-                Ok(driver::Budget::Fraction(v / 100.0))
-            }
-        }
-    }
-}
-
-/// The hot set of the `hotspot` distribution.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Hotspot {
-    /// Share of the records that are hot (YCSB `hotspotdatafraction`).
-    pub data: f64,
-    /// Share of the operations that go to them (`hotspotopnfraction`).
-    pub ops: f64,
-}
-
-impl Default for Hotspot {
-    fn default() -> Self {
-        Hotspot {
-            data: 0.2,
-            ops: 0.8,
-        }
-    }
-}
-
-fn default_name() -> String {
-    "run".into()
-}
-fn default_records() -> u64 {
-    1000
-}
-fn default_field_count() -> u32 {
-    10
-}
-fn default_field_length() -> u32 {
-    100
-}
-fn default_padding() -> usize {
-    1
-}
-fn default_seed() -> u64 {
-    1
-}
-fn default_scan() -> u64 {
-    100
-}
-
-/// One built-in workload run, as `benchcage drive --config FILE.json`
-/// takes it. Fields mirror the scenario's `builtin` block, dataset and
-/// phase fields.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WorkloadConfig {
-    /// Phase name in the results.
-    #[serde(default = "default_name")]
-    pub name: String,
-    /// Store URL (`redis://127.0.0.1:6379`); `--store` overrides it.
-    #[serde(default)]
-    pub store: Option<String>,
-    #[serde(default)]
-    pub workload: WorkloadKind,
-    /// Proportions for `custom`: `{read: 0.9, update: 0.05, insert: 0.05}`.
-    #[serde(default)]
-    pub mix: Option<BTreeMap<String, f64>>,
-    /// Candle query for `candles`: by_ticker, interval or day.
-    #[serde(default)]
-    pub queries: Option<candles::CandleQuery>,
-    /// Collections of `sysbench-mongo` (`sbtest1..N`, `records` each); 8
-    /// when omitted.
-    #[serde(default)]
-    pub collections: Option<u32>,
-    /// Bytes of iibench's `data` column (random letters, at most 4000);
-    /// 0 when omitted, as iibench-mongodb's default of no char fields.
-    #[serde(default)]
-    pub data_length: Option<u32>,
-    /// TPC-C warehouses (`tpcc` only): loaded by the load, spread over
-    /// the terminals by the run. 1 when omitted.
-    #[serde(default)]
-    pub warehouses: Option<u32>,
-    /// py-tpcc's document schema on MongoDB (`tpcc` only): `false` keeps
-    /// ORDER_LINE a collection of its own, `true` (the default) embeds
-    /// each order's lines in it. Refused for a SQL store, whose schema
-    /// is TPC-C's relational one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub denormalize: Option<bool>,
-    /// Request distribution; the workload's own when omitted.
-    #[serde(default)]
-    pub distribution: Option<Distribution>,
-    #[serde(default)]
-    pub hotspot: Option<Hotspot>,
-    #[serde(default = "default_records")]
-    pub records: u64,
-    #[serde(default = "default_field_count")]
-    pub field_count: u32,
-    #[serde(default = "default_field_length")]
-    pub field_length: u32,
-    #[serde(default)]
-    pub insert_order: InsertOrder,
-    /// Zero-pad key numbers to this many digits (YCSB `zeropadding`).
-    #[serde(default = "default_padding")]
-    pub key_padding: usize,
-    #[serde(default)]
-    pub threads: Threads,
-    /// Measured operations over all threads...
-    #[serde(default)]
-    pub operations: Option<u64>,
-    /// ...or measured time.
-    #[serde(default)]
-    pub duration: Option<crate::units::Duration>,
-    #[serde(default)]
-    pub warmup: Option<crate::units::Duration>,
-    /// Target operations per second over all threads.
-    #[serde(default)]
-    pub target: Option<f64>,
-    #[serde(default)]
-    pub error_budget: ErrorBudget,
-    #[serde(default = "default_seed")]
-    pub seed: u64,
-    /// Load the records (recreating the table) before measuring.
-    #[serde(default)]
-    pub load: bool,
-    /// Let the load delete what the target holds (redis: FLUSHDB of its
-    /// database; SQL: drop `usertable`; mongodb: drop the collection).
-    /// Without it, a load into a target that holds data is refused:
-    /// `drive` runs against servers with other people's data. `benchcage
-    /// run` sets it, since it owns its engines.
-    #[serde(default)]
-    pub reset: bool,
-    /// Connections for the load phase; the first thread count when omitted.
-    #[serde(default)]
-    pub load_threads: Option<u32>,
-    /// Records per insert in the load phase (and in iibench's measured
-    /// phases): YCSB records 1 when omitted (one INSERT per record, as
-    /// YCSB), candles 500, sysbench-mongo and iibench 1000. A batch is one round
-    /// trip (a Redis pipeline, a multi-row INSERT, an unordered
-    /// `insertMany`); it counts as that many INSERT operations (or errors,
-    /// when it fails) and as one latency measurement.
-    #[serde(default)]
-    pub batch: Option<u64>,
-    /// Longest scan (uniform from 1).
-    #[serde(default = "default_scan")]
-    pub max_scan_length: u64,
-    /// MySQL storage engine (`InnoDB`, `RocksDB`).
-    #[serde(default)]
-    pub engine: Option<String>,
-    /// Draw the progress bar even when stderr is not a terminal.
-    #[serde(default)]
-    pub progress: bool,
-}
-
-impl Default for WorkloadConfig {
-    fn default() -> Self {
-        serde_json::from_str("{}").expect("every field has a default")
-    }
-}
-
-/// One problem of a configuration: the field it is in and what is wrong.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Problem {
-    /// The config field (`threads`, `field_count`); `drive` names the flag.
-    pub field: &'static str,
-    pub message: String,
-}
-
-/// Every problem of a configuration, and how to name their fields.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Problems {
-    pub list: Vec<Problem>,
-    /// Name fields as `drive` flags (`--field-count`) rather than as
-    /// config fields (`field_count`).
-    pub as_flags: bool,
-}
-
-impl Problems {
-    /// One problem.
-    pub fn one(field: &'static str, message: impl Into<String>) -> Problems {
-        let mut p = Problems::default();
-        p.push(field, message);
-        p
-    }
-
-    fn push(&mut self, field: &'static str, message: impl Into<String>) {
-        self.list.push(Problem {
-            field,
-            message: message.into(),
-        });
-    }
-
-    fn refused(&mut self, field: &'static str, r: Result<(), bounds::Refusal>) {
-        if let Err(r) = r {
-            self.push(field, r.to_string());
-        }
-    }
-}
-
-impl std::fmt::Display for Problems {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for (i, p) in self.list.iter().enumerate() {
-            if i > 0 {
-                f.write_str("; ")?;
-            }
-            if self.as_flags {
-                write!(f, "--{}: {}", p.field.replace('_', "-"), p.message)?;
-            } else {
-                write!(f, "{}: {}", p.field, p.message)?;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Why a workload could not run.
-#[derive(Debug, thiserror::Error)]
-pub enum WorkloadError {
-    /// The configuration is wrong (exit code 2).
-    #[error("{0}")]
-    Config(Problems),
-    #[error(transparent)]
-    Url(#[from] stores::UrlError),
-    /// A load would delete data benchcage did not create (exit code 2).
-    #[error(
-        "refusing to load: {0}. benchcage deletes nothing it did not create: point --store at \
-         an empty database, or add --reset to delete it first"
-    )]
-    Occupied(String),
-    /// Setting up (connect, create, prepare) failed. The cause is the
-    /// error's source, so `{:#}` shows it once.
-    #[error("{what}")]
-    Setup {
-        what: String,
-        #[source]
-        source: stores::StoreError,
-    },
-}
-
-/// A checked configuration, ready to run.
-#[derive(Debug, Clone)]
-pub struct Validated {
-    pub cfg: WorkloadConfig,
-    pub target: stores::StoreTarget,
-    pub mix: mix::Mix,
-    pub distribution: Distribution,
-    pub stop: Option<driver::Stop>,
-    pub budget: driver::Budget,
-    pub threads: Vec<u32>,
-    /// `ycsb:a`, `ycsb:custom`, `candles:by_ticker`.
-    pub label: String,
-}
+pub use config::{
+    ErrorBudget, GeneratorKind, Hotspot, Problem, Problems, Threads, Validated, WorkloadConfig,
+    WorkloadError, WorkloadKind,
+};
 
 impl WorkloadConfig {
     /// Checks everything up front against what this host can hold; every
@@ -589,10 +256,10 @@ impl WorkloadConfig {
                 let q = self.queries.unwrap_or_default();
                 format!("candles:{}", q.name())
             }
-            WorkloadKind::SysbenchMongo => "sysbench-mongo".into(),
-            WorkloadKind::Iibench => "iibench".into(),
+            WorkloadKind::SysbenchMongo | WorkloadKind::Iibench | WorkloadKind::Tpcc => {
+                self.workload.generator().name().into()
+            }
             WorkloadKind::Custom => "ycsb:custom".into(),
-            WorkloadKind::Tpcc => "tpcc".into(),
             _ => format!("ycsb:{}", self.letter().unwrap_or('c')),
         }
     }
@@ -875,117 +542,23 @@ impl WorkloadConfig {
 
 use mix::Mix;
 
-/// Refuses a load that would delete `found` unless `reset` allows it.
-pub(crate) fn refuse_to_delete(found: Option<String>, reset: bool) -> Result<(), WorkloadError> {
-    match found {
-        Some(what) if !reset => Err(WorkloadError::Occupied(what)),
-        _ => Ok(()),
-    }
-}
-
-/// Runs one measured phase of `v` per thread count, in order, each with
-/// the workers `connect(threads)` makes, until the sweep ends or `cancel`
-/// fires. Each operation carries `per_op` records (a batch of inserts):
-/// a count of `operations` is in records, run as whole operations.
-pub(crate) async fn measured_phases<W: driver::Worker>(
-    v: &Validated,
-    names: &[&'static str],
-    (stop, per_op): (driver::Stop, u64),
-    cancel: &CancellationToken,
-    mut connect: impl AsyncFnMut(u32) -> Result<Vec<W>, WorkloadError>,
-) -> Result<Vec<PhaseResult>, WorkloadError> {
-    let mut results = Vec::new();
-    for &threads in &v.threads {
-        let workers = connect(threads).await?;
-        results.push(measured_phase(v, workers, names, (stop, per_op), cancel).await);
-        if cancel.is_cancelled() {
-            break;
-        }
-    }
-    Ok(results)
-}
-
-/// Runs one measured phase of `v` with `workers` and makes its result.
-async fn measured_phase<W: driver::Worker>(
-    v: &Validated,
-    workers: Vec<W>,
-    names: &[&'static str],
-    (stop, per_op): (driver::Stop, u64),
-    cancel: &CancellationToken,
-) -> PhaseResult {
-    let c = &v.cfg;
-    let threads = workers.len() as u32;
-    let per_op = per_op.max(1);
-    let (stop, progress_total) = match stop {
-        driver::Stop::Ops(n) if per_op > 1 => {
-            let ops = n.div_ceil(per_op);
-            (driver::Stop::Ops(ops), Some(ops * per_op))
-        }
-        other => (other, None),
-    };
-    let plan = driver::PhasePlan {
-        stop,
-        warmup: c.warmup.map(|d| d.std()).unwrap_or_default(),
-        target: c.target,
-        progress: c.progress.then(|| c.name.clone()),
-        progress_total,
-        budget: v.budget,
-    };
-    let out = driver::run_phase(workers, names, &plan, cancel).await;
-    driver::phase_result(&c.name, &v.label, threads, &out, v.budget)
-}
-
-/// Runs the load phase (`records` inserted `batch` at a time, no
-/// warm-up, no target rate, a progress bar on a terminal that counts
-/// records) and adds its result to `results`; false when it failed, and
-/// nothing should be measured on what it left.
-pub(crate) async fn load_phase<W: driver::Worker>(
-    v: &Validated,
-    workers: Vec<W>,
-    names: &[&'static str],
-    (records, batch): (u64, u64),
-    label: &str,
-    cancel: &CancellationToken,
-    results: &mut Vec<PhaseResult>,
-) -> bool {
-    let threads = workers.len() as u32;
-    let plan = driver::PhasePlan {
-        stop: driver::Stop::Ops(records.div_ceil(batch.max(1))),
-        warmup: std::time::Duration::ZERO,
-        target: None,
-        progress: (v.cfg.progress || crate::progress::stderr_is_terminal())
-            .then(|| label.to_string()),
-        progress_total: Some(records),
-        budget: v.budget,
-    };
-    let out = driver::run_phase(workers, names, &plan, cancel).await;
-    let r = driver::phase_result("load", label, threads, &out, v.budget);
-    let ok = r.status.is_ok();
-    results.push(r);
-    ok
-}
-
 /// Runs the configured workload: the load phase when asked, then one
 /// measured phase per thread count. Results come back in order.
 pub async fn run(
     v: &Validated,
     cancel: &CancellationToken,
 ) -> Result<Vec<PhaseResult>, WorkloadError> {
-    if v.cfg.workload == WorkloadKind::Candles {
-        return candles::run(v, cancel).await;
+    match v.cfg.workload.generator() {
+        GeneratorKind::Candles => candles::run(v, cancel).await,
+        GeneratorKind::SysbenchMongo => sysbench_mongo::run(v, cancel).await,
+        GeneratorKind::Iibench => iibench::run(v, cancel).await,
+        GeneratorKind::Tpcc => tpcc::run(v, cancel).await,
+        GeneratorKind::Ycsb => {
+            let schema = ycsb::schema(&v.cfg);
+            let store = stores::AnyStore::new(&v.target, schema);
+            crate::with_store!(&store, s => ycsb::run(s, v, cancel).await)
+        }
     }
-    if v.cfg.workload == WorkloadKind::SysbenchMongo {
-        return sysbench_mongo::run(v, cancel).await;
-    }
-    if v.cfg.workload == WorkloadKind::Iibench {
-        return iibench::run(v, cancel).await;
-    }
-    if v.cfg.workload == WorkloadKind::Tpcc {
-        return tpcc::run(v, cancel).await;
-    }
-    let schema = ycsb::schema(&v.cfg);
-    let store = stores::AnyStore::new(&v.target, schema);
-    crate::with_store!(&store, s => ycsb::run(s, v, cancel).await)
 }
 
 #[cfg(test)]

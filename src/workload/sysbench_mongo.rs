@@ -11,11 +11,12 @@
 //! transactions per second. The load counts every document as an INSERT,
 //! so its throughput is inserts per second.
 
+use super::config::{Validated, WorkloadError};
 use super::driver::{Timing, Worker};
 use super::histo::Recorder;
+use super::phases::{self, Generator, Loading};
 use super::rng::Rng;
 use super::stores::{StoreError, StoreKind};
-use super::{Validated, WorkloadError};
 use crate::clients::Endpoint;
 use crate::clients::mongodb::{MongoConn, MongoOptions};
 use crate::results::model::PhaseResult;
@@ -203,7 +204,7 @@ pub async fn run(
     cancel: &CancellationToken,
 ) -> Result<Vec<PhaseResult>, WorkloadError> {
     if v.target.kind != StoreKind::Mongodb {
-        return Err(WorkloadError::Config(super::Problems::one(
+        return Err(WorkloadError::Config(super::config::Problems::one(
             "store",
             format!(
                 "the sysbench-mongo workload runs on mongodb, not {}",
@@ -214,33 +215,66 @@ pub async fn run(
     let c = &v.cfg;
     let mut ep: Endpoint = v.target.endpoint.clone();
     let db = ep.database.get_or_insert_with(|| "sbtest".into()).clone();
-    let opts: &MongoOptions = &v.target.mongo;
-    let setup = |what: &str| {
-        let what = what.to_string();
-        move |e: crate::clients::ClientError| WorkloadError::Setup {
-            what,
-            source: e.into(),
-        }
+    let g = SysbenchMongo {
+        opts: &v.target.mongo,
+        ep,
+        db,
+        collections: c.collections.unwrap_or(COLLECTIONS).max(1),
+        docs: c.records,
     };
-    let connect = || MongoConn::connect_with(&ep, opts);
-    let collections = c.collections.unwrap_or(COLLECTIONS).max(1);
-    let docs = c.records;
-    let mut results = Vec::new();
-    if c.load {
-        let mut conn = connect().await.map_err(setup("connecting"))?;
-        let mut found = None;
-        for i in 0..collections {
+    phases::run(&g, v, cancel).await
+}
+
+/// The sysbench-mongo generator on one server.
+struct SysbenchMongo<'a> {
+    ep: Endpoint,
+    opts: &'a MongoOptions,
+    db: String,
+    collections: u32,
+    docs: u64,
+}
+
+fn setup(what: &str) -> impl FnOnce(crate::clients::ClientError) -> WorkloadError {
+    let what = what.to_string();
+    move |e| WorkloadError::Setup {
+        what,
+        source: e.into(),
+    }
+}
+
+impl SysbenchMongo<'_> {
+    async fn connect(&self) -> Result<MongoConn, WorkloadError> {
+        let conn = MongoConn::connect_with(&self.ep, self.opts).await;
+        conn.map_err(setup("connecting"))
+    }
+}
+
+impl Generator for SysbenchMongo<'_> {
+    type Loader = LoadWorker;
+    type Measurer = TxnWorker;
+
+    fn names(&self) -> &'static [&'static str] {
+        &NAMES
+    }
+
+    async fn holds_data(&self) -> Result<Option<String>, WorkloadError> {
+        let mut conn = self.connect().await?;
+        for i in 0..self.collections {
             let name = collection(i);
             if conn.has_documents(&name).await.map_err(setup("checking"))? {
-                found = Some(format!(
-                    "mongodb at {} holds documents in {db}.{name} (a load drops it)",
-                    ep.addr()
-                ));
-                break;
+                return Ok(Some(format!(
+                    "mongodb at {} holds documents in {}.{name} (a load drops it)",
+                    self.ep.addr(),
+                    self.db
+                )));
             }
         }
-        super::refuse_to_delete(found, c.reset)?;
-        for i in 0..collections {
+        Ok(None)
+    }
+
+    async fn recreate(&self) -> Result<(), WorkloadError> {
+        let mut conn = self.connect().await?;
+        for i in 0..self.collections {
             let name = collection(i);
             conn.drop_collection(&name)
                 .await
@@ -249,55 +283,55 @@ pub async fn run(
                 .await
                 .map_err(setup("creating the k index"))?;
         }
+        Ok(())
+    }
+
+    async fn loaders(&self, v: &Validated) -> Result<Loading<LoadWorker>, WorkloadError> {
+        let c = &v.cfg;
         let loaders = c.load_threads.unwrap_or(LOADERS).max(1);
         let size = c.batch.unwrap_or(BATCH).max(1);
         let next = Arc::new(AtomicU64::new(0));
         let mut workers = Vec::new();
         for l in 0..loaders {
             workers.push(LoadWorker {
-                conn: connect().await.map_err(setup("connecting"))?,
+                conn: self.connect().await?,
                 rng: Rng::new(c.seed, 0x5B_0000 + l as u64),
                 next: next.clone(),
-                collections,
-                docs,
+                collections: self.collections,
+                docs: self.docs,
                 size,
                 batch: Vec::with_capacity(size as usize),
                 coll: String::new(),
             });
         }
-        let batches = docs.div_ceil(size) * collections as u64;
-        let loaded = super::load_phase(
-            v,
+        let batches = self.docs.div_ceil(size) * self.collections as u64;
+        let records = (batches * size, size);
+        Ok(Loading::records(
             workers,
             &NAMES,
-            (batches * size, size),
+            records,
             "sysbench-mongo:load",
-            cancel,
-            &mut results,
-        );
-        if !loaded.await {
-            return Ok(results);
-        }
+        ))
     }
-    let Some(stop) = v.stop else {
-        return Ok(results);
-    };
-    let measured = super::measured_phases(v, &NAMES, (stop, 1), cancel, async |threads| {
+
+    async fn measurers(
+        &self,
+        v: &Validated,
+        threads: u32,
+    ) -> Result<Vec<TxnWorker>, WorkloadError> {
         let mut workers = Vec::new();
         for i in 0..threads {
             workers.push(TxnWorker {
-                conn: connect().await.map_err(setup("connecting"))?,
-                db: db.clone(),
-                rng: Rng::new(c.seed, i as u64),
-                collections,
-                docs,
+                conn: self.connect().await?,
+                db: self.db.clone(),
+                rng: Rng::new(v.cfg.seed, i as u64),
+                collections: self.collections,
+                docs: self.docs,
                 statements: Vec::new(),
             });
         }
         Ok(workers)
-    });
-    results.extend(measured.await?);
-    Ok(results)
+    }
 }
 
 #[cfg(test)]

@@ -1,14 +1,15 @@
 //! YCSB core workloads: the load phase and the measured phases, on any store.
 
 use super::clock::Instant;
+use super::config::{Validated, WorkloadConfig, WorkloadError};
 use super::dist::KeyChooser;
 use super::driver::{Stop, Timing, Worker};
 use super::histo::Recorder;
 use super::keys::{InsertOrder, KeyFormat, ValuePool, field_names};
 use super::mix::{Mix, OpKind};
+use super::phases::{self, Generator, Loading};
 use super::rng::Rng;
 use super::stores::{Batch, Schema, Store, StoreConn, StoreError, Values};
-use super::{Validated, WorkloadConfig, WorkloadError};
 use crate::results::model::PhaseResult;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -362,48 +363,67 @@ pub async fn run<S: Store>(
     v: &Validated,
     cancel: &CancellationToken,
 ) -> Result<Vec<PhaseResult>, WorkloadError> {
-    let c = &v.cfg;
-    let mut results = Vec::new();
-    if c.load {
-        let found = store.holds_data().await.map_err(|e| WorkloadError::Setup {
+    phases::run(&Ycsb { store }, v, cancel).await
+}
+
+/// The YCSB core generator on one store.
+struct Ycsb<'a, S> {
+    store: &'a S,
+}
+
+impl<S: Store> Generator for Ycsb<'_, S> {
+    type Loader = LoadWorker<S::Conn>;
+    type Measurer = YcsbWorker<S::Conn>;
+
+    fn names(&self) -> &'static [&'static str] {
+        &NAMES
+    }
+
+    async fn holds_data(&self) -> Result<Option<String>, WorkloadError> {
+        let found = self.store.holds_data().await;
+        found.map_err(|e| WorkloadError::Setup {
             what: "checking for existing records".into(),
             source: e,
-        })?;
-        super::refuse_to_delete(found, c.reset)?;
-        store.recreate().await.map_err(|e| WorkloadError::Setup {
+        })
+    }
+
+    async fn recreate(&self) -> Result<(), WorkloadError> {
+        let done = self.store.recreate().await;
+        done.map_err(|e| WorkloadError::Setup {
             what: "recreating the table".into(),
             source: e,
-        })?;
+        })
+    }
+
+    async fn loaders(&self, v: &Validated) -> Result<Loading<Self::Loader>, WorkloadError> {
+        let c = &v.cfg;
         let threads = c.load_threads.unwrap_or(v.threads[0]).max(1);
         let size = c.batch.unwrap_or(1).max(1);
         let sh = shared(v);
         let next = Arc::new(AtomicU64::new(0));
-        let workers = connect_all(store, threads)
+        let workers = connect_all(self.store, threads)
             .await?
             .into_iter()
             .map(|conn| LoadWorker::new(conn, sh.clone(), next.clone(), c.records, size))
             .collect();
-        let loaded = super::load_phase(
-            v,
+        Ok(Loading::records(
             workers,
             &NAMES,
             (c.records, size),
             "ycsb:load",
-            cancel,
-            &mut results,
-        );
-        if !loaded.await {
-            return Ok(results);
-        }
+        ))
     }
-    let Some(stop) = v.stop else {
-        return Ok(results);
-    };
-    let items = c.records + expected_inserts(v);
-    let hot = c.hotspot.unwrap_or_default();
-    let measured = super::measured_phases(v, &NAMES, (stop, 1), cancel, async |threads| {
+
+    async fn measurers(
+        &self,
+        v: &Validated,
+        threads: u32,
+    ) -> Result<Vec<Self::Measurer>, WorkloadError> {
+        let c = &v.cfg;
+        let items = c.records + expected_inserts(v);
+        let hot = c.hotspot.unwrap_or_default();
         let sh = shared(v);
-        Ok(connect_all(store, threads)
+        Ok(connect_all(self.store, threads)
             .await?
             .into_iter()
             .enumerate()
@@ -413,9 +433,7 @@ pub async fn run<S: Store>(
                 YcsbWorker::new(conn, Rng::new(c.seed, i as u64), chooser, sh.clone())
             })
             .collect())
-    });
-    results.extend(measured.await?);
-    Ok(results)
+    }
 }
 
 #[cfg(test)]

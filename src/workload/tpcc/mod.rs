@@ -24,10 +24,11 @@ pub mod sql;
 pub mod sql_terminal;
 pub mod txn;
 
+use super::config::{Validated, WorkloadError};
 use super::driver::{self, Timing, Worker};
 use super::histo::Recorder;
+use super::phases::{self, Generator, Loading};
 use super::stores::{StoreError, StoreKind};
-use super::{Validated, WorkloadError};
 use crate::model::{DocumentSchema, MongoTpccMode};
 use crate::results::model::{Headline, PhaseResult, PhaseStatus};
 use loader::{Job, Rows};
@@ -248,7 +249,7 @@ pub async fn run(
             );
             run_on(&s, v, cancel).await
         }
-        other => Err(WorkloadError::Config(super::Problems::one(
+        other => Err(WorkloadError::Config(super::config::Problems::one(
             "store",
             format!("the tpcc workload runs on postgres, mysql and mongodb, not {other}"),
         ))),
@@ -265,67 +266,128 @@ async fn run_on<S: TpccStore>(
     v: &Validated,
     cancel: &CancellationToken,
 ) -> Result<Vec<PhaseResult>, WorkloadError> {
-    let c = &v.cfg;
-    let setup = |what: &str| {
-        let what = what.to_string();
-        move |e| WorkloadError::Setup { what, source: e }
+    let g = Tpcc {
+        store,
+        ws: warehouses(v),
     };
-    let ws = warehouses(v);
-    let mut results = Vec::new();
-    if c.load {
-        let found = store
-            .holds_data()
-            .await
-            .map_err(setup("checking for existing TPC-C tables"))?;
-        super::refuse_to_delete(found, c.reset)?;
-        store
-            .recreate()
-            .await
-            .map_err(setup("creating the TPC-C tables"))?;
-        let r = load(store, v, ws, cancel)
-            .await
-            .map_err(setup("connecting"))?;
-        let failed = !r.status.is_ok();
-        results.push(r);
-        if failed {
-            return Ok(results);
-        }
+    phases::run(&g, v, cancel).await
+}
+
+/// The TPC-C generator on one store.
+struct Tpcc<'a, S> {
+    store: &'a S,
+    /// Warehouses loaded and spread over the terminals.
+    ws: u64,
+}
+
+fn setup(what: &str) -> impl FnOnce(StoreError) -> WorkloadError {
+    let what = what.to_string();
+    move |e| WorkloadError::Setup { what, source: e }
+}
+
+impl<S: TpccStore> Generator for Tpcc<'_, S> {
+    type Loader = LoadWorker<S::Loader>;
+    type Measurer = TerminalWorker<S::Conn>;
+
+    fn names(&self) -> &'static [&'static str] {
+        &NAMES
     }
-    let Some(stop) = v.stop else {
-        return Ok(results);
-    };
-    for &threads in &v.threads {
+
+    async fn holds_data(&self) -> Result<Option<String>, WorkloadError> {
+        let found = self.store.holds_data().await;
+        found.map_err(setup("checking for existing TPC-C tables"))
+    }
+
+    async fn recreate(&self) -> Result<(), WorkloadError> {
+        let done = self.store.recreate().await;
+        done.map_err(setup("creating the TPC-C tables"))
+    }
+
+    /// One job per table part of each warehouse, claimed in turn; the
+    /// progress bar counts rows.
+    async fn loaders(&self, v: &Validated) -> Result<Loading<Self::Loader>, WorkloadError> {
+        let c = &v.cfg;
+        let threads = c.load_threads.unwrap_or(v.threads[0]).max(1);
+        let jobs: Arc<[Job]> = loader::jobs(self.ws).into();
+        let next = Arc::new(AtomicUsize::new(0));
+        let mut workers = Vec::new();
+        for _ in 0..threads {
+            workers.push(LoadWorker {
+                conn: self.store.loader().await.map_err(setup("connecting"))?,
+                jobs: jobs.clone(),
+                next: next.clone(),
+                seed: c.seed,
+                rows: Vec::new(),
+            });
+        }
+        Ok(Loading {
+            workers,
+            names: &LOAD_NAMES,
+            ops: jobs.len() as u64,
+            records: loader::planned_rows(self.ws),
+            label: "tpcc:load",
+        })
+    }
+
+    /// The load, with the document schema it wrote on MongoDB.
+    async fn load(
+        &self,
+        v: &Validated,
+        cancel: &CancellationToken,
+    ) -> Result<PhaseResult, WorkloadError> {
+        let mut r = phases::load_phase(v, self.loaders(v).await?, cancel).await;
+        r.mongo_tpcc = self.store.schema().map(|schema| MongoTpccMode {
+            schema,
+            transactions: None,
+        });
+        Ok(r)
+    }
+
+    async fn measurers(
+        &self,
+        v: &Validated,
+        threads: u32,
+    ) -> Result<Vec<Self::Measurer>, WorkloadError> {
         let mut workers = Vec::new();
         for i in 0..threads {
             workers.push(TerminalWorker {
-                conn: store.connect().await.map_err(setup("connecting"))?,
-                term: Terminal::new(c.seed, i as u64, ws),
+                conn: self.store.connect().await.map_err(setup("connecting"))?,
+                term: Terminal::new(v.cfg.seed, i as u64, self.ws),
                 kind: Kind::NewOrder,
                 rolled_back: false,
                 retries: 0,
             });
         }
+        Ok(workers)
+    }
+
+    /// A measured phase with tpmC as its headline, checked against
+    /// TPC-C's consistency conditions afterwards.
+    async fn measure(
+        &self,
+        v: &Validated,
+        threads: u32,
+        stop: driver::Stop,
+        cancel: &CancellationToken,
+    ) -> Result<PhaseResult, WorkloadError> {
+        let workers = self.measurers(v, threads).await?;
         // Every terminal of a server runs them the same way.
-        let mode = store.schema().map(|schema| MongoTpccMode {
+        let mode = self.store.schema().map(|schema| MongoTpccMode {
             schema,
             transactions: workers.first().and_then(|w| w.conn.transactions()),
         });
-        let mut r = super::measured_phase(v, workers, &NAMES, (stop, 1), cancel).await;
+        let mut r = phases::measured_phase(v, workers, &NAMES, (stop, 1), cancel).await;
         r.headline = Some(Headline::tpmc(tpmc(&r)));
         r.mongo_tpcc = mode;
         // The phase's result stands either way: a server that missed
         // this drops the sessions after its session timeout.
-        if let Err(e) = store.end_sessions().await {
+        if let Err(e) = self.store.end_sessions().await {
             eprintln!("warning: ending the terminals' sessions: {e}");
         }
-        let checked = store.check().await;
+        let checked = self.store.check().await;
         invalidate(&mut r, checked);
-        results.push(r);
-        if cancel.is_cancelled() {
-            break;
-        }
+        Ok(r)
     }
-    Ok(results)
 }
 
 /// Marks `r` invalid when the consistency conditions failed or could not
@@ -345,45 +407,6 @@ fn invalidate(r: &mut PhaseResult, checked: Result<Vec<String>, StoreError>) {
             reason: format!("{first}; {reason}"),
         },
     };
-}
-
-/// The load phase: every job of `ws` warehouses over the loader threads.
-async fn load<S: TpccStore>(
-    store: &S,
-    v: &Validated,
-    ws: u64,
-    cancel: &CancellationToken,
-) -> Result<PhaseResult, StoreError> {
-    let c = &v.cfg;
-    let threads = c.load_threads.unwrap_or(v.threads[0]).max(1);
-    let jobs: Arc<[Job]> = loader::jobs(ws).into();
-    let next = Arc::new(AtomicUsize::new(0));
-    let mut workers = Vec::new();
-    for _ in 0..threads {
-        workers.push(LoadWorker {
-            conn: store.loader().await?,
-            jobs: jobs.clone(),
-            next: next.clone(),
-            seed: c.seed,
-            rows: Vec::new(),
-        });
-    }
-    let label = "tpcc:load";
-    let plan = driver::PhasePlan {
-        stop: driver::Stop::Ops(jobs.len() as u64),
-        warmup: std::time::Duration::ZERO,
-        target: None,
-        progress: (c.progress || crate::progress::stderr_is_terminal()).then(|| label.to_string()),
-        progress_total: Some(loader::planned_rows(ws)),
-        budget: v.budget,
-    };
-    let out = driver::run_phase(workers, &LOAD_NAMES, &plan, cancel).await;
-    let mut r = driver::phase_result("load", label, threads, &out, v.budget);
-    r.mongo_tpcc = store.schema().map(|schema| MongoTpccMode {
-        schema,
-        transactions: None,
-    });
-    Ok(r)
 }
 
 #[cfg(test)]

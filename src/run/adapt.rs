@@ -254,7 +254,7 @@ fn members_of(cell: &Arc<PlannedCell>) -> (CellLimits, Vec<ReplicaWork>) {
                 });
             ReplicaWork {
                 name: m.name.clone(),
-                role: m.role.name().to_string(),
+                role: m.role,
                 limits: CellLimits {
                     server_cpus: m.cpus.clone(),
                     ..cell.limits.clone()

@@ -28,9 +28,11 @@ use std::path::Path;
 
 mod cell;
 mod cells;
+pub mod describe;
 pub mod deviations;
 mod env;
 pub mod estimate;
+pub mod fetches;
 mod fit;
 pub mod footprint;
 mod host_fit;
@@ -38,6 +40,7 @@ mod knobs;
 pub mod members;
 mod overrides;
 mod program;
+pub mod settle;
 pub mod snapshot;
 mod workload;
 

@@ -3,8 +3,8 @@
 //! data, settle the memory cap.
 
 use super::*;
+use crate::results::model::LoadSource;
 use crate::sandbox::StopOutcome;
-use crate::snapshot::LoadSource;
 use crate::snapshot::store::{LoadFacts, Meta};
 
 /// Host settings, the sandbox with its limits read back, and the sampler.

@@ -258,7 +258,7 @@ impl std::fmt::Display for CgroupLayout {
 
 /// Bytes available to an unprivileged writer on the filesystem of `path`
 /// (the nearest existing ancestor when `path` does not exist yet).
-pub fn disk_available(path: &Path) -> std::io::Result<Bytes> {
+pub(crate) fn disk_available(path: &Path) -> std::io::Result<Bytes> {
     let mut p = path;
     while !p.exists() {
         p = p.parent().unwrap_or(Path::new("/"));

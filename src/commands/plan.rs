@@ -8,7 +8,7 @@ use crate::plan::describe;
 use std::path::Path;
 use std::process::ExitCode;
 
-pub async fn run(home: &Path, args: &PlanArgs) -> anyhow::Result<ExitCode> {
+pub(crate) async fn run(home: &Path, args: &PlanArgs) -> anyhow::Result<ExitCode> {
     let host = HostFacts::probe();
     let plan = crate::run::session::command_plan(home, &args.target, &host)?.plan;
     let pending = describe::pending(home, &plan);

@@ -8,7 +8,7 @@ use crate::run::session::{self, CellEnd, Outcome};
 use std::path::Path;
 use std::process::ExitCode;
 
-pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
+pub(crate) async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
     check_cluster_flags(args)?;
     Ok(match session::run(home, args).await? {
         Outcome::Matrix {
@@ -34,7 +34,7 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
 /// Exit code of a run whose cells all finished but a phase of them
 /// failed (did not finish, spent its error budget, OOM-killed): its
 /// figures are not results.
-pub const EXIT_PHASE_FAILED: u8 = 3;
+pub(crate) const EXIT_PHASE_FAILED: u8 = 3;
 
 /// 130 for an interrupted run, 1 when a cell failed, each with the
 /// command that resumes it; 3 ([`EXIT_PHASE_FAILED`]) when a phase

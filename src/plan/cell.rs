@@ -138,7 +138,7 @@ impl PlannedCell {
     /// probe's URL with the store options its knobs set
     /// (`mongodb://127.0.0.1:PORT/?w=1&journal=true`); several ports make a
     /// seed list (`mongodb://127.0.0.1:P1,127.0.0.1:P2`: a cluster's routers).
-    pub fn store_url(&self, ports: &[u16]) -> String {
+    pub(crate) fn store_url(&self, ports: &[u16]) -> String {
         let port = ports.first().copied().unwrap_or(0);
         let mut base = self.readiness.probe.url(port);
         if ports.len() > 1 {

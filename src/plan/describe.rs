@@ -18,7 +18,7 @@ use std::path::Path;
 
 /// The versions the plan's cells need and the fetch cache lacks, as the
 /// project under `home` lists their sources.
-pub fn pending(home: &Path, plan: &Plan) -> Vec<Pending> {
+pub(crate) fn pending(home: &Path, plan: &Plan) -> Vec<Pending> {
     // The planner has reported (or refused) broken specs already.
     let project = crate::spec::Project::load_all(home).0;
     crate::plan::fetches::pending(&project, &plan.cells, &crate::fetch::cache::root())
@@ -26,7 +26,7 @@ pub fn pending(home: &Path, plan: &Plan) -> Vec<Pending> {
 
 /// The plan as `plan --json` prints it: the plan, and the versions to
 /// fetch under `to_fetch`.
-pub fn json(plan: &Plan, pending: &[Pending]) -> serde_json::Result<String> {
+pub(crate) fn json(plan: &Plan, pending: &[Pending]) -> serde_json::Result<String> {
     let mut v = serde_json::to_value(plan)?;
     v["to_fetch"] = pending
         .iter()
@@ -37,7 +37,7 @@ pub fn json(plan: &Plan, pending: &[Pending]) -> serde_json::Result<String> {
 
 /// The plan in words on `host`, with the versions to fetch, the tools'
 /// Python environments, and where each cell's data comes from.
-pub fn text(plan: &Plan, host: &HostFacts, pending: &[Pending]) -> String {
+pub(crate) fn text(plan: &Plan, host: &HostFacts, pending: &[Pending]) -> String {
     let mut o = describe(plan, host);
     o.push_str(&describe_pending(pending));
     o.push_str(&describe_tool_envs(plan));
@@ -51,7 +51,7 @@ pub fn text(plan: &Plan, host: &HostFacts, pending: &[Pending]) -> String {
 
 /// The Python environments the plan's tool phases run in (py-tpcc with a
 /// pinned pymongo), each once.
-pub fn tool_envs(plan: &Plan) -> Vec<PyEnv> {
+pub(crate) fn tool_envs(plan: &Plan) -> Vec<PyEnv> {
     let mut out: Vec<PyEnv> = Vec::new();
     for c in &plan.cells {
         for p in &c.phases {
@@ -68,7 +68,7 @@ pub fn tool_envs(plan: &Plan) -> Vec<PyEnv> {
 }
 
 /// Each Python environment a tool runs in, and whether it is made.
-pub fn describe_tool_envs(plan: &Plan) -> String {
+pub(crate) fn describe_tool_envs(plan: &Plan) -> String {
     let mut o = String::new();
     for e in tool_envs(plan) {
         let pins: Vec<String> = e.pins.iter().map(|(p, v)| format!("{p}=={v}")).collect();
@@ -88,7 +88,7 @@ pub fn describe_tool_envs(plan: &Plan) -> String {
 
 /// Bad input naming the first Python environment not made yet, and how
 /// to make it.
-pub fn missing_tool_envs(plan: &Plan) -> anyhow::Result<()> {
+pub(crate) fn missing_tool_envs(plan: &Plan) -> anyhow::Result<()> {
     for e in tool_envs(plan) {
         if let Err(m) = e.ready() {
             return Err(crate::error::bad_input(m.to_string()));
@@ -99,7 +99,7 @@ pub fn missing_tool_envs(plan: &Plan) -> anyhow::Result<()> {
 
 /// Where the data of each cell with a snapshot key comes from, as the
 /// cache stands now.
-pub fn describe_snapshots(plan: &Plan, cache: &crate::snapshot::store::Cache) -> String {
+pub(crate) fn describe_snapshots(plan: &Plan, cache: &crate::snapshot::store::Cache) -> String {
     let sources = crate::plan::snapshot::sources(&plan.cells, cache);
     let mut o = String::new();
     for (c, s) in plan.cells.iter().zip(sources) {
@@ -114,7 +114,7 @@ pub fn describe_snapshots(plan: &Plan, cache: &crate::snapshot::store::Cache) ->
 }
 
 /// The versions a run must fetch first, and how.
-pub fn describe_pending(pending: &[Pending]) -> String {
+pub(crate) fn describe_pending(pending: &[Pending]) -> String {
     let mut o = String::new();
     if pending.is_empty() {
         return o;
@@ -167,7 +167,7 @@ fn describe_deviations(o: &mut String, plan: &Plan) {
 }
 
 /// The plan in words.
-pub fn describe(plan: &Plan, host: &HostFacts) -> String {
+pub(crate) fn describe(plan: &Plan, host: &HostFacts) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "plan: {}", plan.scenario);
     if !plan.description.is_empty() {

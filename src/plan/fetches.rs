@@ -8,7 +8,7 @@ use std::path::Path;
 
 /// The fetched versions that cells on the cgroup backend run and the cache
 /// under `root` does not hold, each once, in cell order.
-pub fn pending(project: &Project, cells: &[PlannedCell], root: &Path) -> Vec<Pending> {
+pub(crate) fn pending(project: &Project, cells: &[PlannedCell], root: &Path) -> Vec<Pending> {
     let mut out: Vec<Pending> = Vec::new();
     for c in cells {
         if !matches!(c.program, crate::model::Program::Binary(_)) {

@@ -28,11 +28,11 @@ use std::path::Path;
 
 mod cell;
 mod cells;
-pub mod describe;
+pub(crate) mod describe;
 pub mod deviations;
 mod env;
 pub mod estimate;
-pub mod fetches;
+pub(crate) mod fetches;
 mod fit;
 pub mod footprint;
 mod host_fit;
@@ -40,7 +40,7 @@ mod knobs;
 pub mod members;
 mod overrides;
 mod program;
-pub mod settle;
+pub(crate) mod settle;
 pub mod snapshot;
 mod workload;
 

@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// How a session ended.
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// The matrix ran, here or on Slurm.
     Matrix {
         out: MatrixOutcome,
@@ -48,14 +48,14 @@ pub enum Outcome {
 
 /// How the one cell of a `--slurm-cell` job ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CellEnd {
+pub(crate) enum CellEnd {
     Finished,
     Failed,
     Interrupted,
 }
 
 /// Run the session `args` asks for, in the project under `home`.
-pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<Outcome> {
+pub(crate) async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<Outcome> {
     if let Some(target) = &args.slurm_cell {
         return run_cell_job(home, args, target).await.map(Outcome::Cell);
     }
@@ -627,7 +627,7 @@ pub fn command_plan(
 /// Two cells of `plan` with one cell key (the same engine, version,
 /// configs, limits and workload under two matrix entries, whatever their
 /// labels) would run into one folder: the first such pair, in words.
-pub fn shared_key(plan: &Plan) -> Option<String> {
+fn shared_key(plan: &Plan) -> Option<String> {
     let mut seen: BTreeMap<String, &str> = BTreeMap::new();
     for c in &plan.cells {
         let (key, _) = crate::run::adapt::keys_of(c);
@@ -647,7 +647,7 @@ pub fn shared_key(plan: &Plan) -> Option<String> {
 
 /// Problems of specs the scenario does not use, on stderr: they stop
 /// nothing, and `benchcage validate` lists them.
-pub fn warn_unused(warnings: &Diagnostics) {
+fn warn_unused(warnings: &Diagnostics) {
     for d in warnings.iter() {
         eprintln!("warning: {d}");
     }

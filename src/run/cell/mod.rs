@@ -58,22 +58,22 @@ pub trait EngineFacts: Send + Sync {
     async fn cache_size(&self, port: u16) -> Option<u64>;
     /// A digest of the load generator's records, equal for equal data
     /// (snapshots are checked with it).
-    async fn digest(&self, port: u16) -> Result<String, String>;
+    async fn digest(&self, port: u16) -> Result<String, FactsError>;
     /// Send one statement (SQL, a redis command, or a MongoDB command as
     /// JSON) and wait for it.
-    async fn execute(&self, port: u16, statement: &str) -> Result<(), String>;
+    async fn execute(&self, port: u16, statement: &str) -> Result<(), FactsError>;
     /// Send one statement and return its reply as text (a node id, a
     /// cluster's state).
-    async fn reply(&self, port: u16, statement: &str) -> Result<String, String>;
+    async fn reply(&self, port: u16, statement: &str) -> Result<String, FactsError>;
     /// A digest of the records of the whole sharded cluster the member on
     /// `port` belongs to: equal to [`EngineFacts::digest`] of one server
     /// holding the same records.
-    async fn cluster_digest(&self, port: u16) -> Result<String, String>;
+    async fn cluster_digest(&self, port: u16) -> Result<String, FactsError>;
     /// The data size of the whole sharded cluster the member on `port`
     /// belongs to: the sum over its shards' primaries.
     async fn cluster_data_size(&self, port: u16) -> Option<u64>;
     /// How the secondary on `replica` follows the primary on `primary`.
-    async fn replica_state(&self, primary: u16, replica: u16) -> Result<ReplicaState, String>;
+    async fn replica_state(&self, primary: u16, replica: u16) -> Result<ReplicaState, FactsError>;
     /// What [`ReplicaState::behind`] counts: `None` for bytes, else the
     /// unit (`ms`).
     fn lag_unit(&self) -> Option<&'static str> {
@@ -81,9 +81,32 @@ pub trait EngineFacts: Send + Sync {
     }
     /// `Ok` once the member on `port` is its replica set's writable
     /// primary; else what it is instead.
-    async fn writable_primary(&self, port: u16) -> Result<(), String>;
+    async fn writable_primary(&self, port: u16) -> Result<(), FactsError>;
     /// The shards of `names` that the router on `port` does not list yet.
-    async fn missing_shards(&self, port: u16, names: &[String]) -> Result<Vec<String>, String>;
+    async fn missing_shards(&self, port: u16, names: &[String]) -> Result<Vec<String>, FactsError>;
+}
+
+/// Why the engine could not say what [`EngineFacts`] asked.
+#[derive(Debug, thiserror::Error)]
+pub enum FactsError {
+    /// Connecting to the engine, the statement, or its reply failed.
+    #[error(transparent)]
+    Client(#[from] crate::clients::ClientError),
+    /// benchcage does not ask this engine's protocol this (`what` says
+    /// what it does ask).
+    #[error("benchcage {what}")]
+    Unsupported { what: &'static str },
+    /// A replica set member that is not its set's writable primary: what
+    /// it is instead.
+    #[error("it is {0}")]
+    NotPrimary(String),
+    /// The topology is not there yet (a router that does not list a
+    /// shard, a member that does not say the cluster is whole).
+    #[error("{0}")]
+    NotYet(String),
+    /// The run was interrupted while waiting.
+    #[error("interrupted")]
+    Interrupted,
 }
 
 /// A secondary's replication, as the engines report it.

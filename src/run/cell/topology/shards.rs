@@ -16,6 +16,7 @@
 use super::{CellCtx, CellWork, IN_SYNC_TIMEOUT, Stop, Topology, initiate_set};
 use crate::clients::redis_cluster::shard_slots;
 use crate::model::Role;
+use crate::run::cell::FactsError;
 use crate::spec::engine::{
     COLLECTION, DATABASE, MEMBER_COUNT, SET_NAME, SHARD_KEY, SHARD_PRIMARY_ID, SHARD_SET,
     SHARD_SLOTS, ShardingSpec,
@@ -169,7 +170,10 @@ pub(super) async fn add_shards(
         for (name, port) in &routers {
             let missing = work.facts.missing_shards(*port, &names).await?;
             if !missing.is_empty() {
-                return Err(format!("{name} does not list {} yet", missing.join(", ")));
+                return Err(FactsError::NotYet(format!(
+                    "{name} does not list {} yet",
+                    missing.join(", ")
+                )));
             }
         }
         Ok(())
@@ -278,7 +282,9 @@ async fn wait_whole(
             let reply = work.facts.reply(*port, &ready.statement).await?;
             let lines: Vec<&str> = reply.lines().map(str::trim).collect();
             if let Some(missing) = expect.iter().find(|l| !lines.contains(&l.as_str())) {
-                return Err(format!("{name} does not say `{missing}` yet"));
+                return Err(FactsError::NotYet(format!(
+                    "{name} does not say `{missing}` yet"
+                )));
             }
         }
         Ok(())
@@ -289,7 +295,7 @@ async fn wait_whole(
 }
 
 /// The cluster was not whole by the deadline (or the run was interrupted).
-fn not_whole(ctx: &CellCtx, e: String) -> Stop {
+fn not_whole(ctx: &CellCtx, e: FactsError) -> Stop {
     let secs = IN_SYNC_TIMEOUT.as_secs();
     failed(
         ctx,
@@ -307,10 +313,10 @@ fn failed(ctx: &CellCtx, why: String) -> Stop {
 }
 
 /// `attempt` until it succeeds; its last error at the deadline.
-async fn retry<F, Fut, T>(ctx: &CellCtx, deadline: Instant, mut attempt: F) -> Result<T, String>
+async fn retry<F, Fut, T>(ctx: &CellCtx, deadline: Instant, mut attempt: F) -> Result<T, FactsError>
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, String>>,
+    Fut: std::future::Future<Output = Result<T, FactsError>>,
 {
     let mut pause = Duration::from_millis(20);
     loop {
@@ -321,7 +327,7 @@ where
         }
         tokio::select! {
             _ = tokio::time::sleep(pause) => {}
-            _ = ctx.stop.cancelled() => return Err("interrupted".into()),
+            _ = ctx.stop.cancelled() => return Err(FactsError::Interrupted),
         }
         pause = (pause * 2).min(Duration::from_millis(500));
     }

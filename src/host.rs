@@ -146,7 +146,7 @@ impl HostFacts {
         let work_free_set = std::env::var(crate::sandbox::roots::WORK_FREE_ENV).ok();
         let work_free = match (&work_free_set, is_real_root) {
             (Some(v), _) => v.parse::<Bytes>().ok(),
-            (None, true) => crate::run::disk::available(&work_dir).ok(),
+            (None, true) => disk_available(&work_dir).ok(),
             (None, false) => None,
         };
         let thp_files = if is_real_root {
@@ -254,6 +254,19 @@ impl std::fmt::Display for CgroupLayout {
             CgroupLayout::None => "none",
         })
     }
+}
+
+/// Bytes available to an unprivileged writer on the filesystem of `path`
+/// (the nearest existing ancestor when `path` does not exist yet).
+pub(crate) fn disk_available(path: &Path) -> std::io::Result<Bytes> {
+    let mut p = path;
+    while !p.exists() {
+        p = p.parent().unwrap_or(Path::new("/"));
+    }
+    let st = nix::sys::statvfs::statvfs(p).map_err(std::io::Error::from)?;
+    Ok(Bytes(
+        st.blocks_available() as u64 * st.fragment_size() as u64,
+    ))
 }
 
 #[cfg(test)]

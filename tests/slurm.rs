@@ -459,7 +459,7 @@ fn a_cell_outside_its_jobs_allocation_is_refused_naming_what_is_outside() {
         only: Some("r0".into()),
         set: vec![],
     };
-    let cp = benchcage::commands::plan::command_plan(&home, &target, &host).unwrap();
+    let cp = benchcage::run::session::command_plan(&home, &target, &host).unwrap();
     let c = &cp.plan.cells[0];
     let facts = ProbeFacts {
         probe: c.readiness.probe.clone(),

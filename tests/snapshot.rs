@@ -8,8 +8,8 @@
 mod support;
 
 use benchcage::model::CellStatus;
+use benchcage::results::model::LoadSource;
 use benchcage::results::model::{CellRecord, RunRecord};
-use benchcage::snapshot::LoadSource;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use support::cli::{bc_in, run_dir_of};

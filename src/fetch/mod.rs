@@ -177,43 +177,6 @@ impl Pending {
     }
 }
 
-/// The fetched versions that cells on the cgroup backend run and the cache
-/// under `root` does not hold, each once, in cell order.
-pub fn pending(
-    project: &crate::spec::Project,
-    cells: &[crate::plan::PlannedCell],
-    root: &Path,
-) -> Vec<Pending> {
-    let mut out: Vec<Pending> = Vec::new();
-    for c in cells {
-        if !matches!(c.program, crate::model::Program::Binary(_)) {
-            continue;
-        }
-        let ev = project
-            .engines
-            .get(&c.engine)
-            .and_then(|e| e.version(Some(&c.version)))
-            .map(|(_, ev)| ev);
-        let Some(source) = ev
-            .and_then(|ev| ev.source.clone())
-            .filter(Source::fetchable)
-        else {
-            continue;
-        };
-        let p = Pending {
-            engine: c.engine.clone(),
-            version: c.version.clone(),
-            source,
-            binary: ev.and_then(|ev| ev.binary.clone()),
-        };
-        let whole = cache::usable(root, &p.engine, &p.version, &p.source, p.binary.as_deref());
-        if whole.is_none() && !out.contains(&p) {
-            out.push(p);
-        }
-    }
-    out
-}
-
 /// Run a fetching tool; its stderr's last lines become the error. The
 /// tool runs in a process group of its own, dies with this process
 /// (PR_SET_PDEATHSIG: a SIGKILL of benchcage leaves no `npm pack`

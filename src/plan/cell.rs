@@ -134,6 +134,32 @@ pub enum PhaseConfig {
 }
 
 impl PlannedCell {
+    /// The store URL of a planned cell's built-in load generator: the
+    /// probe's URL with the store options its knobs set
+    /// (`mongodb://127.0.0.1:PORT/?w=1&journal=true`); several ports make a
+    /// seed list (`mongodb://127.0.0.1:P1,127.0.0.1:P2`: a cluster's routers).
+    pub(crate) fn store_url(&self, ports: &[u16]) -> String {
+        let port = ports.first().copied().unwrap_or(0);
+        let mut base = self.readiness.probe.url(port);
+        if ports.len() > 1 {
+            let more: Vec<String> = ports[1..]
+                .iter()
+                .map(|p| format!("127.0.0.1:{p}"))
+                .collect();
+            let at = format!("127.0.0.1:{port}");
+            base = base.replacen(&at, &format!("{at},{}", more.join(",")), 1);
+        }
+        if self.store_options.is_empty() {
+            return base;
+        }
+        let query: Vec<String> = self
+            .store_options
+            .iter()
+            .map(|o| format!("{}={}", o.option, o.value))
+            .collect();
+        format!("{base}/?{}", query.join("&"))
+    }
+
     /// The launch description for the sandbox, placeholders filled:
     /// `{binary}`, `{bin_dir}`, `{port}`, `{data_dir}`, `{config_dir}`,
     /// `{config:<name>}`.

@@ -214,7 +214,7 @@ pub(super) fn check_fixed_cache(
         .flat_map(|sw| sw.memory.iter())
         .filter_map(|m| match *m {
             SettleMemory::OfData(f) if data > 0 => Some((
-                crate::run::settle::settled_cap(crate::units::Share(f), Bytes(data)),
+                crate::plan::settle::settled_cap(crate::units::Share(f), Bytes(data)),
                 format!("{} (about {} loaded)", m.text(), approx(Bytes(data))),
             )),
             SettleMemory::OfData(_) => None,

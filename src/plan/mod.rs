@@ -28,9 +28,11 @@ use std::path::Path;
 
 mod cell;
 mod cells;
+pub(crate) mod describe;
 pub mod deviations;
 mod env;
 pub mod estimate;
+pub(crate) mod fetches;
 mod fit;
 pub mod footprint;
 mod host_fit;
@@ -39,6 +41,7 @@ mod knobs;
 pub mod members;
 mod overrides;
 mod program;
+pub(crate) mod settle;
 pub mod snapshot;
 mod workload;
 

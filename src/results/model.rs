@@ -499,7 +499,7 @@ pub struct CellRecord {
     /// snapshot of an equal load restored. `None` for a cell without a
     /// snapshot key (and in records written before snapshots).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub load_source: Option<crate::snapshot::LoadSource>,
+    pub load_source: Option<LoadSource>,
     /// The digest of the records after the load or the restore, when the
     /// scenario verifies snapshots.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -598,6 +598,45 @@ impl CellRecord {
     }
 }
 
+/// Where a cell's data came from, as cell.json records it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase", tag = "kind")]
+pub enum LoadSource {
+    /// Loaded by this cell. `key` when the cell could snapshot it, and
+    /// `saved` whether it did (`note` says why not).
+    Fresh {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        key: Option<String>,
+        #[serde(default)]
+        saved: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        save_s: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+        /// Why the snapshot restored first was discarded (broken, or the
+        /// engine could not start on it) before this load; the entry was
+        /// quarantined.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        discarded: Option<String>,
+    },
+    /// Restored from the snapshot `key`, taken by run `from_run` after a
+    /// load of `load_s` seconds; the restore took `restore_s`.
+    Snapshot {
+        key: String,
+        restore_s: f64,
+        load_s: f64,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        from_run: String,
+    },
+}
+
+impl LoadSource {
+    /// Whether the cell's phases ran on restored data.
+    pub fn restored(&self) -> bool {
+        matches!(self, LoadSource::Snapshot { .. })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -683,5 +722,19 @@ mod tests {
             p.first_errors().as_deref(),
             Some("READ: gone; UPDATE: refused | timeout")
         );
+    }
+
+    #[test]
+    fn a_load_source_reads_back_as_written() {
+        let s = LoadSource::Snapshot {
+            key: "abc".into(),
+            restore_s: 1.5,
+            load_s: 20.0,
+            from_run: "20261201-120000-abcd".into(),
+        };
+        let json = serde_json::to_string(&s).unwrap();
+        assert!(json.contains("\"kind\":\"snapshot\""), "{json}");
+        assert_eq!(serde_json::from_str::<LoadSource>(&json).unwrap(), s);
+        assert!(s.restored());
     }
 }

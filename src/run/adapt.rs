@@ -17,32 +17,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// The store URL of a planned cell's built-in load generator: the
-/// probe's URL with the store options its knobs set
-/// (`mongodb://127.0.0.1:PORT/?w=1&journal=true`); several ports make a
-/// seed list (`mongodb://127.0.0.1:P1,127.0.0.1:P2`: a cluster's routers).
-pub fn cell_store_url(cell: &PlannedCell, ports: &[u16]) -> String {
-    let port = ports.first().copied().unwrap_or(0);
-    let mut base = cell.readiness.probe.url(port);
-    if ports.len() > 1 {
-        let more: Vec<String> = ports[1..]
-            .iter()
-            .map(|p| format!("127.0.0.1:{p}"))
-            .collect();
-        let at = format!("127.0.0.1:{port}");
-        base = base.replacen(&at, &format!("{at},{}", more.join(",")), 1);
-    }
-    if cell.store_options.is_empty() {
-        return base;
-    }
-    let query: Vec<String> = cell
-        .store_options
-        .iter()
-        .map(|o| format!("{}={}", o.option, o.value))
-        .collect();
-    format!("{base}/?{}", query.join("&"))
-}
-
 /// The key and group (key without the repetition) of a planned cell,
 /// computed from its [`identity`](PlannedCell::identity).
 pub fn keys_of(cell: &PlannedCell) -> (String, String) {
@@ -211,7 +185,7 @@ fn members_of(cell: &Arc<PlannedCell>) -> (CellLimits, Vec<ReplicaWork>) {
                 });
             ReplicaWork {
                 name: m.name.clone(),
-                role: m.role.name().to_string(),
+                role: m.role,
                 limits: CellLimits {
                     server_cpus: m.cpus.clone(),
                     ..cell.limits.clone()
@@ -371,7 +345,7 @@ fn drive_exec(cell: &Arc<PlannedCell>, config: &WorkloadConfig, exe: &Path) -> A
     Arc::new(DriveExec {
         label,
         config: config.clone(),
-        store: Arc::new(move |ports| cell_store_url(&cell, ports)),
+        store: Arc::new(move |ports| cell.store_url(ports)),
         program: exe.to_path_buf(),
     })
 }
@@ -562,9 +536,9 @@ mod tests {
         );
         assert_eq!(t.endpoint.database, None);
         let plain = plan(&[]);
-        assert_eq!(cell_store_url(&plain, &[1]), "mongodb://127.0.0.1:1");
+        assert_eq!(plain.store_url(&[1]), "mongodb://127.0.0.1:1");
         assert_eq!(
-            cell_store_url(&plain, &[1, 2, 3]),
+            plain.store_url(&[1, 2, 3]),
             "mongodb://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3"
         );
         // Another write concern is another cell; none leaves the key as it was.

@@ -8,22 +8,10 @@ use std::path::Path;
 /// files, samples, configs, and the engine's log.
 pub const MIN_FREE: Bytes = Bytes(64 << 20);
 
-/// Bytes available to an unprivileged writer on the filesystem of `path`
-/// (the nearest existing ancestor when `path` does not exist yet).
-pub fn available(path: &Path) -> std::io::Result<Bytes> {
-    let mut p = path;
-    while !p.exists() {
-        p = p.parent().unwrap_or(Path::new("/"));
-    }
-    let st = nix::sys::statvfs::statvfs(p).map_err(std::io::Error::from)?;
-    Ok(Bytes(
-        st.blocks_available() as u64 * st.fragment_size() as u64,
-    ))
-}
-
 /// An error in words when the results disk has less than `need` free.
 pub fn check_free(path: &Path, need: Bytes) -> Result<Bytes, String> {
-    let free = available(path).map_err(|e| format!("free space of {}: {e}", path.display()))?;
+    let free = crate::host::disk_available(path)
+        .map_err(|e| format!("free space of {}: {e}", path.display()))?;
     if free < need {
         return Err(format!(
             "the results disk at {} has {free} free; a run needs at least {need}. Free space or point --results elsewhere",

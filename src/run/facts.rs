@@ -5,7 +5,7 @@
 
 use crate::clients::{self, Endpoint};
 use crate::model::Probe;
-use crate::run::cell::{EngineFacts, ReplicaState};
+use crate::run::cell::{EngineFacts, FactsError, ReplicaState};
 use crate::spec::facts::{FactQuery, Facts};
 
 /// Facts asked with the engine's own client, as its spec says
@@ -77,10 +77,10 @@ impl ProbeFacts {
     /// mysql, the `DUMP` of every key on redis, the documents' BSON in
     /// `_id` order on MongoDB; the engine's `snapshot.digest` SQL instead
     /// when it gives one.
-    async fn records_digest(&self, port: u16) -> Result<String, String> {
+    async fn records_digest(&self, port: u16) -> Result<String, FactsError> {
         let ep = self.endpoint(port);
         let table = crate::workload::stores::TABLE;
-        let e = |e: crate::clients::ClientError| e.to_string();
+        let e = FactsError::Client;
         match (&self.probe, &self.digest_sql) {
             (Probe::Postgres { .. }, Some(sql)) => {
                 clients::postgres::query_text(&ep, sql).await.map_err(e)
@@ -175,8 +175,8 @@ impl ProbeFacts {
     /// `replSetGetStatus` on the primary (linked while the member is a
     /// SECONDARY of a PRIMARY), where `behind` is in milliseconds of
     /// operations, not bytes: the oplog says when, not how much.
-    async fn follow(&self, primary: u16, replica: u16) -> Result<ReplicaState, String> {
-        let e = |e: crate::clients::ClientError| e.to_string();
+    async fn follow(&self, primary: u16, replica: u16) -> Result<ReplicaState, FactsError> {
+        let e = FactsError::Client;
         let (p, r) = (self.endpoint(primary), self.endpoint(replica));
         match &self.probe {
             Probe::Redis => {
@@ -234,7 +234,7 @@ impl ProbeFacts {
 
 #[async_trait::async_trait]
 impl EngineFacts for ProbeFacts {
-    async fn replica_state(&self, primary: u16, replica: u16) -> Result<ReplicaState, String> {
+    async fn replica_state(&self, primary: u16, replica: u16) -> Result<ReplicaState, FactsError> {
         self.follow(primary, replica).await
     }
 
@@ -243,25 +243,23 @@ impl EngineFacts for ProbeFacts {
         matches!(self.probe, Probe::Mongodb).then_some("ms")
     }
 
-    async fn digest(&self, port: u16) -> Result<String, String> {
+    async fn digest(&self, port: u16) -> Result<String, FactsError> {
         self.records_digest(port).await
     }
 
-    async fn execute(&self, port: u16, statement: &str) -> Result<(), String> {
+    async fn execute(&self, port: u16, statement: &str) -> Result<(), FactsError> {
         if let Probe::Postgres { .. } = &self.probe {
             // Several statements, and ones that return no row.
             let ep = self.endpoint(port);
-            let c = clients::postgres::PgConn::connect(&ep)
-                .await
-                .map_err(|e| e.to_string())?;
-            return c.batch(statement).await.map_err(|e| e.to_string());
+            let c = clients::postgres::PgConn::connect(&ep).await?;
+            return Ok(c.batch(statement).await?);
         }
         self.reply(port, statement).await.map(drop)
     }
 
-    async fn reply(&self, port: u16, statement: &str) -> Result<String, String> {
+    async fn reply(&self, port: u16, statement: &str) -> Result<String, FactsError> {
         let ep = self.endpoint(port);
-        let e = |e: crate::clients::ClientError| e.to_string();
+        let e = FactsError::Client;
         match &self.probe {
             Probe::Redis => {
                 let argv: Vec<&str> = statement.split_whitespace().collect();
@@ -284,8 +282,8 @@ impl EngineFacts for ProbeFacts {
         }
     }
 
-    async fn cluster_digest(&self, port: u16) -> Result<String, String> {
-        let e = |e: crate::clients::ClientError| e.to_string();
+    async fn cluster_digest(&self, port: u16) -> Result<String, FactsError> {
+        let e = FactsError::Client;
         match &self.probe {
             Probe::Redis => {
                 let mut c = clients::redis_cluster::RedisCluster::connect(&self.endpoint(port))
@@ -294,7 +292,9 @@ impl EngineFacts for ProbeFacts {
                 let (n, d) = c.digest().await.map_err(e)?;
                 Ok(format!("{n} keys, sha256 {d}"))
             }
-            _ => Err("benchcage digests the sharded clusters of redis only".into()),
+            _ => Err(FactsError::Unsupported {
+                what: "digests the sharded clusters of redis only",
+            }),
         }
     }
 
@@ -316,28 +316,28 @@ impl EngineFacts for ProbeFacts {
         self.ask(port, &self.facts.data_size, Fact::Data).await
     }
 
-    async fn writable_primary(&self, port: u16) -> Result<(), String> {
+    async fn writable_primary(&self, port: u16) -> Result<(), FactsError> {
         let Probe::Mongodb = &self.probe else {
-            return Err("benchcage asks only MongoDB members whether they are primary".into());
+            return Err(FactsError::Unsupported {
+                what: "asks only MongoDB members whether they are primary",
+            });
         };
-        let hello = clients::mongodb::topology::hello(&self.endpoint(port))
-            .await
-            .map_err(|e| e.to_string())?;
+        let hello = clients::mongodb::topology::hello(&self.endpoint(port)).await?;
         if hello.writable_primary {
             Ok(())
         } else {
-            Err(format!("it is {hello}"))
+            Err(FactsError::NotPrimary(hello.to_string()))
         }
     }
 
-    async fn missing_shards(&self, port: u16, names: &[String]) -> Result<Vec<String>, String> {
+    async fn missing_shards(&self, port: u16, names: &[String]) -> Result<Vec<String>, FactsError> {
         let Probe::Mongodb = &self.probe else {
-            return Err("benchcage asks only MongoDB routers for their shards".into());
+            return Err(FactsError::Unsupported {
+                what: "asks only MongoDB routers for their shards",
+            });
         };
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        clients::mongodb::topology::missing_shards(&self.endpoint(port), &names)
-            .await
-            .map_err(|e| e.to_string())
+        Ok(clients::mongodb::topology::missing_shards(&self.endpoint(port), &names).await?)
     }
 
     async fn cache_size(&self, port: u16) -> Option<u64> {

@@ -1,10 +1,12 @@
 //! `benchcage run`: from a scenario to verified results.
 //!
-//! - `cell`: one cell, start to end (provision .. teardown, write).
+//! - `session`: one `benchcage run`, from its flags to the indexed run
+//!   (plan, fetch, reap, adapt, the matrix here or on Slurm, report).
+//! - `cell`: one cell, start to end (provision .. teardown, write);
+//!   `cell/topology/` the members of a replica set or sharded cluster.
 //! - `matrix`: every cell of a plan, run records, resume, interrupts.
 //! - `phase`, `exec`: how a phase runs (the load generator as a child in
 //!   the client group, external tools).
-//! - `settle`: shrink the memory cap to a share of the data, drop caches.
 //! - `id`, `key`, `resume`: run ids, cell keys, what finished.
 //! - `orphans`: runs whose benchcage was killed outright, and their
 //!   empty work folders (for `cleanup`).
@@ -36,6 +38,6 @@ pub mod orphans;
 pub mod phase;
 pub mod provenance;
 pub mod resume;
-pub mod settle;
+pub mod session;
 pub mod signals;
 pub mod tools;

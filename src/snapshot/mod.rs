@@ -163,45 +163,6 @@ fn union<'a>(
     a.chain(b).collect()
 }
 
-/// Where a cell's data came from, as cell.json records it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase", tag = "kind")]
-pub enum LoadSource {
-    /// Loaded by this cell. `key` when the cell could snapshot it, and
-    /// `saved` whether it did (`note` says why not).
-    Fresh {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        key: Option<String>,
-        #[serde(default)]
-        saved: bool,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        save_s: Option<f64>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        note: Option<String>,
-        /// Why the snapshot restored first was discarded (broken, or the
-        /// engine could not start on it) before this load; the entry was
-        /// quarantined.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        discarded: Option<String>,
-    },
-    /// Restored from the snapshot `key`, taken by run `from_run` after a
-    /// load of `load_s` seconds; the restore took `restore_s`.
-    Snapshot {
-        key: String,
-        restore_s: f64,
-        load_s: f64,
-        #[serde(default, skip_serializing_if = "String::is_empty")]
-        from_run: String,
-    },
-}
-
-impl LoadSource {
-    /// Whether the cell's phases ran on restored data.
-    pub fn restored(&self) -> bool {
-        matches!(self, LoadSource::Snapshot { .. })
-    }
-}
-
 /// Why a snapshot could not be taken or restored.
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
@@ -347,19 +308,5 @@ mod tests {
                 "postgresql.conf: + innodb_page_size = 8k".to_string(),
             ]
         );
-    }
-
-    #[test]
-    fn a_load_source_reads_back_as_written() {
-        let s = LoadSource::Snapshot {
-            key: "abc".into(),
-            restore_s: 1.5,
-            load_s: 20.0,
-            from_run: "20261201-120000-abcd".into(),
-        };
-        let json = serde_json::to_string(&s).unwrap();
-        assert!(json.contains("\"kind\":\"snapshot\""), "{json}");
-        assert_eq!(serde_json::from_str::<LoadSource>(&json).unwrap(), s);
-        assert!(s.restored());
     }
 }

@@ -589,7 +589,7 @@ mod tests {
         assert_eq!(limit_of(2 * GIB, GIB / 2, 0), Bytes(GIB / 2));
         // The limit on a real folder is within its filesystem's free space.
         let t = tempfile::tempdir().unwrap();
-        let free = crate::run::disk::available(t.path()).unwrap();
+        let free = crate::host::disk_available(t.path()).unwrap();
         assert!(default_limit(t.path()) <= free);
     }
 

@@ -80,7 +80,7 @@ pub fn assert_saved_then_restored(
     first: &benchcage::results::model::CellRecord,
     second: &benchcage::results::model::CellRecord,
 ) {
-    use benchcage::snapshot::LoadSource;
+    use benchcage::results::model::LoadSource;
     assert!(
         matches!(
             first.load_source,

@@ -70,7 +70,7 @@ fn view(
     let restored = rec
         .load_source
         .as_ref()
-        .is_some_and(crate::snapshot::LoadSource::restored);
+        .is_some_and(crate::results::model::LoadSource::restored);
     CellView {
         anchor: format!("cell-{}", clock.id),
         label: if restored {
@@ -349,7 +349,7 @@ fn phase_table(
         ],
     );
     // A cell on restored data measured no load: its row says why.
-    if let Some(crate::snapshot::LoadSource::Snapshot {
+    if let Some(crate::results::model::LoadSource::Snapshot {
         key,
         load_s,
         from_run,
@@ -547,12 +547,13 @@ mod tests {
     #[test]
     fn a_restored_cell_has_a_load_row_that_says_why_it_measured_none() {
         let mut input = input();
-        input.runs[0].cells[0].record.load_source = Some(crate::snapshot::LoadSource::Snapshot {
-            key: "0123456789abcdef".into(),
-            restore_s: 0.4,
-            load_s: 12.5,
-            from_run: "20261201-120000-abcd".into(),
-        });
+        input.runs[0].cells[0].record.load_source =
+            Some(crate::results::model::LoadSource::Snapshot {
+                key: "0123456789abcdef".into(),
+                restore_s: 0.4,
+                load_s: 12.5,
+                from_run: "20261201-120000-abcd".into(),
+            });
         let [v]: [CellView; 1] = views(&input, &SeriesMap::new(&[], &[])).try_into().unwrap();
         let load = &v.table.rows[0];
         assert_eq!(load.len(), v.table.headers.len());

@@ -50,7 +50,7 @@ pub(super) async fn collect(work: &CellWork, ctx: &CellCtx, r: &mut Running) -> 
     f.engine_package = work.package.clone();
     let sup = fidelity::supervision_violations(f.oom_kills, f.engine_restarts);
     f.violations.extend(sup);
-    members::collect(r);
+    r.topology.collect(&mut r.record);
     let f = &mut r.record.fidelity;
     for (stem, io) in &f.phase_io {
         for v in [

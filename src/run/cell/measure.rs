@@ -18,9 +18,7 @@ pub(super) async fn measure(
             check(ctx)?;
             r.enter(ctx, &format!("{} t{threads}", step.name));
             let mut res = run_one(work, ctx, r, step, threads, index, true).await?;
-            if !work.replicas.is_empty()
-                && let Some(why) = super::members::broken_during_phase(work, r).await
-            {
+            if let Some(why) = r.topology.check_phase(work, r.port, &mut r.record).await {
                 res.status = match res.status {
                     PhaseStatus::Invalid { reason } => PhaseStatus::Invalid {
                         reason: format!("{why}; {reason}"),
@@ -80,7 +78,7 @@ pub(super) async fn run_one(
     let stem = stem(index, &step.name, threads);
     let before = r.stats.server()?;
     let cpu_before = CpuSnapshot::take(&work.limits.server_cpus, &topology_pids(r));
-    let members_before = super::members::cpu_usec(r);
+    let members_before = r.topology.cpu_usec();
     let started = Instant::now();
     let Watched {
         result,
@@ -112,7 +110,7 @@ pub(super) async fn run_one(
     if !work.cache_overcommit {
         io.cache_violation = fidelity::cache_violation(io.engine_cache_bytes, after.memory_limit);
     }
-    let members_usec = super::members::cpu_usec(r).saturating_sub(members_before);
+    let members_usec = r.topology.cpu_usec().saturating_sub(members_before);
     cpu_before.finish(
         &mut io,
         &work.limits.server_cpus,
@@ -138,11 +136,7 @@ pub(super) async fn run_one(
 /// not contention.
 fn topology_pids(r: &mut Running) -> Vec<u32> {
     let mut pids = r.sandbox().server_pids();
-    for rr in &r.replicas {
-        if let Some(sb) = rr.sandbox.as_deref() {
-            pids.extend(sb.server_pids());
-        }
-    }
+    pids.extend(r.topology.server_pids());
     pids
 }
 
@@ -213,11 +207,11 @@ async fn watch_phase(
     let place: PlaceHook = Arc::new(move |cmd: &mut std::process::Command| {
         placer.place(cmd).map_err(std::io::Error::other)
     });
-    let ports = super::members::client_ports(r);
+    let ports = r.topology.client_ports(r.port);
     let env = PhaseEnv {
         port: ports[0],
         ports,
-        set_ports: super::members::set_ports(r),
+        set_ports: r.topology.set_ports(r.port),
         threads,
         cell_dir: ctx.cell_dir.clone(),
         stem: stem.to_string(),

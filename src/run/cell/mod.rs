@@ -8,11 +8,11 @@ use crate::metrics::fidelity::{self, IoBoundThresholds};
 use crate::metrics::procfs;
 use crate::metrics::sampler::{Sampler, StatsSource, Target};
 use crate::model::{Backend, CellLimits, CellStatus, EngineLaunch, ThpNeed, ThpPolicy};
+use crate::plan::settle;
 use crate::results::model::{CellRecord, FidelityRecord, PhaseResult, PhaseStatus, SettleRecord};
 use crate::run::disk;
 use crate::run::live::{Live, Status};
 use crate::run::phase::{PhaseEnv, PhaseExec, PlaceHook};
-use crate::run::settle;
 use crate::sandbox::hog::Hog;
 use crate::sandbox::ledger::{self, Ledger};
 use crate::sandbox::stats::StatsReader;
@@ -29,9 +29,8 @@ use tokio_util::sync::CancellationToken;
 
 mod end;
 mod measure;
-mod members;
-mod shards;
 mod stages;
+mod topology;
 
 use end::{collect, restore_host, teardown};
 use measure::{measure, run_one};
@@ -39,6 +38,7 @@ use stages::{
     load_data, provision, render, restore_snapshot, save_snapshot, settle_memory, start,
     start_restored, verify_records,
 };
+use topology::Topology;
 
 /// Builds the engine launch for a port, data dir, config dir and log path,
 /// with the rendered config files (file name -> content) to write first.
@@ -58,22 +58,22 @@ pub trait EngineFacts: Send + Sync {
     async fn cache_size(&self, port: u16) -> Option<u64>;
     /// A digest of the load generator's records, equal for equal data
     /// (snapshots are checked with it).
-    async fn digest(&self, port: u16) -> Result<String, String>;
+    async fn digest(&self, port: u16) -> Result<String, FactsError>;
     /// Send one statement (SQL, a redis command, or a MongoDB command as
     /// JSON) and wait for it.
-    async fn execute(&self, port: u16, statement: &str) -> Result<(), String>;
+    async fn execute(&self, port: u16, statement: &str) -> Result<(), FactsError>;
     /// Send one statement and return its reply as text (a node id, a
     /// cluster's state).
-    async fn reply(&self, port: u16, statement: &str) -> Result<String, String>;
+    async fn reply(&self, port: u16, statement: &str) -> Result<String, FactsError>;
     /// A digest of the records of the whole sharded cluster the member on
     /// `port` belongs to: equal to [`EngineFacts::digest`] of one server
     /// holding the same records.
-    async fn cluster_digest(&self, port: u16) -> Result<String, String>;
+    async fn cluster_digest(&self, port: u16) -> Result<String, FactsError>;
     /// The data size of the whole sharded cluster the member on `port`
     /// belongs to: the sum over its shards' primaries.
     async fn cluster_data_size(&self, port: u16) -> Option<u64>;
     /// How the secondary on `replica` follows the primary on `primary`.
-    async fn replica_state(&self, primary: u16, replica: u16) -> Result<ReplicaState, String>;
+    async fn replica_state(&self, primary: u16, replica: u16) -> Result<ReplicaState, FactsError>;
     /// What [`ReplicaState::behind`] counts: `None` for bytes, else the
     /// unit (`ms`).
     fn lag_unit(&self) -> Option<&'static str> {
@@ -81,9 +81,32 @@ pub trait EngineFacts: Send + Sync {
     }
     /// `Ok` once the member on `port` is its replica set's writable
     /// primary; else what it is instead.
-    async fn writable_primary(&self, port: u16) -> Result<(), String>;
+    async fn writable_primary(&self, port: u16) -> Result<(), FactsError>;
     /// The shards of `names` that the router on `port` does not list yet.
-    async fn missing_shards(&self, port: u16, names: &[String]) -> Result<Vec<String>, String>;
+    async fn missing_shards(&self, port: u16, names: &[String]) -> Result<Vec<String>, FactsError>;
+}
+
+/// Why the engine could not say what [`EngineFacts`] asked.
+#[derive(Debug, thiserror::Error)]
+pub enum FactsError {
+    /// Connecting to the engine, the statement, or its reply failed.
+    #[error(transparent)]
+    Client(#[from] crate::clients::ClientError),
+    /// benchcage does not ask this engine's protocol this (`what` says
+    /// what it does ask).
+    #[error("benchcage {what}")]
+    Unsupported { what: &'static str },
+    /// A replica set member that is not its set's writable primary: what
+    /// it is instead.
+    #[error("it is {0}")]
+    NotPrimary(String),
+    /// The topology is not there yet (a router that does not list a
+    /// shard, a member that does not say the cluster is whole).
+    #[error("{0}")]
+    NotYet(String),
+    /// The run was interrupted while waiting.
+    #[error("interrupted")]
+    Interrupted,
 }
 
 /// A secondary's replication, as the engines report it.
@@ -116,7 +139,7 @@ pub type ReplicaLaunchFn = Arc<
 pub struct ReplicaWork {
     /// `m1`, `m2`.
     pub name: String,
-    pub role: String,
+    pub role: crate::model::Role,
     pub limits: CellLimits,
     pub launch: ReplicaLaunchFn,
     /// Statements sent to it once it answers, `{primary_port}` unfilled.
@@ -173,6 +196,36 @@ impl CacheResize {
         let bytes = (cap.0 as f64 * share) as u64;
         Bytes((bytes >> 20).max(1) << 20)
     }
+
+    /// Resize the engine's cache on `port` to its share of the settled
+    /// `cap` with the engine's statement, and read back what the engine
+    /// reports: the read-back in words, and a violation when the
+    /// statement failed.
+    async fn apply(
+        &self,
+        facts: &dyn EngineFacts,
+        port: u16,
+        cap: Bytes,
+    ) -> (String, Option<String>) {
+        let want = self.cache_for(cap);
+        let statement = crate::spec::engine::fill_cache_resize(&self.statement, want);
+        let failed = facts.execute(port, &statement).await.err();
+        let now = facts.cache_size(port).await;
+        let shown = now.map_or("not reported".to_string(), |b| Bytes(b).to_string());
+        let read_back = format!(
+            "{shown} (resized to {want}: the {} cache's share of the {} cap, applied to {})",
+            self.planned_cache,
+            self.planned_cap,
+            crate::display::approx(cap)
+        );
+        let violation = failed.map(|e| {
+            format!(
+                "settle could not resize the engine's cache to {want} under the {cap} cap (`{}`): {e}",
+                crate::error::excerpt(&statement)
+            )
+        });
+        (read_back, violation)
+    }
 }
 
 /// The memory cap settle sets after load.
@@ -181,6 +234,19 @@ pub enum SettleCap {
     /// A share of the data size measured after load (`25% of data`).
     OfData(Share),
     Absolute(Bytes),
+}
+
+impl SettleCap {
+    /// The cap this makes of `data` bytes, and why in words.
+    fn cap_for(self, data: u64) -> (Bytes, String) {
+        match self {
+            SettleCap::OfData(share) => (
+                settle::settled_cap(share, Bytes(data)),
+                format!("{share} of data {}", Bytes(data)),
+            ),
+            SettleCap::Absolute(b) => (b, "absolute".to_string()),
+        }
+    }
 }
 
 impl SettleSpec {
@@ -378,10 +444,8 @@ struct Running {
     /// Set by a phase whose result is recorded but that ends the cell (the
     /// engine was OOM-killed, the phase overran its deadline).
     abort: Option<String>,
-    /// A replica set's secondaries, in `work.replicas` order.
-    replicas: Vec<members::ReplicaRun>,
-    /// Reads their lag every second once they follow the primary.
-    lag: Option<members::LagSampler>,
+    /// The members beside the cell's server (none for one server).
+    topology: Topology,
 }
 
 impl Running {
@@ -464,13 +528,7 @@ pub async fn run_cell(
         oom_at_start: 0,
         epoch,
         abort: None,
-        replicas: work
-            .replicas
-            .iter()
-            .zip(replicas)
-            .map(|(rw, sb)| members::ReplicaRun::new(rw, sb))
-            .collect(),
-        lag: None,
+        topology: Topology::new(work, replicas),
     };
     std::fs::create_dir_all(&ctx.cell_dir)?;
     let outcome = lifecycle(work, ctx, &mut r, writer).await;
@@ -488,8 +546,7 @@ pub async fn run_cell(
         Some(s) => s.finish().await,
         None => Vec::new(),
     };
-    members::finish_lag(&mut r).await;
-    let mut leaked = members::teardown_all(&mut r, &ctx.hurry).await;
+    let mut leaked = r.topology.teardown(&mut r.record, &ctx.hurry).await;
     if let Some(sandbox) = r.sandbox.take() {
         leaked.extend(teardown(sandbox, &ctx.hurry).await);
     }
@@ -609,6 +666,25 @@ pub trait CellWriter: Send + Sync {
     fn fidelity(&self, cell_dir: &Path, f: &FidelityRecord) -> anyhow::Result<()>;
     fn cell(&self, cell_dir: &Path, rec: &CellRecord) -> anyhow::Result<()>;
     fn file(&self, path: &Path, bytes: &[u8]) -> anyhow::Result<()>;
+
+    /// The rendered config files kept in `kept_dir`, where the launch's
+    /// sandbox installs them from.
+    fn keep_configs(
+        &self,
+        kept_dir: &Path,
+        files: &[(String, String)],
+        launch: &mut EngineLaunch,
+    ) -> anyhow::Result<()> {
+        for (name, content) in files {
+            self.file(&kept_dir.join(name), content.as_bytes())?;
+        }
+        for (kept, engine_path) in &mut launch.config_files {
+            if let Some(name) = engine_path.file_name() {
+                *kept = kept_dir.join(name);
+            }
+        }
+        Ok(())
+    }
 }
 
 fn base_record(work: &CellWork) -> CellRecord {
@@ -671,9 +747,20 @@ async fn lifecycle(
         }
     };
 
-    if !work.replicas.is_empty() {
+    if !r.topology.is_empty() {
         r.enter(ctx, "replicas");
-        members::start_replicas(work, ctx, r, writer).await?;
+        let (port, record) = (r.port, &mut r.record);
+        r.topology.start(work, ctx, port, record, writer).await?;
+        let label = r
+            .sampler
+            .as_ref()
+            .map(|s| s.phase_label())
+            .unwrap_or_default();
+        let record = &mut r.record;
+        let lag = (r.epoch, label);
+        r.topology
+            .initiate(work, ctx, port, record, writer, lag)
+            .await?;
     }
     r.record.topology_ready_s = Some(r.epoch.elapsed().as_secs_f64());
 
@@ -691,9 +778,10 @@ async fn lifecycle(
         load_data(work, ctx, r, writer, load).await?;
         index += 1;
         verify_records(work, r).await?;
-        if !work.replicas.is_empty() {
+        if !r.topology.is_empty() {
             r.enter(ctx, "replicas");
-            members::compare_records(work, ctx, r).await?;
+            let record = &mut r.record;
+            r.topology.compare(work, ctx, r.port, record).await?;
         }
         if let Some(sw) = &work.snapshot {
             check(ctx)?;

@@ -3,8 +3,8 @@
 //! data, settle the memory cap.
 
 use super::*;
+use crate::results::model::LoadSource;
 use crate::sandbox::StopOutcome;
-use crate::snapshot::LoadSource;
 use crate::snapshot::store::{LoadFacts, Meta};
 
 /// Host settings, the sandbox with its limits read back, and the sampler.
@@ -18,19 +18,8 @@ pub(super) async fn provision(work: &CellWork, ctx: &CellCtx, r: &mut Running) -
         .extend(provisioned.read_back);
     let before = r.stats.server()?;
     r.oom_at_start = before.oom_kills;
-    let stats = super::members::TopologyStats {
-        primary: r.stats.clone(),
-        secondaries: r
-            .replicas
-            .iter()
-            .map(|rr| (rr.name.clone(), rr.stats.clone()))
-            .collect(),
-    };
-    r.sampler = Some(Sampler::start(
-        Arc::new(stats),
-        Duration::from_secs(1),
-        r.epoch,
-    ));
+    let stats = r.topology.stats(r.stats.clone());
+    r.sampler = Some(Sampler::start(stats, Duration::from_secs(1), r.epoch));
     Ok(())
 }
 
@@ -52,31 +41,12 @@ pub(super) fn render(
     let log_path = ctx.cell_dir.join("engine.log");
     std::fs::create_dir_all(&kept_config_dir).map_err(anyhow::Error::from)?;
     let (mut launch, files) = (work.launch)(r.port, &data_dir, &engine_config_dir, &log_path)?;
-    keep_configs(writer, &kept_config_dir, &files, &mut launch)?;
+    writer.keep_configs(&kept_config_dir, &files, &mut launch)?;
     writer.file(
         &ctx.cell_dir.join("launch.json"),
         &serde_json::to_vec_pretty(&launch).map_err(anyhow::Error::from)?,
     )?;
     Ok(launch)
-}
-
-/// The rendered config files kept in `kept_dir`, where the launch's
-/// sandbox installs them from.
-pub(super) fn keep_configs(
-    writer: &dyn CellWriter,
-    kept_dir: &Path,
-    files: &[(String, String)],
-    launch: &mut EngineLaunch,
-) -> anyhow::Result<()> {
-    for (name, content) in files {
-        writer.file(&kept_dir.join(name), content.as_bytes())?;
-    }
-    for (kept, engine_path) in &mut launch.config_files {
-        if let Some(name) = engine_path.file_name() {
-            *kept = kept_dir.join(name);
-        }
-    }
-    Ok(())
 }
 
 /// Start the engine and wait until it answers its probe (in the stage
@@ -136,7 +106,7 @@ pub(super) async fn load_data(
 pub(super) async fn data_size(work: &CellWork, ctx: &CellCtx, r: &Running) -> u64 {
     let on_disk = disk::dir_size(&cell_work_dir(ctx).join("data"));
     // A router reports the whole cluster's.
-    let entry = super::members::client_ports(r)[0];
+    let entry = r.topology.client_ports(r.port)[0];
     let reported = if entry != r.port {
         work.facts.data_size(entry).await
     } else if work.sharding.is_some() {
@@ -158,18 +128,18 @@ pub(super) async fn settle_memory(
     r.record.data_size_bytes = Some(data_size);
     // The cell's server holds all the data, unless it is one member of a
     // sharded cluster (its own share) or a config server (no records).
-    let holds = super::members::holds_records(work, None);
+    let holds = topology::server_holds_records(work);
     if let Some(want) = work.settle.memory.filter(|_| holds) {
         let own = if work.sharding.is_some() {
             work.facts.data_size(r.port).await.unwrap_or(data_size)
         } else {
             data_size
         };
-        let (cap, why) = settle_cap(want, own);
+        let (cap, why) = want.cap_for(own);
         // The cache first: a cap under what the cache holds cannot be set
         // (the kernel answers EBUSY when it cannot reclaim down to it).
         if let Some(resize) = &work.settle.cache {
-            let (read_back, violation) = resize_cache(work, resize, r.port, cap).await;
+            let (read_back, violation) = resize.apply(work.facts.as_ref(), r.port, cap).await;
             let f = &mut r.record.fidelity;
             f.limits_read_back
                 .insert("server/engine cache after settle".into(), read_back);
@@ -183,7 +153,7 @@ pub(super) async fn settle_memory(
     if work.settle.drop_caches {
         r.sandbox().drop_page_cache()?;
     }
-    super::members::settle(work, ctx, r).await?;
+    r.topology.settle(work, ctx, &mut r.record).await?;
     let settled = r.stats.server()?;
     r.record.memory_limit_bytes = Some(settled.memory_limit);
     if work.settle.memory.is_some() && holds {
@@ -193,47 +163,6 @@ pub(super) async fn settle_memory(
         );
     }
     Ok(())
-}
-
-/// Resize the engine's cache on `port` to its share of the settled `cap`
-/// (the share of the planned cap it started with) with the engine's
-/// statement, and read back what the engine reports: the read-back in
-/// words, and a violation when the statement failed.
-pub(super) async fn resize_cache(
-    work: &CellWork,
-    resize: &super::CacheResize,
-    port: u16,
-    cap: Bytes,
-) -> (String, Option<String>) {
-    let want = resize.cache_for(cap);
-    let statement = crate::spec::engine::fill_cache_resize(&resize.statement, want);
-    let failed = work.facts.execute(port, &statement).await.err();
-    let now = work.facts.cache_size(port).await;
-    let shown = now.map_or("not reported".to_string(), |b| Bytes(b).to_string());
-    let read_back = format!(
-        "{shown} (resized to {want}: the {} cache's share of the {} cap, applied to {})",
-        resize.planned_cache,
-        resize.planned_cap,
-        crate::display::approx(cap)
-    );
-    let violation = failed.map(|e| {
-        format!(
-            "settle could not resize the engine's cache to {want} under the {cap} cap (`{}`): {e}",
-            crate::error::excerpt(&statement)
-        )
-    });
-    (read_back, violation)
-}
-
-/// The cap `want` makes of `data` bytes, and why in words.
-pub(super) fn settle_cap(want: SettleCap, data: u64) -> (Bytes, String) {
-    match want {
-        SettleCap::OfData(share) => (
-            settle::settled_cap(share, Bytes(data)),
-            format!("{share} of data {}", Bytes(data)),
-        ),
-        SettleCap::Absolute(b) => (b, "absolute".to_string()),
-    }
 }
 
 /// Before the engine starts: when the cache holds the cell's snapshot,

@@ -106,8 +106,8 @@ fn cell_facts(rec: &CellRecord) -> Vec<(String, String)> {
 
 /// Where the data of the phases came from, in words; a snapshot
 /// discarded before the load says why first.
-pub(super) fn data_source(source: &crate::snapshot::LoadSource) -> String {
-    use crate::snapshot::LoadSource;
+pub(super) fn data_source(source: &crate::results::model::LoadSource) -> String {
+    use crate::results::model::LoadSource;
     let text = loaded_or_restored(source);
     match source {
         LoadSource::Fresh {
@@ -122,8 +122,8 @@ pub(super) fn data_source(source: &crate::snapshot::LoadSource) -> String {
     }
 }
 
-fn loaded_or_restored(source: &crate::snapshot::LoadSource) -> String {
-    use crate::snapshot::LoadSource;
+fn loaded_or_restored(source: &crate::results::model::LoadSource) -> String {
+    use crate::results::model::LoadSource;
     match source {
         LoadSource::Snapshot {
             key,
@@ -282,7 +282,7 @@ mod workload_tests {
 #[cfg(test)]
 mod data_source_tests {
     use super::*;
-    use crate::snapshot::LoadSource;
+    use crate::results::model::LoadSource;
 
     #[test]
     fn a_cell_on_restored_data_says_so_with_its_snapshot_and_times() {

@@ -8,31 +8,14 @@ use crate::units::{Bytes, Share};
 
 /// The smallest cap settle will set: below this an engine cannot even keep
 /// its own code and stacks resident, and the cell would measure the OOM killer.
-pub const MIN_SETTLED_CAP: Bytes = Bytes(32 << 20);
+const MIN_SETTLED_CAP: Bytes = Bytes(32 << 20);
 
 /// The cap for `memory: <share> of data`, never below [`MIN_SETTLED_CAP`],
 /// rounded down to a page (the kernel would round it anyway, and the read-back
 /// check compares exact values).
-pub fn settled_cap(share: Share, data_size: Bytes) -> Bytes {
+pub(crate) fn settled_cap(share: Share, data_size: Bytes) -> Bytes {
     let raw = share.of(data_size).as_u64().max(MIN_SETTLED_CAP.as_u64());
     Bytes(raw / 4096 * 4096)
-}
-
-/// Parse the scenario's `memory: "25% of data"`.
-pub fn parse_share_of_data(s: &str) -> Result<Share, String> {
-    let t = s.trim();
-    let Some(head) = t.strip_suffix("of data").map(str::trim) else {
-        return Err(format!(
-            "settle memory `{s}` must be a share of the data size, like `25% of data`"
-        ));
-    };
-    let share: Share = head
-        .parse()
-        .map_err(|e| format!("settle memory `{s}`: {e}"))?;
-    if share.fraction() <= 0.0 {
-        return Err(format!("settle memory `{s}` must be above 0% of data"));
-    }
-    Ok(share)
 }
 
 #[cfg(test)]
@@ -41,26 +24,16 @@ mod tests {
 
     #[test]
     fn a_quarter_of_the_data_is_a_quarter_rounded_to_a_page() {
-        let share = parse_share_of_data("25% of data").unwrap();
+        let share = Share(0.25);
         let cap = settled_cap(share, Bytes(Bytes::from_mib(400).0 + 3));
         assert_eq!(cap, Bytes::from_mib(100));
-        let twice = settled_cap(
-            parse_share_of_data("200% of data").unwrap(),
-            Bytes::from_mib(400),
-        );
+        let twice = settled_cap(Share(2.0), Bytes::from_mib(400));
         assert_eq!(twice, Bytes::from_mib(800));
     }
 
     #[test]
     fn a_tiny_data_set_never_gets_a_cap_below_the_floor() {
-        let share = parse_share_of_data("25% of data").unwrap();
+        let share = Share(0.25);
         assert_eq!(settled_cap(share, Bytes::from_mib(1)), MIN_SETTLED_CAP);
-    }
-
-    #[test]
-    fn a_settle_memory_that_is_not_a_share_of_data_is_refused() {
-        assert!(parse_share_of_data("256MiB").is_err());
-        assert!(parse_share_of_data("0% of data").is_err());
-        assert!(parse_share_of_data("lots of data").is_err());
     }
 }

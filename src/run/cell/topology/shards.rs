@@ -13,13 +13,15 @@
 //! shard and the data's sharding, and the cluster is whole once every
 //! router lists every shard.
 
-use super::members::leader_port;
-use super::*;
+use super::{CellCtx, CellWork, IN_SYNC_TIMEOUT, Stop, Topology, initiate_set};
 use crate::clients::redis_cluster::shard_slots;
+use crate::model::Role;
+use crate::run::cell::FactsError;
 use crate::spec::engine::{
     COLLECTION, DATABASE, MEMBER_COUNT, SET_NAME, SHARD_KEY, SHARD_PRIMARY_ID, SHARD_SET,
     SHARD_SLOTS, ShardingSpec,
 };
+use std::time::{Duration, Instant};
 
 /// One replica set of a cluster with routers: the config servers, or a
 /// shard.
@@ -33,16 +35,16 @@ struct SetOf {
 
 /// The replica sets of the cluster, in start order: the cell's server's
 /// (the config servers' when the cluster has any), then the others'.
-fn sets(work: &CellWork, r: &Running) -> Vec<SetOf> {
+fn sets(work: &CellWork, topology: &Topology, primary: u16) -> Vec<SetOf> {
     let (_, _, config_servers) = work.topology.sharded_counts();
     let mut out: Vec<SetOf> = Vec::new();
-    let first = work.set.iter().map(|s| (s, r.port, config_servers > 0));
-    let rest = r
-        .replicas
+    let first = work.set.iter().map(|s| (s, primary, config_servers > 0));
+    let rest = topology
+        .members
         .iter()
         .zip(&work.replicas)
         .filter_map(|(rr, rw)| {
-            let config = rw.role == crate::model::Role::ConfigServer.name();
+            let config = rw.role == Role::ConfigServer;
             Some((rw.set.as_ref()?, rr.port, config))
         });
     for (name, port, config) in first.chain(rest) {
@@ -91,24 +93,25 @@ fn shard_data(spec: &ShardingSpec, topology: crate::model::Topology) -> Vec<Stri
 pub(super) async fn initiate_sets(
     work: &CellWork,
     ctx: &CellCtx,
-    r: &Running,
+    topology: &Topology,
+    primary: u16,
     spec: &ShardingSpec,
 ) -> Result<String, Stop> {
-    let deadline = Instant::now() + super::members::IN_SYNC_TIMEOUT;
-    let sets = sets(work, r);
+    let deadline = Instant::now() + IN_SYNC_TIMEOUT;
+    let sets = sets(work, topology, primary);
     for set in &sets {
         let statements = if set.config {
             &spec.config_initiate
         } else {
             &spec.shard_initiate
         };
-        super::members::initiate_set(work, set.ports[0], statements, &set.name, &set.ports).await?;
+        initiate_set(work, set.ports[0], statements, &set.name, &set.ports).await?;
     }
     for set in &sets {
         retry(ctx, deadline, || work.facts.writable_primary(set.ports[0]))
             .await
             .map_err(|e| {
-                let secs = super::members::IN_SYNC_TIMEOUT.as_secs();
+                let secs = IN_SYNC_TIMEOUT.as_secs();
                 failed(
                     ctx,
                     format!(
@@ -127,20 +130,24 @@ pub(super) async fn initiate_sets(
 pub(super) async fn add_shards(
     work: &CellWork,
     ctx: &CellCtx,
-    r: &Running,
+    topology: &Topology,
+    primary: u16,
     spec: &ShardingSpec,
 ) -> Result<(), Stop> {
-    let deadline = Instant::now() + super::members::IN_SYNC_TIMEOUT;
-    let routers: Vec<(&str, u16)> = r
-        .replicas
+    let deadline = Instant::now() + IN_SYNC_TIMEOUT;
+    let routers: Vec<(&str, u16)> = topology
+        .members
         .iter()
-        .filter(|rr| rr.router)
+        .filter(|rr| rr.is_router())
         .map(|rr| (rr.name.as_str(), rr.port))
         .collect();
     let Some(&(first, port)) = routers.first() else {
         return Err(Stop::Failed("the sharded cluster has no router".into()));
     };
-    let shards: Vec<SetOf> = sets(work, r).into_iter().filter(|s| !s.config).collect();
+    let shards: Vec<SetOf> = sets(work, topology, primary)
+        .into_iter()
+        .filter(|s| !s.config)
+        .collect();
     for shard in &shards {
         let seed = seed(shard);
         for statement in &spec.add_shard {
@@ -163,7 +170,10 @@ pub(super) async fn add_shards(
         for (name, port) in &routers {
             let missing = work.facts.missing_shards(*port, &names).await?;
             if !missing.is_empty() {
-                return Err(format!("{name} does not list {} yet", missing.join(", ")));
+                return Err(FactsError::NotYet(format!(
+                    "{name} does not list {} yet",
+                    missing.join(", ")
+                )));
             }
         }
         Ok(())
@@ -175,18 +185,22 @@ pub(super) async fn add_shards(
 
 /// Give every shard its slots, join every shard's secondaries, then wait
 /// until every member says the cluster is whole, within
-/// [`super::members::IN_SYNC_TIMEOUT`].
-pub(super) async fn form(work: &CellWork, ctx: &CellCtx, r: &mut Running) -> Result<(), Stop> {
-    let Some(spec) = &work.sharding else {
-        return Ok(());
-    };
-    let deadline = Instant::now() + super::members::IN_SYNC_TIMEOUT;
+/// [`IN_SYNC_TIMEOUT`].
+pub(super) async fn form(
+    work: &CellWork,
+    ctx: &CellCtx,
+    topology: &Topology,
+    primary: u16,
+    spec: &ShardingSpec,
+) -> Result<(), Stop> {
+    let deadline = Instant::now() + IN_SYNC_TIMEOUT;
     let (shards, _, _) = work.topology.sharded_counts();
-    let primaries = std::iter::once(("the first member".to_string(), r.port, 0)).chain(
-        r.replicas
+    let primaries = std::iter::once(("the first member".to_string(), primary, 0)).chain(
+        topology
+            .members
             .iter()
             .zip(&work.replicas)
-            .filter(|(rr, _)| leader_port(r, rr.leader).is_none())
+            .filter(|(rr, _)| topology.leader_port(primary, rr.leader).is_none())
             .filter_map(|(rr, rw)| Some((rr.name.clone(), rr.port, rw.shard?))),
     );
     for (name, port, shard) in primaries.collect::<Vec<_>>() {
@@ -204,14 +218,14 @@ pub(super) async fn form(work: &CellWork, ctx: &CellCtx, r: &mut Running) -> Res
             })?;
         }
     }
-    for rr in &r.replicas {
-        let Some(leader) = leader_port(r, rr.leader) else {
+    for rr in &topology.members {
+        let Some(leader) = topology.leader_port(primary, rr.leader) else {
             continue;
         };
         join_leader(work, ctx, spec, (&rr.name, rr.port), leader, deadline).await?;
     }
-    let mut ports = vec![("the first member".to_string(), r.port)];
-    ports.extend(r.replicas.iter().map(|rr| (rr.name.clone(), rr.port)));
+    let mut ports = vec![("the first member".to_string(), primary)];
+    ports.extend(topology.members.iter().map(|rr| (rr.name.clone(), rr.port)));
     wait_whole(work, ctx, spec, &ports, deadline).await
 }
 
@@ -268,7 +282,9 @@ async fn wait_whole(
             let reply = work.facts.reply(*port, &ready.statement).await?;
             let lines: Vec<&str> = reply.lines().map(str::trim).collect();
             if let Some(missing) = expect.iter().find(|l| !lines.contains(&l.as_str())) {
-                return Err(format!("{name} does not say `{missing}` yet"));
+                return Err(FactsError::NotYet(format!(
+                    "{name} does not say `{missing}` yet"
+                )));
             }
         }
         Ok(())
@@ -279,8 +295,8 @@ async fn wait_whole(
 }
 
 /// The cluster was not whole by the deadline (or the run was interrupted).
-fn not_whole(ctx: &CellCtx, e: String) -> Stop {
-    let secs = super::members::IN_SYNC_TIMEOUT.as_secs();
+fn not_whole(ctx: &CellCtx, e: FactsError) -> Stop {
+    let secs = IN_SYNC_TIMEOUT.as_secs();
     failed(
         ctx,
         format!("the sharded cluster was not whole within {secs}s: {e}"),
@@ -297,10 +313,10 @@ fn failed(ctx: &CellCtx, why: String) -> Stop {
 }
 
 /// `attempt` until it succeeds; its last error at the deadline.
-async fn retry<F, Fut, T>(ctx: &CellCtx, deadline: Instant, mut attempt: F) -> Result<T, String>
+async fn retry<F, Fut, T>(ctx: &CellCtx, deadline: Instant, mut attempt: F) -> Result<T, FactsError>
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, String>>,
+    Fut: std::future::Future<Output = Result<T, FactsError>>,
 {
     let mut pause = Duration::from_millis(20);
     loop {
@@ -311,7 +327,7 @@ where
         }
         tokio::select! {
             _ = tokio::time::sleep(pause) => {}
-            _ = ctx.stop.cancelled() => return Err("interrupted".into()),
+            _ = ctx.stop.cancelled() => return Err(FactsError::Interrupted),
         }
         pause = (pause * 2).min(Duration::from_millis(500));
     }

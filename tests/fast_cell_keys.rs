@@ -37,9 +37,12 @@ fn fixed_host() -> HostFacts {
     host
 }
 
-/// Every scenario the keys are computed for, with the `--set` flags of
-/// each variation: (label, scenario name or path, overrides).
-fn cases() -> Vec<(String, String, Vec<(String, String)>)> {
+/// One scenario the keys are computed for: (label, scenario path, the
+/// `--set` flags of the variation).
+type Case = (String, String, Vec<(String, String)>);
+
+/// Every scenario the keys are computed for, and the variations.
+fn cases() -> Vec<Case> {
     let mut out = Vec::new();
     for dir in ["scenarios", "tests/scenarios"] {
         let mut files: Vec<_> = std::fs::read_dir(repo().join(dir))

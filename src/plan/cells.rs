@@ -153,6 +153,7 @@ fn planned_cell(
             io: env.io.clone(),
         },
         cache: parts.knobs.cache,
+        cache_from: parts.knobs.cache_from.clone(),
         cache_resize: engine
             .cache_resize
             .clone()

@@ -12,6 +12,7 @@ pub mod engine;
 pub mod environment;
 pub mod facts;
 pub mod files;
+pub mod knob_versions;
 pub mod overrides;
 pub mod scenario;
 pub mod scenario_set;

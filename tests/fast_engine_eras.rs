@@ -426,3 +426,58 @@ fn an_mmapv1_cell_plans_the_page_cache_under_its_cap_as_its_cache() {
     assert_eq!(v["cells"][0]["knobs"]["cache_size"], "1536MiB");
     assert!(v["cells"][0].get("cache_resize").is_some());
 }
+
+/// The deviations of `plan --json`, as (kind, text).
+fn deviations(args: &[&str]) -> Vec<(String, String)> {
+    let o = plan(&[args, &["--json"]].concat());
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    v["reproduces"]["deviations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["kind"].as_str().unwrap().to_string(),
+                d["text"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_storage_engine_change_is_its_own_deviation_apart_from_the_version() {
+    // Write-up 002 ran MongoDB 2.2.3 (MMAPv1); 3.2 plays it with WiredTiger.
+    let d = deviations(&["scenarios/002-sysbench-mongo.yaml"]);
+    let of = |kind: &str| -> Vec<&str> {
+        d.iter().filter(|(k, _)| k == kind).map(|(_, t)| t.as_str()).collect()
+    };
+    assert_eq!(of("storage-engine"), ["mongodb@3.2: WiredTiger instead of MMAPv1"], "{d:?}");
+    assert!(of("version").contains(&"mongodb@3.2 instead of MongoDB 2.2.3 (mongodb@2.2.3)"), "{d:?}");
+    // The same version with the engine the write-up did not run: no
+    // version deviation, only the storage engine.
+    let (_t, s) = scenario(&format!(
+        "{}reproduces:\n  writeup: \"001\"\n  title: t\n  engines:\n    - {{name: MongoDB 3.0 with WiredTiger, engine: mongodb@3.0, knobs: {{storage_engine: wiredTiger}}}}\n    - {{name: TokuMXse, here: [psmdb@3.0]}}\n",
+        MONGODB_40
+            .replace("[mongodb@4.0]", "[mongodb@3.0, psmdb@3.0]")
+            .replace("scale: 0.125", "scale: 0.25")
+    ));
+    let d = deviations(&[&s, "--set", "host.transparent_hugepages=off"]);
+    let kinds: Vec<&str> = d.iter().map(|(k, _)| k.as_str()).collect();
+    assert!(!kinds.contains(&"version"), "{d:?}");
+    assert!(d.contains(&("storage-engine".into(), "mongodb@3.0: MMAPv1 instead of WiredTiger".into())), "{d:?}");
+    assert!(!d.iter().any(|(k, t)| k == "differs" && t.contains("storage_engine")), "named twice: {d:?}");
+    // PerconaFT plays TokuMXse: a deviation of its own too.
+    assert!(d.contains(&("engine".into(), "psmdb@3.0 instead of TokuMXse".into())), "{d:?}");
+    let (_t2, s) = scenario(&s_with_published_wt());
+    let d = deviations(&[&s]);
+    assert!(!d.iter().any(|(k, _)| k == "storage-engine"), "{d:?}");
+}
+
+/// MongoDB 3.0 set to WiredTiger, as the write-up ran it: no deviation.
+fn s_with_published_wt() -> String {
+    format!(
+        "{}knobs: {{storage_engine: wiredTiger}}\nreproduces:\n  writeup: \"001\"\n  title: t\n  engines:\n    - {{name: MongoDB 3.0 with WiredTiger, engine: mongodb@3.0, knobs: {{storage_engine: wiredTiger}}}}\n",
+        MONGODB_40.replace("[mongodb@4.0]", "[mongodb@3.0]").replace("scale: 0.125", "scale: 0.25")
+    )
+}

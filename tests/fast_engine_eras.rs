@@ -481,3 +481,46 @@ fn s_with_published_wt() -> String {
         MONGODB_40.replace("[mongodb@4.0]", "[mongodb@3.0]").replace("scale: 0.125", "scale: 0.25")
     )
 }
+
+const DEFAULT_CACHE: &str = "description: out of the box\nmatrix:\n  engines: [mongodb@3.2.6, mongodb@4.4, mongodb@2.6]\n  environments: [{name: c4-16g, scale: 0.125, set: {backend: docker, server.cpus: \"1\", client.cpus: \"0\", cache: default}}]\ndataset: {records: 1000}\nload: {threads: 1}\nphases:\n  - {name: a, builtin: {workload: a}, threads: 1, duration: 5s}\n";
+
+#[test]
+fn cache_default_leaves_the_cache_to_the_engine_and_plan_shows_what_each_version_takes() {
+    let (_t, s) = scenario(DEFAULT_CACHE);
+    let o = plan(&[&s, "--json"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    let cells = v["cells"].as_array().unwrap();
+    let cell = |label: &str| {
+        cells
+            .iter()
+            .find(|c| c["id"].as_str().unwrap().starts_with(label))
+            .unwrap()
+    };
+    // 3.2 sizes from the host's RAM (60% of it less 1 GiB), not the cap:
+    // far more than the 2 GiB cap, as "out of the box" in a container was.
+    let c32 = cell("mongodb@3.2.6/");
+    let from = c32["cache_from"].as_str().unwrap();
+    assert!(from.contains("60% of RAM - 1GiB, at least 1GiB"), "{from}");
+    assert!(from.contains("it does not read the 2GiB cap") && from.contains("more than the 2GiB cap"), "{from}");
+    assert!(from.contains("MongoDB 3.2 Manual"), "the rule names its source: {from}");
+    assert!(c32["knobs"].get("cache_size").is_none());
+    let conf = c32["configs"][0]["content"].as_str().unwrap();
+    assert!(!conf.contains("cacheSizeGB") && !conf.contains("engineConfig"), "{conf}");
+    // 4.4 reads the cgroup limit: 50% of (2 GiB - 1 GiB).
+    let c44 = cell("mongodb@4.4/");
+    assert_eq!(c44["cache"], "512MiB", "{c44}");
+    assert!(c44["cache_from"].as_str().unwrap().contains("of the 2GiB cap (it reads the cgroup limit)"));
+    // MMAPv1 has none: the page cache.
+    let c26 = cell("mongodb@2.6/");
+    assert!(c26["cache_from"].as_str().unwrap().starts_with("the page cache under the 2GiB cap"));
+    // An engine whose spec documents no default is refused, naming where.
+    let (_t2, pg) = scenario(
+        &DEFAULT_CACHE
+            .replace("[mongodb@3.2.6, mongodb@4.4, mongodb@2.6]", "[postgres]")
+            .replace("backend: docker, ", ""),
+    );
+    let o = plan(&[&pg]);
+    assert_eq!(o.code, 2, "{}", o.stdout);
+    assert!(o.stderr.contains("`cache: default` leaves the cache to the engine, but engines/postgres.yaml documents no default cache"), "{}", o.stderr);
+}

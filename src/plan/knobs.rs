@@ -10,7 +10,8 @@ use super::{Entry, StoreOption};
 use crate::spec::Scenario;
 use crate::spec::diag::{Diagnostic, Diagnostics, unknown_hint};
 use crate::spec::engine::{Engine, KnobValue};
-use crate::spec::environment::DEFAULT_CACHE_SHARE;
+use crate::spec::default_cache;
+use crate::spec::environment::{CacheChoice, DEFAULT_CACHE_SHARE};
 use crate::units::{Bytes, Share};
 use std::collections::BTreeMap;
 
@@ -46,9 +47,20 @@ pub(super) struct Knobs {
     /// Where the cache comes from when the cell does not set it: the page
     /// cache under the cap (MMAPv1), or the engine's own default.
     pub cache_from: Option<String>,
+    /// The engine sizes its own cache (`cache: default`): what it takes is
+    /// the condition measured, not a cache over the cap.
+    pub engine_default_cache: bool,
     /// Knobs raised for the scenario's thread count, each as
     /// `max_connections=1074: 1 per thread x 1024 threads + 50 spare`.
     pub raised: Vec<String>,
+}
+
+/// Canonical text of typed knobs.
+fn canonical(typed: &BTreeMap<String, KnobValue>) -> BTreeMap<String, String> {
+    typed
+        .iter()
+        .map(|(k, v)| (k.clone(), v.canonical()))
+        .collect()
 }
 
 impl Knobs {
@@ -91,6 +103,7 @@ pub(super) fn resolve(
     e: &Entry,
     sets: &Sets,
     effective: Bytes,
+    host_ram: Bytes,
     deviations: &mut Vec<String>,
     diags: &mut Diagnostics,
 ) -> Option<Knobs> {
@@ -100,7 +113,12 @@ pub(super) fn resolve(
         None => Share(DEFAULT_CACHE_SHARE).of(effective),
     };
     let engine_has_cache_knob = e.engine.knobs.contains_key("cache_size");
-    let raw = layers(e, sets, engine_has_cache_knob.then_some(env_cache));
+    let engine_default = e.ep.env.cache_choice == CacheChoice::EngineDefault;
+    let raw = layers(
+        e,
+        sets,
+        (engine_has_cache_knob && !engine_default).then_some(env_cache),
+    );
     let mut typed = parse(e, s, &raw, diags)?;
     by_version(e, s, &raw, &mut typed, diags)?;
     // A version or storage engine without a cache of its own (MMAPv1) has
@@ -119,7 +137,30 @@ pub(super) fn resolve(
         _ => env_cache,
     };
     let mut cache_from = None;
-    if engine_has_cache_knob && !has_cache_knob {
+    let canon = canonical(&typed);
+    let version_has_cache = e.engine.knobs.get("cache_size").is_some_and(|k| {
+        k.versions.version_lacks(e.version).is_none() && k.versions.when_lacks(&canon).is_none()
+    });
+    let defaulted = engine_default && version_has_cache && !has_cache_knob;
+    let rule = defaulted
+        .then(|| default_cache::rule_for(&e.engine.default_cache, e.version, &canon))
+        .flatten();
+    if let Some(rule) = rule {
+        let chosen = rule.choose(&e.label, e.ep.env.memory, host_ram);
+        cache = chosen.bytes;
+        cache_from = Some(chosen.text);
+    } else if defaulted {
+        diags.push(e.ep.diag(
+            s,
+            "cache",
+            format!(
+                "{}: `cache: default` leaves the cache to the engine, but {} documents no default cache for this version",
+                e.label, e.engine.origin.file
+            ),
+            Some("give the environment a cache (a size or a share of the cap), or add the version's rule to the engine's `default_cache:`".into()),
+        ));
+        return None;
+    } else if engine_has_cache_knob && !version_has_cache {
         cache = effective;
         cache_from = Some(format!(
             "the page cache under the {effective} cap: {}{} has no cache of its own",
@@ -140,6 +181,7 @@ pub(super) fn resolve(
         cache,
         has_cache_knob,
         cache_from,
+        engine_default_cache: rule.is_some(),
         raised,
     })
 }

@@ -61,6 +61,7 @@
 use super::de::{Fields, FromNode, Text, check_spec_name, choice, word};
 use super::diag::{Cx, Origin, join, unknown_hint};
 use super::facts::{Facts, facts_from_node};
+use super::default_cache::DefaultCacheRule;
 use super::knob_versions::KnobVersions;
 use super::yaml::Node;
 use crate::model::{Probe, Readiness, Source, ThpNeed};
@@ -134,6 +135,9 @@ pub struct Engine {
     pub storage_engine: Option<String>,
     /// How the engine is asked about its data and its cache.
     pub facts: Facts,
+    /// `default_cache:`: what each version chooses for its cache when
+    /// nothing sets it (an environment's `cache: default`), as documented.
+    pub default_cache: Vec<DefaultCacheRule>,
     /// `cache_resize:`: one statement (as the probe's protocol takes it,
     /// like `replication:`'s) that sets the cache while the engine runs,
     /// `{cache_bytes}` (or `{cache_mib}`) the new size; settle runs it
@@ -1377,6 +1381,7 @@ const ENGINE_FIELDS: &[&str] = &[
     "transparent_hugepages",
     "storage_engine",
     "facts",
+    "default_cache",
     "cache_resize",
     "reports_own_version",
     "config_check",
@@ -1530,6 +1535,7 @@ impl Engine {
                 .unwrap_or_default(),
             storage_engine,
             facts: facts?,
+            default_cache: f.or(cx, "default_cache", Vec::new()),
             cache_resize: cache_resize_of(&f, cx),
             reports_own_version: f.or(cx, "reports_own_version", true),
             config_check,

@@ -7,6 +7,7 @@
 //! rendered configs.
 
 pub mod de;
+pub mod default_cache;
 pub mod diag;
 pub mod engine;
 pub mod environment;

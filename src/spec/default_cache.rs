@@ -171,7 +171,7 @@ mod tests {
 
     #[test]
     fn wiredtigers_default_follows_each_versions_rule_and_whether_it_reads_the_cap() {
-        let wt: BTreeMap<String, String> =
+        let wired: BTreeMap<String, String> =
             [("storage_engine".to_string(), "wiredTiger".to_string())].into();
         let rules = [
             wt("3.2", Some("3.4"), 0.6, 0, 1, 1024, false),
@@ -181,14 +181,14 @@ mod tests {
         let host = Bytes::from_gib(64);
         let cap = Some(Bytes::from_gib(2));
         // 3.2: 60% of 64 GiB - 1 GiB, from the host's RAM: far over a 2 GiB cap.
-        let c = rule_for(&rules, "3.2.6", &wt).unwrap().choose("mongodb@3.2.6", cap, host);
+        let c = rule_for(&rules, "3.2.6", &wired).unwrap().choose("mongodb@3.2.6", cap, host);
         assert_eq!(c.bytes, Bytes((Bytes::from_gib(64).0 as f64 * 0.6) as u64 - Bytes::from_gib(1).0));
         assert!(c.text.contains("more than the 2GiB cap"), "{}", c.text);
         // 3.6 reads the cgroup: 50% of (2 GiB - 1 GiB) = 512 MiB.
-        let c = rule_for(&rules, "4.4", &wt).unwrap().choose("mongodb@4.4", cap, host);
+        let c = rule_for(&rules, "4.4", &wired).unwrap().choose("mongodb@4.4", cap, host);
         assert_eq!(c.bytes, Bytes::from_mib(512));
         // 3.4 under a 1 GiB cap from a 1.25 GiB host: at least 256 MiB.
-        let c = rule_for(&rules, "3.4", &wt)
+        let c = rule_for(&rules, "3.4", &wired)
             .unwrap()
             .choose("mongodb@3.4", None, Bytes::from_mib(1280));
         assert_eq!(c.bytes, Bytes::from_mib(256));

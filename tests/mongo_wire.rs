@@ -341,7 +341,10 @@ fn facts_and_readiness_hold_for_2x_era_mmapv1_and_3x_servers_of_either_engine() 
         let mut c = conn(s.port, None);
         block_on(c.insert_fields("w", "k", [("f", "v")].into_iter())).unwrap();
         // Readiness: the probe's ping is buildInfo's version.
-        let ready = block_on(benchcage::clients::ping(&benchcage::model::Probe::Mongodb, s.port));
+        let ready = block_on(benchcage::clients::ping(
+            &benchcage::model::Probe::Mongodb,
+            s.port,
+        ));
         assert_eq!(ready.unwrap(), version, "{version}");
         let ep = Endpoint::loopback(s.port);
         // MMAPv1 reports no engine cache: the page cache is its cache.
@@ -354,7 +357,11 @@ fn facts_and_readiness_hold_for_2x_era_mmapv1_and_3x_servers_of_either_engine() 
         assert!(matches!(data, Some(n) if n > 4096), "{version}: {data:?}");
         // What such a server answers: no storageEngine before 3.0, MMAPv1's dur.
         let st = block_on(c.run_json("admin", &json!({"serverStatus": 1}))).unwrap();
-        assert_eq!(st["storageEngine"].is_null(), version.starts_with('2'), "{st}");
+        assert_eq!(
+            st["storageEngine"].is_null(),
+            version.starts_with('2'),
+            "{st}"
+        );
         assert_eq!(st["dur"]["commits"].is_number(), engine == "mmapv1", "{st}");
     }
 }

@@ -288,7 +288,11 @@ fn describe_resources(o: &mut String, c: &PlannedCell, host: &HostFacts) {
         Some(from) => from.clone(),
         None => c.cache.to_string(),
     };
-    let _ = writeln!(o, "  memory    cap {}, swap {swap}, cache {cache}", l.memory);
+    let _ = writeln!(
+        o,
+        "  memory    cap {}, swap {swap}, cache {cache}",
+        l.memory
+    );
     if let Some(leave) = c.hog_leave {
         let locks = host.mem_available.saturating_sub(leave);
         let _ = writeln!(

@@ -8,9 +8,9 @@
 use super::overrides::{Sets, set_flag};
 use super::{Entry, StoreOption};
 use crate::spec::Scenario;
+use crate::spec::default_cache;
 use crate::spec::diag::{Diagnostic, Diagnostics, unknown_hint};
 use crate::spec::engine::{Engine, KnobValue};
-use crate::spec::default_cache;
 use crate::spec::environment::{CacheChoice, DEFAULT_CACHE_SHARE};
 use crate::units::{Bytes, Share};
 use std::collections::BTreeMap;
@@ -202,7 +202,9 @@ fn by_version(
         let Some(d) = knob.versions.default_of(e.version) else {
             continue;
         };
-        if raw.get(k).is_some_and(|l| matches!(l.from, Source::Default))
+        if raw
+            .get(k)
+            .is_some_and(|l| matches!(l.from, Source::Default))
             && let Ok(v) = knob.parse(d)
         {
             typed.insert(k.clone(), v);
@@ -227,10 +229,12 @@ fn by_version(
             continue;
         };
         match raw.get(k) {
-            Some(layer @ Layer {
-                from: Source::Scenario(_) | Source::Flag,
-                ..
-            }) => {
+            Some(
+                layer @ Layer {
+                    from: Source::Scenario(_) | Source::Flag,
+                    ..
+                },
+            ) => {
                 let msg = format!("{} {}", e.label, lacks.describe(k));
                 let hint = format!(
                     "leave `{k}` out for {}, or pick a version that has it; {k}: {}",

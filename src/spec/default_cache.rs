@@ -67,7 +67,10 @@ impl DefaultCacheRule {
             Some(c) if self.reads_cgroup => (c, format!("the {c} cap (it reads the cgroup limit)")),
             Some(c) => (
                 host_ram,
-                format!("the host's {} of RAM (it does not read the {c} cap)", approx(host_ram)),
+                format!(
+                    "the host's {} of RAM (it does not read the {c} cap)",
+                    approx(host_ram)
+                ),
             ),
             None => (host_ram, format!("the host's {} of RAM", approx(host_ram))),
         };
@@ -155,7 +158,15 @@ pub fn rule_for<'r>(
 mod tests {
     use super::*;
 
-    fn wt(from: &str, before: Option<&str>, share: f64, of_less: u64, less: u64, at_least: u64, reads: bool) -> DefaultCacheRule {
+    fn wt(
+        from: &str,
+        before: Option<&str>,
+        share: f64,
+        of_less: u64,
+        less: u64,
+        at_least: u64,
+        reads: bool,
+    ) -> DefaultCacheRule {
         DefaultCacheRule {
             from: Some(from.into()),
             before: before.map(str::to_string),
@@ -181,16 +192,25 @@ mod tests {
         let host = Bytes::from_gib(64);
         let cap = Some(Bytes::from_gib(2));
         // 3.2: 60% of 64 GiB - 1 GiB, from the host's RAM: far over a 2 GiB cap.
-        let c = rule_for(&rules, "3.2.6", &wired).unwrap().choose("mongodb@3.2.6", cap, host);
-        assert_eq!(c.bytes, Bytes((Bytes::from_gib(64).0 as f64 * 0.6) as u64 - Bytes::from_gib(1).0));
+        let c = rule_for(&rules, "3.2.6", &wired)
+            .unwrap()
+            .choose("mongodb@3.2.6", cap, host);
+        assert_eq!(
+            c.bytes,
+            Bytes((Bytes::from_gib(64).0 as f64 * 0.6) as u64 - Bytes::from_gib(1).0)
+        );
         assert!(c.text.contains("more than the 2GiB cap"), "{}", c.text);
         // 3.6 reads the cgroup: 50% of (2 GiB - 1 GiB) = 512 MiB.
-        let c = rule_for(&rules, "4.4", &wired).unwrap().choose("mongodb@4.4", cap, host);
+        let c = rule_for(&rules, "4.4", &wired)
+            .unwrap()
+            .choose("mongodb@4.4", cap, host);
         assert_eq!(c.bytes, Bytes::from_mib(512));
         // 3.4 under a 1 GiB cap from a 1.25 GiB host: at least 256 MiB.
-        let c = rule_for(&rules, "3.4", &wired)
-            .unwrap()
-            .choose("mongodb@3.4", None, Bytes::from_mib(1280));
+        let c = rule_for(&rules, "3.4", &wired).unwrap().choose(
+            "mongodb@3.4",
+            None,
+            Bytes::from_mib(1280),
+        );
         assert_eq!(c.bytes, Bytes::from_mib(256));
         let mm: BTreeMap<String, String> =
             [("storage_engine".to_string(), "mmapv1".to_string())].into();

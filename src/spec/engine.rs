@@ -59,9 +59,9 @@
 //! is still running after that long, and it is then killed.
 
 use super::de::{Fields, FromNode, Text, check_spec_name, choice, word};
+use super::default_cache::DefaultCacheRule;
 use super::diag::{Cx, Origin, join, unknown_hint};
 use super::facts::{Facts, facts_from_node};
-use super::default_cache::DefaultCacheRule;
 use super::knob_versions::KnobVersions;
 use super::yaml::Node;
 use crate::model::{Probe, Readiness, Source, ThpNeed};

@@ -1582,6 +1582,12 @@ const GOLDEN: &[(&str, &str, &str, &[&str])] = &[
         "c4-16g",
         &["direct_io=true", "compression=zstd"],
     ),
+    (
+        "psmdb-3.0-c4-16g-perconaft",
+        "psmdb@3.0",
+        "c4-16g",
+        &["compression=zlib", "direct_io=true"],
+    ),
     ("redis-7.0-quickstart", "redis@7.0", "quickstart", &[]),
     ("postgres-15-quickstart", "postgres@15", "quickstart", &[]),
     ("mariadb-10.11-tiny-128m", "mariadb@10.11", "tiny-128m", &[]),

@@ -327,6 +327,45 @@ fn engine_facts_come_from_wired_tiger_and_tokumx_sections() {
     }
 }
 
+#[test]
+fn facts_and_readiness_hold_for_2x_era_mmapv1_and_3x_servers_of_either_engine() {
+    // MongoDB 2.2 / 2.4 speak wire 0, 2.6 wire 2, 3.0 and 3.2 wire 3 and 4.
+    for (wire, version, engine, cache) in [
+        (0, "2.2.7", "mmapv1", None),
+        (0, "2.4.14", "mmapv1", None),
+        (2, "2.6.12", "mmapv1", None),
+        (4, "3.0.15", "mmapv1", None),
+        (4, "3.0.15", "wiredTiger", Some(1u64 << 29)),
+    ] {
+        let s = LegacyMongo::start_with(wire, &["--version", version, "--storage-engine", engine]);
+        let mut c = conn(s.port, None);
+        block_on(c.insert_fields("w", "k", [("f", "v")].into_iter())).unwrap();
+        // Readiness: the probe's ping is buildInfo's version.
+        let ready = block_on(benchcage::clients::ping(
+            &benchcage::model::Probe::Mongodb,
+            s.port,
+        ));
+        assert_eq!(ready.unwrap(), version, "{version}");
+        let ep = Endpoint::loopback(s.port);
+        // MMAPv1 reports no engine cache: the page cache is its cache.
+        assert_eq!(
+            block_on(benchcage::clients::mongodb::cache_size(&ep)).unwrap(),
+            cache,
+            "{version} {engine}"
+        );
+        let data = block_on(benchcage::clients::mongodb::data_size(&ep)).unwrap();
+        assert!(matches!(data, Some(n) if n > 4096), "{version}: {data:?}");
+        // What such a server answers: no storageEngine before 3.0, MMAPv1's dur.
+        let st = block_on(c.run_json("admin", &json!({"serverStatus": 1}))).unwrap();
+        assert_eq!(
+            st["storageEngine"].is_null(),
+            version.starts_with('2'),
+            "{st}"
+        );
+        assert_eq!(st["dur"]["commits"].is_number(), engine == "mmapv1", "{st}");
+    }
+}
+
 /// `benchcage drive` of a YCSB load and workload A on `url`; its exit
 /// code, stdout, and stderr followed by its JSON result (which holds the
 /// failed operations' messages).

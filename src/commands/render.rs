@@ -167,7 +167,9 @@ fn write(home: &Path, args: &RenderArgs, cell: &PlannedCell) -> anyhow::Result<(
         cell.engine,
         cell.version,
         cell.environment,
-        cell.cache,
+        cell.cache_from
+            .clone()
+            .unwrap_or_else(|| cell.cache.to_string()),
         cell.knobs
             .iter()
             .map(|(k, v)| format!("{k}={v}"))

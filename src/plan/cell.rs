@@ -28,6 +28,11 @@ pub struct PlannedCell {
     pub limits: CellLimits,
     /// Engine cache (the `cache_size` knob).
     pub cache: Bytes,
+    /// Where the cache comes from when no knob sets it: the page cache
+    /// under the cap (MMAPv1 has none of its own), or what the engine
+    /// chooses itself (`cache: default`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_from: Option<String>,
     /// The statement that resizes the cache at run time (the engine's
     /// `cache_resize:`), when the engine has one and a cache knob: settle
     /// runs it with the settled cap's share.

@@ -153,11 +153,12 @@ fn planned_cell(
             io: env.io.clone(),
         },
         cache: parts.knobs.cache,
+        cache_from: parts.knobs.cache_from.clone(),
         cache_resize: engine
             .cache_resize
             .clone()
             .filter(|_| parts.knobs.has_cache_knob),
-        cache_overcommit: env.allow_cache_overcommit,
+        cache_overcommit: env.allow_cache_overcommit || parts.knobs.engine_default_cache,
         hog_leave: e.ep.hog_leave(),
         knobs: parts.knobs.canonical(),
         store_options: parts.knobs.store_options.clone(),

@@ -230,10 +230,14 @@ fn describe_resources(o: &mut String, c: &PlannedCell, host: &HostFacts) {
         "  cpus      server {} (pinned), client {} (pinned, outside the server's cgroup)",
         l.server_cpus, l.client_cpus
     );
+    let cache = match &c.cache_from {
+        Some(from) => from.clone(),
+        None => c.cache.to_string(),
+    };
     let _ = writeln!(
         o,
-        "  memory    cap {}, swap {swap}, cache {}",
-        l.memory, c.cache
+        "  memory    cap {}, swap {swap}, cache {cache}",
+        l.memory
     );
     if let Some(leave) = c.hog_leave {
         let locks = host.mem_available.saturating_sub(leave);

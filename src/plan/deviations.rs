@@ -21,6 +21,9 @@ pub enum DeviationKind {
     Engine,
     /// The published engine at another version.
     Version,
+    /// The published engine with another storage engine ("WiredTiger
+    /// instead of MMAPv1"), named apart from the version that brought it.
+    StorageEngine,
     /// A published engine nothing in the matrix plays.
     Missing,
     /// A matrix entry or phase the write-up does not have.
@@ -46,6 +49,7 @@ impl fmt::Display for DeviationKind {
         f.write_str(match self {
             DeviationKind::Engine => "engine",
             DeviationKind::Version => "version",
+            DeviationKind::StorageEngine => "storage-engine",
             DeviationKind::Missing => "missing",
             DeviationKind::Added => "added",
             DeviationKind::Tool => "tool",
@@ -245,6 +249,7 @@ fn engines(
                 );
             }
             if let Some(c) = cell_of(cells, &label) {
+                storage_engine(project, p, m, &label, c, found);
                 knobs(project, p, s, m, &label, c, found);
             }
         }
@@ -263,6 +268,60 @@ fn engines(
     }
 }
 
+/// The knob that chooses a server's storage engine (MongoDB's).
+const STORAGE_ENGINE: &str = "storage_engine";
+
+/// A storage engine as people name it.
+fn storage_engine_name(v: &str) -> &str {
+    match v {
+        "mmapv1" => "MMAPv1",
+        "wiredTiger" => "WiredTiger",
+        other => other,
+    }
+}
+
+/// The published engine's storage engine (its `storage_engine` knob, else
+/// the default of its version) against the cell's, when the same engine
+/// plays it: MongoDB 3.2 for 2.2.3 runs WiredTiger instead of MMAPv1.
+fn storage_engine(
+    project: &Project,
+    p: &PublishedEngine,
+    m: &crate::spec::scenario::EngineRef,
+    label: &str,
+    c: &PlannedCell,
+    found: &mut Found,
+) {
+    if Some(m.engine.as_str()) != p.engine_name() {
+        return;
+    }
+    let Some(knob) = project
+        .engines
+        .get(&m.engine)
+        .and_then(|e| e.knobs.get(STORAGE_ENGINE))
+    else {
+        return;
+    };
+    let published = p.knobs.get(STORAGE_ENGINE).cloned().or_else(|| {
+        p.version()
+            .and_then(|v| knob.versions.default_of(v))
+            .map(str::to_string)
+            .or_else(|| knob.default.clone())
+    });
+    if let (Some(want), Some(here)) = (published, c.knobs.get(STORAGE_ENGINE))
+        && *here != want
+    {
+        found.add(
+            DeviationKind::StorageEngine,
+            label,
+            format!(
+                "{} instead of {}",
+                storage_engine_name(here),
+                storage_engine_name(&want)
+            ),
+        );
+    }
+}
+
 /// Published settings against the cell's knobs, and knobs the scenario
 /// set that the write-up does not.
 fn knobs(
@@ -276,6 +335,10 @@ fn knobs(
 ) {
     let engine = project.engines.get(&m.engine);
     for (k, want) in &p.knobs {
+        if k == STORAGE_ENGINE && Some(m.engine.as_str()) == p.engine_name() {
+            // Named as its own deviation by `storage_engine`.
+            continue;
+        }
         let knob = engine.and_then(|e| e.knobs.get(k));
         let want_text = knob
             .and_then(|kn| kn.parse(want).ok())

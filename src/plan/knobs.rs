@@ -8,9 +8,10 @@
 use super::overrides::{Sets, set_flag};
 use super::{Entry, StoreOption};
 use crate::spec::Scenario;
+use crate::spec::default_cache;
 use crate::spec::diag::{Diagnostic, Diagnostics, unknown_hint};
 use crate::spec::engine::{Engine, KnobValue};
-use crate::spec::environment::DEFAULT_CACHE_SHARE;
+use crate::spec::environment::{CacheChoice, DEFAULT_CACHE_SHARE};
 use crate::units::{Bytes, Share};
 use std::collections::BTreeMap;
 
@@ -41,11 +42,25 @@ pub(super) struct Knobs {
     /// The engine cache (`cache_size`, or the environment's cache when the
     /// engine has no such knob), rounded as the engine takes it.
     pub cache: Bytes,
-    /// Whether the engine has a `cache_size` knob at all.
+    /// Whether the cell's engine version has a `cache_size` knob.
     pub has_cache_knob: bool,
+    /// Where the cache comes from when the cell does not set it: the page
+    /// cache under the cap (MMAPv1), or the engine's own default.
+    pub cache_from: Option<String>,
+    /// The engine sizes its own cache (`cache: default`): what it takes is
+    /// the condition measured, not a cache over the cap.
+    pub engine_default_cache: bool,
     /// Knobs raised for the scenario's thread count, each as
     /// `max_connections=1074: 1 per thread x 1024 threads + 50 spare`.
     pub raised: Vec<String>,
+}
+
+/// Canonical text of typed knobs.
+fn canonical(typed: &BTreeMap<String, KnobValue>) -> BTreeMap<String, String> {
+    typed
+        .iter()
+        .map(|(k, v)| (k.clone(), v.canonical()))
+        .collect()
 }
 
 impl Knobs {
@@ -88,6 +103,7 @@ pub(super) fn resolve(
     e: &Entry,
     sets: &Sets,
     effective: Bytes,
+    host_ram: Bytes,
     deviations: &mut Vec<String>,
     diags: &mut Diagnostics,
 ) -> Option<Knobs> {
@@ -96,9 +112,18 @@ pub(super) fn resolve(
         Some(c) => c.resolve(effective),
         None => Share(DEFAULT_CACHE_SHARE).of(effective),
     };
-    let has_cache_knob = e.engine.knobs.contains_key("cache_size");
-    let raw = layers(e, sets, has_cache_knob.then_some(env_cache));
+    let engine_has_cache_knob = e.engine.knobs.contains_key("cache_size");
+    let engine_default = e.ep.env.cache_choice == CacheChoice::EngineDefault;
+    let raw = layers(
+        e,
+        sets,
+        (engine_has_cache_knob && !engine_default).then_some(env_cache),
+    );
     let mut typed = parse(e, s, &raw, diags)?;
+    by_version(e, s, &raw, &mut typed, diags)?;
+    // A version or storage engine without a cache of its own (MMAPv1) has
+    // the page cache under the cap as its cache.
+    let has_cache_knob = typed.contains_key("cache_size");
     let raised = grow_per_thread(e, s, &raw, &mut typed, diags)?;
     let store_options = match store_options_of(e.engine, &typed) {
         Ok(o) => o,
@@ -111,7 +136,42 @@ pub(super) fn resolve(
         Some(KnobValue::Size(b)) => *b,
         _ => env_cache,
     };
-    if let Some(got) = round_cache(e, s, cache, deviations, diags)? {
+    let mut cache_from = None;
+    let canon = canonical(&typed);
+    let version_has_cache = e.engine.knobs.get("cache_size").is_some_and(|k| {
+        k.versions.version_lacks(e.version).is_none() && k.versions.when_lacks(&canon).is_none()
+    });
+    let defaulted = engine_default && version_has_cache && !has_cache_knob;
+    let rule = defaulted
+        .then(|| default_cache::rule_for(&e.engine.default_cache, e.version, &canon))
+        .flatten();
+    if let Some(rule) = rule {
+        let chosen = rule.choose(&e.label, e.ep.env.memory, host_ram);
+        cache = chosen.bytes;
+        cache_from = Some(chosen.text);
+    } else if defaulted {
+        diags.push(e.ep.diag(
+            s,
+            "cache",
+            format!(
+                "{}: `cache: default` leaves the cache to the engine, but {} documents no default cache for this version",
+                e.label, e.engine.origin.file
+            ),
+            Some("give the environment a cache (a size or a share of the cap), or add the version's rule to the engine's `default_cache:`".into()),
+        ));
+        return None;
+    } else if engine_has_cache_knob && !version_has_cache {
+        cache = effective;
+        cache_from = Some(format!(
+            "the page cache under the {effective} cap: {}{} has no cache of its own",
+            e.label,
+            typed
+                .get("storage_engine")
+                .map(|v| format!(" ({})", v.canonical()))
+                .unwrap_or_default()
+        ));
+    }
+    if has_cache_knob && let Some(got) = round_cache(e, s, cache, deviations, diags)? {
         cache = got;
         typed.insert("cache_size".into(), KnobValue::Size(got));
     }
@@ -120,8 +180,75 @@ pub(super) fn resolve(
         store_options,
         cache,
         has_cache_knob,
+        cache_from,
+        engine_default_cache: rule.is_some(),
         raised,
     })
+}
+
+/// The knobs as the cell's version has them: its own defaults
+/// (`default_before`), and without the knobs and values it lacks (`from`,
+/// `before`, `values_from`, `values_before`, `when`): a default or the
+/// environment's cache is left out, a value a scenario or `--set` gave is
+/// refused naming the version.
+fn by_version(
+    e: &Entry,
+    s: &Scenario,
+    raw: &BTreeMap<String, Layer>,
+    typed: &mut BTreeMap<String, KnobValue>,
+    diags: &mut Diagnostics,
+) -> Option<()> {
+    for (k, knob) in &e.engine.knobs {
+        let Some(d) = knob.versions.default_of(e.version) else {
+            continue;
+        };
+        if raw
+            .get(k)
+            .is_some_and(|l| matches!(l.from, Source::Default))
+            && let Ok(v) = knob.parse(d)
+        {
+            typed.insert(k.clone(), v);
+        }
+    }
+    let canonical: BTreeMap<String, String> = typed
+        .iter()
+        .map(|(k, v)| (k.clone(), v.canonical()))
+        .collect();
+    let before = diags.len();
+    let mut lacking = Vec::new();
+    for (k, v) in typed.iter() {
+        let Some(knob) = e.engine.knobs.get(k) else {
+            continue;
+        };
+        let rules = &knob.versions;
+        let Some(lacks) = rules
+            .version_lacks(e.version)
+            .or_else(|| rules.value_lacks(e.version, &v.canonical()))
+            .or_else(|| rules.when_lacks(&canonical))
+        else {
+            continue;
+        };
+        match raw.get(k) {
+            Some(
+                layer @ Layer {
+                    from: Source::Scenario(_) | Source::Flag,
+                    ..
+                },
+            ) => {
+                let msg = format!("{} {}", e.label, lacks.describe(k));
+                let hint = format!(
+                    "leave `{k}` out for {}, or pick a version that has it; {k}: {}",
+                    e.label, knob.description
+                );
+                diags.push(layer.diag_hint(k, s, e.engine, msg, Some(hint)));
+            }
+            _ => lacking.push(k.clone()),
+        }
+    }
+    for k in lacking {
+        typed.remove(&k);
+    }
+    (diags.len() == before).then_some(())
 }
 
 /// The most client threads the scenario opens at once: its load's and

@@ -579,7 +579,7 @@ impl Planning<'_> {
             fit::check_member_sum(e, s, members.len(), host, diags)?;
         }
         let memory = e.ep.effective_memory(host.mem_total);
-        let knobs = knobs::resolve(e, self.sets, memory, deviations, diags)?;
+        let knobs = knobs::resolve(e, self.sets, memory, host.mem_total, deviations, diags)?;
         fit::check_cache(e, self.sets, &knobs, diags)?;
         let (configs, members) = self.render_members(e, &knobs, members, diags)?;
         let work = cells::ScaledWork::of(e, &self.sets.applied, &self.project.home);

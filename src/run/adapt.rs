@@ -255,6 +255,9 @@ fn limits_record(cell: &PlannedCell) -> BTreeMap<String, String> {
     out.insert("client_cpus".into(), cell.limits.client_cpus.to_string());
     out.insert("memory".into(), cell.limits.memory.to_string());
     out.insert("cache".into(), cell.cache.to_string());
+    if let Some(from) = &cell.cache_from {
+        out.insert("cache_from".into(), from.clone());
+    }
     out.insert("swap".into(), cell.limits.swap.to_string());
     if let Some(h) = cell.hog_leave {
         out.insert("hog_leave".into(), h.to_string());

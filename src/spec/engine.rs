@@ -59,8 +59,10 @@
 //! is still running after that long, and it is then killed.
 
 use super::de::{Fields, FromNode, Text, check_spec_name, choice, word};
+use super::default_cache::DefaultCacheRule;
 use super::diag::{Cx, Origin, join, unknown_hint};
 use super::facts::{Facts, facts_from_node};
+use super::knob_versions::KnobVersions;
 use super::yaml::Node;
 use crate::model::{Probe, Readiness, Source, ThpNeed};
 use crate::units::{Bytes, Duration};
@@ -133,6 +135,9 @@ pub struct Engine {
     pub storage_engine: Option<String>,
     /// How the engine is asked about its data and its cache.
     pub facts: Facts,
+    /// `default_cache:`: what each version chooses for its cache when
+    /// nothing sets it (an environment's `cache: default`), as documented.
+    pub default_cache: Vec<DefaultCacheRule>,
     /// `cache_resize:`: one statement (as the probe's protocol takes it,
     /// like `replication:`'s) that sets the cache while the engine runs,
     /// `{cache_bytes}` (or `{cache_mib}`) the new size; settle runs it
@@ -553,6 +558,10 @@ pub struct Knob {
     /// The store URL option this knob sets (`w`, `journal`,
     /// `readPreference`), when it is a setting of the client.
     pub store: Option<String>,
+    /// Which versions have the knob and which of its values, its default
+    /// per version, and the other knobs it needs (`from: "3.0"`, `when:
+    /// {storage_engine: wiredTiger}`); see [`super::knob_versions`].
+    pub versions: KnobVersions,
 }
 
 /// The store URL options a knob may set, per readiness probe (the store
@@ -702,6 +711,12 @@ fn knob_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Knob> {
             "step",
             "store",
             "per_thread",
+            "from",
+            "before",
+            "default_before",
+            "values_from",
+            "values_before",
+            "when",
         ],
     )?;
     let kind = knob_type_of(&f, cx, path);
@@ -728,6 +743,7 @@ fn knob_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Knob> {
         step,
         per_thread,
         store: f.opt(cx, "store"),
+        versions: KnobVersions::read(&f, cx, path),
     };
     if let Some(Text(d)) = f.opt::<Text>(cx, "default") {
         match knob.parse(&d) {
@@ -735,7 +751,24 @@ fn knob_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Knob> {
             Err(e) => cx.error(f.pos_of("default"), &join(path, "default"), e, None),
         }
     }
+    check_version_values(&knob, &f, cx, path);
     Some(knob)
+}
+
+/// The values a knob's version rules name are values it takes.
+fn check_version_values(knob: &Knob, f: &Fields, cx: &mut Cx, path: &str) {
+    let v = &knob.versions;
+    let named = v
+        .default_before
+        .values()
+        .map(|x| ("default_before", x))
+        .chain(v.values_from.keys().map(|x| ("values_from", x)))
+        .chain(v.values_before.keys().map(|x| ("values_before", x)));
+    for (field, value) in named {
+        if let Err(e) = knob.parse(value) {
+            cx.error(f.pos_of(field), &join(path, field), e, None);
+        }
+    }
 }
 
 /// A knob's `type:`, which it must have.
@@ -1348,6 +1381,7 @@ const ENGINE_FIELDS: &[&str] = &[
     "transparent_hugepages",
     "storage_engine",
     "facts",
+    "default_cache",
     "cache_resize",
     "reports_own_version",
     "config_check",
@@ -1501,6 +1535,7 @@ impl Engine {
                 .unwrap_or_default(),
             storage_engine,
             facts: facts?,
+            default_cache: f.or(cx, "default_cache", Vec::new()),
             cache_resize: cache_resize_of(&f, cx),
             reports_own_version: f.or(cx, "reports_own_version", true),
             config_check,
@@ -1754,6 +1789,7 @@ mod tests {
             step: None,
             per_thread: None,
             store: None,
+            versions: KnobVersions::default(),
         }
     }
 

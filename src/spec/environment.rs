@@ -10,7 +10,8 @@
 //!   io: {read_bps: 200MiB, write_bps: 200MiB, read_iops: 5000, write_iops: 5000}
 //!   pids: 4096
 //! client: {cpus: 4-5}        # load generator, outside the server's cgroup
-//! cache: 12GiB               # or a share of the memory cap: 75%
+//! cache: 12GiB               # or a share of the memory cap: 75%; or `default`:
+//!                            # the engine sizes its own (engines/*.yaml `default_cache:`)
 //! hog: {leave: 16GiB}        # or none
 //! scale: 1                   # multiplies memory, cache, hog and dataset
 //! allow_cache_overcommit: false
@@ -29,6 +30,17 @@ pub const MIN_MEMORY: Bytes = Bytes(16 * Bytes::MIB);
 /// Cache used when an environment names none: half the memory cap.
 pub const DEFAULT_CACHE_SHARE: f64 = 0.5;
 
+/// Who sizes the engine's cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheChoice {
+    /// benchcage, from `cache:` (50% of the cap when omitted).
+    #[default]
+    Planned,
+    /// The engine, by its version's own default (`cache: default`).
+    EngineDefault,
+}
+
 /// An environment spec (`environments/<name>.yaml`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Environment {
@@ -39,6 +51,9 @@ pub struct Environment {
     pub client: Client,
     /// Engine cache: absolute or a share of the memory cap; `None` = 50%.
     pub cache: Option<SizeOrShare>,
+    /// Whether benchcage sets the cache or leaves it to the engine
+    /// (`cache: default`, "out of the box").
+    pub cache_choice: CacheChoice,
     pub hog: Hog,
     /// Factor applied to memory, cache, hog and dataset (ratios hold).
     pub scale: f64,
@@ -266,13 +281,23 @@ impl Environment {
             }
         };
         let scale = scale_of(&f, cx);
+        let engine_default = f.get("cache").and_then(|n| n.scalar()) == Some("default");
         let env = Environment {
             name: name.to_string(),
             description: f.or(cx, "description", String::new()),
             backend: f.or(cx, "backend", Backend::Cgroup),
             server: server?,
             client: client?,
-            cache: f.opt(cx, "cache"),
+            cache: if engine_default {
+                None
+            } else {
+                f.opt(cx, "cache")
+            },
+            cache_choice: if engine_default {
+                CacheChoice::EngineDefault
+            } else {
+                CacheChoice::Planned
+            },
             hog: f.or(cx, "hog", Hog::None),
             scale,
             allow_cache_overcommit: f.or(cx, "allow_cache_overcommit", false),

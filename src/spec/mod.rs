@@ -7,11 +7,13 @@
 //! rendered configs.
 
 pub mod de;
+pub mod default_cache;
 pub mod diag;
 pub mod engine;
 pub mod environment;
 pub mod facts;
 pub mod files;
+pub mod knob_versions;
 pub mod overrides;
 pub mod scenario;
 pub mod scenario_set;

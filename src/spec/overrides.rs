@@ -3,7 +3,7 @@
 //! (`cache_size=2GiB`). Values given here are final: `scale` does not
 //! shrink them again.
 
-use super::environment::Hog;
+use super::environment::{CacheChoice, Hog};
 use crate::model::{Backend, IoLimits, SwapPolicy, ThpPolicy};
 use crate::units::{Bytes, CpuSet, SizeOrShare};
 
@@ -39,6 +39,8 @@ pub struct CellEnv {
     pub io: IoLimits,
     pub pids: u64,
     pub cache: Option<SizeOrShare>,
+    /// `cache: default`: the engine sizes its own cache.
+    pub cache_choice: CacheChoice,
     pub hog: Hog,
     pub scale: f64,
     pub allow_cache_overcommit: bool,
@@ -65,6 +67,7 @@ impl CellEnv {
                 SizeOrShare::Absolute(b) => SizeOrShare::Absolute(b.scaled(scale)),
                 s => s,
             }),
+            cache_choice: env.cache_choice,
             hog: match env.hog {
                 Hog::Leave(b) => Hog::Leave(b.scaled(scale)),
                 Hog::None => Hog::None,
@@ -111,7 +114,14 @@ impl CellEnv {
             }
             "server.io.read_iops" => self.io.read_iops = Some(io_limit(parse_u64(v)?)?),
             "server.io.write_iops" => self.io.write_iops = Some(io_limit(parse_u64(v)?)?),
-            "cache" => self.cache = Some(v.parse().map_err(e)?),
+            "cache" if v == "default" => {
+                self.cache = None;
+                self.cache_choice = CacheChoice::EngineDefault;
+            }
+            "cache" => {
+                self.cache = Some(v.parse().map_err(e)?);
+                self.cache_choice = CacheChoice::Planned;
+            }
             "hog" => self.hog = hog_of(v)?,
             "hog.leave" => {
                 self.hog = Hog::Leave(crate::sandbox::hog::parse_leave(v).map_err(|m| (m, None))?)
@@ -217,6 +227,7 @@ pub fn check_env_key(key: &str, value: &str) -> Result<(), (String, Option<Strin
         io: IoLimits::default(),
         pids: 1,
         cache: None,
+        cache_choice: CacheChoice::Planned,
         hog: Hog::None,
         scale: 1.0,
         allow_cache_overcommit: false,

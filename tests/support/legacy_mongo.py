@@ -66,6 +66,15 @@ write-up 000 saw TokuMX do once its cache outgrew RAM.
 unless given); it holds no cache, so a test under a smaller memory cap
 says a size that fits the cap, as a real server's configured cache would.
 
+--version VERSION: what buildInfo reports (2.4.10 at wire 0, 3.2.6 else).
+
+--storage-engine mmapv1|wiredTiger: answer serverStatus as a MongoDB of
+--version with that engine. MMAPv1 reports no engine cache (the page cache
+is its cache): no `wiredTiger` section, but its journal's `dur` stats
+(commits, journaledMB, writeToDataFilesMB, timeMs...), `backgroundFlushing`
+and `mem.mapped`; `storageEngine: {name}` only from 3.0, as 2.x servers had
+none. Without it, serverStatus is TokuMX's at wire 0 and WiredTiger's else.
+
 Listens on 127.0.0.1 only. Data is kept in memory.
 """
 
@@ -112,6 +121,8 @@ CONFIG_PRIMARY = None  # the config server that answered as primary
 REPL_DELAY = 0.0
 TRUNCATE = None  # --truncate: the share of a find's documents answered
 CACHE_BYTES = 1 << 29  # --cache-bytes: the WiredTiger cache serverStatus reports
+VERSION = None  # --version: what buildInfo reports
+STORAGE_ENGINE = None  # --storage-engine: serverStatus as that engine's
 RS_CONFIG = None  # the config of replSetInitiate
 OPLOG = []  # (wall time, Timestamp) of replSetInitiate, then of each write
 SHARDS = []  # listShards' entries, in the order added
@@ -278,6 +289,30 @@ def check_config(cfg):
         return ("No host described in new configuration for replica set %s maps to "
                 "this node (%s)" % (REPLSET, SELF_HOST))
     return None
+
+
+def version_tuple(v):
+    return tuple(int(x) for x in v.split(".")[:2])
+
+
+def era_server_status():
+    """serverStatus of a MongoDB of --version running --storage-engine."""
+    version = VERSION or "2.4.10"
+    r = {"version": version, "uptime": 1.0, "ok": 1.0,
+         "mem": {"bits": 64, "resident": 40, "virtual": 400, "supported": True}}
+    if version_tuple(version) >= (3, 0):
+        r["storageEngine"] = {"name": STORAGE_ENGINE}
+    if STORAGE_ENGINE == "wiredTiger":
+        r["wiredTiger"] = {"cache": {"maximum bytes configured": CACHE_BYTES}}
+        return r
+    size = sum(len(bson.encode(d)) for c in DATA.values() for d in c.values())
+    r["mem"]["mapped"] = max(1, size >> 20)
+    r["dur"] = {"commits": 30, "journaledMB": size / float(1 << 20), "writeToDataFilesMB": size / float(1 << 20),
+                "compression": 0.0, "commitsInWriteLock": 0, "earlyCommits": 0,
+                "timeMs": {"dt": 3000, "prepLogBuffer": 0, "writeToJournal": 1, "writeToDataFiles": 1,
+                           "remapPrivateView": 0}}
+    r["backgroundFlushing"] = {"flushes": 1, "total_ms": 1, "average_ms": 1.0, "last_ms": 1}
+    return r
 
 
 def status_member(m, primary, now):
@@ -537,7 +572,7 @@ class Conn:
         if lname in ("ismaster", "hello"):
             return is_master()
         if lname == "buildinfo":
-            return {"version": "2.4.10" if WIRE == 0 else "3.2.6", "ok": 1.0}
+            return {"version": VERSION or ("2.4.10" if WIRE == 0 else "3.2.6"), "ok": 1.0}
         if lname == "getcmdlineopts":
             parsed = {"net": {"port": int(SELF_HOST.rpartition(":")[2])}}
             if REPLSET:
@@ -570,6 +605,8 @@ class Conn:
             INDEXES.pop(ns, None)
             return {"ok": 1.0}
         if lname == "serverstatus":
+            if STORAGE_ENGINE is not None:
+                return era_server_status()
             if WIRE == 0:
                 return {"ft": {"cachetable": {"size": {"current": 10, "limit": 1 << 30}}}, "ok": 1.0}
             return {"wiredTiger": {"cache": {"maximum bytes configured": CACHE_BYTES}}, "ok": 1.0}
@@ -795,7 +832,7 @@ class Server(socketserver.ThreadingTCPServer):
 
 
 def main():
-    global WIRE, SELF_HOST, REPLSET, CONFIGSVR, SHARDSVR, MONGOS, REPL_DELAY, ECHO, CONFIGDB, TRUNCATE, CACHE_BYTES
+    global WIRE, SELF_HOST, REPLSET, CONFIGSVR, SHARDSVR, MONGOS, REPL_DELAY, ECHO, CONFIGDB, TRUNCATE, CACHE_BYTES, VERSION, STORAGE_ENGINE
     p = argparse.ArgumentParser()
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--wire", type=int, choices=[0, 2, 4], required=True)
@@ -808,6 +845,8 @@ def main():
     p.add_argument("--repl-delay", type=float, default=0.0, metavar="SECONDS")
     p.add_argument("--echo", action="store_true", help="print each command but hello and the data ones on stderr")
     p.add_argument("--truncate", type=float, metavar="SHARE", help="answer only this share of a find's documents")
+    p.add_argument("--version", dest="server_version", metavar="VERSION", help="what buildInfo reports")
+    p.add_argument("--storage-engine", choices=["mmapv1", "wiredTiger"], help="serverStatus as that engine's")
     p.add_argument("--cache-bytes", type=int, default=1 << 29, metavar="BYTES", help="the WiredTiger cache serverStatus reports (wire 2 and 4)")
     a = p.parse_args()
     if a.config:
@@ -827,6 +866,7 @@ def main():
     ECHO = a.echo
     TRUNCATE = a.truncate
     CACHE_BYTES = a.cache_bytes
+    VERSION, STORAGE_ENGINE = a.server_version, a.storage_engine
     SELF_HOST = "127.0.0.1:%d" % a.port
     REPLSET, CONFIGSVR, MONGOS, REPL_DELAY = a.replset, a.configsvr, a.mongos, a.repl_delay
     SHARDSVR = a.shardsvr

@@ -81,6 +81,11 @@ pub enum Command {
         after_help = "Exit codes: 0 no regression, 1 regression (or a phase that failed where the base had a result, or nothing valid on both sides to compare), 2 bad input.\n\nExamples:\n  benchcage compare 20261129-020000-aa11 20261130-020000-bb22 --threshold 5%\n  benchcage compare best-of-last:5 20261130-020000-bb22 --metric throughput --metric p99\n  benchcage compare --by-version 20261130-020000-bb22 --threshold 10%"
     )]
     Compare(CompareArgs),
+    /// The write-up's claims a run decided: measured ratio, interval, verdict.
+    #[command(
+        after_help = "Each claim of the scenario's `reproduces.claims` is decided when the run ends: the ratio a/b with its 95% interval (bootstrap over repetitions and moving blocks of per-second series), and `holds` (the whole interval on the claimed side), `reversed` (all of it on the other side), `inconclusive` (it crosses) or `not measured` (a side missing, invalid or failed, with the reason).\n\nExit codes: 0 no claim reversed, 1 a claim reversed, 2 bad input (unknown run, a run that decided no claims).\n\nExamples:\n  benchcage claims 20261130-020000-bb22\n  benchcage claims 20261130-020000-bb22 --json"
+    )]
+    Claims(ClaimsArgs),
     /// Remove what dead runs left behind (cgroups, containers, processes, hog, dirs).
     #[command(after_help = "Examples:\n  benchcage cleanup --dry-run\n  benchcage cleanup")]
     Cleanup(CleanupArgs),
@@ -473,6 +478,17 @@ pub struct CompareArgs {
     /// base's repetitions (of the last N runs for best-of-last:N) over their mean.
     #[arg(long = "metric")]
     pub metric: Vec<String>,
+    #[command(flatten)]
+    pub results: ResultsDir,
+}
+
+#[derive(Debug, Args)]
+pub struct ClaimsArgs {
+    /// Run id (a folder under the results folder) or path.
+    pub run: String,
+    /// Print `claims.json` instead of the table.
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub results: ResultsDir,
 }

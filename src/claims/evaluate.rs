@@ -208,11 +208,15 @@ fn outcome(claim: &Claim, cells: &[CellData]) -> Outcome {
     out.b_cells = b.cells.clone();
     let skipped: Vec<String> = a.skipped.iter().chain(&b.skipped).cloned().collect();
     if a.obs.is_empty() || b.obs.is_empty() {
-        let side = if a.obs.is_empty() { &claim.a } else { &claim.b };
+        let (side, why) = if a.obs.is_empty() {
+            (&claim.a, &a.skipped)
+        } else {
+            (&claim.b, &b.skipped)
+        };
         out.reason = Some(format!(
             "{} has no valid measurement: {}",
             side.name,
-            skipped.join("; ")
+            why.join("; ")
         ));
         return out;
     }

@@ -4,6 +4,7 @@ use crate::cli::{Cli, Command};
 use std::process::ExitCode;
 
 pub mod cache;
+pub mod claims;
 pub mod cleanup;
 pub mod compare;
 pub mod doctor;
@@ -38,6 +39,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             Command::Report(a) => report::run(&home, &a).await,
             Command::History(a) => history::run(&home, &a).await,
             Command::Compare(a) => compare::run(&home, &a).await,
+            Command::Claims(a) => claims::run(&home, &a).await,
             Command::Cleanup(a) => cleanup::run(&home, &a).await,
             Command::Hog(a) => hog::run(&home, &a).await,
             Command::Cache(a) => cache::run(&a),

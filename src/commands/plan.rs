@@ -237,6 +237,7 @@ pub fn describe(plan: &Plan, host: &HostFacts) -> String {
         host.cgroup
     );
     describe_deviations(&mut o, plan);
+    crate::commands::claims::describe_plan(&mut o, &plan.claims);
     let e = &plan.estimate;
     let _ = writeln!(
         o,

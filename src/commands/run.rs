@@ -85,6 +85,7 @@ pub async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<ExitCode> {
         }
     };
     println!("results: {}", out.dir.display());
+    crate::commands::claims::decide(&out.dir, &plan.claims);
     index_and_report(&out.dir, &results_root.join(layout::HISTORY_FILE));
     Ok(exit_code(&out, plan.cells.len(), &info.command_line))
 }

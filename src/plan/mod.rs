@@ -28,6 +28,7 @@ use std::path::Path;
 
 mod cell;
 mod cells;
+mod claims;
 pub mod deviations;
 mod env;
 pub mod estimate;
@@ -64,6 +65,9 @@ pub struct Plan {
     /// The write-up the scenario reproduces, and every way the plan
     /// differs from what it published.
     pub reproduces: Option<deviations::WriteupComparison>,
+    /// The write-up's claims a run of this plan decides, sides resolved
+    /// to the matrix's entries.
+    pub claims: Vec<crate::model::claim::Claim>,
 }
 
 /// Plan a scenario (name or path) on this host.
@@ -428,6 +432,7 @@ fn plan_inner(
         estimate,
         deviations,
         reproduces,
+        claims: claims::resolve(project, s),
     })
 }
 

@@ -194,9 +194,12 @@ pub fn side_entries<'s>(
     Ok(entries)
 }
 
-/// Whether `name` is played by stand-ins: entries of another engine than
-/// the write-up's.
-fn played_by_stand_ins(r: &Reproduces, entries: &[&EngineRef], name: &str) -> bool {
+/// Whether `name` is played by stand-ins: it names a write-up's engine
+/// (not a matrix entry) and entries of another engine play it.
+fn played_by_stand_ins(r: &Reproduces, s: &Scenario, entries: &[&EngineRef], name: &str) -> bool {
+    if s.matrix.engines.iter().any(|m| entry_matches(m, name)) {
+        return false;
+    }
     let published = r
         .engines
         .iter()
@@ -231,7 +234,7 @@ pub fn check(r: &Reproduces, s: &Scenario, cx: &mut Cx) {
         let mut stand_ins = false;
         for (k, name) in [("a", &c.a), ("b", &c.b)] {
             match side_entries(r, s, name) {
-                Ok(entries) => stand_ins |= played_by_stand_ins(r, &entries, name),
+                Ok(entries) => stand_ins |= played_by_stand_ins(r, s, &entries, name),
                 Err(why) => {
                     let mut known: Vec<String> = s.matrix.engines.iter().map(|m| m.label()).collect();
                     known.extend(r.engines.iter().filter_map(|e| e.engine.clone()));

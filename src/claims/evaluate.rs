@@ -74,7 +74,10 @@ fn observe(claim: &Claim, side: &Side, cells: &[&CellRecord]) -> SideObs {
             Err(why) => out.skipped.push(format!("{}: {why}", cell.label)),
         }
     }
-    if cells.is_empty() {
+    if side.entries.is_empty() {
+        out.skipped
+            .push("nothing in this scenario's matrix plays it".into());
+    } else if cells.is_empty() {
         out.skipped.push(format!(
             "no cell of {} ({}) finished",
             side.name,
@@ -113,7 +116,11 @@ fn observe_cell(claim: &Claim, cell: &CellRecord) -> Result<Obs, String> {
     let (index, phase) = phase_of(claim, cell)?;
     let (verdict, reason) = phase_verdict(cell, index);
     if verdict != PhaseVerdict::Ok {
-        return Err(format!("phase `{}` is {}: {reason}", phase.name, verdict.as_str()));
+        return Err(format!(
+            "phase `{}` is {}: {reason}",
+            phase.name,
+            verdict.as_str()
+        ));
     }
     match claim.metric {
         Metric::Throughput => throughput(claim, phase),
@@ -248,10 +255,7 @@ fn method(a: &[Obs], b: &[Obs], resampled: bool) -> String {
     if !resampled {
         return "one value a side: the interval is the point".into();
     }
-    let seconds = a
-        .iter()
-        .chain(b)
-        .any(|o| o.series.len() >= MIN_SERIES);
+    let seconds = a.iter().chain(b).any(|o| o.series.len() >= MIN_SERIES);
     format!(
         "95% bootstrap over {} x {} repetitions{}",
         a.len(),

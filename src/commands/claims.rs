@@ -5,8 +5,8 @@
 
 use crate::cli::ClaimsArgs;
 use crate::commands::report::load_runs;
-use crate::report::fmt::small as num;
 use crate::model::claim::{Claim, ClaimsRecord, Outcome, Verdict};
+use crate::report::fmt::small as num;
 use crate::results::atomic::write_atomic;
 use crate::results::layout::{self, RunPaths};
 use anyhow::Context as _;

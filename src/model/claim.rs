@@ -65,7 +65,9 @@ pub enum Expect {
     Greater,
     Less,
     /// Within `tolerance` (0.10 = 10%) of each other, either way.
-    About { tolerance: f64 },
+    About {
+        tolerance: f64,
+    },
 }
 
 /// The tolerance of `a ~ b` when the claim gives none.

@@ -86,6 +86,11 @@ pub enum Command {
         after_help = "Every series of results in history.sqlite (engine@version x environment x phase x threads x operation x throughput or p99, on one hardware class; one value per run, the mean of its repetitions; only phases that are results) is searched for change points with E-Divisive means: hierarchical bisection on the energy statistic, each split kept only when a permutation test (199 reorderings) gives p <= 0.01. Each change point shows the run after which the series changed, the means before and after, the change with a 95% bootstrap interval, and an id.\n\nExit codes: 0 no alarm, 1 the newest change point of some series is a regression (less throughput, more latency) within its last --window runs that nobody acknowledged, 2 bad input.\n\nExamples:\n  benchcage changes\n  benchcage changes --results /srv/nightly --window 3\n  benchcage changes --ack cp-1a2b3c4d5e --note \"expected: fsync now on\""
     )]
     Changes(ChangesArgs),
+    /// The write-up's claims a run decided: measured ratio, interval, verdict.
+    #[command(
+        after_help = "Each claim of the scenario's `reproduces.claims` is decided when the run ends: the ratio a/b with its 95% interval (bootstrap over repetitions and moving blocks of per-second series), and `holds` (the whole interval on the claimed side), `reversed` (all of it on the other side), `inconclusive` (it crosses) or `not measured` (a side missing, invalid or failed, with the reason).\n\nExit codes: 0 no claim reversed, 1 a claim reversed, 2 bad input (unknown run, a run that decided no claims).\n\nExamples:\n  benchcage claims 20261130-020000-bb22\n  benchcage claims 20261130-020000-bb22 --json"
+    )]
+    Claims(ClaimsArgs),
     /// Remove what dead runs left behind (cgroups, containers, processes, hog, dirs).
     #[command(after_help = "Examples:\n  benchcage cleanup --dry-run\n  benchcage cleanup")]
     Cleanup(CleanupArgs),
@@ -495,6 +500,17 @@ pub struct CompareArgs {
     /// base's repetitions (of the last N runs for best-of-last:N) over their mean.
     #[arg(long = "metric")]
     pub metric: Vec<String>,
+    #[command(flatten)]
+    pub results: ResultsDir,
+}
+
+#[derive(Debug, Args)]
+pub struct ClaimsArgs {
+    /// Run id (a folder under the results folder) or path.
+    pub run: String,
+    /// Print `claims.json` instead of the table.
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub results: ResultsDir,
 }

@@ -1,6 +1,7 @@
 //! benchcage: honest database benchmarks in constrained environments.
 //!
 //! Layout (one concern per module, see docs/ARCHITECTURE.md):
+//! - `claims`: a write-up's findings decided by a run (ratio, interval, verdict).
 //! - `cli`, `commands`: the command line and one file per subcommand.
 //! - `units`: sizes, shares, durations and CPU sets, parsed once.
 //! - `model`: the shared vocabulary (limits, launch, readiness, probe, backend, image).
@@ -21,6 +22,7 @@
 //! - `report`: HTML, Markdown, CSV and JSON reports.
 
 pub mod changes;
+pub mod claims;
 pub mod cli;
 pub mod clients;
 pub mod commands;

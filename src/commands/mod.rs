@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 pub mod cache;
 pub mod changes;
+pub mod claims;
 pub mod cleanup;
 pub mod compare;
 pub mod doctor;
@@ -40,6 +41,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             Command::History(a) => history::run(&home, &a).await,
             Command::Compare(a) => compare::run(&home, &a).await,
             Command::Changes(a) => changes::run(&home, &a).await,
+            Command::Claims(a) => claims::run(&home, &a).await,
             Command::Cleanup(a) => cleanup::run(&home, &a).await,
             Command::Hog(a) => hog::run(&home, &a).await,
             Command::Cache(a) => cache::run(&a),

@@ -7,6 +7,7 @@
 //! layer that acts.
 
 pub mod backend;
+pub mod claim;
 pub mod image;
 pub mod launch;
 pub mod limits;

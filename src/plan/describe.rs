@@ -183,6 +183,7 @@ pub(crate) fn describe(plan: &Plan, host: &HostFacts) -> String {
         host.cgroup
     );
     describe_deviations(&mut o, plan);
+    crate::claims::text::describe_plan(&mut o, &plan.claims);
     let e = &plan.estimate;
     let _ = writeln!(
         o,

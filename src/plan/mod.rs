@@ -29,6 +29,7 @@ use std::path::Path;
 mod cell;
 mod cells;
 pub(crate) mod describe;
+mod claims;
 pub mod deviations;
 mod env;
 pub mod estimate;
@@ -69,6 +70,9 @@ pub struct Plan {
     /// The write-up the scenario reproduces, and every way the plan
     /// differs from what it published.
     pub reproduces: Option<deviations::WriteupComparison>,
+    /// The write-up's claims a run of this plan decides, sides resolved
+    /// to the matrix's entries.
+    pub claims: Vec<crate::model::claim::Claim>,
 }
 
 /// Plan a scenario (name or path) on this host.
@@ -433,6 +437,7 @@ fn plan_inner(
         estimate,
         deviations,
         reproduces,
+        claims: claims::resolve(project, s),
     })
 }
 

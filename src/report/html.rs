@@ -99,6 +99,25 @@ footer{color:var(--muted);font-size:12px;padding:24px 0 40px}
 @media print{nav.toc{position:static}.card{break-inside:avoid}}
 "#;
 
+/// A table cell: escaped text, or links when it is a list of Markdown
+/// links to anchors of the page (`[label](#anchor), ...`).
+fn td_html(c: &str) -> String {
+    let links: Option<Vec<String>> = c
+        .split(", ")
+        .map(|part| {
+            let (label, anchor) = part
+                .strip_prefix('[')?
+                .strip_suffix(')')?
+                .split_once("](#")?;
+            Some(format!("<a href=\"#{}\">{}</a>", esc(anchor), esc(label)))
+        })
+        .collect();
+    match links {
+        Some(l) if !c.is_empty() => l.join(", "),
+        _ => esc(c),
+    }
+}
+
 fn table_html(out: &mut String, t: &Table, caption: bool) {
     out.push_str("<div class=\"tablewrap\"><table>");
     if caption && !t.title.is_empty() {
@@ -128,7 +147,7 @@ fn table_html(out: &mut String, t: &Table, caption: bool) {
                 (false, true) => " class=\"bad\"",
                 _ => "",
             };
-            let _ = write!(out, "<td{class}>{}</td>", esc(c));
+            let _ = write!(out, "<td{class}>{}</td>", td_html(c));
         }
         out.push_str("</tr>");
     }

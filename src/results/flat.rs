@@ -677,6 +677,7 @@ mod tests {
                 samples: vec![],
             }],
             unfinished: vec![],
+            claims: None,
         };
         let rows = flatten(&run);
         assert_eq!(rows.len(), 1);
@@ -720,6 +721,7 @@ mod tests {
                 samples: vec![],
             }],
             unfinished: vec![],
+            claims: None,
         };
         let rows = flatten(&run);
         let by_index = |i: u32| rows.iter().find(|r| r.phase_index == i).unwrap();

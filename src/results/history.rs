@@ -81,6 +81,26 @@ CREATE INDEX IF NOT EXISTS results_by_group ON results(cell_group, phase, op);
 CREATE INDEX IF NOT EXISTS runs_by_scenario ON runs(scenario, started_at);
 ";
 
+/// The claims each run decided (`claims.json`), one row a claim; created
+/// on every open when missing, so histories of any version gain it.
+const CLAIMS_TABLE: &str = "
+CREATE TABLE IF NOT EXISTS claims (
+    run_id     TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    scenario   TEXT NOT NULL,
+    claim_id   TEXT NOT NULL,
+    says       TEXT NOT NULL,
+    metric     TEXT NOT NULL,
+    expect     TEXT NOT NULL,
+    published  REAL,
+    ratio      REAL,
+    lo         REAL,
+    hi         REAL,
+    verdict    TEXT NOT NULL,
+    reason     TEXT NOT NULL,
+    PRIMARY KEY (run_id, claim_id)
+);
+";
+
 /// A history operation that failed, naming the database.
 #[derive(Debug, thiserror::Error)]
 pub enum HistoryError {
@@ -171,6 +191,8 @@ fn open(path: &Path, create: bool) -> Result<Connection, HistoryError> {
         conn.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(sql_err(path, "write the schema version"))?;
     }
+    conn.execute_batch(CLAIMS_TABLE)
+        .map_err(sql_err(path, "create the claims table"))?;
     Ok(conn)
 }
 
@@ -280,8 +302,47 @@ fn write_run(conn: &mut Connection, db_path: &Path, run: &RunData) -> Result<usi
     )
     .map_err(sql_err(db_path, "insert the run"))?;
     insert_rows(&tx, db_path, &rows)?;
+    tx.execute("DELETE FROM claims WHERE run_id = ?1", params![r.run_id])
+        .map_err(sql_err(db_path, "delete the run's old claims"))?;
+    for o in run.claims.iter().flat_map(|c| &c.claims) {
+        tx.execute(
+            "INSERT INTO claims (run_id, scenario, claim_id, says, metric, expect, published, \
+             ratio, lo, hi, verdict, reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            params![
+                r.run_id,
+                r.scenario,
+                o.claim.id,
+                o.claim.says,
+                o.claim.metric.as_str(),
+                o.claim.expect.to_string(),
+                o.claim.published,
+                o.ratio,
+                o.lo,
+                o.hi,
+                o.verdict.as_str(),
+                o.reason.clone().unwrap_or_default(),
+            ],
+        )
+        .map_err(sql_err(db_path, "insert a claim"))?;
+    }
     tx.commit().map_err(sql_err(db_path, "commit the run"))?;
     Ok(rows.len())
+}
+
+/// The verdicts of the claims `run_id` decided, by claim id; empty when it
+/// decided none or the history does not exist.
+pub fn claim_verdicts(db_path: &Path, run_id: &str) -> Result<Vec<(String, String)>, HistoryError> {
+    let Some(conn) = open_existing(db_path)? else {
+        return Ok(Vec::new());
+    };
+    let mut stmt = conn
+        .prepare("SELECT claim_id, verdict FROM claims WHERE run_id = ?1 ORDER BY claim_id")
+        .map_err(sql_err(db_path, "prepare the claims query"))?;
+    let rows = stmt
+        .query_map(params![run_id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .map_err(sql_err(db_path, "read the claims"))?;
+    rows.collect::<Result<Vec<_>, _>>()
+        .map_err(sql_err(db_path, "read a claim"))
 }
 
 /// The flat rows of a run into `results`, in the open transaction.

@@ -8,6 +8,7 @@
 //!   <run-id>/cells/<cell-key>/phases/<nn>-<name>.json   PhaseResult, nn from 01
 //!   <run-id>/cells/<cell-key>/samples.json     Vec<ResourceSample>
 //!   <run-id>/cells/<cell-key>/fidelity.json    FidelityRecord
+//!   <run-id>/claims.json                       ClaimsRecord (the write-up's claims decided)
 //! ```
 
 use crate::results::model::{CellRecord, ResourceSample, RunRecord};
@@ -32,6 +33,8 @@ pub const PHASES_DIR: &str = "phases";
 pub const SAMPLES_FILE: &str = "samples.json";
 /// The cell's fidelity record.
 pub const FIDELITY_FILE: &str = "fidelity.json";
+/// The write-up's claims decided by the run, when its scenario has claims.
+pub const CLAIMS_FILE: &str = "claims.json";
 /// The history database, directly under `results/`.
 pub const HISTORY_FILE: &str = "history.sqlite";
 
@@ -60,6 +63,9 @@ impl RunPaths {
     }
     pub fn run_json(&self) -> PathBuf {
         self.dir.join(RUN_FILE)
+    }
+    pub fn claims_json(&self) -> PathBuf {
+        self.dir.join(CLAIMS_FILE)
     }
     pub fn cells_dir(&self) -> PathBuf {
         self.dir.join(CELLS_DIR)
@@ -173,6 +179,8 @@ pub struct RunData {
     pub cells: Vec<CellData>,
     /// Planned cells without a `cell.json` (not run, or interrupted).
     pub unfinished: Vec<String>,
+    /// `claims.json`, when the run decided claims.
+    pub claims: Option<crate::model::claim::ClaimsRecord>,
 }
 
 /// Why a run folder could not be found or read.
@@ -329,11 +337,17 @@ pub fn load_run(dir: &Path) -> Result<RunData, LayoutError> {
         };
         cells.push(CellData { record, samples });
     }
+    let claims = if paths.claims_json().is_file() {
+        Some(read_json(&paths.claims_json(), MAX_RECORD)?)
+    } else {
+        None
+    };
     Ok(RunData {
         dir: dir.to_path_buf(),
         run,
         cells,
         unfinished,
+        claims,
     })
 }
 

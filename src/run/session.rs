@@ -113,6 +113,8 @@ pub(crate) async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<Outcome> 
                 .await?
         }
     };
+    // Decided before the history and the report, which both show them.
+    crate::claims::text::decide(&out.dir, &plan.claims);
     let report = index_and_report(&out.dir, &results_root.join(layout::HISTORY_FILE));
     Ok(Outcome::Matrix {
         out,

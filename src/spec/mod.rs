@@ -6,6 +6,7 @@
 //! [`crate::plan`] turns a scenario into cells with resolved limits and
 //! rendered configs.
 
+pub mod claims;
 pub mod de;
 pub mod default_cache;
 pub mod diag;

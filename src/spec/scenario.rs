@@ -27,7 +27,7 @@ pub struct Scenario {
     pub settle: Option<SettleSweep>,
     pub phases: Vec<Phase>,
     /// The write-up this scenario reproduces and what it published.
-    pub reproduces: Option<super::writeup::Reproduces>,
+    pub reproduces: Option<Box<super::writeup::Reproduces>>,
     /// Whether a load may be snapshot and restored (`snapshots: false`
     /// loads every cell afresh; `{verify: true}` digests the records).
     pub snapshots: SnapshotUse,
@@ -1481,7 +1481,8 @@ impl Scenario {
         }
         let reproduces = f
             .get("reproduces")
-            .and_then(|n| super::writeup::Reproduces::from_node(n, cx));
+            .and_then(|n| super::writeup::Reproduces::from_node(n, cx))
+            .map(Box::new);
         let s = Scenario {
             name: name.to_string(),
             description: f.or(cx, "description", String::new()),

@@ -47,6 +47,8 @@ pub struct Reproduces {
     pub phases: BTreeMap<String, PublishedPhase>,
     /// Parts of the write-up the scenario does not run, in words.
     pub omitted: Vec<String>,
+    /// The write-up's findings, checked after a run (`spec/claims.rs`).
+    pub claims: Vec<super::claims::ClaimSpec>,
 }
 
 /// The write-up's machine.
@@ -260,6 +262,7 @@ impl Reproduces {
                 "load",
                 "phases",
                 "omitted",
+                "claims",
             ],
         )?;
         Some(Reproduces {
@@ -272,6 +275,7 @@ impl Reproduces {
             load: load_from(&f, cx),
             phases: f.or(cx, "phases", BTreeMap::new()),
             omitted: f.or(cx, "omitted", Vec::new()),
+            claims: f.or(cx, "claims", Vec::new()),
         })
     }
 
@@ -324,6 +328,7 @@ impl Reproduces {
                 }
             }
         }
+        super::claims::check(self, scenario, cx);
     }
 
     /// The published phase of a scenario phase, if the write-up has it.

@@ -450,6 +450,7 @@ mod tests {
                 },
                 cells: vec![c],
                 unfinished: vec![],
+                claims: None,
             }],
             past: vec![],
         }

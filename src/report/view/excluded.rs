@@ -70,6 +70,7 @@ mod tests {
                 run: Default::default(),
                 cells: vec![],
                 unfinished: vec!["k9".into()],
+                claims: None,
             }],
             past: vec![],
         };

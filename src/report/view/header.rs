@@ -131,6 +131,7 @@ mod tests {
             },
             cells: vec![],
             unfinished: vec![],
+            claims: None,
         }
     }
 

@@ -13,13 +13,14 @@
 //!   grouped into configurations; the name, color and dash of a series);
 //! - `header`: title, key facts and the runs' tables; `excluded`: what is
 //!   not a result;
-//! - the sections: `throughput`, `threads`, `latency`, `fit` (doesn't fit
+//! - the sections: `claims` (the write-up's findings, first), `throughput`, `threads`, `latency`, `fit` (doesn't fit
 //!   in RAM), `size`, `topology` (single node vs replica set), `trend`;
 //! - `cell`: each cell's time series, phase table and records;
 //!   `all_rows`: every row.
 
 mod all_rows;
 mod cell;
+mod claims;
 mod configs;
 mod excluded;
 mod fit;
@@ -155,13 +156,14 @@ fn sections(
 ) -> Vec<Section> {
     let cfgs = configs(obs, series);
     let phases = phase_order(rows);
-    let mut sections = vec![
+    let mut sections: Vec<Section> = claims::section(input).into_iter().collect();
+    sections.extend([
         throughput::section(&cfgs, &phases),
         threads::section(&cfgs, &phases),
         latency::section(&cfgs, &phases),
         fit::memory_section(obs, series, &phases),
         size::section(obs, series),
-    ];
+    ]);
     sections.extend(topology::section(input, rows));
     if input.runs.len() == 1 && !input.past.is_empty() {
         sections.push(trend::section(rows, &input.past, series, &phases));

@@ -202,6 +202,7 @@ mod tests {
                 },
                 cells,
                 unfinished: vec![],
+                claims: None,
             }],
             past: vec![],
         }

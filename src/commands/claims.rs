@@ -1,9 +1,9 @@
 //! `benchcage claims RUN`: the write-up's claims the run decided, as a
 //! table (`claims::text`); exit 1 when one came out reversed.
 
+use crate::claims::text::table;
 use crate::cli::ClaimsArgs;
 use crate::commands::report::load_runs;
-use crate::claims::text::table;
 use crate::results::layout;
 use anyhow::Context as _;
 use std::path::Path;
@@ -37,4 +37,3 @@ pub async fn run(home: &Path, args: &ClaimsArgs) -> anyhow::Result<ExitCode> {
         ExitCode::SUCCESS
     })
 }
-

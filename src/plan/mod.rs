@@ -28,8 +28,8 @@ use std::path::Path;
 
 mod cell;
 mod cells;
-pub(crate) mod describe;
 mod claims;
+pub(crate) mod describe;
 pub mod deviations;
 mod env;
 pub mod estimate;

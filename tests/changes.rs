@@ -15,6 +15,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use support::cli::{BIN, repo, run_dir_of};
+use support::files::walk;
 
 /// The real run, made once per test binary.
 fn real_run(tmp: &Path) -> PathBuf {
@@ -84,21 +85,6 @@ fn night(real: &Path, results: &Path, n: u32, f: f64) -> String {
         }
     }
     id
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            if e.path().is_dir() {
-                stack.push(e.path());
-            } else {
-                out.push(e.path());
-            }
-        }
-    }
-    out
 }
 
 /// `benchcage ARGS --results RESULTS`: exit code and stdout.

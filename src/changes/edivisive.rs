@@ -17,6 +17,10 @@
 //! as large. Pure functions, a seeded generator: the same series gives
 //! the same answer.
 
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+
 /// How hard to look.
 #[derive(Debug, Clone, Copy)]
 pub struct Options {
@@ -53,7 +57,7 @@ pub struct ChangePoint {
 
 /// Change points of `series`, in index order.
 pub fn detect(series: &[f64], opts: &Options) -> Vec<ChangePoint> {
-    let mut rng = SplitMix(opts.seed);
+    let mut rng = StdRng::seed_from_u64(opts.seed);
     let mut cuts = vec![0, series.len()];
     let mut found: Vec<ChangePoint> = Vec::new();
     loop {
@@ -132,11 +136,11 @@ pub fn best_split(x: &[f64], min_size: usize) -> Option<(usize, f64)> {
 
 /// The share of reorderings of `x` whose best split is at least `q`,
 /// counting the observed order itself.
-fn p_value(x: &[f64], q: f64, opts: &Options, rng: &mut SplitMix) -> f64 {
+fn p_value(x: &[f64], q: f64, opts: &Options, rng: &mut StdRng) -> f64 {
     let mut shuffled = x.to_vec();
     let mut as_large = 0usize;
     for _ in 0..opts.permutations {
-        rng.shuffle(&mut shuffled);
+        shuffled.shuffle(rng);
         if best_split(&shuffled, opts.min_size).is_some_and(|(_, pq)| pq >= q) {
             as_large += 1;
         }
@@ -144,38 +148,11 @@ fn p_value(x: &[f64], q: f64, opts: &Options, rng: &mut SplitMix) -> f64 {
     (as_large + 1) as f64 / (opts.permutations + 1) as f64
 }
 
-/// SplitMix64 (Steele, Lea and Flood, 2014): small, seeded, good enough
-/// for reorderings and resamples.
-#[derive(Debug, Clone)]
-pub struct SplitMix(pub u64);
-
-impl SplitMix {
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A uniform integer below `n` (n > 0).
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
-    }
-
-    /// Fisher-Yates.
-    pub fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            v.swap(i, self.below(i + 1));
-        }
-    }
-
-    /// A standard normal deviate (Box-Muller).
-    pub fn normal(&mut self) -> f64 {
-        let u1 = ((self.next_u64() >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
-        let u2 = (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-    }
+/// A standard normal deviate (Box-Muller), for synthetic series.
+pub fn normal(rng: &mut impl Rng) -> f64 {
+    let u1: f64 = 1.0 - rng.random::<f64>();
+    let u2: f64 = rng.random();
+    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
 }
 
 #[cfg(test)]
@@ -185,9 +162,9 @@ mod tests {
     /// `len` nights around 1000 with `noise` (a share) of Gaussian noise,
     /// shaped by `f(night)`.
     fn series(len: usize, noise: f64, seed: u64, f: impl Fn(usize) -> f64) -> Vec<f64> {
-        let mut g = SplitMix(seed);
+        let mut g = StdRng::seed_from_u64(seed);
         (0..len)
-            .map(|i| 1000.0 * f(i) * (1.0 + noise * g.normal()))
+            .map(|i| 1000.0 * f(i) * (1.0 + noise * normal(&mut g)))
             .collect()
     }
 

@@ -9,7 +9,9 @@
 pub mod edivisive;
 
 use crate::results::flat::{FlatRow, Verdict};
-use edivisive::{ChangePoint, Options, SplitMix};
+use edivisive::{ChangePoint, Options};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -274,9 +276,9 @@ fn mean(x: &[f64]) -> f64 {
 /// resamples of each side (nights are independent runs: a plain
 /// bootstrap).
 pub fn ratio_interval(a: &[f64], b: &[f64], seed: u64) -> (f64, f64) {
-    let mut g = SplitMix(seed);
+    let mut g = StdRng::seed_from_u64(seed);
     let mut resample = |x: &[f64]| {
-        let s: f64 = (0..x.len()).map(|_| x[g.below(x.len())]).sum();
+        let s: f64 = (0..x.len()).map(|_| x[g.random_range(0..x.len())]).sum();
         s / x.len() as f64
     };
     let mut r: Vec<f64> = (0..2000)
@@ -317,9 +319,11 @@ mod tests {
 
     #[test]
     fn a_step_down_is_a_recent_regression_in_throughput_and_in_latency() {
-        let mut g = SplitMix(11);
+        let mut g = StdRng::seed_from_u64(11);
         let v: Vec<f64> = (0..16)
-            .map(|i| (if i >= 10 { 850.0 } else { 1000.0 }) * (1.0 + 0.01 * g.normal()))
+            .map(|i| {
+                (if i >= 10 { 850.0 } else { 1000.0 }) * (1.0 + 0.01 * edivisive::normal(&mut g))
+            })
             .collect();
         let series = series_of(&nights(&v));
         assert_eq!(series.len(), 2);

@@ -17,7 +17,7 @@
 //! ρ = 0, 0.5, 0.8, 0.95; this one in 12, 15, 18 and 24.
 //!
 //! The random numbers come from a seeded generator: the same run gives the
-//! same interval every time. `rand` is used in this file only.
+//! same interval every time.
 
 use crate::model::claim::{Expect, Verdict};
 use rand::rngs::StdRng;

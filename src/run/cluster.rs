@@ -257,9 +257,13 @@ impl Submitter<'_> {
                     continue;
                 }
             };
-            // The nodes' states, to say why a job is stuck; no answer
-            // judges nothing.
-            let nodes = slurm::node_states().await.unwrap_or_default();
+            // The nodes' states, to say why a job is stuck, read only
+            // while a job is queued or running; no answer judges nothing.
+            let nodes = if ids.is_empty() {
+                BTreeMap::new()
+            } else {
+                slurm::node_states().await.unwrap_or_default()
+            };
             for (i, step) in steps.iter_mut().enumerate() {
                 if *step == Step::Active {
                     let info = known.get(&self.job(i).job_id).cloned();

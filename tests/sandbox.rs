@@ -972,6 +972,7 @@ async fn mariadb_runs_as_mysql_after_install_db_pinned_and_capped() {
             "--bind-address=127.0.0.1".into(),
             format!("--socket={d}/mysqld.sock"),
             format!("--pid-file={d}/mysqld.pid"),
+            format!("--tmpdir={d}"),
             "--skip-grant-tables".into(),
             "--innodb-buffer-pool-size=64M".into(),
         ],
@@ -986,6 +987,7 @@ async fn mariadb_runs_as_mysql_after_install_db_pinned_and_capped() {
         "/usr/bin/mariadb-install-db".into(),
         "--no-defaults".into(),
         format!("--datadir={d}"),
+        format!("--tmpdir={d}"),
         "--skip-test-db".into(),
         "--auth-root-authentication-method=normal".into(),
     ]];

@@ -578,9 +578,30 @@ fn a_dead_slurmd_fails_the_job_it_ran_says_why_and_the_run_ends_failed_when_it_r
             .unwrap_or_default()
             .contains(what)
     };
-    wait_for("the job's node to fail", Duration::from_secs(180), || {
-        (said("FAILED: its Slurm job") && said("waits for nodes that cannot take it")).then_some(())
-    });
+    let slurm_view = || {
+        let out = |cmd: &str, args: &[&str]| {
+            Command::new(cmd)
+                .args(args)
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default()
+        };
+        format!(
+            "submitter's stderr:\n{}\nsqueue:\n{}\nsinfo:\n{}",
+            std::fs::read_to_string(&err).unwrap_or_default(),
+            out("squeue", &["--states=all", "--format=%i %T %r"]),
+            out("sinfo", &["--Node", "--format=%N %T %E"])
+        )
+    };
+    let t0 = Instant::now();
+    while !(said("FAILED: its Slurm job") && said("waits for nodes that cannot take it")) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(240),
+            "timed out waiting for the job's node to fail and the other job to wait for it\n{}",
+            slurm_view()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     let text = std::fs::read_to_string(&err).unwrap();
     assert!(
         text.contains(&format!("job {victim}'s node")) && text.contains("is not responding"),

@@ -85,6 +85,9 @@ impl Server {
                     Command::new("mariadb-install-db")
                         .args(["--no-defaults", "--user=root", "--skip-test-db"])
                         .arg(format!("--datadir={}", data.display()))
+                        // Its own temp dir: not the host's /tmp, which
+                        // other tests and servers share.
+                        .arg(format!("--tmpdir={}", data.display()))
                         .arg("--auth-root-authentication-method=normal"),
                 );
                 let mut c = Command::new("mariadbd");
@@ -93,6 +96,7 @@ impl Server {
                     .arg(format!("--datadir={}", data.display()))
                     .arg(format!("--socket={}", dir.join("mysqld.sock").display()))
                     .arg(format!("--pid-file={}", dir.join("mysqld.pid").display()))
+                    .arg(format!("--tmpdir={}", data.display()))
                     .args([
                         "--innodb-buffer-pool-size=64M",
                         "--innodb-flush-log-at-trx-commit=0",

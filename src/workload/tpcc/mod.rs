@@ -29,6 +29,7 @@ use super::driver::{self, Timing, Worker};
 use super::histo::Recorder;
 use super::phases::{self, Generator, Loading};
 use super::stores::{StoreError, StoreKind};
+use crate::clients::ClientError;
 use crate::model::{DocumentSchema, MongoTpccMode};
 use crate::results::model::{Headline, PhaseResult, PhaseStatus};
 use loader::{Job, Rows};
@@ -68,12 +69,14 @@ const ROLLBACK: usize = 5;
 const RETRIED: usize = 6;
 /// Operation kind of the load: rows inserted.
 const LOAD_NAMES: [&str; 1] = ["INSERT"];
-/// Tries of a transaction the server broke off (deadlock, serialization,
-/// write conflict). MongoDB fails a write to a document another open
-/// transaction wrote, where SQL engines wait for its lock: terminals of
-/// one warehouse collide often there (two DELIVERYs always do), so the
-/// tries are many and spaced out.
-const TRIES: u32 = 30;
+/// How long a terminal tries again a transaction the server broke off
+/// (deadlock, serialization, write conflict) before it counts as failed.
+/// MongoDB fails a write to a document another open transaction wrote,
+/// where SQL engines wait for its lock: terminals of one warehouse collide
+/// often there (two DELIVERYs always do, and the later one loses until the
+/// earlier one commits, which takes seconds on a slow server), so the
+/// tries are bounded by time, not by count, and spaced out.
+const RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(30);
 /// The longest pause before the first retry, doubled at each one...
 const BACKOFF_MS: u64 = 2;
 /// ...up to this.
@@ -181,16 +184,29 @@ impl<C: TpccConn> Worker for TerminalWorker<C> {
     async fn exec(&mut self) -> Result<(), StoreError> {
         self.rolled_back = false;
         self.retries = 0;
+        let t0 = std::time::Instant::now();
         loop {
             match self.once().await {
-                Err(StoreError::Client(e)) if e.is_conflict() && self.retries + 1 < TRIES => {
+                Err(StoreError::Client(e)) if e.is_conflict() && t0.elapsed() < RETRY_FOR => {
                     self.retries += 1;
                     // A random pause, longer after each try, so that
                     // terminals colliding on one row (MongoDB's write
                     // conflicts on W_YTD) do not collide again at once.
-                    let cap = (BACKOFF_MS << self.retries).min(BACKOFF_MAX_MS);
+                    let cap = (BACKOFF_MS << self.retries.min(16)).min(BACKOFF_MAX_MS);
                     let ms = self.term.rng.uniform(0, cap);
                     tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+                }
+                Err(StoreError::Client(ClientError::Conflict { engine, addr, msg })) => {
+                    let msg = format!(
+                        "{msg} (still, after {} tries in {:.0}s)",
+                        self.retries + 1,
+                        t0.elapsed().as_secs_f64()
+                    );
+                    return Err(StoreError::Client(ClientError::Conflict {
+                        engine,
+                        addr,
+                        msg,
+                    }));
                 }
                 r => return r,
             }

@@ -9,21 +9,20 @@ use std::path::PathBuf;
 use support::clean::assert_run_left_nothing;
 use support::cli::{BIN, bc_in, run_dir_of};
 use support::files::read_json;
-use support::host::host_contention;
 
 const HOME: &str = env!("CARGO_MANIFEST_DIR");
 
-/// The verdict of claim `id`, or `not measured` only when every reason is
-/// a neighbour's or the hypervisor's CPU time (another test on the host):
-/// then `None`, the one case this test may not decide.
-fn verdict_of(record: &ClaimsRecord, id: &str) -> Option<Verdict> {
+/// The verdict of claim `id`; `not measured` fails the test with its
+/// reason.
+fn verdict_of(record: &ClaimsRecord, id: &str) -> Verdict {
     let o = record.claims.iter().find(|o| o.claim.id == id).unwrap();
-    if o.verdict == Verdict::NotMeasured {
-        let why = o.reason.clone().unwrap_or_default();
-        assert!(host_contention(&why), "{id} not measured: {why}");
-        return None;
-    }
-    Some(o.verdict)
+    assert_ne!(
+        o.verdict,
+        Verdict::NotMeasured,
+        "{id} not measured: {:?}",
+        o.reason
+    );
+    o.verdict
 }
 
 #[test]
@@ -39,7 +38,16 @@ fn a_true_claim_holds_a_false_one_is_reversed_and_claims_exits_1() {
     );
     let home = PathBuf::from(HOME);
     let out = bc_in(&home, &results, &work, &state)
-        .args(["run", "tests/scenarios/run-claims.yaml"])
+        // This machine's hypervisor takes 10-30% of a busy vCPU (steal
+        // time), which voids phases under the default policy; this test
+        // is about the verdicts, so its environment allows steal, as a
+        // user on a noisy cloud VM would say (and the record keeps).
+        .args([
+            "run",
+            "tests/scenarios/run-claims.yaml",
+            "--set",
+            "server.steal_allowance=90%",
+        ])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
@@ -53,18 +61,28 @@ fn a_true_claim_holds_a_false_one_is_reversed_and_claims_exits_1() {
     );
 
     let record: ClaimsRecord = read_json(&dir.join("claims.json"));
-    let truth = verdict_of(&record, "no-fsync-updates-faster");
-    let lie = verdict_of(&record, "fsync-always-updates-faster");
-    if let Some(v) = truth {
-        assert_eq!(v, Verdict::Holds, "{record:#?}");
-    }
-    if let Some(v) = lie {
-        assert_eq!(v, Verdict::Reversed, "{record:#?}");
-    }
-    let measured = record.claims.iter().find(|o| o.ratio.is_some());
-    if let Some(o) = measured {
-        assert!(o.lo.unwrap() <= o.ratio.unwrap() && o.ratio.unwrap() <= o.hi.unwrap());
+    assert_eq!(
+        verdict_of(&record, "no-fsync-updates-faster"),
+        Verdict::Holds,
+        "{record:#?}"
+    );
+    assert_eq!(
+        verdict_of(&record, "fsync-always-updates-faster"),
+        Verdict::Reversed,
+        "{record:#?}"
+    );
+    for o in &record.claims {
+        let (lo, r, hi) = (o.lo.unwrap(), o.ratio.unwrap(), o.hi.unwrap());
+        assert!(lo <= r && r <= hi, "{o:?}");
         assert!(!o.a_cells.is_empty() && !o.b_cells.is_empty());
+    }
+    // Every phase kept the steal it was allowed, beside the steal it had.
+    for cell in support::files::cell_dirs(&dir) {
+        let c: benchcage::results::model::CellRecord = read_json(&cell.join("cell.json"));
+        assert!(!c.fidelity.phase_io.is_empty());
+        for (name, io) in &c.fidelity.phase_io {
+            assert_eq!(io.cpu_steal_allowed, Some(0.9), "{name}: {io:?}");
+        }
     }
 
     let claims = std::process::Command::new(BIN)
@@ -74,8 +92,7 @@ fn a_true_claim_holds_a_false_one_is_reversed_and_claims_exits_1() {
         .unwrap();
     let text = String::from_utf8_lossy(&claims.stdout).to_string();
     assert!(text.contains("no-fsync-updates-faster"), "{text}");
-    let want = if lie.is_some() { 1 } else { 0 };
-    assert_eq!(claims.status.code(), Some(want), "{text}");
+    assert_eq!(claims.status.code(), Some(1), "{text}");
 
     let report = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(report.contains("Claims"), "no Claims section");

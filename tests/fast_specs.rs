@@ -1316,6 +1316,40 @@ fn an_unknown_set_key_is_refused_with_the_known_keys() {
 }
 
 #[test]
+fn a_steal_allowance_is_planned_and_shown_and_over_90_percent_is_refused() {
+    let plan = |set: &[&str]| {
+        let mut args = vec!["plan", "quickstart", "--json"];
+        for s in set {
+            args.extend(["--set", s]);
+        }
+        run(&repo(), &args)
+    };
+    let base = plan(&[]);
+    let allowed = plan(&["server.steal_allowance=30%"]);
+    assert_eq!(allowed.code, 0, "{}", allowed.stderr);
+    let cell = |o: &str| serde_json::from_str::<serde_json::Value>(o).unwrap()["cells"][0].clone();
+    let (b, a) = (cell(&base.stdout), cell(&allowed.stdout));
+    assert_eq!(a["steal_allowance"], "30%");
+    assert!(b.get("steal_allowance").is_none());
+    let text = run(
+        &repo(),
+        &["plan", "quickstart", "--set", "server.steal_allowance=30%"],
+    );
+    assert!(
+        text.stdout.contains("up to 30% steal time allowed"),
+        "{}",
+        text.stdout
+    );
+    let over = plan(&["server.steal_allowance=95%"]);
+    assert_eq!(over.code, 2, "{}", over.stderr);
+    assert!(
+        over.stderr.contains("steal allowance of 95% is over 90%"),
+        "{}",
+        over.stderr
+    );
+}
+
+#[test]
 fn set_overrides_knobs_and_environment_fields_alike() {
     // A swap limit needs swap on the host (plan refuses it otherwise).
     let has_swap = benchcage::host::HostFacts::probe().swap_total.0 > 0;

@@ -265,7 +265,12 @@ fn tpcc_on(s: &Server, warehouses: u32, denormalize: Option<bool>, transactions:
     // MongoDB's run goes through a wire tap, for the sessions it ends.
     let tap = (kind == Kind::Secantus).then(|| Tap::start(s.port));
     assert_eq!(load.len(), 1);
-    assert!(load[0].status.is_ok(), "{:?}", load[0].status);
+    let samples: Vec<&String> = load[0]
+        .ops
+        .values()
+        .flat_map(|o| &o.error_samples)
+        .collect();
+    assert!(load[0].status.is_ok(), "{:?}: {samples:?}", load[0].status);
     let recorded = load[0].mongo_tpcc.as_ref();
     assert_eq!(recorded.map(|m| m.schema), mongo_schema);
     assert_eq!(recorded.and_then(|m| m.transactions), None);

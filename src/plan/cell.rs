@@ -41,6 +41,10 @@ pub struct PlannedCell {
     /// The environment allows a cache over the cap.
     #[serde(skip)]
     pub cache_overcommit: bool,
+    /// Steal time a phase may lose and stay valid (`server.steal_allowance`);
+    /// a judgement of the results, not a condition of the cell: not in its key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steal_allowance: Option<crate::units::Share>,
     /// Memory the hog leaves to everything else, when there is a hog.
     pub hog_leave: Option<Bytes>,
     /// Final knobs after defaults, the environment's cache, scenario

@@ -159,6 +159,7 @@ fn planned_cell(
             .clone()
             .filter(|_| parts.knobs.has_cache_knob),
         cache_overcommit: env.allow_cache_overcommit || parts.knobs.engine_default_cache,
+        steal_allowance: env.steal_allowance,
         hog_leave: e.ep.hog_leave(),
         knobs: parts.knobs.canonical(),
         store_options: parts.knobs.store_options.clone(),

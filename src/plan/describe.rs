@@ -226,9 +226,15 @@ fn describe_resources(o: &mut String, c: &PlannedCell, host: &HostFacts) {
     let _ = writeln!(o, "  backend   {}: {program}", c.backend);
     let l = &c.limits;
     let swap = l.swap;
+    let steal = match c.steal_allowance {
+        Some(a) => format!(
+            "; up to {a} steal time allowed (server.steal_allowance: a phase stays valid while the hypervisor takes no more)"
+        ),
+        None => String::new(),
+    };
     let _ = writeln!(
         o,
-        "  cpus      server {} (pinned), client {} (pinned, outside the server's cgroup)",
+        "  cpus      server {} (pinned), client {} (pinned, outside the server's cgroup){steal}",
         l.server_cpus, l.client_cpus
     );
     let cache = match &c.cache_from {

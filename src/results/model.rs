@@ -348,6 +348,11 @@ pub struct PhaseIo {
     /// with `cpu_foreign_share` against the contention limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_steal_share: Option<f64>,
+    /// The steal share the environment allows (`server.steal_allowance`):
+    /// only steal beyond it counted against the contention limit. Absent
+    /// when the environment allows none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_steal_allowed: Option<f64>,
     /// Time the engine's threads waited on a run queue, runnable but not
     /// running, per second of the phase and per server CPU (schedstat).
     /// Recorded as evidence; an engine with more busy threads than CPUs

@@ -86,6 +86,7 @@ pub fn cell_work(
     CellWork {
         key,
         cache_overcommit: cell.cache_overcommit,
+        steal_allowance: cell.steal_allowance.map_or(0.0, |a| a.fraction()),
         group,
         label: cell.id.clone(),
         engine: cell.engine.clone(),

@@ -9,6 +9,7 @@
 //!   swap: off                # off (default) | a size on top of the cap
 //!   io: {read_bps: 200MiB, write_bps: 200MiB, read_iops: 5000, write_iops: 5000}
 //!   pids: 4096
+//!   steal_allowance: 30%     # hypervisor steal time a phase may lose and stay valid (default none)
 //! client: {cpus: 4-5}        # load generator, outside the server's cgroup
 //! cache: 12GiB               # or a share of the memory cap: 75%; or `default`:
 //!                            # the engine sizes its own (engines/*.yaml `default_cache:`)
@@ -22,7 +23,7 @@ use super::de::{Fields, FromNode, check_spec_name, choice};
 use super::diag::{Cx, Origin};
 use super::yaml::Node;
 use crate::model::{Backend, IoLimits, SwapPolicy, ThpPolicy};
-use crate::units::{Bytes, CpuSet, SizeOrShare};
+use crate::units::{Bytes, CpuSet, Share, SizeOrShare};
 use std::collections::BTreeMap;
 
 /// Smallest memory cap accepted: below this no engine starts.
@@ -112,7 +113,16 @@ pub struct Server {
     pub swap: SwapPolicy,
     pub io: IoLimits,
     pub pids: u64,
+    /// The share of the server's CPUs the hypervisor may take (steal time)
+    /// before a phase counts as contended; `None`: none beyond the
+    /// contention limit. For a host whose hypervisor is busy, said in the
+    /// plan and recorded with every phase.
+    pub steal_allowance: Option<Share>,
 }
+
+/// The most steal a phase may be allowed: beyond it the server had less
+/// than a tenth of the CPUs the environment promised.
+pub const MAX_STEAL_ALLOWANCE: f64 = 0.9;
 
 /// The client (load generator) side.
 #[derive(Debug, Clone, PartialEq)]
@@ -193,7 +203,12 @@ fn io_limits(node: &Node, cx: &mut Cx, path: &str) -> Option<IoLimits> {
 
 /// `server:`: its CPUs, memory cap, swap, IO limits and pids.
 fn server_from_node(n: &Node, cx: &mut Cx) -> Option<Server> {
-    let s = Fields::open(n, cx, "server", &["cpus", "memory", "swap", "io", "pids"])?;
+    let s = Fields::open(
+        n,
+        cx,
+        "server",
+        &["cpus", "memory", "swap", "io", "pids", "steal_allowance"],
+    )?;
     let cpus = s.req::<CpuSet>(cx, "cpus");
     let memory = s.opt::<Bytes>(cx, "memory");
     let swap = s.or(cx, "swap", SwapPolicy::Off);
@@ -220,12 +235,24 @@ fn server_from_node(n: &Node, cx: &mut Cx) -> Option<Server> {
             Some(format!("use at least {MIN_MEMORY}")),
         );
     }
+    let steal_allowance = s.opt::<Share>(cx, "steal_allowance");
+    if let Some(a) = steal_allowance
+        && a.fraction() > MAX_STEAL_ALLOWANCE
+    {
+        cx.error(
+            s.pos_of("steal_allowance"),
+            "server.steal_allowance",
+            format!("a steal allowance of {a} would accept a phase whose server had almost no CPU"),
+            Some("use at most 90%, or run on a quieter host or on dedicated CPUs".into()),
+        );
+    }
     Some(Server {
         cpus: cpus?,
         memory,
         swap,
         io,
         pids,
+        steal_allowance,
     })
 }
 

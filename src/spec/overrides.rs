@@ -5,7 +5,7 @@
 
 use super::environment::{CacheChoice, Hog};
 use crate::model::{Backend, IoLimits, SwapPolicy, ThpPolicy};
-use crate::units::{Bytes, CpuSet, SizeOrShare};
+use crate::units::{Bytes, CpuSet, Share, SizeOrShare};
 
 /// Environment fields `--set` and `set:` accept.
 pub const ENV_KEYS: &[&str] = &[
@@ -14,6 +14,7 @@ pub const ENV_KEYS: &[&str] = &[
     "server.memory",
     "server.swap",
     "server.pids",
+    "server.steal_allowance",
     "server.io.read_bps",
     "server.io.write_bps",
     "server.io.read_iops",
@@ -38,6 +39,8 @@ pub struct CellEnv {
     pub swap: SwapPolicy,
     pub io: IoLimits,
     pub pids: u64,
+    /// Steal time a phase may lose and stay valid.
+    pub steal_allowance: Option<Share>,
     pub cache: Option<SizeOrShare>,
     /// `cache: default`: the engine sizes its own cache.
     pub cache_choice: CacheChoice,
@@ -63,6 +66,7 @@ impl CellEnv {
             },
             io: env.server.io.clone(),
             pids: env.server.pids,
+            steal_allowance: env.server.steal_allowance,
             cache: env.cache.map(|c| match c {
                 SizeOrShare::Absolute(b) => SizeOrShare::Absolute(b.scaled(scale)),
                 s => s,
@@ -105,6 +109,21 @@ impl CellEnv {
                     .ok()
                     .filter(|p| *p > 0)
                     .ok_or((format!("pids `{v}` is not a positive number"), None))?
+            }
+            "server.steal_allowance" => {
+                self.steal_allowance = match v {
+                    "none" | "0" | "0%" => None,
+                    _ => {
+                        let a: Share = v.parse().map_err(e)?;
+                        if a.fraction() > super::environment::MAX_STEAL_ALLOWANCE {
+                            return Err((
+                                format!("a steal allowance of {a} is over 90%"),
+                                Some("use at most 90%".into()),
+                            ));
+                        }
+                        Some(a)
+                    }
+                }
             }
             "server.io.read_bps" => {
                 self.io.read_bps = Some(io_limit(v.parse::<Bytes>().map_err(e)?.0)?)
@@ -226,6 +245,7 @@ pub fn check_env_key(key: &str, value: &str) -> Result<(), (String, Option<Strin
         swap: SwapPolicy::Off,
         io: IoLimits::default(),
         pids: 1,
+        steal_allowance: None,
         cache: None,
         cache_choice: CacheChoice::Planned,
         hog: Hog::None,

@@ -116,6 +116,7 @@ pub(super) async fn run_one(
         &work.limits.server_cpus,
         &topology_pids(r),
         members_usec,
+        work.steal_allowance,
     );
     if !measured {
         // Recorded for the load too, but only a measured phase's result
@@ -355,6 +356,7 @@ impl CpuSnapshot {
         cpus: &crate::units::CpuSet,
         pids: &[u32],
         members_usec: u64,
+        steal_allowed: f64,
     ) {
         let now = CpuSnapshot::take(cpus, pids);
         let wall_s = now.at.duration_since(self.at).as_secs_f64();
@@ -376,9 +378,10 @@ impl CpuSnapshot {
         if wall_s > 0.0 {
             io.engine_run_delay_share = Some(fidelity::round3(waited as f64 / 1e9 / wall_s / n));
         }
+        io.cpu_steal_allowed = (steal_allowed > 0.0).then_some(steal_allowed);
         io.contention_violation = io.cpu_foreign_share.and_then(|foreign| {
             let steal = io.cpu_steal_share.unwrap_or(0.0);
-            fidelity::contention_violation(foreign, steal, wall_s, cpus)
+            fidelity::contention_violation(foreign, steal, steal_allowed, wall_s, cpus)
         });
     }
 }

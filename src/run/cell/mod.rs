@@ -286,6 +286,8 @@ pub struct CellWork {
     /// The environment allows a cache over the cap
     /// (`allow_cache_overcommit`): recorded, never a violation.
     pub cache_overcommit: bool,
+    /// Steal time a phase may lose and stay valid (`server.steal_allowance`).
+    pub steal_allowance: f64,
     /// The key without the repetition: the same for every repetition.
     pub group: String,
     pub label: String,

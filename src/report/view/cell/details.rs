@@ -197,12 +197,61 @@ fn fidelity_facts(f: &FidelityRecord) -> Vec<(String, String)> {
             .iter()
             .map(|(k, v)| (format!("read back: {k}"), v.clone())),
     );
+    let lost = cpu_lost(f);
+    if !lost.is_empty() {
+        facts.push(("Server CPUs lost, per phase".into(), lost));
+    }
     facts
+}
+
+/// What each phase lost of the server's CPUs: to work outside its cgroup
+/// and to the hypervisor (steal), with the steal the environment allows.
+fn cpu_lost(f: &FidelityRecord) -> String {
+    let pct = |x: f64| format!("{:.0}%", x * 100.0);
+    f.phase_io
+        .iter()
+        .filter(|(_, io)| io.cpu_foreign_share.is_some() || io.cpu_steal_share.is_some())
+        .map(|(name, io)| {
+            let allowed = io
+                .cpu_steal_allowed
+                .map(|a| format!(" (allowed {})", pct(a)))
+                .unwrap_or_default();
+            format!(
+                "{name}: others {}, steal {}{allowed}",
+                io.cpu_foreign_share.map_or(fmt::DASH.into(), pct),
+                io.cpu_steal_share.map_or(fmt::DASH.into(), pct)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fidelity_facts_show_each_phases_lost_cpu_and_the_steal_allowed() {
+        let mut f = FidelityRecord::default();
+        f.phase_io.insert(
+            "02-reads-t4".into(),
+            crate::results::model::PhaseIo {
+                cpu_foreign_share: Some(0.02),
+                cpu_steal_share: Some(0.23),
+                cpu_steal_allowed: Some(0.3),
+                ..Default::default()
+            },
+        );
+        let facts = fidelity_facts(&f);
+        let lost = facts
+            .iter()
+            .find(|(k, _)| k == "Server CPUs lost, per phase")
+            .map(|(_, v)| v.as_str());
+        assert_eq!(
+            lost,
+            Some("02-reads-t4: others 2%, steal 23% (allowed 30%)")
+        );
+    }
 
     #[test]
     fn fidelity_facts_say_what_was_violated_and_count_threads_by_cpus() {

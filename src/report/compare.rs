@@ -823,10 +823,7 @@ mod tests {
         // -5% is inconclusive; wholly within ±5% is ok.
         let v = |lo, hi| verdict(true, t, &change((lo + hi) / 2.0, lo, hi));
         assert_eq!(v(-0.141, -0.060), Change::Regression);
-        assert_eq!(
-            v(-0.141, -0.040),
-            Change::Inconclusive(Settle::LongerPhase)
-        );
+        assert_eq!(v(-0.141, -0.040), Change::Inconclusive(Settle::LongerPhase));
         assert_eq!(v(-0.04, 0.03), Change::Same);
         assert_eq!(v(0.06, 0.20), Change::Better);
         assert_eq!(v(0.01, 0.20), Change::Inconclusive(Settle::LongerPhase));
@@ -853,7 +850,10 @@ mod tests {
         let mut bases = BTreeMap::new();
         let base = [row("g", 1, 1000.0)];
         let none = Seconds::default();
-        bases.insert(Metric::Throughput, base_from_run(&base, Metric::Throughput, &none));
+        bases.insert(
+            Metric::Throughput,
+            base_from_run(&base, Metric::Throughput, &none),
+        );
         let c = compare(
             &bases,
             &BTreeSet::new(),
@@ -877,11 +877,19 @@ mod tests {
         // One repetition each, 20 seconds each: a 30% drop is a regression
         // with an interval around it; a 4% change is ok; noisy seconds
         // leave a 7% drop inconclusive, asking for a longer phase.
-        let c = run_cmp(&[row("g", 1, 1000.0)], &[row("g", 1, 700.0)], Metric::Throughput);
+        let c = run_cmp(
+            &[row("g", 1, 1000.0)],
+            &[row("g", 1, 700.0)],
+            Metric::Throughput,
+        );
         let i = c.rows[0].change.unwrap();
         assert_eq!(c.rows[0].verdict, Change::Regression, "{i:?}");
         assert!(i.lo < -0.3 && i.hi > -0.3 && i.hi < -0.25, "{i:?}");
-        let c = run_cmp(&[row("g", 1, 1000.0)], &[row("g", 1, 1002.0)], Metric::Throughput);
+        let c = run_cmp(
+            &[row("g", 1, 1000.0)],
+            &[row("g", 1, 1002.0)],
+            Metric::Throughput,
+        );
         assert_eq!(c.rows[0].verdict, Change::Same, "{:?}", c.rows[0].change);
 
         let noisy = |tput: f64, seed: f64| -> Vec<f64> {
@@ -892,11 +900,27 @@ mod tests {
         let (b, mut cand) = ([row("g", 1, 1000.0)], row("g", 1, 930.0));
         cand.run_id = "cand".into();
         let mut s = Seconds::default();
-        s.0.insert((String::new(), b[0].cell_key.clone(), 0, "READ".into()), noisy(1000.0, 0.0));
-        s.0.insert(("cand".into(), cand.cell_key.clone(), 0, "READ".into()), noisy(930.0, 0.5));
+        s.0.insert(
+            (String::new(), b[0].cell_key.clone(), 0, "READ".into()),
+            noisy(1000.0, 0.0),
+        );
+        s.0.insert(
+            ("cand".into(), cand.cell_key.clone(), 0, "READ".into()),
+            noisy(930.0, 0.5),
+        );
         let mut bases = BTreeMap::new();
-        bases.insert(Metric::Throughput, base_from_run(&b, Metric::Throughput, &s));
-        let c = compare(&bases, &BTreeSet::new(), &BTreeMap::new(), &[cand], &s, Threshold(0.05));
+        bases.insert(
+            Metric::Throughput,
+            base_from_run(&b, Metric::Throughput, &s),
+        );
+        let c = compare(
+            &bases,
+            &BTreeSet::new(),
+            &BTreeMap::new(),
+            &[cand],
+            &s,
+            Threshold(0.05),
+        );
         assert_eq!(
             c.rows[0].verdict,
             Change::Inconclusive(Settle::LongerPhase),
@@ -1022,7 +1046,14 @@ mod tests {
             Metric::Throughput,
             base_from_run(&base, Metric::Throughput, &seconds),
         );
-        let c = compare(&bases, &BTreeSet::new(), &labels, &slow, &seconds, Threshold(0.05));
+        let c = compare(
+            &bases,
+            &BTreeSet::new(),
+            &labels,
+            &slow,
+            &seconds,
+            Threshold(0.05),
+        );
         let text = render(&c, "a", "b");
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[..2], ["base: a", "candidate: b"]);

@@ -78,7 +78,7 @@ pub enum Command {
     History(HistoryArgs),
     /// Compare a candidate run with a baseline; exit 1 on regression.
     #[command(
-        after_help = "Exit codes: 0 no regression, 1 regression (or a phase that failed where the base had a result, or nothing valid on both sides to compare), 2 bad input.\n\nExamples:\n  benchcage compare 20261129-020000-aa11 20261130-020000-bb22 --threshold 5%\n  benchcage compare best-of-last:5 20261130-020000-bb22 --metric throughput --metric p99\n  benchcage compare --by-version 20261130-020000-bb22 --threshold 10%"
+        after_help = "Every difference gets a 95% interval: a bootstrap of the ratio of the means over each side's repetitions and, for throughput, over each repetition's per-second series in moving blocks (never narrower than their AR(1) interval), so one repetition a side still has one. A verdict needs the whole interval beyond the threshold (REGRESSION, better) or within it (ok); an interval that reaches across it is `inconclusive`, which does not fail, and the row says what would settle it (more repetitions, a longer phase).\n\nExit codes: 0 no regression (inconclusive rows included), 1 regression (or a phase that failed where the base had a result, or nothing valid on both sides to compare), 2 bad input.\n\nExamples:\n  benchcage compare 20261129-020000-aa11 20261130-020000-bb22 --threshold 5%\n  benchcage compare best-of-last:5 20261130-020000-bb22 --metric throughput --metric p99\n  benchcage compare --by-version 20261130-020000-bb22 --threshold 10%"
     )]
     Compare(CompareArgs),
     /// Change points over the history: when each series changed, by how much; exit 1 on a new regression.
@@ -487,17 +487,17 @@ pub struct CompareArgs {
     pub candidate: Option<String>,
     /// Compare, within the run BASE, each version of an engine with the
     /// version before it (12 -> 13 -> ... -> 17), cell by cell on the same
-    /// environment, threads and knobs; exit 1 if any step regressed beyond
-    /// the noise band (2 standard deviations of the older version's
-    /// repetitions) plus the threshold.
+    /// environment, threads and knobs; exit 1 if any step regressed (its
+    /// whole interval worse than the threshold).
     #[arg(long)]
     pub by_version: bool,
-    /// Worse than this (beyond the noise band) is a regression.
+    /// A change whose whole 95% interval is worse than this is a
+    /// regression; an interval reaching across it is inconclusive.
     #[arg(long, default_value = "5%")]
     pub threshold: String,
     /// Metrics to compare: throughput (default), mean, p50, p95, p99, p999,
-    /// max; repeatable. The noise band is 2 standard deviations of the
-    /// base's repetitions (of the last N runs for best-of-last:N) over their mean.
+    /// max; repeatable. Throughput's interval uses the per-second series;
+    /// latencies' only the repetitions (one value a side: inconclusive).
     #[arg(long = "metric")]
     pub metric: Vec<String>,
     #[command(flatten)]

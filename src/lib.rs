@@ -19,7 +19,8 @@
 //! - `run`: the run lifecycle: cells, keys, resume, interrupts, live view.
 //! - `metrics`: the sampler and the fidelity record.
 //! - `results`: the result model, atomic writes, history.
-//! - `report`: HTML, Markdown, CSV and JSON reports.
+//! - `report`: HTML, Markdown, CSV and JSON reports; `compare`'s verdicts.
+//! - `stats`: the ratio of two sides with its bootstrap interval (claims, compare).
 
 pub mod changes;
 pub mod claims;
@@ -44,5 +45,6 @@ pub mod sandbox;
 pub mod slurm;
 pub mod snapshot;
 pub mod spec;
+pub mod stats;
 pub mod units;
 pub mod workload;

@@ -1052,9 +1052,10 @@ fn the_cells_of_a_settle_sweep_are_one_line_in_the_doesnt_fit_in_ram_charts() {
 }
 
 #[test]
-fn compare_exits_0_when_the_change_is_inside_the_noise_band() {
+fn compare_calls_a_drop_inside_the_repetitions_spread_inconclusive_and_exits_0() {
     let home = tempfile::tempdir().unwrap();
-    // Repetitions 8% apart either way: band = 2 sd / mean = 22.6%.
+    // Repetitions 8% apart either way: the 95% interval of a 12% drop
+    // reaches across the 5% threshold.
     let mut base = Synth::new("20261129-020000-noisy", "2026-11-29T02:00:00Z");
     base.noise = 0.08;
     let mut cand = Synth::new("20261130-020000-cand", "2026-11-30T02:00:00Z");
@@ -1069,19 +1070,36 @@ fn compare_exits_0_when_the_change_is_inside_the_noise_band() {
         &["--threshold", "5%"],
     );
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("±22.6%"), "{out}");
-    assert!(!out.contains("REGRESSION"), "{out}");
+    assert!(!out.contains("REGRESSION") && !out.contains('±'), "{out}");
+    let dropped: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("postgres@15") && l.contains("workload-a"))
+        .collect();
+    assert_eq!(dropped.len(), 6, "{out}");
+    for l in dropped {
+        assert!(
+            l.contains("-12.0%")
+                && l.contains("  [-")
+                && l.ends_with("]  inconclusive (more repetitions would settle it)"),
+            "{l}"
+        );
+    }
 
-    // The same 12% drop against a quiet base is a regression.
+    // The same 12% drop between quiet repetitions is a regression: its
+    // whole interval is beyond 5%.
     let quiet = Synth::new("20261128-020000-quiet", "2026-11-28T02:00:00Z");
     quiet.write(&results(home.path()));
+    let mut quiet_drop = Synth::new("20261130-030000-qcand", "2026-11-30T03:00:00Z");
+    quiet_drop.factor.insert("postgres", 0.88);
+    quiet_drop.write(&results(home.path()));
     let (code, out) = compare(
         home.path(),
         &quiet.run_id,
-        &cand.run_id,
+        &quiet_drop.run_id,
         &["--threshold", "5%"],
     );
     assert_eq!(code, 1, "{out}");
+    assert_eq!(regressions(&out).len(), 6, "{out}");
 }
 
 #[test]

@@ -3,11 +3,12 @@
 //! figure and per-second series of each, then `stats` for the ratio, its
 //! interval and the verdict.
 
-use super::stats::{self, Blocks, MIN_SERIES, Obs, RatioInterval};
+use super::stats;
 use crate::model::claim::{Claim, ClaimsRecord, Metric, Outcome, Side, Verdict};
 use crate::results::flat::{Verdict as PhaseVerdict, phase_verdict};
 use crate::results::layout::{CellData, RunData};
 use crate::results::model::{CellRecord, PhaseResult};
+use crate::stats::{Blocks, MIN_SERIES, Obs, RatioInterval};
 use std::collections::BTreeSet;
 
 /// The name of the load phase in results.
@@ -162,21 +163,7 @@ fn throughput(claim: &Claim, phase: &PhaseResult) -> Result<Obs, String> {
     }
     .filter(|v| *v > 0.0)
     .ok_or_else(|| no_op(claim, phase))?;
-    let count = |s: &crate::results::model::SecondSample| match &claim.op {
-        Some(op) => s.by_kind.get(op).copied().unwrap_or(0) as f64,
-        None => s.ops as f64,
-    };
-    let full: Vec<f64> = phase
-        .series
-        .iter()
-        .filter(|s| (s.t + 1) as f64 <= phase.duration_s + 1e-6)
-        .map(count)
-        .collect();
-    let series = if full.len() >= MIN_SERIES {
-        full
-    } else {
-        phase.series.iter().map(count).collect()
-    };
+    let series = phase.per_second(claim.op.as_deref());
     Ok(Obs { value, series })
 }
 
@@ -235,7 +222,7 @@ fn outcome(claim: &Claim, cells: &[CellData]) -> Outcome {
         lo,
         hi,
         resampled,
-    }) = stats::ratio_interval(&a.obs, &b.obs, Blocks::Auto)
+    }) = crate::stats::ratio_interval(&a.obs, &b.obs, Blocks::Auto)
     else {
         out.reason = Some(format!("{} measured 0", claim.b.name));
         return out;

@@ -1,5 +1,5 @@
-//! Claims of a write-up decided by a run: `stats` (pure: the ratio's
-//! interval and the verdict rule), `evaluate` (a run's cells into each
+//! Claims of a write-up decided by a run: `stats` (pure: the verdict an
+//! interval from `crate::stats` gives), `evaluate` (a run's cells into each
 //! claim's outcome). What is decided is kept in `claims.json`
 //! (`results::layout`) and the history; reports show it.
 

@@ -1,11 +1,13 @@
 //! `benchcage compare BASE CANDIDATE [--threshold 5%] [--metric M]...`:
-//! exit 0 without regression, 1 with one, 2 on bad input.
+//! exit 0 without regression (an inconclusive row is none), 1 with one,
+//! 2 on bad input. The runs' per-second series go with their rows
+//! (`compare::Seconds`) so that every difference gets its interval.
 
 use crate::cli::CompareArgs;
 use crate::commands::report::load_runs;
 use crate::error::bad_input;
 use crate::report::by_version;
-use crate::report::compare::{self, Metric, Threshold};
+use crate::report::compare::{self, Metric, Seconds, Threshold};
 use crate::results::flat::{FlatRow, flatten, setup_group};
 use crate::results::history;
 use crate::results::layout;
@@ -64,12 +66,15 @@ fn best_of_n(args: &CompareArgs) -> anyhow::Result<Option<usize>> {
 }
 
 /// The rows of the last `n` finished runs of the candidate's scenario
-/// before it, one list a run, and the base's name.
+/// before it, one list a run, and the base's name; the per-second series
+/// of those whose folders are still in the results folder go into
+/// `seconds` (a run only in the history compares by its figures).
 fn best_of_history(
     home: &Path,
     args: &CompareArgs,
     cand: &layout::RunData,
     n: usize,
+    seconds: &mut Seconds,
 ) -> anyhow::Result<(Vec<Vec<FlatRow>>, String)> {
     let db = args.results.root(home).join(layout::HISTORY_FILE);
     let ids = history::last_finished_runs(
@@ -91,6 +96,12 @@ fn best_of_history(
         )));
     }
     let rows = history::rows_of_runs(&db, &ids).map_err(history_input)?;
+    let root = args.results.root(home);
+    for id in &ids {
+        if let Ok(run) = layout::load_run(&root.join(id)) {
+            seconds.add(&run);
+        }
+    }
     let mut per: BTreeMap<String, Vec<FlatRow>> = BTreeMap::new();
     for r in rows {
         per.entry(r.run_id.clone()).or_default().push(r);
@@ -118,11 +129,14 @@ pub async fn run(home: &Path, args: &CompareArgs) -> anyhow::Result<ExitCode> {
     let best_of = best_of_n(args)?;
     let cand = load_runs(&args.results.root(home), std::slice::from_ref(candidate))?.remove(0);
     let mut cand_rows = flatten(&cand);
+    let mut seconds = Seconds::default();
+    seconds.add(&cand);
     let (mut base_runs, base_name) = match best_of {
-        Some(n) => best_of_history(home, args, &cand, n)?,
+        Some(n) => best_of_history(home, args, &cand, n, &mut seconds)?,
         None => {
             let base =
                 load_runs(&args.results.root(home), std::slice::from_ref(&args.base))?.remove(0);
+            seconds.add(&base);
             let name = base.run.run_id.clone();
             (vec![flatten(&base)], name)
         }
@@ -133,9 +147,9 @@ pub async fn run(home: &Path, args: &CompareArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|m| {
             let stat = if best_of.is_some() {
-                compare::base_best_of(&base_runs, *m)
+                compare::base_best_of(&base_runs, *m, &seconds)
             } else {
-                compare::base_from_run(&base_runs[0], *m)
+                compare::base_from_run(&base_runs[0], *m, &seconds)
             };
             (*m, stat)
         })
@@ -147,7 +161,14 @@ pub async fn run(home: &Path, args: &CompareArgs) -> anyhow::Result<ExitCode> {
         .map(|r| (r.cell_group.clone(), r.group_label.clone()))
         .collect();
     let base_failed = compare::failed_phases(base_runs.iter().flatten());
-    let result = compare::compare(&bases, &base_failed, &labels, &cand_rows, threshold);
+    let result = compare::compare(
+        &bases,
+        &base_failed,
+        &labels,
+        &cand_rows,
+        &seconds,
+        threshold,
+    );
     print!("{}", compare::render(&result, &base_name, &cand.run.run_id));
     Ok(verdict(&result))
 }
@@ -179,6 +200,8 @@ fn by_version(
         .map(|c| (c.record.key.clone(), setup_group(&c.record)))
         .collect();
     let steps = by_version::steps(&flatten(&run), &setup);
+    let mut seconds = Seconds::default();
+    seconds.add(&run);
     if steps.steps.is_empty() {
         return Err(bad_input(format!(
             "run {} has no engine at two or more versions on the same setup, so there is no \
@@ -189,7 +212,7 @@ fn by_version(
     }
     let bases = metrics
         .iter()
-        .map(|m| (*m, compare::base_from_run(&steps.base, *m)))
+        .map(|m| (*m, compare::base_from_run(&steps.base, *m, &seconds)))
         .collect();
     let base_failed = compare::failed_phases(&steps.base);
     let result = compare::compare(
@@ -197,6 +220,7 @@ fn by_version(
         &base_failed,
         &steps.labels,
         &steps.candidate,
+        &seconds,
         threshold,
     );
     let names: Vec<String> = steps

@@ -2,15 +2,25 @@
 //! cell group (repetitions of one configuration together), phase by phase,
 //! operation kind by operation kind.
 //!
-//! Noise band: 2 × the sample standard deviation of the baseline's values
-//! divided by their mean (0 with a single value). The baseline's values are
-//! its repetitions for a run baseline, and the per-run means of the last N
-//! runs for `best-of-last:N`. A candidate is a regression when it is worse
-//! than the baseline by more than `threshold + band`.
+//! Each difference is the ratio of the candidate's mean to the base's with
+//! its 95% interval (`crate::stats::ratio_interval`, the one the claims
+//! use): a bootstrap over the repetitions of each side and, inside each
+//! repetition, over its per-second throughput in moving blocks (so a side
+//! of one repetition still has an interval, from its own phase), never
+//! narrower than the AR(1) interval of those seconds. Latencies have no
+//! per-second series: their interval comes from repetitions alone.
+//!
+//! The verdict needs the whole interval on one side of the threshold
+//! ([`verdict`]): beyond it, a regression (or better); inside it, ok;
+//! across it, inconclusive, with what would settle it. For
+//! `best-of-last:N` the base is the best of the runs' means, and the
+//! runs' repetitions (scaled to that best) give its spread.
 
 use crate::report::fmt;
 use crate::report::stats::mean;
 use crate::results::flat::{FlatRow, NO_OP, Verdict};
+use crate::results::layout::RunData;
+use crate::stats::{Blocks, MIN_SERIES, Obs, ratio_interval};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::str::FromStr;
@@ -105,11 +115,57 @@ impl FromStr for Threshold {
 /// What a baseline says about one (group, phase, kind, metric).
 #[derive(Debug, Clone, PartialEq)]
 pub struct BaseStat {
+    /// The figure compared with: the mean of the repetitions (the best
+    /// run's mean for `best-of-last:N`).
     pub value: f64,
-    /// Relative noise band (0.03 = ±3%).
-    pub band: f64,
-    /// Values the band came from.
-    pub n: usize,
+    /// One observation a repetition, with its per-second series; their
+    /// mean is `value`.
+    pub obs: Vec<Obs>,
+}
+
+impl BaseStat {
+    /// Repetitions behind the figure.
+    pub fn n(&self) -> usize {
+        self.obs.len()
+    }
+}
+
+/// The per-second series of each phase and operation kind of some runs,
+/// where a row finds its own: (run id, cell key, phase index, kind).
+#[derive(Debug, Clone, Default)]
+pub struct Seconds(BTreeMap<(String, String, u32, String), Vec<f64>>);
+
+impl Seconds {
+    /// Add every phase of `run`.
+    pub fn add(&mut self, run: &RunData) {
+        for cell in &run.cells {
+            for (i, phase) in cell.record.phases.iter().enumerate() {
+                for op in phase.ops.keys() {
+                    let key = (
+                        run.run.run_id.clone(),
+                        cell.record.key.clone(),
+                        i as u32,
+                        op.clone(),
+                    );
+                    self.0.insert(key, phase.per_second(Some(op)));
+                }
+            }
+        }
+    }
+
+    /// The series of the row's phase and kind (empty when not known: a
+    /// run only in the history).
+    fn of(&self, r: &FlatRow) -> Vec<f64> {
+        self.0
+            .get(&(
+                r.run_id.clone(),
+                r.cell_key.clone(),
+                r.phase_index,
+                r.op.clone(),
+            ))
+            .cloned()
+            .unwrap_or_default()
+    }
 }
 
 /// Where a row is matched: hardware class, cell group, phase, its
@@ -155,31 +211,28 @@ pub fn fill_unknown_classes<'a>(rows: impl IntoIterator<Item = &'a mut FlatRow>)
     }
 }
 
-/// 2 × sample standard deviation over the mean; 0 for fewer than 2 values.
-pub fn noise_band(values: &[f64]) -> f64 {
-    if values.len() < 2 {
-        return 0.0;
-    }
-    let m = mean(values);
-    if m == 0.0 {
-        return 0.0;
-    }
-    let var = values.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (values.len() - 1) as f64;
-    2.0 * var.sqrt() / m.abs()
-}
-
-/// Ok values per match key.
-fn ok_values(rows: &[FlatRow], metric: Metric) -> BTreeMap<MatchKey, Vec<f64>> {
-    let mut m: BTreeMap<MatchKey, Vec<f64>> = BTreeMap::new();
+/// Ok observations per match key: the metric's value and, for
+/// throughput, the phase's per-second series of that kind.
+fn ok_values(rows: &[FlatRow], metric: Metric, seconds: &Seconds) -> BTreeMap<MatchKey, Vec<Obs>> {
+    let mut m: BTreeMap<MatchKey, Vec<Obs>> = BTreeMap::new();
     for r in rows
         .iter()
         .filter(|r| r.status == Verdict::Ok && r.op != NO_OP)
     {
-        if let Some(v) = metric.of(r) {
-            m.entry(key(r)).or_default().push(v);
+        if let Some(value) = metric.of(r) {
+            let series = if metric == Metric::Throughput {
+                seconds.of(r)
+            } else {
+                Vec::new()
+            };
+            m.entry(key(r)).or_default().push(Obs { value, series });
         }
     }
     m
+}
+
+fn values(obs: &[Obs]) -> Vec<f64> {
+    obs.iter().map(|o| o.value).collect()
 }
 
 /// (cell group, phase, threads) with a phase that is not a result.
@@ -190,47 +243,55 @@ pub fn failed_phases<'a>(rows: impl IntoIterator<Item = &'a FlatRow>) -> BTreeSe
         .collect()
 }
 
-/// Baseline from one run: the mean of the repetitions, band from their spread.
-pub fn base_from_run(rows: &[FlatRow], metric: Metric) -> BTreeMap<MatchKey, BaseStat> {
-    ok_values(rows, metric)
+/// Baseline from one run: the mean of its repetitions.
+pub fn base_from_run(
+    rows: &[FlatRow],
+    metric: Metric,
+    seconds: &Seconds,
+) -> BTreeMap<MatchKey, BaseStat> {
+    ok_values(rows, metric, seconds)
         .into_iter()
-        .map(|(k, v)| {
-            (
-                k,
-                BaseStat {
-                    value: mean(&v),
-                    band: noise_band(&v),
-                    n: v.len(),
-                },
-            )
+        .map(|(k, obs)| {
+            let value = mean(&values(&obs));
+            (k, BaseStat { value, obs })
         })
         .collect()
 }
 
-/// Baseline from several runs (`best-of-last:N`): per key, the best of the
-/// runs' means; the band from the spread of those means.
-pub fn base_best_of(runs: &[Vec<FlatRow>], metric: Metric) -> BTreeMap<MatchKey, BaseStat> {
-    let mut per: BTreeMap<MatchKey, Vec<f64>> = BTreeMap::new();
+/// Baseline from several runs (`best-of-last:N`): per key, the best of
+/// the runs' means; every run's repetitions, scaled so that their mean is
+/// that best, give its spread (the spread between nights, which one
+/// night's own seconds do not show).
+pub fn base_best_of(
+    runs: &[Vec<FlatRow>],
+    metric: Metric,
+    seconds: &Seconds,
+) -> BTreeMap<MatchKey, BaseStat> {
+    let mut per: BTreeMap<MatchKey, Vec<Vec<Obs>>> = BTreeMap::new();
     for rows in runs {
-        for (k, v) in ok_values(rows, metric) {
-            per.entry(k).or_default().push(mean(&v));
+        for (k, obs) in ok_values(rows, metric, seconds) {
+            per.entry(k).or_default().push(obs);
         }
     }
     per.into_iter()
-        .map(|(k, means)| {
+        .map(|(k, runs)| {
+            let means = runs.iter().map(|o| mean(&values(o)));
             let best = if metric.higher_is_better() {
-                means.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+                means.fold(f64::NEG_INFINITY, f64::max)
             } else {
-                means.iter().copied().fold(f64::INFINITY, f64::min)
+                means.fold(f64::INFINITY, f64::min)
             };
-            (
-                k,
-                BaseStat {
-                    value: best,
-                    band: noise_band(&means),
-                    n: means.len(),
-                },
-            )
+            let all: Vec<Obs> = runs.into_iter().flatten().collect();
+            let m = mean(&values(&all));
+            let scale = if m > 0.0 { best / m } else { 1.0 };
+            let obs = all
+                .into_iter()
+                .map(|o| Obs {
+                    value: o.value * scale,
+                    series: o.series,
+                })
+                .collect();
+            (k, BaseStat { value: best, obs })
         })
         .collect()
 }
@@ -238,10 +299,15 @@ pub fn base_best_of(runs: &[Vec<FlatRow>], metric: Metric) -> BTreeMap<MatchKey,
 /// The verdict on one compared value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Change {
+    /// The whole interval is better than the threshold.
     Better,
-    /// Worse or better, but within threshold + band.
+    /// The whole interval is within the threshold either way.
     Same,
+    /// The whole interval is worse than the threshold.
     Regression,
+    /// The interval reaches across the threshold: neither a regression
+    /// nor ok; the row says what would settle it.
+    Inconclusive(Settle),
     /// The candidate's phase failed, was invalid or OOM where no phase of
     /// the base's (cell group, phase) did.
     Failed,
@@ -251,21 +317,100 @@ pub enum Change {
     New,
 }
 
+/// What would narrow an inconclusive interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settle {
+    /// The interval comes from repetitions (or a side has nothing else).
+    MoreRepetitions,
+    /// A side of one repetition gave its interval from its per-second
+    /// series: a longer phase narrows it, and so do repetitions.
+    LongerPhase,
+}
+
+impl Settle {
+    fn words(self) -> &'static str {
+        match self {
+            Settle::MoreRepetitions => "more repetitions would settle it",
+            Settle::LongerPhase => "a longer phase or more repetitions would settle it",
+        }
+    }
+}
+
 impl Change {
     fn word(self) -> &'static str {
         match self {
             Change::Better => "better",
             Change::Same => "ok",
             Change::Regression => "REGRESSION",
+            Change::Inconclusive(_) => "inconclusive",
             Change::Failed => "FAILED",
             Change::Missing => "missing",
             Change::New => "new",
         }
     }
-    /// Whether this makes `compare` exit 1.
+    /// Whether this makes `compare` exit 1 (inconclusive does not).
     pub fn fails(self) -> bool {
         matches!(self, Change::Regression | Change::Failed)
     }
+}
+
+/// A relative change, (candidate - base) / base, with its 95% interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Interval {
+    pub change: f64,
+    pub lo: f64,
+    pub hi: f64,
+    /// Whether anything was resampled: without it (one value a side and
+    /// no per-second series) the interval is only the point.
+    pub resampled: bool,
+    /// What would narrow it.
+    pub settle: Settle,
+}
+
+/// The verdict of an interval against the threshold, for a metric where
+/// higher is better or worse: a regression (or better) only when the
+/// whole interval is beyond the threshold, ok when all of it is within,
+/// inconclusive when it reaches across (and always when nothing was
+/// resampled: a point is no interval).
+pub fn verdict(higher_is_better: bool, threshold: Threshold, i: &Interval) -> Change {
+    if !i.resampled {
+        return Change::Inconclusive(i.settle);
+    }
+    // How much worse, as an interval: a drop of throughput, a rise of latency.
+    let (worse_lo, worse_hi) = if higher_is_better {
+        (-i.hi, -i.lo)
+    } else {
+        (i.lo, i.hi)
+    };
+    let t = threshold.0;
+    if worse_lo > t {
+        Change::Regression
+    } else if worse_hi < -t {
+        Change::Better
+    } else if worse_lo >= -t && worse_hi <= t {
+        Change::Same
+    } else {
+        Change::Inconclusive(i.settle)
+    }
+}
+
+/// The candidate's change against the base with its interval; `None`
+/// when the base measured 0.
+pub fn interval(base: &[Obs], candidate: &[Obs]) -> Option<Interval> {
+    let r = ratio_interval(candidate, base, Blocks::Auto)?;
+    let seconds = |side: &[Obs]| side.len() == 1 && side[0].series.len() >= MIN_SERIES;
+    let settle = if seconds(base) || seconds(candidate) {
+        Settle::LongerPhase
+    } else {
+        Settle::MoreRepetitions
+    };
+    Some(Interval {
+        change: r.ratio - 1.0,
+        lo: r.lo - 1.0,
+        hi: r.hi - 1.0,
+        resampled: r.resampled,
+        settle,
+    })
 }
 
 /// One compared (group, phase, kind, metric).
@@ -278,8 +423,8 @@ pub struct ChangeRow {
     pub base: Option<BaseStat>,
     /// Candidate mean and its number of repetitions.
     pub candidate: Option<(f64, usize)>,
-    /// (candidate - base) / base.
-    pub change: Option<f64>,
+    /// (candidate - base) / base with its 95% interval.
+    pub change: Option<Interval>,
     pub verdict: Change,
     pub note: String,
 }
@@ -297,6 +442,14 @@ impl Comparison {
     /// Rows that make the comparison fail.
     pub fn failures(&self) -> usize {
         self.rows.iter().filter(|r| r.verdict.fails()).count()
+    }
+
+    /// Rows whose interval reaches across the threshold.
+    pub fn inconclusive(&self) -> usize {
+        self.rows
+            .iter()
+            .filter(|r| matches!(r.verdict, Change::Inconclusive(_)))
+            .count()
     }
 
     /// Rows with a value on both sides.
@@ -335,30 +488,6 @@ fn new_failures(candidate: &[FlatRow], base_failed: &BTreeSet<PhaseKey>) -> NewF
     f
 }
 
-/// The relative change of `candidate` against the base, and whether it
-/// is worse (or better) than `threshold` beyond the base's noise band.
-fn judge(metric: Metric, threshold: Threshold, base: &BaseStat, candidate: f64) -> (Change, f64) {
-    let change = if base.value == 0.0 {
-        0.0
-    } else {
-        (candidate - base.value) / base.value
-    };
-    let worse = if metric.higher_is_better() {
-        -change
-    } else {
-        change
-    };
-    let limit = threshold.0 + base.band;
-    let verdict = if worse > limit {
-        Change::Regression
-    } else if -worse > limit {
-        Change::Better
-    } else {
-        Change::Same
-    };
-    (verdict, change)
-}
-
 /// The verdict on one key, its change and a note; `None` when neither
 /// side has the key.
 fn assess(
@@ -366,9 +495,9 @@ fn assess(
     threshold: Threshold,
     key: &MatchKey,
     base: Option<&BaseStat>,
-    candidate: Option<f64>,
+    candidate: Option<&[Obs]>,
     failures: &NewFailures,
-) -> Option<(Change, Option<f64>, String)> {
+) -> Option<(Change, Option<Interval>, String)> {
     let failed = failures
         .phases
         .get(&(key.0.clone(), key.1.clone(), key.2.clone(), key.3));
@@ -380,20 +509,33 @@ fn assess(
         },
         (None, Some(_), _) => (Change::New, None, String::new()),
         (None, None, _) => return None,
-        (Some(b), Some(cv), None) => {
-            let (v, change) = judge(metric, threshold, b, cv);
-            (v, Some(change), String::new())
-        }
+        (Some(b), Some(c), None) => match interval(&b.obs, c) {
+            Some(i) => {
+                let v = verdict(metric.higher_is_better(), threshold, &i);
+                let note = match v {
+                    Change::Inconclusive(s) => s.words().to_string(),
+                    _ => String::new(),
+                };
+                (v, Some(i), note)
+            }
+            None => (
+                Change::Inconclusive(Settle::MoreRepetitions),
+                None,
+                "the base measured 0".to_string(),
+            ),
+        },
     })
 }
 
 /// Compare a candidate's rows against baselines (one per metric).
-/// `labels` names each cell group (from either side).
+/// `labels` names each cell group (from either side); `seconds` holds the
+/// candidate's per-second series.
 pub fn compare(
     bases: &BTreeMap<Metric, BTreeMap<MatchKey, BaseStat>>,
     base_failed: &BTreeSet<PhaseKey>,
     labels: &BTreeMap<String, String>,
     candidate: &[FlatRow],
+    seconds: &Seconds,
     threshold: Threshold,
 ) -> Comparison {
     let failures = new_failures(candidate, base_failed);
@@ -404,13 +546,14 @@ pub fn compare(
         .collect();
     let mut rows = Vec::new();
     for (metric, base) in bases {
-        let cand = ok_values(candidate, *metric);
+        let cand = ok_values(candidate, *metric, seconds);
         let keys: BTreeSet<&MatchKey> = base.keys().chain(cand.keys()).collect();
         for k in keys {
             let b = base.get(k).cloned();
-            let c = cand.get(k).map(|v| (mean(v), v.len()));
+            let obs = cand.get(k).map(Vec::as_slice);
+            let c = obs.map(|o| (mean(&values(o)), o.len()));
             let Some((verdict, change, note)) =
-                assess(*metric, threshold, k, b.as_ref(), c.map(|c| c.0), &failures)
+                assess(*metric, threshold, k, b.as_ref(), obs, &failures)
             else {
                 continue;
             };
@@ -446,7 +589,7 @@ fn other_class_note(
     note: String,
     k: &MatchKey,
     base: &BTreeMap<MatchKey, BaseStat>,
-    cand: &BTreeMap<MatchKey, Vec<f64>>,
+    cand: &BTreeMap<MatchKey, Vec<Obs>>,
 ) -> String {
     let keys: Vec<&MatchKey> = match verdict {
         Change::Missing => cand.keys().collect(),
@@ -479,10 +622,10 @@ const HEAD: [&str; 11] = [
     "metric",
     "base",
     "n",
-    "band",
     "candidate",
     "n",
     "change",
+    "95% interval",
     "verdict",
 ];
 
@@ -490,6 +633,15 @@ const HEAD: [&str; 11] = [
 const RIGHT: [bool; 11] = [
     false, false, false, false, true, true, true, true, true, true, false,
 ];
+
+/// An interval of a change, `[-14.1%, -6.0%]`.
+fn show_interval(i: &Interval) -> String {
+    if i.resampled {
+        format!("[{}, {}]", fmt::percent(i.lo), fmt::percent(i.hi))
+    } else {
+        "none (one value a side)".to_string()
+    }
+}
 
 /// One compared row's cells, in `HEAD` order.
 fn cells(r: &ChangeRow) -> [String; 11] {
@@ -500,11 +652,11 @@ fn cells(r: &ChangeRow) -> [String; 11] {
         r.op.clone(),
         r.metric.name().to_string(),
         base(&|b| r.metric.show(b.value)),
-        base(&|b| b.n.to_string()),
-        base(&|b| format!("±{:.1}%", b.band * 100.0)),
+        base(&|b| b.n().to_string()),
         fmt::or_dash(r.candidate, |(v, _)| r.metric.show(v)),
         fmt::or_dash(r.candidate, |(_, n)| n.to_string()),
-        fmt::or_dash(r.change, fmt::percent),
+        fmt::or_dash(r.change, |i| fmt::percent(i.change)),
+        fmt::or_dash(r.change.as_ref(), show_interval),
         if r.note.is_empty() {
             r.verdict.word().to_string()
         } else {
@@ -576,11 +728,14 @@ pub fn render(c: &Comparison, base_name: &str, cand_name: &str) -> String {
     let fails = c.failures();
     let _ = write!(
         out,
-        "\n{} compared, {} regression{} (worse than {:.1}% beyond the noise band; \
-         band = 2 × standard deviation of the base's repetitions / mean)\n",
+        "\n{} compared, {} regression{}, {} inconclusive (a verdict needs the whole 95% \
+         interval of the change beyond {:.1}%; inconclusive: the interval reaches across it)\n\
+         interval: bootstrap of the ratio of the means over each side's repetitions and, for \
+         throughput, over each repetition's per-second series in moving blocks\n",
         c.compared(),
         fails,
         if fails == 1 { "" } else { "s" },
+        c.inconclusive(),
         c.threshold.0 * 100.0
     );
     if c.compared() == 0 {
@@ -609,16 +764,170 @@ mod tests {
         }
     }
 
+    /// Twenty seconds around each row's throughput, ±1% (a steady phase).
+    fn steady(rows: &[&[FlatRow]]) -> Seconds {
+        let mut s = Seconds::default();
+        for r in rows.iter().copied().flatten() {
+            let series = (0..20)
+                .map(|t| r.throughput * (1.0 + 0.01 * (t as f64 * 2.4).sin()))
+                .collect();
+            s.0.insert(
+                (
+                    r.run_id.clone(),
+                    r.cell_key.clone(),
+                    r.phase_index,
+                    r.op.clone(),
+                ),
+                series,
+            );
+        }
+        s
+    }
+
     fn run_cmp(base: &[FlatRow], cand: &[FlatRow], metric: Metric) -> Comparison {
+        // The candidate is another run: its rows find their own seconds.
+        let cand: Vec<FlatRow> = cand
+            .iter()
+            .map(|r| FlatRow {
+                run_id: "cand".into(),
+                ..r.clone()
+            })
+            .collect();
+        let seconds = steady(&[base, &cand]);
         let mut bases = BTreeMap::new();
-        bases.insert(metric, base_from_run(base, metric));
+        bases.insert(metric, base_from_run(base, metric, &seconds));
         compare(
             &bases,
             &failed_phases(base),
             &BTreeMap::new(),
-            cand,
+            &cand,
+            &seconds,
             Threshold(0.05),
         )
+    }
+
+    fn change(change: f64, lo: f64, hi: f64) -> Interval {
+        Interval {
+            change,
+            lo,
+            hi,
+            resampled: true,
+            settle: Settle::LongerPhase,
+        }
+    }
+
+    #[test]
+    fn a_verdict_needs_the_whole_interval_beyond_the_threshold() {
+        let t = Threshold(0.05);
+        // Throughput: a drop wholly beyond 5% regresses; reaching across
+        // -5% is inconclusive; wholly within ±5% is ok.
+        let v = |lo, hi| verdict(true, t, &change((lo + hi) / 2.0, lo, hi));
+        assert_eq!(v(-0.141, -0.060), Change::Regression);
+        assert_eq!(v(-0.141, -0.040), Change::Inconclusive(Settle::LongerPhase));
+        assert_eq!(v(-0.04, 0.03), Change::Same);
+        assert_eq!(v(0.06, 0.20), Change::Better);
+        assert_eq!(v(0.01, 0.20), Change::Inconclusive(Settle::LongerPhase));
+        // Latency: higher is worse, so the same intervals flip.
+        let l = |lo, hi| verdict(false, t, &change((lo + hi) / 2.0, lo, hi));
+        assert_eq!(l(0.06, 0.14), Change::Regression);
+        assert_eq!(l(-0.14, -0.06), Change::Better);
+        assert_eq!(l(0.02, 0.14), Change::Inconclusive(Settle::LongerPhase));
+        // A point is no interval: never a verdict, however large.
+        let point = Interval {
+            resampled: false,
+            settle: Settle::MoreRepetitions,
+            ..change(-0.5, -0.5, -0.5)
+        };
+        assert_eq!(
+            verdict(true, t, &point),
+            Change::Inconclusive(Settle::MoreRepetitions)
+        );
+        assert!(!Change::Inconclusive(Settle::MoreRepetitions).fails());
+    }
+
+    #[test]
+    fn one_value_a_side_without_seconds_is_inconclusive_and_asks_for_repetitions() {
+        let mut bases = BTreeMap::new();
+        let base = [row("g", 1, 1000.0)];
+        let none = Seconds::default();
+        bases.insert(
+            Metric::Throughput,
+            base_from_run(&base, Metric::Throughput, &none),
+        );
+        let c = compare(
+            &bases,
+            &BTreeSet::new(),
+            &BTreeMap::new(),
+            &[row("g", 1, 700.0)],
+            &none,
+            Threshold(0.05),
+        );
+        assert_eq!(
+            c.rows[0].verdict,
+            Change::Inconclusive(Settle::MoreRepetitions)
+        );
+        assert_eq!(c.failures(), 0);
+        let text = render(&c, "a", "b");
+        assert!(text.contains("more repetitions would settle it"), "{text}");
+        assert!(!text.contains("±0.0%"), "{text}");
+    }
+
+    #[test]
+    fn one_repetition_a_side_takes_its_interval_from_its_seconds() {
+        // One repetition each, 20 seconds each: a 30% drop is a regression
+        // with an interval around it; a 4% change is ok; noisy seconds
+        // leave a 7% drop inconclusive, asking for a longer phase.
+        let c = run_cmp(
+            &[row("g", 1, 1000.0)],
+            &[row("g", 1, 700.0)],
+            Metric::Throughput,
+        );
+        let i = c.rows[0].change.unwrap();
+        assert_eq!(c.rows[0].verdict, Change::Regression, "{i:?}");
+        assert!(i.lo < -0.3 && i.hi > -0.3 && i.hi < -0.25, "{i:?}");
+        let c = run_cmp(
+            &[row("g", 1, 1000.0)],
+            &[row("g", 1, 1002.0)],
+            Metric::Throughput,
+        );
+        assert_eq!(c.rows[0].verdict, Change::Same, "{:?}", c.rows[0].change);
+
+        let noisy = |tput: f64, seed: f64| -> Vec<f64> {
+            (0..10)
+                .map(|t| tput * (1.0 + 0.15 * ((t as f64 + seed) * 1.7).sin()))
+                .collect()
+        };
+        let (b, mut cand) = ([row("g", 1, 1000.0)], row("g", 1, 930.0));
+        cand.run_id = "cand".into();
+        let mut s = Seconds::default();
+        s.0.insert(
+            (String::new(), b[0].cell_key.clone(), 0, "READ".into()),
+            noisy(1000.0, 0.0),
+        );
+        s.0.insert(
+            ("cand".into(), cand.cell_key.clone(), 0, "READ".into()),
+            noisy(930.0, 0.5),
+        );
+        let mut bases = BTreeMap::new();
+        bases.insert(
+            Metric::Throughput,
+            base_from_run(&b, Metric::Throughput, &s),
+        );
+        let c = compare(
+            &bases,
+            &BTreeSet::new(),
+            &BTreeMap::new(),
+            &[cand],
+            &s,
+            Threshold(0.05),
+        );
+        assert_eq!(
+            c.rows[0].verdict,
+            Change::Inconclusive(Settle::LongerPhase),
+            "{:?}",
+            c.rows[0].change
+        );
+        assert!(render(&c, "a", "b").contains("a longer phase"));
     }
 
     #[test]
@@ -674,14 +983,6 @@ mod tests {
     }
 
     #[test]
-    fn noise_band_is_two_sigma_over_mean() {
-        let b = noise_band(&[90.0, 110.0]);
-        // sd = 14.142..., 2 sd / 100
-        assert!((b - 0.28284).abs() < 1e-4, "{b}");
-        assert_eq!(noise_band(&[100.0]), 0.0);
-    }
-
-    #[test]
     fn ten_percent_slower_is_a_regression_and_faster_is_not() {
         let base = [row("g", 1, 1000.0), row("g", 2, 1002.0)];
         let slow = [row("g", 1, 900.0), row("g", 2, 902.0)];
@@ -697,11 +998,12 @@ mod tests {
 
     #[test]
     fn higher_latency_is_worse() {
-        let base = [row("g", 1, 1000.0)];
-        let slow = [row("g", 1, 800.0)];
+        // Latencies have no seconds: their interval is over repetitions.
+        let base = [row("g", 1, 1000.0), row("g", 2, 1004.0)];
+        let slow = [row("g", 1, 800.0), row("g", 2, 803.0)];
         let c = run_cmp(&base, &slow, Metric::P99);
         assert_eq!(c.rows[0].verdict, Change::Regression);
-        assert!(c.rows[0].change.unwrap() > 0.2);
+        assert!(c.rows[0].change.unwrap().lo > 0.2);
     }
 
     #[test]
@@ -738,27 +1040,44 @@ mod tests {
         let slow = [row("g", 1, 900.0)];
         let mut labels = BTreeMap::new();
         labels.insert("g".to_string(), "redis@7.0 / small".to_string());
+        let seconds = steady(&[&base, &slow]);
         let mut bases = BTreeMap::new();
-        bases.insert(Metric::Throughput, base_from_run(&base, Metric::Throughput));
-        let c = compare(&bases, &BTreeSet::new(), &labels, &slow, Threshold(0.05));
+        bases.insert(
+            Metric::Throughput,
+            base_from_run(&base, Metric::Throughput, &seconds),
+        );
+        let c = compare(
+            &bases,
+            &BTreeSet::new(),
+            &labels,
+            &slow,
+            &seconds,
+            Threshold(0.05),
+        );
         let text = render(&c, "a", "b");
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[..2], ["base: a", "candidate: b"]);
         assert!(lines[3].starts_with("cell               "), "{text}");
-        assert!(lines[3].ends_with("  change  verdict"), "{text}");
+        assert!(lines[3].ends_with("95% interval  verdict"), "{text}");
         assert!(lines[4].starts_with("redis@7.0 / small  run t0"), "{text}");
-        assert!(lines[4].contains("1,001 ops/s  2  ±0.3%"), "{text}");
-        assert!(lines[4].ends_with("-10.1%  REGRESSION"), "{text}");
-        assert!(text.ends_with(
-            "1 compared, 1 regression (worse than 5.0% beyond the noise band; \
-             band = 2 × standard deviation of the base's repetitions / mean)\n"
-        ));
+        assert!(lines[4].contains("1,001 ops/s  2"), "{text}");
+        assert!(
+            lines[4].contains("-10.1%  [-1") && lines[4].ends_with("]  REGRESSION"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "1 compared, 1 regression, 0 inconclusive (a verdict needs the whole 95% \
+                 interval of the change beyond 5.0%"
+            ),
+            "{text}"
+        );
     }
 
     #[test]
     fn best_of_takes_the_best_run_and_the_spread_of_runs() {
         let runs = vec![vec![row("g", 1, 1000.0)], vec![row("g", 1, 1100.0)]];
-        let b = base_best_of(&runs, Metric::Throughput);
+        let b = base_best_of(&runs, Metric::Throughput, &Seconds::default());
         let s = &b[&(
             String::new(),
             "g".to_string(),
@@ -767,7 +1086,11 @@ mod tests {
             "READ".to_string(),
         )];
         assert_eq!(s.value, 1100.0);
-        assert_eq!(s.n, 2);
-        assert!(s.band > 0.0);
+        assert_eq!(s.n(), 2);
+        // Both nights, scaled to the best: their mean is the best, their
+        // spread the nights' spread.
+        let v: Vec<f64> = s.obs.iter().map(|o| o.value).collect();
+        assert!((mean(&v) - 1100.0).abs() < 1e-9, "{v:?}");
+        assert!(v[1] - v[0] > 90.0, "{v:?}");
     }
 }

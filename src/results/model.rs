@@ -147,6 +147,30 @@ pub struct ToolEnv {
 }
 
 impl PhaseResult {
+    /// Operations in each second of the phase, of kind `op` or of every
+    /// kind (`None`): the seconds the phase ran in full, unless fewer than
+    /// `stats::MIN_SERIES` of them are (then every second). When no second
+    /// records kinds (a tool that prints totals only), the phase's total
+    /// stands in for `op`: its relative variation is what the interval uses.
+    pub fn per_second(&self, op: Option<&str>) -> Vec<f64> {
+        let kinds = self.series.iter().any(|s| !s.by_kind.is_empty());
+        let count = |s: &SecondSample| match op {
+            Some(op) if kinds => s.by_kind.get(op).copied().unwrap_or(0) as f64,
+            _ => s.ops as f64,
+        };
+        let full: Vec<f64> = self
+            .series
+            .iter()
+            .filter(|s| (s.t + 1) as f64 <= self.duration_s + 1e-6)
+            .map(count)
+            .collect();
+        if full.len() >= crate::stats::MIN_SERIES {
+            full
+        } else {
+            self.series.iter().map(count).collect()
+        }
+    }
+
     /// The first distinct errors of each operation kind that had any, in
     /// words: `READ: msg; UPDATE: msg | msg`. `None` without errors.
     pub fn first_errors(&self) -> Option<String> {

@@ -4,6 +4,7 @@
 //! - `clean`: what a run may not leave behind.
 //! - `cli`: the benchcage binary under test, its output, the fixtures built
 //!   beside it.
+//! - `copies`: copies of a real run folder with its figures scaled.
 //! - `files`: reading and writing what runs leave, project homes in temp dirs.
 //! - `host`: processes and cgroups as the kernel shows them.
 //! - `scratch`: a sandbox test's folder, run id and ledgers.
@@ -18,6 +19,7 @@
 
 pub mod clean;
 pub mod cli;
+pub mod copies;
 pub mod files;
 pub mod host;
 pub mod launch;

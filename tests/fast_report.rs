@@ -941,6 +941,18 @@ fn compare_by_version_takes_each_version_against_the_one_before_and_exits_1_on_a
         "{out}"
     );
 
+    // The report of that run shows each engine over its versions, with
+    // the step compare calls a regression marked on the version it reached.
+    let md = bc_home(home.path())
+        .args(["report", &slower.run_id, "--format", "md", "-o", "-"])
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&md.stdout).to_string();
+    assert!(md.contains("## Versions"), "{md}");
+    assert!(md.contains("postgres over its versions"), "{md}");
+    assert!(md.contains("REGRESSION vs 13"), "{md}");
+    assert!(!md.contains("REGRESSION vs 12"), "{md}");
+
     // A run whose phases are all invalid gives the guard nothing to see:
     // that is not a pass.
     let mut blind = version_matrix("20261130-050000-ver3");

@@ -8,7 +8,7 @@ use crate::commands::report::load_runs;
 use crate::error::bad_input;
 use crate::report::by_version;
 use crate::report::compare::{self, Metric, Seconds, Threshold};
-use crate::results::flat::{FlatRow, flatten, setup_group};
+use crate::results::flat::{FlatRow, flatten};
 use crate::results::history;
 use crate::results::layout;
 use std::collections::BTreeMap;
@@ -194,35 +194,14 @@ fn by_version(
         )));
     }
     let run = load_runs(&args.results.root(home), std::slice::from_ref(&args.base))?.remove(0);
-    let setup: BTreeMap<String, String> = run
-        .cells
-        .iter()
-        .map(|c| (c.record.key.clone(), setup_group(&c.record)))
-        .collect();
-    let steps = by_version::steps(&flatten(&run), &setup);
-    let mut seconds = Seconds::default();
-    seconds.add(&run);
-    if steps.steps.is_empty() {
+    let Some((steps, result)) = by_version::compare_run(&run, threshold, metrics) else {
         return Err(bad_input(format!(
             "run {} has no engine at two or more versions on the same setup, so there is no \
              version to compare with the one before it; run a version matrix \
              (e.g. scenarios/version-matrix.yaml) and compare that run",
             run.run.run_id
         )));
-    }
-    let bases = metrics
-        .iter()
-        .map(|m| (*m, compare::base_from_run(&steps.base, *m, &seconds)))
-        .collect();
-    let base_failed = compare::failed_phases(&steps.base);
-    let result = compare::compare(
-        &bases,
-        &base_failed,
-        &steps.labels,
-        &steps.candidate,
-        &seconds,
-        threshold,
-    );
+    };
     let names: Vec<String> = steps
         .steps
         .iter()

@@ -4,7 +4,9 @@
 //! (environment, backend, threads, limits, knobs). The rows are re-keyed
 //! so that [`super::compare::compare`] matches them as it matches two runs.
 
-use crate::results::flat::FlatRow;
+use super::compare::{self, Comparison, Metric, Seconds, Threshold};
+use crate::results::flat::{FlatRow, flatten, setup_group};
+use crate::results::layout::RunData;
 use crate::results::order::natural_cmp;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -73,6 +75,41 @@ pub fn steps(rows: &[FlatRow], setup: &BTreeMap<String, String>) -> Steps {
         }
     }
     out
+}
+
+/// Every step of `run`'s versions compared on `metrics`, as
+/// `compare --by-version` prints it and the report's Versions section
+/// marks it; `None` when no engine ran at two versions on one setup.
+pub fn compare_run(
+    run: &RunData,
+    threshold: Threshold,
+    metrics: &[Metric],
+) -> Option<(Steps, Comparison)> {
+    let setup: BTreeMap<String, String> = run
+        .cells
+        .iter()
+        .map(|c| (c.record.key.clone(), setup_group(&c.record)))
+        .collect();
+    let steps = steps(&flatten(run), &setup);
+    if steps.steps.is_empty() {
+        return None;
+    }
+    let mut seconds = Seconds::default();
+    seconds.add(run);
+    let bases = metrics
+        .iter()
+        .map(|m| (*m, compare::base_from_run(&steps.base, *m, &seconds)))
+        .collect();
+    let base_failed = compare::failed_phases(&steps.base);
+    let result = compare::compare(
+        &bases,
+        &base_failed,
+        &steps.labels,
+        &steps.candidate,
+        &seconds,
+        threshold,
+    );
+    Some((steps, result))
 }
 
 #[cfg(test)]

@@ -34,6 +34,7 @@ mod threads;
 mod throughput;
 mod topology;
 mod trend;
+mod versions;
 
 pub use configs::family;
 
@@ -165,6 +166,9 @@ fn sections(
         size::section(obs, series),
     ]);
     sections.extend(topology::section(input, rows));
+    if let [run] = input.runs.as_slice() {
+        sections.extend(versions::section(run));
+    }
     if input.runs.len() == 1 && !input.past.is_empty() {
         sections.push(trend::section(rows, &input.past, series, &phases));
     }

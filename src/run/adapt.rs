@@ -86,6 +86,7 @@ pub fn cell_work(
     CellWork {
         key,
         cache_overcommit: cell.cache_overcommit,
+        quick_stop: cell.quick_stop.clone(),
         group,
         label: cell.id.clone(),
         engine: cell.engine.clone(),

@@ -849,13 +849,10 @@ fn a_full_results_disk_fails_the_run_and_keeps_earlier_results_intact() {
 
 #[test]
 fn a_redis_cell_is_stopped_at_teardown_by_its_quick_stop_statement_not_a_signal_it_sees_a_tick_later()
-{
+ {
     let place = Place::new();
-    let (status, _, stderr) = place.run(&[
-        "tests/scenarios/bench-cells.yaml",
-        "--set",
-        "repetitions=1",
-    ]);
+    let (status, _, stderr) =
+        place.run(&["tests/scenarios/bench-cells.yaml", "--set", "repetitions=1"]);
     assert!(status.success(), "{stderr}");
     let dir = &place.run_dirs()[0];
     let cell = &cell_dirs(dir)[0];

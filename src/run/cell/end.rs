@@ -104,8 +104,8 @@ pub(super) async fn teardown(
         {
             // An engine that exits on it closes the connection without a
             // reply: an error here says nothing, and the signals follow.
-            let _ = tokio::time::timeout(QUICK_STOP_WAIT, q.facts.execute(q.port, &q.statement))
-                .await;
+            let _ =
+                tokio::time::timeout(QUICK_STOP_WAIT, q.facts.execute(q.port, &q.statement)).await;
         }
         let stopped = match sb.stop_engine(grace).await {
             Ok(_) | Err(SandboxError::NoEngine) => None,

@@ -5,7 +5,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 BIN := $(or $(CARGO_TARGET_DIR),target)/debug/benchcage
 
-.PHONY: build test test-env test-fast test-v2 demo lint bench images deps
+.PHONY: build test test-env test-fast test-v2 demo lint bench bench-cells images deps
 
 build:
 	$(CARGO) build
@@ -53,6 +53,12 @@ lint:
 
 bench: build
 	bash scripts/bench.sh
+
+## What a cell costs outside its load and phases (release build, root):
+## 50 tiny redis cells, the mean per cell and each stage's share
+## (scripts/bench/cells.sh; results/bench/cells.json).
+bench-cells:
+	bash scripts/bench/cells.sh
 
 ## Local Docker images of the Debian-packaged engines (no registry needed).
 images:

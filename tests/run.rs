@@ -848,6 +848,27 @@ fn a_full_results_disk_fails_the_run_and_keeps_earlier_results_intact() {
 }
 
 #[test]
+fn a_redis_cell_is_stopped_at_teardown_by_its_quick_stop_statement_not_a_signal_it_sees_a_tick_later()
+ {
+    let place = Place::new();
+    let (status, _, stderr) =
+        place.run(&["tests/scenarios/bench-cells.yaml", "--set", "repetitions=1"]);
+    assert!(status.success(), "{stderr}");
+    let dir = &place.run_dirs()[0];
+    let cell = &cell_dirs(dir)[0];
+    let rec: CellRecord = read_json(&cell.join("cell.json"));
+    assert_eq!(rec.status, CellStatus::Finished, "{:?}", rec.failure);
+    // Redis logs `Received SIGTERM` when a signal starts its shutdown, and
+    // only `User requested shutdown` when SHUTDOWN does.
+    let log = support::files::read_text(&cell.join("engine.log"));
+    assert!(log.contains("User requested shutdown"), "{log}");
+    assert!(log.contains("ready to exit"), "{log}");
+    assert!(!log.contains("Received SIGTERM"), "{log}");
+    let run: RunRecord = read_json(&dir.join("run.json"));
+    assert_clean(&place, &run.run_id);
+}
+
+#[test]
 fn a_phase_that_claims_io_bound_but_read_nothing_from_disk_is_invalid() {
     let place = Place::new();
     let (status, _, stderr) = place.run(&["tests/scenarios/run-false-io.yaml"]);

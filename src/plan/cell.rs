@@ -38,6 +38,10 @@ pub struct PlannedCell {
     /// runs it with the settled cap's share.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_resize: Option<String>,
+    /// The statement that stops the engine at once at teardown (the
+    /// engine's `quick_stop:`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quick_stop: Option<String>,
     /// The environment allows a cache over the cap.
     #[serde(skip)]
     pub cache_overcommit: bool,

@@ -158,6 +158,7 @@ fn planned_cell(
             .cache_resize
             .clone()
             .filter(|_| parts.knobs.has_cache_knob),
+        quick_stop: engine.quick_stop.clone(),
         cache_overcommit: env.allow_cache_overcommit || parts.knobs.engine_default_cache,
         steal_allowance: env.steal_allowance,
         hog_leave: e.ep.hog_leave(),

@@ -22,6 +22,7 @@
 //! The state dir must be owned by root and private (`roots::check_state_dir`).
 
 use crate::sandbox::SandboxError;
+use crate::sandbox::backoff::Backoff;
 use crate::sandbox::cgroupfs::group::TOP;
 use crate::sandbox::cgroupfs::remove;
 use crate::sandbox::roots::{self, Roots};
@@ -454,11 +455,12 @@ pub async fn reap_resource(r: &Resource, deadline: Instant) -> Result<(), String
                 let _ = kill(Pid::from_raw(-pid), Signal::SIGKILL);
                 let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
             }
+            let mut pause = Backoff::up_to(Duration::from_millis(20));
             while is_alive(*pid, *start_time) {
                 if Instant::now() >= deadline {
                     return Err(format!("pid {pid} survived SIGKILL"));
                 }
-                tokio::time::sleep(Duration::from_millis(5)).await;
+                pause.sleep(deadline).await;
             }
             Ok(())
         }

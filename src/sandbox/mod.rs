@@ -35,6 +35,7 @@ pub struct CgroupStats {
     pub io_write_bytes: u64,
 }
 
+pub mod backoff;
 pub mod cgroup;
 pub mod cgroupfs;
 pub mod docker;

@@ -2,8 +2,12 @@
 //! repeated under one timeout; a failure carries the engine's log tail.
 
 use crate::model::EngineLaunch;
+use crate::sandbox::backoff::Backoff;
 use crate::sandbox::{EngineStatus, Sandbox, SandboxError, process};
 use std::time::{Duration, Instant};
+
+/// The longest pause between two probes.
+const MAX_PAUSE: Duration = Duration::from_millis(200);
 
 /// Lines of engine log carried by a readiness error.
 pub const LOG_TAIL_LINES: usize = 20;
@@ -18,7 +22,9 @@ pub async fn wait_ready(
     let timeout = launch.readiness.timeout;
     let deadline = Instant::now() + timeout.std();
     let mut last_error = "no probe answered yet".to_string();
-    let mut pause = Duration::from_millis(20);
+    // From 1 ms, doubling: most engines answer within a few ms of their
+    // start, and a cell should not wait a fixed pause longer than that.
+    let mut pause = Backoff::up_to(MAX_PAUSE);
     loop {
         let status = sandbox.engine_status().await?;
         if let EngineStatus::Exited { .. } = status {
@@ -50,8 +56,6 @@ pub async fn wait_ready(
                 last_error = format!("probe got no answer within {:.1}s", attempt.as_secs_f64())
             }
         }
-        let left = deadline.saturating_duration_since(Instant::now());
-        tokio::time::sleep(pause.min(left)).await;
-        pause = (pause * 2).min(Duration::from_millis(200));
+        pause.sleep(deadline).await;
     }
 }

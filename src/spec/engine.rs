@@ -145,6 +145,13 @@ pub struct Engine {
     /// (PostgreSQL's shared_buffers), and plan sizes against the cap
     /// settle will set.
     pub cache_resize: Option<String>,
+    /// `quick_stop:`: one statement (in the probe's protocol, like
+    /// `cache_resize:`) on which the engine exits at once, sent at
+    /// teardown, when the cell's data is thrown away, before the usual
+    /// SIGTERM, SIGKILL and cgroup sweep. Redis sees a SIGTERM only at its
+    /// next server tick (up to 100 ms later) and exits on `SHUTDOWN
+    /// NOSAVE` at once. `None`: the signals alone.
+    pub quick_stop: Option<String>,
     /// Whether the version the server reports (`SELECT version()`, `INFO
     /// server`, `buildInfo`) is the listed one, so that a run checks it:
     /// false for a server that reports the protocol it speaks (SecantusDB
@@ -1383,6 +1390,7 @@ const ENGINE_FIELDS: &[&str] = &[
     "facts",
     "default_cache",
     "cache_resize",
+    "quick_stop",
     "reports_own_version",
     "config_check",
     "snapshot",
@@ -1537,6 +1545,7 @@ impl Engine {
             facts: facts?,
             default_cache: f.or(cx, "default_cache", Vec::new()),
             cache_resize: cache_resize_of(&f, cx),
+            quick_stop: f.opt(cx, "quick_stop"),
             reports_own_version: f.or(cx, "reports_own_version", true),
             config_check,
             snapshot,

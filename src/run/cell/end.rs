@@ -67,11 +67,27 @@ pub(super) async fn collect(work: &CellWork, ctx: &CellCtx, r: &mut Running) -> 
     Ok(())
 }
 
+/// The engine's `quick_stop:` statement and where to send it.
+pub(super) struct QuickStop {
+    pub facts: Arc<dyn EngineFacts>,
+    pub port: u16,
+    pub statement: String,
+}
+
+/// How long teardown waits for the engine to take its `quick_stop:`
+/// statement before it goes on to the signals.
+const QUICK_STOP_WAIT: Duration = Duration::from_secs(2);
+
 /// Stop the engine and remove the sandbox within the budget; a second
-/// Ctrl-C skips the grace period but not the teardown. Returns a leak
-/// report when something could not be removed.
+/// Ctrl-C skips the grace period but not the teardown. The engine's
+/// `quick_stop:` statement, when it has one, goes first: the data is
+/// thrown away, and the engine need not wait for its next tick to see a
+/// signal; the signals and the cgroup sweep follow as always, so the
+/// server is gone whatever the statement did. Returns a leak report when
+/// something could not be removed.
 pub(super) async fn teardown(
     mut sb: Box<dyn Sandbox + Sync>,
+    quick: Option<QuickStop>,
     hurry: &CancellationToken,
 ) -> Option<String> {
     let hurry = hurry.clone();
@@ -83,6 +99,14 @@ pub(super) async fn teardown(
         } else {
             STOP_GRACE
         };
+        if let Some(q) = quick.filter(|_| !hurry.is_cancelled())
+            && matches!(sb.engine_status().await, Ok(EngineStatus::Running))
+        {
+            // An engine that exits on it closes the connection without a
+            // reply: an error here says nothing, and the signals follow.
+            let _ =
+                tokio::time::timeout(QUICK_STOP_WAIT, q.facts.execute(q.port, &q.statement)).await;
+        }
         let stopped = match sb.stop_engine(grace).await {
             Ok(_) | Err(SandboxError::NoEngine) => None,
             Err(e) => Some(format!("stopping the engine: {e}")),

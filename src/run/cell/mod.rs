@@ -32,7 +32,7 @@ mod measure;
 mod stages;
 mod topology;
 
-use end::{collect, restore_host, teardown};
+use end::{QuickStop, collect, restore_host, teardown};
 use measure::{measure, run_one};
 use stages::{
     load_data, provision, render, restore_snapshot, save_snapshot, settle_memory, start,
@@ -288,6 +288,9 @@ pub struct CellWork {
     pub cache_overcommit: bool,
     /// Steal time a phase may lose and stay valid (`server.steal_allowance`).
     pub steal_allowance: f64,
+    /// Sent to the cell's server at teardown, before SIGTERM: the
+    /// engine's `quick_stop:` statement, on which it exits at once.
+    pub quick_stop: Option<String>,
     /// The key without the repetition: the same for every repetition.
     pub group: String,
     pub label: String,
@@ -550,7 +553,16 @@ pub async fn run_cell(
     };
     let mut leaked = r.topology.teardown(&mut r.record, &ctx.hurry).await;
     if let Some(sandbox) = r.sandbox.take() {
-        leaked.extend(teardown(sandbox, &ctx.hurry).await);
+        let quick = work
+            .quick_stop
+            .clone()
+            .filter(|_| r.engine_pid.is_some() || r.record.image.is_some())
+            .map(|statement| QuickStop {
+                facts: work.facts.clone(),
+                port: r.port,
+                statement,
+            });
+        leaked.extend(teardown(sandbox, quick, &ctx.hurry).await);
     }
     if let Some((hog, ledger)) = r.hog.take() {
         hog.stop().await;

@@ -3,6 +3,7 @@
 
 use super::files::{self, *};
 use crate::sandbox::SandboxError;
+use crate::sandbox::backoff::Backoff;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -16,6 +17,7 @@ pub async fn freeze(dir: &Path, v2: bool, timeout: Duration) -> Result<bool, San
     } else {
         files::write(&dir.join(V1_FREEZER_STATE), "FROZEN")?;
     }
+    let mut pause = Backoff::up_to(Duration::from_millis(10));
     loop {
         if is_frozen(dir, v2)? {
             return Ok(true);
@@ -23,7 +25,7 @@ pub async fn freeze(dir: &Path, v2: bool, timeout: Duration) -> Result<bool, San
         if Instant::now() >= deadline {
             return Ok(false);
         }
-        tokio::time::sleep(Duration::from_millis(2)).await;
+        pause.sleep(deadline).await;
     }
 }
 

@@ -6,6 +6,7 @@
 use super::files::{self, CGROUP_PROCS, V2_CGROUP_KILL};
 use super::freezer;
 use crate::sandbox::SandboxError;
+use crate::sandbox::backoff::Backoff;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use std::collections::{BTreeMap, BTreeSet};
@@ -27,6 +28,8 @@ pub async fn kill_all(
     deadline: Instant,
 ) -> Result<Vec<i32>, Vec<i32>> {
     let mut signalled = BTreeSet::new();
+    // Killed tasks leave the group within a few ms of the signal.
+    let mut pause = Backoff::up_to(Duration::from_millis(20));
     let v2_dir = dirs.get("unified");
     let freezer_dir = v2_dir.or_else(|| dirs.get("freezer"));
     loop {
@@ -58,22 +61,21 @@ pub async fn kill_all(
                 let _ = freezer::thaw(d, v2_dir.is_some());
             }
         }
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        pause.sleep(deadline).await;
     }
 }
 
 /// `rmdir` one group directory, retrying EBUSY with backoff until
 /// `deadline`. A missing directory is already removed.
 pub async fn rmdir(dir: &Path, deadline: Instant) -> Result<(), SandboxError> {
-    let mut wait = Duration::from_millis(1);
+    let mut pause = Backoff::up_to(Duration::from_millis(100));
     loop {
         match std::fs::remove_dir(dir) {
             Ok(()) => return Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
             // EBUSY: tasks that were just killed may still be exiting.
             Err(e) if e.raw_os_error() == Some(libc::EBUSY) && Instant::now() < deadline => {
-                tokio::time::sleep(wait).await;
-                wait = (wait * 2).min(Duration::from_millis(100));
+                pause.sleep(deadline).await;
             }
             Err(e) => {
                 let left = files::pids(&dir.join(CGROUP_PROCS));

@@ -332,7 +332,7 @@ impl Topology {
         let mut leaks = Vec::new();
         for rr in &mut self.members {
             if let Some(sb) = rr.sandbox.take()
-                && let Some(leak) = super::end::teardown(sb, hurry).await
+                && let Some(leak) = super::end::teardown(sb, None, hurry).await
             {
                 leaks.push(format!("{} {}: {leak}", rr.what(), rr.name));
             }

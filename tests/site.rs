@@ -13,9 +13,9 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::TcpListener;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::path::{Path, PathBuf};
 use std::time::Instant;
 use support::chromium::Chromium;
 use support::files::walk;
@@ -75,7 +75,10 @@ impl Loopback {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
         let port = listener.local_addr().unwrap().port();
-        let (seen, stop) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicBool::new(false)));
+        let (seen, stop) = (
+            Arc::new(AtomicUsize::new(0)),
+            Arc::new(AtomicBool::new(false)),
+        );
         let (s, st) = (seen.clone(), stop.clone());
         let thread = std::thread::spawn(move || {
             while !st.load(Ordering::SeqCst) {
@@ -148,7 +151,10 @@ fn the_site_lists_every_series_with_a_sparkline_and_links_that_resolve_and_makes
     let row = row_of(&index, "redis@7.0 quickstart workload-c t2 READ throughput");
     assert!(row.contains("class=\"mark change\""), "{row}");
     assert!(
-        row.contains(&format!("href=\"../{}/report.html\">{}</a>", ids[6], ids[6])),
+        row.contains(&format!(
+            "href=\"../{}/report.html\">{}</a>",
+            ids[6], ids[6]
+        )),
         "{row}"
     );
     assert!(row.contains("-15."), "{row}");
@@ -176,7 +182,10 @@ fn the_site_lists_every_series_with_a_sparkline_and_links_that_resolve_and_makes
     );
     let engine = std::fs::read_to_string(site.join("engine-redis.html")).unwrap();
     assert!(engine.contains("<svg class=\"chart\""), "no chart");
-    assert!(engine.contains(&ids[6]), "the change point's run is missing");
+    assert!(
+        engine.contains(&ids[6]),
+        "the change point's run is missing"
+    );
     let mut resolved = 0;
     for page in &pages {
         let html = std::fs::read_to_string(page).unwrap();
@@ -206,7 +215,12 @@ fn the_site_lists_every_series_with_a_sparkline_and_links_that_resolve_and_makes
             );
             let path = decode(h.split('#').next().unwrap());
             let target = site.join(&path);
-            assert!(target.is_file(), "{}: {h} -> {}", page.display(), target.display());
+            assert!(
+                target.is_file(),
+                "{}: {h} -> {}",
+                page.display(),
+                target.display()
+            );
             resolved += 1;
         }
     }
@@ -230,7 +244,10 @@ fn the_site_lists_every_series_with_a_sparkline_and_links_that_resolve_and_makes
         &format!("file://{}", site.join("index.html").display()),
     );
     let png = std::fs::read(&shot).expect("chromium saved a screenshot");
-    assert!(png.starts_with(b"\x89PNG") && png.len() > 20_000, "empty screenshot");
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 20_000,
+        "empty screenshot"
+    );
 
     // No request leaves a page: an image and a style sheet on a loopback
     // server, slipped into a copy of the index, are never fetched; the
@@ -244,7 +261,11 @@ fn the_site_lists_every_series_with_a_sparkline_and_links_that_resolve_and_makes
     let probe = site.join("probe.html");
     std::fs::write(&probe, index.replace("</body>", &bait)).unwrap();
     chromium.run(&["--dump-dom"], &format!("file://{}", probe.display()));
-    assert_eq!(server.requests(), 0, "a page with the site's policy made a request");
+    assert_eq!(
+        server.requests(),
+        0,
+        "a page with the site's policy made a request"
+    );
     let meta = index.find("<meta http-equiv").unwrap();
     let meta = &index[meta..meta + index[meta..].find('>').unwrap() + 1];
     let open = index.replace(meta, "").replace("</body>", &bait);
@@ -257,13 +278,19 @@ fn the_site_lists_every_series_with_a_sparkline_and_links_that_resolve_and_makes
     std::fs::remove_file(&probe).unwrap();
     let profile = chromium.profile.path().to_path_buf();
     drop(chromium);
-    assert!(!profile.exists(), "the chromium profile folder is left behind");
+    assert!(
+        !profile.exists(),
+        "the chromium profile folder is left behind"
+    );
 
     // Built again, the site is replaced whole; nothing is left beside it.
     std::fs::write(site.join("stale.html"), "old").unwrap();
     let (code, said) = bc(&results, &["site", "-o", site.to_str().unwrap()]);
     assert_eq!(code, 0, "{said}");
-    assert!(!site.join("stale.html").exists(), "the old site was not replaced");
+    assert!(
+        !site.join("stale.html").exists(),
+        "the old site was not replaced"
+    );
     assert!(site.join("index.html").is_file());
     let beside: Vec<String> = std::fs::read_dir(&results)
         .unwrap()
@@ -283,7 +310,10 @@ fn bad_input_exits_2_before_anything_is_written() {
     // No results folder.
     let (code, said) = bc(&results, &["site", "-o", s]);
     assert_eq!(code, 2, "{said}");
-    assert!(said.contains("does not exist") && said.contains("--results"), "{said}");
+    assert!(
+        said.contains("does not exist") && said.contains("--results"),
+        "{said}"
+    );
     // A results folder without history.
     std::fs::create_dir(&results).unwrap();
     let (code, said) = bc(&results, &["site", "-o", s]);
@@ -336,11 +366,15 @@ fn nightly_night(real: &Path, cell: &Path, results: &Path, n: u32) -> String {
     let day = chrono::NaiveDate::from_ymd_opt(2025, 12, 4).unwrap() + chrono::Days::new(n as u64);
     let id = format!("{}-020000-{n:04x}", day.format("%Y%m%d"));
     let dir = results.join(&id);
-    let cell_json: Value = serde_json::from_slice(&std::fs::read(cell.join("cell.json")).unwrap()).unwrap();
+    let cell_json: Value =
+        serde_json::from_slice(&std::fs::read(cell.join("cell.json")).unwrap()).unwrap();
     let mut keys = Vec::new();
     for (v, (engine, version)) in NIGHTLY.iter().enumerate() {
         for rep in 0..3u32 {
-            let key = format!("{engine}-{version}-quickstart-r{rep}-{:012x}", 0xbe4c_0000 + v);
+            let key = format!(
+                "{engine}-{version}-quickstart-r{rep}-{:012x}",
+                0xbe4c_0000 + v
+            );
             let to = dir.join("cells").join(&key);
             for entry in walk(cell) {
                 let rel = entry.strip_prefix(cell).unwrap();
@@ -353,8 +387,13 @@ fn nightly_night(real: &Path, cell: &Path, results: &Path, n: u32) -> String {
             // Each version its own level, ±2% of noise a night, a slow
             // drift, and a 10% step for redis 8.2 at night 300.
             let wiggle = ((n * 31 + v as u32 * 7 + rep * 3) as f64 * 0.7).sin();
-            let step = if *engine == "redis" && *version == "8.2" && n >= 300 { 0.9 } else { 1.0 };
-            let f = (0.8 + 0.05 * v as f64) * (1.0 + 0.02 * wiggle) * (1.0 + n as f64 * 1e-4) * step;
+            let step = if *engine == "redis" && *version == "8.2" && n >= 300 {
+                0.9
+            } else {
+                1.0
+            };
+            let f =
+                (0.8 + 0.05 * v as f64) * (1.0 + 0.02 * wiggle) * (1.0 + n as f64 * 1e-4) * step;
             let mut c = cell_json.clone();
             scale(&mut c, f, false);
             c["key"] = Value::from(key.clone());
@@ -362,7 +401,10 @@ fn nightly_night(real: &Path, cell: &Path, results: &Path, n: u32) -> String {
             c["engine"] = Value::from(*engine);
             c["version"] = Value::from(*version);
             c["repetition"] = Value::from(rep);
-            c["group"] = Value::from(format!("{engine}-{version}-quickstart-{:012x}", 0xbe4c_0000 + v));
+            c["group"] = Value::from(format!(
+                "{engine}-{version}-quickstart-{:012x}",
+                0xbe4c_0000 + v
+            ));
             std::fs::write(to.join("cell.json"), serde_json::to_vec(&c).unwrap()).unwrap();
             keys.push(key);
         }
@@ -374,13 +416,18 @@ fn nightly_night(real: &Path, cell: &Path, results: &Path, n: u32) -> String {
             std::fs::hard_link(&entry, dir.join(&name)).unwrap();
         }
     }
-    let mut run: Value = serde_json::from_slice(&std::fs::read(real.join("run.json")).unwrap()).unwrap();
+    let mut run: Value =
+        serde_json::from_slice(&std::fs::read(real.join("run.json")).unwrap()).unwrap();
     run["run_id"] = Value::from(id.clone());
     run["scenario"] = Value::from("nightly");
     run["started_at"] = Value::from(format!("{}T02:00:00+00:00", day.format("%Y-%m-%d")));
     run["finished_at"] = Value::from(format!("{}T03:30:00+00:00", day.format("%Y-%m-%d")));
     run["cells"] = Value::from(keys);
-    std::fs::write(dir.join("run.json"), serde_json::to_vec_pretty(&run).unwrap()).unwrap();
+    std::fs::write(
+        dir.join("run.json"),
+        serde_json::to_vec_pretty(&run).unwrap(),
+    )
+    .unwrap();
     id
 }
 
@@ -410,10 +457,17 @@ fn bench_a_year_of_nightly_runs_builds_its_site_in_seconds() {
             "warmup=0s",
         ],
     );
-    let cell = std::fs::read_dir(real.join("cells")).unwrap().next().unwrap().unwrap().path();
+    let cell = std::fs::read_dir(real.join("cells"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
     let results = tmp.path().join("results");
     let t = Instant::now();
-    let ids: Vec<String> = (0..365).map(|n| nightly_night(&real, &cell, &results, n)).collect();
+    let ids: Vec<String> = (0..365)
+        .map(|n| nightly_night(&real, &cell, &results, n))
+        .collect();
     let copy_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let mut args = vec!["history", "--index"];
@@ -434,9 +488,16 @@ fn bench_a_year_of_nightly_runs_builds_its_site_in_seconds() {
         .unwrap();
     let site_s = t.elapsed().as_secs_f64();
     let said = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(out.status.success(), "{said}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(said.contains("365 run(s)"), "{said}");
-    let bytes: u64 = walk(&site).iter().map(|p| p.metadata().unwrap().len()).sum();
+    let bytes: u64 = walk(&site)
+        .iter()
+        .map(|p| p.metadata().unwrap().len())
+        .sum();
     println!(
         "BENCH {}",
         serde_json::json!({
@@ -452,6 +513,9 @@ fn bench_a_year_of_nightly_runs_builds_its_site_in_seconds() {
         })
     );
     if bin.is_some() {
-        assert!(site_s < 10.0, "the site took {site_s:.1} s for a year of nights");
+        assert!(
+            site_s < 10.0,
+            "the site took {site_s:.1} s for a year of nights"
+        );
     }
 }

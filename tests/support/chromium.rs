@@ -77,4 +77,3 @@ impl Drop for Chromium {
         self.kill_group();
     }
 }
-

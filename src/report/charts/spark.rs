@@ -100,7 +100,7 @@ mod tests {
     fn a_sparkline_draws_every_point_and_circles_the_change_and_the_newest() {
         let svg = sparkline("s<1>", "a & b", &pts(&[1.0, 2.0, 3.0, 2.5]), Some(2));
         assert!(svg.contains("data-points=\"4\""));
-        let line = &svg[svg.find("points=\"").unwrap() + 8..];
+        let line = &svg[svg.find(" points=\"").unwrap() + 9..];
         assert_eq!(line[..line.find('"').unwrap()].split(' ').count(), 4);
         assert_eq!(svg.matches("class=\"mark ").count(), 2);
         assert!(svg.contains("<title>night 2</title>") && svg.contains("<title>night 3</title>"));

@@ -5,7 +5,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 BIN := $(or $(CARGO_TARGET_DIR),target)/debug/benchcage
 
-.PHONY: build test test-env test-fast test-v2 demo lint bench bench-cells images deps
+.PHONY: build test test-env test-fast test-v2 demo lint bench bench-cells bench-site images deps
 
 build:
 	$(CARGO) build
@@ -59,6 +59,12 @@ bench: build
 ## (scripts/bench/cells.sh; results/bench/cells.json).
 bench-cells:
 	bash scripts/bench/cells.sh
+
+## The results site for a year of nightly runs (365 runs of the nightly
+## matrix from one real run), timed in a release build; target under 10 s.
+## Also part of `make bench`.
+bench-site: build
+	bash scripts/bench/site.sh
 
 ## Local Docker images of the Debian-packaged engines (no registry needed).
 images:

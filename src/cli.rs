@@ -86,6 +86,11 @@ pub enum Command {
         after_help = "Every series of results in history.sqlite (engine@version x environment x phase x threads x operation x throughput or p99, on one hardware class; one value per run, the mean of its repetitions; only phases that are results) is searched for change points with E-Divisive means: hierarchical bisection on the energy statistic, each split kept only when a permutation test (199 reorderings) gives p <= 0.01. Each change point shows the run after which the series changed, the means before and after, the change with a 95% bootstrap interval, and an id.\n\nExit codes: 0 no alarm, 1 the newest change point of some series is a regression (less throughput, more latency) within its last --window runs that nobody acknowledged, 2 bad input.\n\nExamples:\n  benchcage changes\n  benchcage changes --results /srv/nightly --window 3\n  benchcage changes --ack cp-1a2b3c4d5e --note \"expected: fsync now on\""
     )]
     Changes(ChangesArgs),
+    /// A static results site: every series over time with its change points, a page per engine, links to each run's report.
+    #[command(
+        after_help = "Writes SITE/index.html (every series in history.sqlite: engine@version x environment x phase x threads x operation x throughput or p99, with a sparkline of its runs and its latest change point as `benchcage changes` finds it, and every run), and one engine-<name>.html per engine (its versions and environments over time, its change points, its runs). The pages are self-contained: CSS and SVG inline, no script, font or image, and a Content-Security-Policy that forbids any request, so they open from disk or any static web server.\n\nRun ids link to each run's own report (report.html in its run folder) by a path relative to SITE. To publish both, keep the results folder where the links expect it: put the site inside it (-o RESULTS/site, links go to ../RUN/report.html) and serve or copy the results folder as a whole; or copy SITE and the results folder keeping their places relative to each other.\n\nThe site is written into a folder beside SITE and renamed into place: a failed build leaves the earlier site as it was. SITE may be missing, empty, or a site an earlier `benchcage site` wrote (it holds a .benchcage-site file); anything else is refused.\n\nExit codes: 0 written, 1 could not write, 2 bad input (no results folder or history, SITE a file or a folder of something else).\n\nExamples:\n  benchcage site -o results/site\n  benchcage site --results /srv/nightly -o /srv/nightly/site"
+    )]
+    Site(SiteArgs),
     /// The write-up's claims a run decided: measured ratio, interval, verdict.
     #[command(
         after_help = "Each claim of the scenario's `reproduces.claims` is decided when the run ends: the ratio a/b with its 95% interval (bootstrap over repetitions and moving blocks of per-second series), and `holds` (the whole interval on the claimed side), `reversed` (all of it on the other side), `inconclusive` (it crosses) or `not measured` (a side missing, invalid or failed, with the reason).\n\nExit codes: 0 no claim reversed, 1 a claim reversed, 2 bad input (unknown run, a run that decided no claims).\n\nExamples:\n  benchcage claims 20261130-020000-bb22\n  benchcage claims 20261130-020000-bb22 --json"
@@ -457,6 +462,16 @@ pub struct HistoryArgs {
     /// are indexed when they finish, this is for runs copied from elsewhere.
     #[arg(long = "index", value_name = "RUN", num_args = 1..)]
     pub index: Vec<String>,
+    #[command(flatten)]
+    pub results: ResultsDir,
+}
+
+#[derive(Debug, Args)]
+pub struct SiteArgs {
+    /// The folder to write the site into (made if missing; replaced whole
+    /// if an earlier `benchcage site` wrote it).
+    #[arg(short = 'o', long = "output", value_name = "SITE")]
+    pub output: PathBuf,
     #[command(flatten)]
     pub results: ResultsDir,
 }

@@ -42,6 +42,7 @@ pub mod report;
 pub mod results;
 pub mod run;
 pub mod sandbox;
+pub mod site;
 pub mod slurm;
 pub mod snapshot;
 pub mod spec;

@@ -19,6 +19,7 @@ pub mod plan;
 pub mod render;
 pub mod report;
 pub mod run;
+pub mod site;
 pub mod validate;
 
 /// Route a parsed command line to its command.
@@ -42,6 +43,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             Command::Compare(a) => compare::run(&home, &a).await,
             Command::Changes(a) => changes::run(&home, &a).await,
             Command::Claims(a) => claims::run(&home, &a).await,
+            Command::Site(a) => site::run(&home, &a),
             Command::Cleanup(a) => cleanup::run(&home, &a).await,
             Command::Hog(a) => hog::run(&home, &a).await,
             Command::Cache(a) => cache::run(&a),

@@ -18,7 +18,9 @@ impl Exporter for Html {
     }
 }
 
-const CSS: &str = r#"
+/// The reports' style sheet (inline in every page; the results site
+/// reuses it).
+pub const CSS: &str = r#"
 :root{--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--soft:#f6f8fa;--card:#fff;--accent:#0969da;--bad:#cf222e;--badbg:#ffebe9;--ok:#1a7f37;--okbg:#dafbe1;--warn:#9a6700;--warnbg:#fff8c5}
 *{box-sizing:border-box}
 html{-webkit-text-size-adjust:100%}

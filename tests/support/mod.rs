@@ -1,7 +1,9 @@
 //! One copy of each helper the test files share; a test file says
 //! `mod support;` and uses what it needs.
 //!
+//! - `chromium`: headless Chromium in its own process group and profile.
 //! - `clean`: what a run may not leave behind.
+//! - `nights`: a history of nights made from copies of one real run.
 //! - `cli`: the benchcage binary under test, its output, the fixtures built
 //!   beside it.
 //! - `copies`: copies of a real run folder with its figures scaled.
@@ -17,6 +19,7 @@
 
 #![allow(dead_code)]
 
+pub mod chromium;
 pub mod clean;
 pub mod cli;
 pub mod copies;
@@ -24,6 +27,7 @@ pub mod files;
 pub mod host;
 pub mod launch;
 pub mod legacy;
+pub mod nights;
 pub mod scratch;
 pub mod server;
 pub mod tap;

@@ -7,12 +7,16 @@
 //! test can count what was drawn.
 //!
 //! `axis` maps data to axes (arithmetic only); `svg` holds the pieces
-//! every chart draws with; `xy` and `bar` draw the two kinds.
+//! every chart draws with; `xy` and `bar` draw the two kinds, `spark` the
+//! sparklines of a table cell.
 
 mod axis;
 mod bar;
+mod spark;
 mod svg;
 mod xy;
+
+pub use spark::{SPARK_H, SPARK_W, sparkline};
 
 use crate::report::fmt;
 

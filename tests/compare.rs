@@ -39,14 +39,29 @@ struct Row<'a> {
     verdict: &'a str,
 }
 
-/// The rows of the table (between its header and the blank line); every
-/// one must carry an interval.
+/// Said in a row whose sides are one value each without per-second
+/// series (a load too short to have four whole seconds).
+const NO_INTERVAL: &str = "none (one value a side)";
+
+/// The rows of the table (between its header and the blank line) that
+/// carry an interval; a row without one must be inconclusive and say what
+/// would settle it.
 fn rows(out: &str) -> Vec<Row<'_>> {
     let pct = |s: &str| -> f64 { s.trim().trim_end_matches('%').parse().unwrap() };
     out.lines()
         .skip_while(|l| !l.starts_with("cell "))
         .skip(1)
         .take_while(|l| !l.is_empty())
+        .filter(|line| {
+            if line.contains(NO_INTERVAL) {
+                assert!(
+                    line.contains("inconclusive (more repetitions would settle it)"),
+                    "a row without an interval has a verdict: {line}"
+                );
+                return false;
+            }
+            true
+        })
         .map(|line| {
             let open = line
                 .rfind("  [")
@@ -88,15 +103,15 @@ fn spread(run: &Path) -> f64 {
     worst
 }
 
-/// A real run of 12 seconds (the scenario's 4 give too few seconds for
+/// A real run of 20 seconds (the scenario's 4 give too few seconds for
 /// an interval a 30% drop clears), that left nothing behind. A phase
 /// whose seconds a busy host shook by more than 8% (others' builds on a
-/// shared machine) is run again, up to three runs: the test is about
-/// compare, not the host.
+/// shared machine) is run again, up to three runs, and the steadiest is
+/// kept: the test is about compare, not the host.
 fn steady_run(tmp: &Path) -> std::path::PathBuf {
-    let mut real = None;
+    let mut best: Option<(f64, std::path::PathBuf)> = None;
     for _ in 0..3 {
-        let run = real_run(tmp, SCENARIO, &["--set", "duration=12s"]);
+        let run = real_run(tmp, SCENARIO, &["--set", "duration=20s"]);
         let id = run.file_name().unwrap().to_string_lossy().to_string();
         assert_run_left_nothing(
             tmp,
@@ -105,13 +120,15 @@ fn steady_run(tmp: &Path) -> std::path::PathBuf {
             &tmp.join("state"),
             &id,
         );
-        let steady = spread(&run) <= 0.08;
-        real = Some(run);
-        if steady {
+        let s = spread(&run);
+        if best.as_ref().is_none_or(|(b, _)| s < *b) {
+            best = Some((s, run));
+        }
+        if s <= 0.08 {
             break;
         }
     }
-    real.unwrap()
+    best.unwrap().1
 }
 
 /// Two real runs, each copied as a result (`a` and `b`), and `a` copied

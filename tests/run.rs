@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use support::cli::{BIN, assert_success, bc_in, run_dir_of, run_id_of};
 use support::files::{cell_dirs, copy_dir, read_json};
 use support::host::{
-    BUSY_HYPERVISOR, KillOnDrop, name_of, run_groups, valid_but_for_a_busy_host,
+    BUSY_HYPERVISOR, KillOnDrop, host_contention, name_of, run_groups, valid_but_for_a_busy_host,
     valid_but_for_the_hypervisor,
 };
 
@@ -555,12 +555,10 @@ fn settle_resizes_the_myrocks_block_cache_with_the_cap_and_every_phase_records_b
         let cell: CellRecord = read_json(&dir.join("cell.json"));
         assert_eq!(cell.status, CellStatus::Finished, "{:?}", cell.failure);
         let f = &cell.fidelity;
-        // Others' tests may share the server's CPU (a contention
-        // violation); nothing else may be wrong.
+        // Others' tests or the hypervisor may take the server's CPU (a
+        // contention violation, of the load too); nothing else may be wrong.
         assert!(
-            f.violations
-                .iter()
-                .all(|v| v.contains("outside the server's cgroup used")),
+            f.violations.iter().all(|v| host_contention(v)),
             "{:?}",
             f.violations
         );

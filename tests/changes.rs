@@ -9,7 +9,8 @@
 
 mod support;
 
-use support::nights::{bc, history, noise, real_run};
+use support::copies::real_run;
+use support::nights::{bc, history, noise};
 
 #[test]
 fn a_15_percent_step_is_an_alarm_noise_is_not_and_ack_silences_it() {
@@ -17,7 +18,7 @@ fn a_15_percent_step_is_an_alarm_noise_is_not_and_ack_silences_it() {
         .prefix("benchcage-changes-test-")
         .tempdir()
         .unwrap();
-    let real = real_run(tmp.path(), &["tests/scenarios/run-short-phase.yaml"]);
+    let real = real_run(tmp.path(), "tests/scenarios/run-short-phase.yaml", &[]);
 
     let stepped = tmp.path().join("stepped");
     let ids = history(&real, &stepped, 16, |n| {

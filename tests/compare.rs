@@ -9,25 +9,15 @@
 mod support;
 
 use std::path::Path;
-use std::process::Command;
 use support::clean::assert_run_left_nothing;
-use support::cli::BIN;
 use support::copies::{copy_run, real_run};
+use support::nights::bc;
 
 const SCENARIO: &str = "tests/scenarios/run-short-phase.yaml";
 
 /// `benchcage compare ARGS --results RESULTS`: exit code and what it said.
 fn compare(results: &Path, args: &[&str]) -> (i32, String) {
-    let out = Command::new(BIN)
-        .arg("compare")
-        .args(args)
-        .arg("--results")
-        .arg(results)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    let err = String::from_utf8_lossy(&out.stderr).to_string();
-    (out.status.code().unwrap_or(-1), format!("{text}{err}"))
+    bc(results, &[&["compare"], args].concat())
 }
 
 /// One row of the comparison: its line, the interval of its change in
@@ -140,13 +130,13 @@ fn runs(tmp: &Path, results: &Path) -> [String; 3] {
         ("20261202-020000-bbbb", "2026-12-02T02:00:00+00:00"),
     ] {
         let real = steady_run(tmp);
-        copy_run(&real, results, id, at, 1.0);
+        copy_run(&real, results, id, (at, at), 1.0);
         if ids.is_empty() {
             copy_run(
                 &real,
                 results,
                 "20261203-020000-drop",
-                "2026-12-03T02:00:00+00:00",
+                ("2026-12-03T02:00:00+00:00", "2026-12-03T02:00:00+00:00"),
                 0.7,
             );
         }

@@ -21,8 +21,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 use support::chromium::Chromium;
+use support::copies::{real_run, scale};
 use support::files::walk;
-use support::nights::{bc, history, noise, real_run, scale};
+use support::nights::{bc, history, noise};
 
 fn temp(prefix: &str) -> tempfile::TempDir {
     tempfile::Builder::new().prefix(prefix).tempdir().unwrap()
@@ -125,7 +126,7 @@ impl Drop for Loopback {
 #[test]
 fn the_site_lists_every_series_with_a_sparkline_and_links_that_resolve_and_makes_no_request() {
     let tmp = temp("benchcage-site-test-");
-    let real = real_run(tmp.path(), &["tests/scenarios/run-short-phase.yaml"]);
+    let real = real_run(tmp.path(), "tests/scenarios/run-short-phase.yaml", &[]);
     let results = tmp.path().join("results");
     // Twelve nights, throughput 15% lower from night 7 on.
     let ids = history(&real, &results, 12, |n| {
@@ -446,8 +447,8 @@ fn bench_a_year_of_nightly_runs_builds_its_site_in_seconds() {
     let tmp = temp("benchcage-bench-site-");
     let real = real_run(
         tmp.path(),
+        "scenarios/nightly.yaml",
         &[
-            "scenarios/nightly.yaml",
             "--only",
             "redis@7.0",
             "--set",

@@ -78,9 +78,15 @@ fn scale_seconds(series: &mut Value, f: f64) {
     }
 }
 
-/// Copy the run folder `real` into `results` as run `id` started at
-/// `started_at` (RFC 3339), its figures times `f`.
-pub fn copy_run(real: &Path, results: &Path, id: &str, started_at: &str, f: f64) {
+/// Copy the run folder `real` into `results` as run `id` that ran from
+/// `started_at` to `finished_at` (RFC 3339), its figures times `f`.
+pub fn copy_run(
+    real: &Path,
+    results: &Path,
+    id: &str,
+    (started_at, finished_at): (&str, &str),
+    f: f64,
+) {
     let dir = results.join(id);
     for entry in walk(real) {
         let rel = entry.strip_prefix(real).unwrap();
@@ -92,7 +98,7 @@ pub fn copy_run(real: &Path, results: &Path, id: &str, started_at: &str, f: f64)
             if rel == Path::new("run.json") {
                 v["run_id"] = Value::String(id.to_string());
                 v["started_at"] = Value::String(started_at.to_string());
-                v["finished_at"] = Value::String(started_at.to_string());
+                v["finished_at"] = Value::String(finished_at.to_string());
             }
             std::fs::write(&to, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
         } else {

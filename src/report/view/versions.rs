@@ -127,12 +127,112 @@ fn marks(run: &RunData) -> Marks {
     out
 }
 
-fn style(name: &str, color: &str, dash: &str) -> SeriesStyle {
-    SeriesStyle {
-        name: name.into(),
-        color: color.into(),
-        dash: dash.into(),
+fn line(name: &str, color: &str, dash: &str, markers: bool) -> Line {
+    Line {
+        style: SeriesStyle {
+            name: name.into(),
+            color: color.into(),
+            dash: dash.into(),
+        },
+        points: vec![],
+        markers,
+        step: false,
     }
+}
+
+/// One version's point on the chart: where it is, what it measured, and
+/// what `compare --by-version` said of the step to it (empty: nothing).
+struct Mark<'a> {
+    x: f64,
+    version: &'a str,
+    level: Level,
+    said: String,
+}
+
+impl Mark<'_> {
+    fn tip(&self, engine: &str) -> String {
+        let l = &self.level;
+        let said = if self.said.is_empty() {
+            String::new()
+        } else {
+            format!(" · {}", self.said)
+        };
+        format!(
+            "{engine}@{}: {} ops/s [{}, {}], {} repetition(s){said}",
+            self.version,
+            fmt::ops(l.mean),
+            fmt::ops(l.lo),
+            fmt::ops(l.hi),
+            l.n
+        )
+    }
+
+    fn row(&self) -> Vec<String> {
+        let l = &self.level;
+        vec![
+            self.version.to_string(),
+            fmt::ops(l.mean),
+            format!("{} - {}", fmt::ops(l.lo), fmt::ops(l.hi)),
+            l.n.to_string(),
+            if self.said.is_empty() {
+                fmt::DASH.into()
+            } else {
+                self.said.clone()
+            },
+        ]
+    }
+}
+
+/// The curve's versions in version order, each measured one with its level
+/// and the change marked on it.
+fn points<'a>(c: &'a Curve, versions: &[&'a String], marks: &Marks) -> Vec<Mark<'a>> {
+    versions
+        .iter()
+        .enumerate()
+        .filter_map(|(x, v)| {
+            let level = level(&c.versions[*v])?;
+            let key = (
+                c.engine.clone(),
+                c.environment.clone(),
+                format!("{} t{}", c.phase, c.threads),
+                (*v).clone(),
+            );
+            Some(Mark {
+                x: x as f64,
+                version: v.as_str(),
+                level,
+                said: marks.get(&key).map(|m| m.join("; ")).unwrap_or_default(),
+            })
+        })
+        .collect()
+}
+
+/// The mean, the interval's two edges (dashed) and, when any, the changed
+/// versions (red markers).
+fn lines(engine: &str, points: &[Mark]) -> Vec<Line> {
+    let blue = "#1f77b4";
+    let mut mean = line("mean", blue, "", true);
+    let mut lo = line("95% interval, low", blue, "4 3", false);
+    let mut hi = line("95% interval, high", blue, "4 3", false);
+    let mut changed = line("changed (compare --by-version)", "#d62728", "0 1", true);
+    for m in points {
+        let at = |y: f64| Point {
+            x: m.x,
+            y,
+            tip: m.tip(engine),
+        };
+        mean.points.push(at(m.level.mean));
+        lo.points.push(at(m.level.lo));
+        hi.points.push(at(m.level.hi));
+        if !m.said.is_empty() {
+            changed.points.push(at(m.level.mean));
+        }
+    }
+    let mut lines = vec![mean, lo, hi];
+    if !changed.points.is_empty() {
+        lines.push(changed);
+    }
+    lines
 }
 
 fn figure(c: &Curve, marks: &Marks) -> Figure {
@@ -142,6 +242,7 @@ fn figure(c: &Curve, marks: &Marks) -> Figure {
         "{} over its versions: {} / {} / {} threads",
         c.engine, c.phase, c.environment, c.threads
     );
+    let points = points(c, &versions, marks);
     let mut table = Table::new(
         title.clone(),
         &[
@@ -152,87 +253,7 @@ fn figure(c: &Curve, marks: &Marks) -> Figure {
             ("Change from the version before", false),
         ],
     );
-    let mut mean = Line {
-        style: style("mean", "#1f77b4", ""),
-        points: vec![],
-        markers: true,
-        step: false,
-    };
-    let mut lo = Line {
-        style: style("95% interval, low", "#1f77b4", "4 3"),
-        points: vec![],
-        markers: false,
-        step: false,
-    };
-    let mut hi = Line {
-        style: style("95% interval, high", "#1f77b4", "4 3"),
-        ..lo.clone()
-    };
-    let mut changed = Line {
-        style: style("changed (compare --by-version)", "#d62728", "0 1"),
-        points: vec![],
-        markers: true,
-        step: false,
-    };
-    for (x, v) in versions.iter().enumerate() {
-        let Some(l) = level(&c.versions[*v]) else {
-            continue;
-        };
-        let key = (
-            c.engine.clone(),
-            c.environment.clone(),
-            format!("{} t{}", c.phase, c.threads),
-            (*v).clone(),
-        );
-        let said = marks.get(&key).map(|m| m.join("; ")).unwrap_or_default();
-        let x = x as f64;
-        let tip = format!(
-            "{}@{v}: {} ops/s [{}, {}], {} repetition(s){}",
-            c.engine,
-            fmt::ops(l.mean),
-            fmt::ops(l.lo),
-            fmt::ops(l.hi),
-            l.n,
-            if said.is_empty() {
-                String::new()
-            } else {
-                format!(" · {said}")
-            }
-        );
-        mean.points.push(Point {
-            x,
-            y: l.mean,
-            tip: tip.clone(),
-        });
-        lo.points.push(Point {
-            x,
-            y: l.lo,
-            tip: tip.clone(),
-        });
-        hi.points.push(Point {
-            x,
-            y: l.hi,
-            tip: tip.clone(),
-        });
-        if !said.is_empty() {
-            changed.points.push(Point { x, y: l.mean, tip });
-        }
-        table.rows.push(vec![
-            (*v).clone(),
-            fmt::ops(l.mean),
-            format!("{} - {}", fmt::ops(l.lo), fmt::ops(l.hi)),
-            l.n.to_string(),
-            if said.is_empty() {
-                fmt::DASH.into()
-            } else {
-                said
-            },
-        ]);
-    }
-    let mut lines = vec![mean, lo, hi];
-    if !changed.points.is_empty() {
-        lines.push(changed);
-    }
+    table.rows = points.iter().map(Mark::row).collect();
     Figure {
         chart: Chart::Xy(XyChart {
             id: format!(
@@ -245,7 +266,7 @@ fn figure(c: &Curve, marks: &Marks) -> Figure {
             title,
             x: Axis::categories("version", versions.iter().map(|v| (*v).clone()).collect()),
             y: Axis::zero("throughput (ops/s)", Unit::Ops),
-            lines,
+            lines: lines(&c.engine, &points),
             bands: vec![],
             width: WIDTH,
             height: 300.0,

@@ -35,6 +35,7 @@ pub mod host;
 pub mod images;
 pub mod metrics;
 pub mod model;
+pub mod network;
 pub mod plan;
 pub mod progress;
 pub mod render;

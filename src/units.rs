@@ -324,6 +324,7 @@ impl FromStr for Duration {
             ))
         })?;
         let secs = match unit.trim() {
+            "us" | "µs" => v / 1_000_000.0,
             "ms" => v / 1000.0,
             "s" | "sec" => v,
             "m" | "min" => v * 60.0,
@@ -335,7 +336,7 @@ impl FromStr for Duration {
             }
             other => {
                 return Err(unit_err(format!(
-                    "unknown duration unit `{}` in `{shown}`; use ms, s, m or h",
+                    "unknown duration unit `{}` in `{shown}`; use us, ms, s, m or h",
                     crate::error::excerpt(other)
                 )));
             }
@@ -352,7 +353,10 @@ impl FromStr for Duration {
 impl fmt::Display for Duration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ms = self.0.as_millis();
-        if ms.is_multiple_of(3_600_000) && ms > 0 {
+        let us = self.0.as_micros();
+        if !us.is_multiple_of(1000) {
+            write!(f, "{us}us")
+        } else if ms.is_multiple_of(3_600_000) && ms > 0 {
             write!(f, "{}h", ms / 3_600_000)
         } else if ms.is_multiple_of(60_000) && ms > 0 {
             write!(f, "{}m", ms / 60_000)
@@ -377,6 +381,101 @@ impl<'de> Deserialize<'de> for Duration {
             NumOrStr::Int(i) => format!("{i}").parse().map_err(serde::de::Error::custom),
             NumOrStr::Float(x) => format!("{x}").parse().map_err(serde::de::Error::custom),
         }
+    }
+}
+
+/// A link rate in bits per second, written as `tc` writes it: `10gbit`,
+/// `100mbit`, `512kbit`, `9600bit` (decimal multiples, as tc's). Zero and
+/// absurd rates (over 1 Tbit/s) are refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Rate(u64);
+
+impl Rate {
+    /// At most 1 Tbit/s: anything faster is a typo.
+    pub const MAX_BITS: u64 = 1_000_000_000_000;
+
+    pub fn from_bits_per_sec(bits: u64) -> Self {
+        Rate(bits.clamp(1, Self::MAX_BITS))
+    }
+    pub fn bits_per_sec(self) -> u64 {
+        self.0
+    }
+    pub fn bytes_per_sec(self) -> f64 {
+        self.0 as f64 / 8.0
+    }
+    /// How long `bytes` take on a link of this rate.
+    pub fn time_for(self, bytes: usize) -> std::time::Duration {
+        std::time::Duration::from_secs_f64(bytes as f64 * 8.0 / self.0 as f64)
+    }
+}
+
+impl FromStr for Rate {
+    type Err = UnitError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let t = s.trim();
+        let shown = crate::error::excerpt(t);
+        let hint = "write e.g. `10gbit`, `100mbit` or `512kbit`";
+        let split = t
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(t.len());
+        let (num, unit) = t.split_at(split);
+        let v: f64 = num
+            .parse()
+            .map_err(|_| unit_err(format!("`{shown}` is not a rate; {hint}")))?;
+        let per = match unit.trim().to_ascii_lowercase().as_str() {
+            "bit" => 1.0,
+            "kbit" => 1e3,
+            "mbit" => 1e6,
+            "gbit" => 1e9,
+            "tbit" => 1e12,
+            "" => return Err(unit_err(format!("rate `{shown}` has no unit; {hint}"))),
+            other => {
+                return Err(unit_err(format!(
+                    "unknown rate unit `{}` in `{shown}`; use bit, kbit, mbit or gbit (bits per second, as tc)",
+                    crate::error::excerpt(other)
+                )));
+            }
+        };
+        let bits = v * per;
+        if bits.is_nan() || bits < 1.0 {
+            return Err(unit_err(format!("rate `{shown}` must be at least 1bit")));
+        }
+        if bits > Self::MAX_BITS as f64 {
+            return Err(unit_err(format!(
+                "rate `{shown}` is absurd (over 1tbit); check the unit"
+            )));
+        }
+        Ok(Rate(bits.round() as u64))
+    }
+}
+
+impl fmt::Display for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (per, unit) in [
+            (1_000_000_000_000, "tbit"),
+            (1_000_000_000, "gbit"),
+            (1_000_000, "mbit"),
+            (1000, "kbit"),
+        ] {
+            if self.0 >= per && self.0.is_multiple_of(per) {
+                return write!(f, "{}{unit}", self.0 / per);
+            }
+        }
+        write!(f, "{}bit", self.0)
+    }
+}
+
+impl Serialize for Rate {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for Rate {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -566,6 +665,37 @@ mod tests {
         );
         assert!("5".parse::<Duration>().unwrap_err().0.contains("no unit"));
         assert!("-1s".parse::<Duration>().is_err());
+    }
+
+    #[test]
+    fn durations_below_a_millisecond_keep_their_microseconds() {
+        let d: Duration = "100us".parse().unwrap();
+        assert_eq!(d.std(), std::time::Duration::from_micros(100));
+        assert_eq!(d.to_string(), "100us");
+        assert_eq!("1500us".parse::<Duration>().unwrap().to_string(), "1500us");
+        assert_eq!("2ms".parse::<Duration>().unwrap().to_string(), "2ms");
+    }
+
+    #[test]
+    fn rates_read_as_tc_writes_them() {
+        let r: Rate = "10gbit".parse().unwrap();
+        assert_eq!(r.bits_per_sec(), 10_000_000_000);
+        assert_eq!(r.to_string(), "10gbit");
+        assert_eq!("1.5mbit".parse::<Rate>().unwrap().to_string(), "1500kbit");
+        assert_eq!(
+            "10mbit".parse::<Rate>().unwrap().time_for(1250),
+            std::time::Duration::from_millis(1)
+        );
+        assert!("10".parse::<Rate>().unwrap_err().0.contains("no unit"));
+        assert!(
+            "10MB"
+                .parse::<Rate>()
+                .unwrap_err()
+                .0
+                .contains("bits per second")
+        );
+        assert!("0bit".parse::<Rate>().is_err());
+        assert!("5tbit".parse::<Rate>().unwrap_err().0.contains("absurd"));
     }
 
     #[test]

@@ -49,6 +49,9 @@ pub struct PlannedCell {
     /// a judgement of the results, not a condition of the cell: not in its key.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub steal_allowance: Option<crate::units::Share>,
+    /// The network between the client and the server, its emulation
+    /// chosen for this host (never `auto`).
+    pub network: Option<crate::network::Network>,
     /// Memory the hog leaves to everything else, when there is a hog.
     pub hog_leave: Option<Bytes>,
     /// Final knobs after defaults, the environment's cache, scenario

@@ -161,6 +161,7 @@ fn planned_cell(
         quick_stop: engine.quick_stop.clone(),
         cache_overcommit: env.allow_cache_overcommit || parts.knobs.engine_default_cache,
         steal_allowance: env.steal_allowance,
+        network: env.network.clone().map(crate::network::Network::resolved),
         hog_leave: e.ep.hog_leave(),
         knobs: parts.knobs.canonical(),
         store_options: parts.knobs.store_options.clone(),

@@ -246,6 +246,14 @@ fn describe_resources(o: &mut String, c: &PlannedCell, host: &HostFacts) {
         "  memory    cap {}, swap {swap}, cache {cache}",
         l.memory
     );
+    if let Some(n) = &c.network {
+        let _ = writeln!(
+            o,
+            "  network   {}: a round trip adds {:?}; the client reaches the server through a relay on its CPUs, and a probe measures the round trip before the load",
+            n.describe(),
+            n.shape(0).round_trip()
+        );
+    }
     if let Some(leave) = c.hog_leave {
         let locks = host.mem_available.saturating_sub(leave);
         let _ = writeln!(

@@ -61,6 +61,11 @@ pub struct LimitsIdentity<'a> {
     /// A topology's members, their CPUs and own configs; `None` as above.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub members: Option<&'a [PlannedMember]>,
+    /// The network between the client and the server and how it is
+    /// emulated; `None` (the loopback as it is) keeps the key a cell had
+    /// before networks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network: Option<&'a crate::network::Network>,
 }
 
 /// What a cell runs against its server.
@@ -106,6 +111,7 @@ impl PlannedCell {
                     .then_some(self.transparent_hugepages),
                 topology: topology.then(|| self.topology.key()),
                 members: topology.then_some(self.members.as_slice()),
+                network: self.network.as_ref(),
             },
             workload: WorkloadIdentity {
                 dataset: &self.dataset,

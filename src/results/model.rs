@@ -295,6 +295,25 @@ pub struct FidelityRecord {
     /// fields above are the primary's (issue 12).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub members: BTreeMap<String, MemberFidelity>,
+    /// The network between the client and the server, as asked and as
+    /// measured (issue 30); absent for the loopback as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkFidelity>,
+}
+
+/// A cell's network: what the environment asked, the round trip a probe
+/// measured through the same emulation before the load, and what the
+/// relay did over the cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NetworkFidelity {
+    pub asked: crate::network::Network,
+    /// The loopback's own round trip, without the emulation.
+    pub loopback: crate::network::probe::RoundTrips,
+    /// Through the emulation.
+    pub round_trip: crate::network::probe::RoundTrips,
+    /// The proxy's traffic and lateness over the cell's load and phases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relay: Option<crate::network::relay::RelayStats>,
 }
 
 /// What one secondary of a replica set showed: its limits read back, its

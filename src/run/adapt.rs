@@ -87,6 +87,7 @@ pub fn cell_work(
         key,
         cache_overcommit: cell.cache_overcommit,
         steal_allowance: cell.steal_allowance.map_or(0.0, |a| a.fraction()),
+        network: cell.network.clone(),
         quick_stop: cell.quick_stop.clone(),
         group,
         label: cell.id.clone(),

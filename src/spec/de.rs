@@ -250,7 +250,8 @@ from_node_unit!(
     Duration => "a duration like `30s`",
     CpuSet => "a CPU set like `0-3`",
     Share => "a share like `50%`",
-    SizeOrShare => "a size like `12GiB` or a share like `75%`"
+    SizeOrShare => "a size like `12GiB` or a share like `75%`",
+    crate::units::Rate => "a rate like `10gbit`"
 );
 
 impl<T: FromNode> FromNode for Vec<T> {

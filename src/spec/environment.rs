@@ -23,7 +23,7 @@ use super::de::{Fields, FromNode, check_spec_name, choice};
 use super::diag::{Cx, Origin};
 use super::yaml::Node;
 use crate::model::{Backend, IoLimits, SwapPolicy, ThpPolicy};
-use crate::units::{Bytes, CpuSet, Share, SizeOrShare};
+use crate::units::{Bytes, CpuSet, Duration, Share, SizeOrShare};
 use std::collections::BTreeMap;
 
 /// Smallest memory cap accepted: below this no engine starts.
@@ -72,6 +72,9 @@ pub struct Environment {
     /// start order, each among the server's; members of roles not listed
     /// share out the server's CPUs that are left.
     pub member_cpus: BTreeMap<String, Vec<CpuSet>>,
+    /// The network between the client and the server (`network:`); none:
+    /// the loopback as it is.
+    pub network: Option<crate::network::Network>,
     pub origin: Origin,
 }
 
@@ -256,6 +259,75 @@ fn server_from_node(n: &Node, cx: &mut Cx) -> Option<Server> {
     })
 }
 
+/// `network:` between the client and the server: `{delay: 100us,
+/// jitter: 10us, rate: 10gbit, loss: 0%, emulation: auto}`.
+fn network_from_node(n: &Node, cx: &mut Cx) -> Option<crate::network::Network> {
+    use crate::network::Emulation;
+    let f = Fields::open(
+        n,
+        cx,
+        "network",
+        &["delay", "jitter", "rate", "loss", "emulation"],
+    )?;
+    let delay = f.req::<Duration>(cx, "delay");
+    let jitter = f.opt::<Duration>(cx, "jitter");
+    let rate = f.opt::<crate::units::Rate>(cx, "rate");
+    let loss = match f.opt::<String>(cx, "loss") {
+        None => 0.0,
+        Some(text) => match crate::network::parse_loss(&text) {
+            Ok(l) => l,
+            Err(e) => {
+                cx.error(f.pos_of("loss"), "network.loss", e.0, None);
+                return None;
+            }
+        },
+    };
+    let table = [
+        ("auto", Emulation::Auto),
+        ("kernel", Emulation::Kernel),
+        ("proxy", Emulation::Proxy),
+    ];
+    let emulation = match f.get("emulation") {
+        Some(node) => choice(node, cx, "network.emulation", &table)?,
+        None => Emulation::Auto,
+    };
+    if emulation == Emulation::Kernel {
+        cx.error(
+            f.pos_of("emulation"),
+            "network.emulation",
+            "the kernel emulation (netem in a namespace of the cell's own) is not built yet",
+            Some("use `emulation: proxy` (or leave it out): a relay in benchcage imposes the network".into()),
+        );
+        return None;
+    }
+    let delay = delay?;
+    if let Some(j) = jitter
+        && j > delay
+    {
+        cx.error(
+            f.pos_of("jitter"),
+            "network.jitter",
+            format!("a jitter of {j} is larger than the delay of {delay}: a chunk cannot arrive before it was sent"),
+            Some("give a jitter at most the delay".into()),
+        );
+    }
+    if delay.std() > std::time::Duration::from_secs(10) {
+        cx.error(
+            f.pos_of("delay"),
+            "network.delay",
+            format!("a one-way delay of {delay} is not a network any engine's client tolerates"),
+            Some("give a delay under 10s; 100us is a data-centre network, 50ms a continent".into()),
+        );
+    }
+    Some(crate::network::Network {
+        delay,
+        jitter,
+        rate,
+        loss,
+        emulation,
+    })
+}
+
 /// `scale:`, above 0 and at most 64.
 fn scale_of(f: &Fields, cx: &mut Cx) -> f64 {
     let scale = f.or(cx, "scale", 1.0f64);
@@ -291,6 +363,7 @@ impl Environment {
                 "topology",
                 "share_cpus",
                 "member_cpus",
+                "network",
             ],
         )?;
         check_spec_name(&f, cx, name);
@@ -332,6 +405,10 @@ impl Environment {
             topology: f.or(cx, "topology", crate::model::Topology::Standalone),
             share_cpus: f.or(cx, "share_cpus", false),
             member_cpus: f.or(cx, "member_cpus", BTreeMap::new()),
+            network: match f.get("network") {
+                Some(n) => Some(network_from_node(n, cx)?),
+                None => None,
+            },
             origin: Origin::default(),
         };
         Some(env)

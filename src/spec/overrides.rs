@@ -27,6 +27,12 @@ pub const ENV_KEYS: &[&str] = &[
     "allow_cache_overcommit",
     "share_cpus",
     "host.transparent_hugepages",
+    "network",
+    "network.delay",
+    "network.jitter",
+    "network.rate",
+    "network.loss",
+    "network.emulation",
 ];
 
 /// An environment as a cell sees it: scaled, then overridden.
@@ -41,6 +47,8 @@ pub struct CellEnv {
     pub pids: u64,
     /// Steal time a phase may lose and stay valid.
     pub steal_allowance: Option<Share>,
+    /// The network between the client and the server.
+    pub network: Option<crate::network::Network>,
     pub cache: Option<SizeOrShare>,
     /// `cache: default`: the engine sizes its own cache.
     pub cache_choice: CacheChoice,
@@ -67,6 +75,7 @@ impl CellEnv {
             io: env.server.io.clone(),
             pids: env.server.pids,
             steal_allowance: env.server.steal_allowance,
+            network: env.network.clone(),
             cache: env.cache.map(|c| match c {
                 SizeOrShare::Absolute(b) => SizeOrShare::Absolute(b.scaled(scale)),
                 s => s,
@@ -81,6 +90,59 @@ impl CellEnv {
             share_cpus: env.share_cpus,
             thp: env.host.transparent_hugepages,
         }
+    }
+
+    /// `network.delay=1ms` and its siblings; a network is made (delay 0,
+    /// emulation auto) when the environment had none.
+    fn set_network(&mut self, part: &str, v: &str) -> Result<(), (String, Option<String>)> {
+        use crate::network::{Emulation, Network};
+        let e = |err: crate::units::UnitError| (err.0, None);
+        let n = self.network.get_or_insert(Network {
+            delay: crate::units::Duration::default(),
+            jitter: None,
+            rate: None,
+            loss: 0.0,
+            emulation: Emulation::Auto,
+        });
+        match part {
+            "delay" => n.delay = v.parse().map_err(e)?,
+            "jitter" => n.jitter = Some(v.parse().map_err(e)?),
+            "rate" => n.rate = Some(v.parse().map_err(e)?),
+            "loss" => n.loss = crate::network::parse_loss(v).map_err(e)?,
+            "emulation" => {
+                n.emulation = match v {
+                    "auto" => Emulation::Auto,
+                    "proxy" => Emulation::Proxy,
+                    "kernel" => {
+                        return Err((
+                            "the kernel emulation (netem in a namespace of the cell's own) is not built yet".into(),
+                            Some("use `network.emulation=proxy` or `auto`".into()),
+                        ));
+                    }
+                    _ => {
+                        return Err((
+                            format!("unknown network emulation `{v}`"),
+                            Some("use auto or proxy".into()),
+                        ));
+                    }
+                }
+            }
+            _ => {
+                return Err((
+                    format!("unknown network field `network.{part}`"),
+                    Some("use network.delay, .jitter, .rate, .loss or .emulation".into()),
+                ));
+            }
+        }
+        if let Some(j) = n.jitter
+            && j > n.delay
+        {
+            return Err((
+                format!("a jitter of {j} is larger than the delay of {}", n.delay),
+                Some("give a jitter at most the delay".into()),
+            ));
+        }
+        Ok(())
     }
 
     /// Apply one environment override (`scale` is handled before scaling).
@@ -110,6 +172,16 @@ impl CellEnv {
                     .filter(|p| *p > 0)
                     .ok_or((format!("pids `{v}` is not a positive number"), None))?
             }
+            "network" => match v {
+                "none" | "off" => self.network = None,
+                _ => {
+                    return Err((
+                        format!("`network={v}`: only `none` is accepted here"),
+                        Some("give the parts: `network.delay=1ms`, `network.rate=10mbit`".into()),
+                    ));
+                }
+            },
+            k if k.starts_with("network.") => self.set_network(&k["network.".len()..], v)?,
             "server.steal_allowance" => {
                 self.steal_allowance = match v {
                     "none" | "0" | "0%" => None,
@@ -246,6 +318,7 @@ pub fn check_env_key(key: &str, value: &str) -> Result<(), (String, Option<Strin
         io: IoLimits::default(),
         pids: 1,
         steal_allowance: None,
+        network: None,
         cache: None,
         cache_choice: CacheChoice::Planned,
         hog: Hog::None,

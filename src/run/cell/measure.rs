@@ -203,7 +203,7 @@ async fn watch_phase(
     let place: PlaceHook = Arc::new(move |cmd: &mut std::process::Command| {
         placer.place(cmd).map_err(std::io::Error::other)
     });
-    let ports = r.topology.client_ports(r.port);
+    let ports = r.client_ports();
     let env = PhaseEnv {
         port: ports[0],
         ports,

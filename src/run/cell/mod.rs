@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 mod end;
 mod measure;
+mod network;
 mod stages;
 mod topology;
 
@@ -288,6 +289,8 @@ pub struct CellWork {
     pub cache_overcommit: bool,
     /// Steal time a phase may lose and stay valid (`server.steal_allowance`).
     pub steal_allowance: f64,
+    /// The network between the client and the server (`network:`).
+    pub network: Option<crate::network::Network>,
     /// Sent to the cell's server at teardown, before SIGTERM: the
     /// engine's `quick_stop:` statement, on which it exits at once.
     pub quick_stop: Option<String>,
@@ -451,9 +454,21 @@ struct Running {
     abort: Option<String>,
     /// The members beside the cell's server (none for one server).
     topology: Topology,
+    /// The relays imposing the environment's network on the client.
+    links: Option<network::Links>,
 }
 
 impl Running {
+    /// The ports the client is given: the server's, or the relays' in
+    /// front of them when the environment has a network.
+    fn client_ports(&self) -> Vec<u16> {
+        let ports = self.topology.client_ports(self.port);
+        match &self.links {
+            Some(l) => l.client_ports(&ports),
+            None => ports,
+        }
+    }
+
     /// The sandbox, until teardown takes it (after the lifecycle, which is
     /// its only user).
     fn sandbox(&mut self) -> &mut (dyn Sandbox + Sync) {
@@ -534,6 +549,7 @@ pub async fn run_cell(
         epoch,
         abort: None,
         topology: Topology::new(work, replicas),
+        links: None,
     };
     std::fs::create_dir_all(&ctx.cell_dir)?;
     let outcome = lifecycle(work, ctx, &mut r, writer).await;
@@ -547,6 +563,12 @@ pub async fn run_cell(
     }
 
     r.enter(ctx, "teardown");
+    if let Some(links) = r.links.take() {
+        let stats = links.stop();
+        if let Some(n) = r.record.fidelity.network.as_mut() {
+            n.relay = Some(stats);
+        }
+    }
     let samples = match r.sampler.take() {
         Some(s) => s.finish().await,
         None => Vec::new(),
@@ -786,6 +808,17 @@ async fn lifecycle(
         r.hog = Some((hog, ledger));
     }
 
+    if let Some(net) = &work.network {
+        r.enter(ctx, "network");
+        let seed = u64::from_str_radix(work.key.get(..16).unwrap_or("0"), 16).unwrap_or(0);
+        let cpus: Vec<u32> = work.limits.client_cpus.iter().collect();
+        let ports = r.topology.client_ports(r.port);
+        let (links, fidelity, violation) = network::connect(net, seed, &ports, &cpus)?;
+        r.record.fidelity.network = Some(fidelity);
+        r.record.fidelity.violations.extend(violation);
+        r.links = Some(links);
+    }
+
     let mut index = 0usize;
     if let Some(load) = work.load.as_ref().filter(|_| restored.is_none()) {
         r.enter(ctx, "load");
@@ -841,6 +874,7 @@ pub const OWN_STAGES: &[&str] = &[
     "snapshot",
     "start",
     "ready",
+    "network",
     "replicas",
     "hog",
     "settle",

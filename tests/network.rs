@@ -1,0 +1,117 @@
+//! The network as a constraint (issue 30), proxy emulation: a real redis
+//! cell read at one thread over a relay that delays each direction, against
+//! the same cell on the bare loopback; fidelity records the asked and the
+//! measured round trip; nothing is left behind.
+
+mod support;
+
+use benchcage::results::model::{CellRecord, FidelityRecord};
+use std::path::PathBuf;
+use support::cli::bc_in;
+use support::files::{cell_dirs, read_json};
+
+const HOME: &str = env!("CARGO_MANIFEST_DIR");
+
+/// Runs tests/scenarios/run-network.yaml with `extra` arguments; the cell's
+/// record and fidelity.
+fn run_cell(extra: &[&str]) -> (CellRecord, FidelityRecord) {
+    let tmp = tempfile::Builder::new()
+        .prefix("benchcage-network-test-")
+        .tempdir()
+        .unwrap();
+    let t = tmp.path();
+    let out = bc_in(
+        &PathBuf::from(HOME),
+        &t.join("results"),
+        &t.join("work"),
+        &t.join("state"),
+    )
+    .arg("run")
+    .arg("tests/scenarios/run-network.yaml")
+    .args(extra)
+    .env("BENCHCAGE_SNAPSHOTS", "off")
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let run = std::fs::read_dir(t.join("results"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.join("run.json").is_file())
+        .unwrap();
+    let cells = cell_dirs(&run);
+    assert_eq!(cells.len(), 1);
+    let cell: CellRecord = read_json(&cells[0].join("cell.json"));
+    let fidelity: FidelityRecord = read_json(&cells[0].join("fidelity.json"));
+    (cell, fidelity)
+}
+
+fn reads_per_sec(cell: &CellRecord) -> f64 {
+    cell.phases
+        .iter()
+        .find(|p| p.name == "reads")
+        .map(|p| p.throughput)
+        .expect("a reads phase")
+}
+
+#[test]
+fn a_one_millisecond_delay_holds_a_single_reader_under_600_reads_a_second() {
+    let (bare, bare_fid) = run_cell(&[]);
+    assert!(bare_fid.network.is_none());
+    let bare_rate = reads_per_sec(&bare);
+    // Over 3,000 on a quiet host; CI runs tests two at a time on 2 cores.
+    assert!(bare_rate > 1200.0, "on the loopback: {bare_rate} reads/s");
+
+    let (far, fid) = run_cell(&["--set", "network.delay=1ms"]);
+    assert_ne!(
+        far.key, bare.key,
+        "a network is part of the cell's identity"
+    );
+    let rate = reads_per_sec(&far);
+    assert!(rate < 600.0, "over 2 ms round trips: {rate} reads/s");
+    assert!(rate > 100.0, "{rate} reads/s");
+    assert!(bare_rate > 2.5 * rate, "{bare_rate} vs {rate} reads/s");
+    eprintln!("reads/s at 1 thread: loopback {bare_rate:.0}, 1ms each way {rate:.0}");
+
+    let net = fid.network.expect("fidelity records the network");
+    assert_eq!(net.asked.delay.to_string(), "1ms");
+    assert_eq!(net.asked.emulation.name(), "proxy");
+    let rt = net.round_trip.median_us;
+    assert!((2000..3000).contains(&rt), "measured round trip {rt} us");
+    assert!(net.loopback.median_us < 1000, "{:?}", net.loopback);
+    let relay = net.relay.expect("the relay's traffic");
+    assert!(relay.connections >= 1 && relay.bytes > 0, "{relay:?}");
+    assert!(
+        !fid.violations.iter().any(|v| v.contains("network")),
+        "{:?}",
+        fid.violations
+    );
+    assert!(far.stage_s.contains_key("network"), "{:?}", far.stage_s);
+}
+
+#[test]
+fn a_network_that_cannot_be_read_is_refused_before_anything_is_made() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    for (set, says) in [
+        ("network.delay=1", "no unit"),
+        ("network.rate=10MB", "bits per second"),
+        ("network.emulation=kernel", "not built yet"),
+        ("network.loss=5", "percentage"),
+    ] {
+        let out = bc_in(
+            &PathBuf::from(HOME),
+            &t.join("results"),
+            &t.join("work"),
+            &t.join("state"),
+        )
+        .args(["run", "tests/scenarios/run-network.yaml", "--set", set])
+        .output()
+        .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{set}: {stderr}");
+        assert!(stderr.contains(says), "{set}: {stderr}");
+        assert!(!t.join("results").exists(), "{set} made the results folder");
+    }
+}

@@ -502,6 +502,32 @@ mod tests {
     }
 
     #[test]
+    fn a_ten_megabit_link_carries_a_megabyte_and_a_quarter_in_about_a_second() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let sink_addr = l.local_addr().unwrap();
+        let sink = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let mut all = Vec::new();
+            s.read_to_end(&mut all).unwrap();
+            (all.len(), Instant::now())
+        });
+        let shape = Shape {
+            rate: Some("10mbit".parse::<Rate>().unwrap()),
+            ..Shape::default()
+        };
+        let relay = Relay::start("127.0.0.1:0".parse().unwrap(), sink_addr, shape, &[]).unwrap();
+        let mut s = TcpStream::connect(relay.addr()).unwrap();
+        let start = Instant::now();
+        s.write_all(&vec![1u8; 1_250_000]).unwrap();
+        s.shutdown(Shutdown::Write).unwrap();
+        let (got, end) = sink.join().unwrap();
+        let took = (end - start).as_secs_f64();
+        assert_eq!(got, 1_250_000);
+        assert!((0.9..1.1).contains(&took), "10 Mbit in {took:.3}s, not 1s within 10%");
+        relay.stop();
+    }
+
+    #[test]
     fn the_relay_passes_a_close_on_after_the_data_before_it() {
         let (server, h) = echo();
         let relay = Relay::start("127.0.0.1:0".parse().unwrap(), server, shape(500), &[]).unwrap();

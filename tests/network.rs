@@ -121,7 +121,10 @@ fn a_docker_cell_gets_the_same_delay() {
     let (cell, fid) = run_cell(&["--set", "backend=docker", "--set", "network.delay=1ms"]);
     assert!(cell.image.is_some(), "a docker cell");
     let rate = reads_per_sec(&cell);
-    assert!((100.0..600.0).contains(&rate), "over 2 ms round trips: {rate} reads/s");
+    assert!(
+        (100.0..600.0).contains(&rate),
+        "over 2 ms round trips: {rate} reads/s"
+    );
     let net = fid.network.expect("fidelity records the network");
     assert!((2000..3000).contains(&net.round_trip.median_us), "{net:?}");
     assert!(net.relay.is_some_and(|r| r.bytes > 0));

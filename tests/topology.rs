@@ -864,3 +864,35 @@ fn after_sigkill_while_the_secondaries_join_cleanup_leaves_nothing() {
     }
     place.assert_clean(&run);
 }
+
+#[test]
+fn postgres_and_redis_replica_sets_behind_a_network_form_and_sync_through_its_links() {
+    let place = Place::new();
+    for engine in ["postgres", "redis"] {
+        let (mut child, lines) = place.spawn(&[
+            "run",
+            "tests/scenarios/run-replica-sets.yaml",
+            "--only",
+            engine,
+            "--set",
+            "network.delay=500us",
+        ]);
+        let run = run_id_of(&wait_line(&mut child, &lines, &["run ", "1 cell(s)"], 60));
+        let status = child.wait().unwrap();
+        assert!(status.success(), "{}", lines.lock().unwrap().join("\n"));
+        let c = place.cells(&run).remove(engine).unwrap();
+        assert_eq!(c.status, CellStatus::Finished, "{engine}: {:?}", c.failure);
+        let primary = c.data_digest.clone().expect("the primary's digest");
+        for (name, m) in &c.fidelity.members {
+            assert_eq!(m.data_digest.as_ref(), Some(&primary), "{engine} {name}");
+            assert!(m.in_sync_s.is_some(), "{engine} {name}");
+        }
+        let net = c.fidelity.network.as_ref().expect("the network's record");
+        let links = net.links.as_ref().expect("the replication links' relays");
+        // Each secondary copied the records through its link.
+        assert!(links.connections >= 2, "{engine}: {links:?}");
+        assert!(links.bytes > 2000 * 200, "{engine}: {links:?}");
+        assert!(net.relay.as_ref().is_some_and(|r| r.bytes > 0), "{engine}");
+        place.assert_clean(&run);
+    }
+}

@@ -523,7 +523,10 @@ mod tests {
         let (got, end) = sink.join().unwrap();
         let took = (end - start).as_secs_f64();
         assert_eq!(got, 1_250_000);
-        assert!((0.9..1.1).contains(&took), "10 Mbit in {took:.3}s, not 1s within 10%");
+        assert!(
+            (0.9..1.1).contains(&took),
+            "10 Mbit in {took:.3}s, not 1s within 10%"
+        );
         relay.stop();
     }
 

@@ -314,6 +314,10 @@ pub struct NetworkFidelity {
     /// The proxy's traffic and lateness over the cell's load and phases.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relay: Option<crate::network::relay::RelayStats>,
+    /// The replication links' relays (a follower to its leader), when
+    /// the cell has a topology.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub links: Option<crate::network::relay::RelayStats>,
 }
 
 /// What one secondary of a replica set showed: its limits read back, its

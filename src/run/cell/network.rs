@@ -7,7 +7,7 @@
 
 use super::Stop;
 use crate::network::probe::{self, Echo, RoundTrips};
-use crate::network::relay::Relay;
+use crate::network::relay::{Relay, RelayStats};
 use crate::network::{Network, Shape};
 use crate::results::model::NetworkFidelity;
 use std::collections::BTreeMap;
@@ -35,23 +35,46 @@ impl Links {
     }
 
     /// Stops every relay; what they did together.
-    pub(super) fn stop(self) -> crate::network::relay::RelayStats {
-        let mut all = crate::network::relay::RelayStats::default();
-        let mut late_sum = 0.0;
-        for r in self.relays {
-            let s = r.stop();
-            late_sum += s.late_mean_us * s.chunks as f64;
-            all.connections += s.connections;
-            all.chunks += s.chunks;
-            all.bytes += s.bytes;
-            all.lost += s.lost;
-            all.late_max_us = all.late_max_us.max(s.late_max_us);
-        }
-        if all.chunks > 0 {
-            all.late_mean_us = late_sum / all.chunks as f64;
-        }
-        all
+    pub(super) fn stop(self) -> RelayStats {
+        stop_all(self.relays)
     }
+}
+
+/// Stops `relays`; what they did together.
+pub(super) fn stop_all(relays: Vec<Relay>) -> RelayStats {
+    let mut all = RelayStats::default();
+    let mut late_sum = 0.0;
+    for r in relays {
+        let s = r.stop();
+        late_sum += s.late_mean_us * s.chunks as f64;
+        all.connections += s.connections;
+        all.chunks += s.chunks;
+        all.bytes += s.bytes;
+        all.lost += s.lost;
+        all.late_max_us = all.late_max_us.max(s.late_max_us);
+    }
+    if all.chunks > 0 {
+        all.late_mean_us = late_sum / all.chunks as f64;
+    }
+    all
+}
+
+/// The relay a follower reaches its leader on `leader` through: the same
+/// shape as the client's link, on the client's CPUs (a link costs neither
+/// server).
+pub(super) fn link(
+    network: &Network,
+    leader: u16,
+    limits: &crate::model::CellLimits,
+) -> Result<Relay, Stop> {
+    let cpus: Vec<u32> = limits.client_cpus.iter().collect();
+    Relay::start(
+        loopback(0),
+        loopback(leader),
+        network.shape(u64::from(leader)),
+        &cpus,
+    )
+    .map_err(|e| Stop::Failed(format!("network: starting a replication link's relay: {e}")))
 }
 
 fn loopback(port: u16) -> SocketAddr {
@@ -88,6 +111,7 @@ pub(super) fn connect(
         loopback: bare,
         round_trip: through,
         relay: None,
+        links: None,
     };
     Ok((links, fidelity, violation))
 }

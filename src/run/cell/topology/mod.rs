@@ -39,6 +39,9 @@ pub(super) struct Topology {
     members: Vec<ReplicaRun>,
     /// Reads their lag every second once they follow the primary.
     lag: Option<LagSampler>,
+    /// With a `network:`, the relay each follower reaches its primary
+    /// through, so that replication crosses the same emulated network.
+    links: Vec<crate::network::relay::Relay>,
 }
 
 impl Topology {
@@ -53,6 +56,7 @@ impl Topology {
                 .map(|(rw, sb)| ReplicaRun::new(rw, sb))
                 .collect(),
             lag: None,
+            links: Vec::new(),
         }
     }
 
@@ -73,7 +77,16 @@ impl Topology {
         writer: &dyn CellWriter,
     ) -> Result<(), Stop> {
         for rr in self.members.iter_mut().filter(|rr| !rr.is_router()) {
-            members::start(work, ctx, rr, record, writer, primary, &[]).await?;
+            let leader = match &work.network {
+                Some(net) => {
+                    let relay = super::network::link(net, primary, &work.limits)?;
+                    let port = relay.addr().port();
+                    self.links.push(relay);
+                    port
+                }
+                None => primary,
+            };
+            members::start(work, ctx, rr, record, writer, leader, &[]).await?;
         }
         Ok(())
     }
@@ -327,6 +340,12 @@ impl Topology {
                 let member = member(record, &rr.name);
                 member.max_behind = member.max_behind.max(sample.behind.unwrap_or(0));
                 member.lag.push(sample);
+            }
+        }
+        if !self.links.is_empty() {
+            let stats = super::network::stop_all(std::mem::take(&mut self.links));
+            if let Some(n) = record.fidelity.network.as_mut() {
+                n.links = Some(stats);
             }
         }
         let mut leaks = Vec::new();

@@ -766,6 +766,41 @@ fn every_shipped_write_up_scenario_declares_what_the_write_up_published() {
         "py-tpcc is the write-up's own tool: {all}"
     );
     assert!(text.contains("--warehouses 125"), "{text}");
+    // Its client ran on another host over 10 Gb: the loopback is named.
+    assert!(
+        has(
+            &devs,
+            "differs",
+            "wt-25g-in-50g: the client reaches the server over the loopback instead of the write-up's client on an identical bare-metal host over a 10 Gb network"
+        ),
+        "{all}"
+    );
+    let (_, devs) = writeup_deviations(
+        "scenarios/004-tpcc-mongodb.yaml",
+        &[
+            "--set",
+            "network.delay=100us",
+            "--set",
+            "network.rate=1gbit",
+        ],
+    );
+    let all = format!("{devs:#?}");
+    assert!(
+        has(
+            &devs,
+            "differs",
+            "wt-25g-in-50g: an emulated link (delay 100us, rate 1gbit (proxy)) instead of the write-up's"
+        ),
+        "{all}"
+    );
+    assert!(
+        has(
+            &devs,
+            "differs",
+            "wt-25g-in-50g: network rate 1gbit instead of the write-up's 10gbit"
+        ),
+        "{all}"
+    );
 }
 
 /// The write-up a scenario names: its file name's `NNN-` prefix, else

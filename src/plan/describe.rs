@@ -249,9 +249,9 @@ fn describe_resources(o: &mut String, c: &PlannedCell, host: &HostFacts) {
     if let Some(n) = &c.network {
         let _ = writeln!(
             o,
-            "  network   {}: a round trip adds {:?}; the client reaches the server through a relay on its CPUs, and a probe measures the round trip before the load",
+            "  network   {}: a round trip adds {}; the client reaches the server through a relay on its CPUs, and a probe measures the round trip before the load",
             n.describe(),
-            n.shape(0).round_trip()
+            crate::units::Duration(n.shape(0).round_trip())
         );
     }
     if let Some(leave) = c.hog_leave {

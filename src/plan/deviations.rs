@@ -520,11 +520,65 @@ fn environments(project: &Project, r: &Reproduces, cells: &[PlannedCell], found:
             pe.hog_leave,
             c.scale,
         );
+        network(found, &env, c.network.as_ref(), pe.network.as_ref());
         for c in group {
             let label = c.id.split('/').next().unwrap_or_default();
             let subject = format!("{env} {label}");
             cache(project, found, &subject, c, pe.cache);
         }
+    }
+}
+
+/// The cell's network against the write-up's: the loopback where it had
+/// a network between two hosts, an emulated link, a delay or a rate of
+/// its own.
+fn network(
+    found: &mut Found,
+    env: &str,
+    here: Option<&crate::network::Network>,
+    published: Option<&crate::spec::writeup::PublishedNetwork>,
+) {
+    match (here, published) {
+        (None, Some(p)) => found.add(
+            DeviationKind::Differs,
+            env,
+            format!(
+                "the client reaches the server over the loopback instead of the write-up's {}; give the environment a `network:` (e.g. `--set network.delay=100us`) to emulate a link",
+                p.what
+            ),
+        ),
+        (Some(n), None) => found.add(
+            DeviationKind::Chosen,
+            env,
+            format!("network {} chosen (the write-up does not say)", n.describe()),
+        ),
+        (Some(n), Some(p)) => {
+            found.add(
+                DeviationKind::Differs,
+                env,
+                format!(
+                    "an emulated link ({}) instead of the write-up's {}",
+                    n.describe(),
+                    p.what
+                ),
+            );
+            if let Some(d) = p.delay.filter(|d| *d != n.delay) {
+                found.add(
+                    DeviationKind::Differs,
+                    env,
+                    format!("network delay {} instead of the write-up's {d}", n.delay),
+                );
+            }
+            if let Some(r) = p.rate.filter(|r| Some(*r) != n.rate) {
+                let here = n.rate.map_or("unlimited".to_string(), |h| h.to_string());
+                found.add(
+                    DeviationKind::Differs,
+                    env,
+                    format!("network rate {here} instead of the write-up's {r}"),
+                );
+            }
+        }
+        (None, None) => {}
     }
 }
 

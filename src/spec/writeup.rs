@@ -58,6 +58,29 @@ pub struct PublishedEnv {
     pub memory: Option<Bytes>,
     pub cache: Option<Bytes>,
     pub hog_leave: Option<Bytes>,
+    /// Between its client and its server.
+    pub network: Option<PublishedNetwork>,
+}
+
+/// The write-up's network between client and server: `{what: "a client
+/// host over 10 Gb Ethernet", rate: 10gbit}`; a delay when it gives one.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PublishedNetwork {
+    /// In the write-up's words.
+    pub what: String,
+    pub delay: Option<Duration>,
+    pub rate: Option<crate::units::Rate>,
+}
+
+impl FromNode for PublishedNetwork {
+    fn from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Self> {
+        let f = Fields::open(node, cx, path, &["what", "delay", "rate"])?;
+        Some(PublishedNetwork {
+            what: f.req(cx, "what")?,
+            delay: f.opt(cx, "delay"),
+            rate: f.opt(cx, "rate"),
+        })
+    }
 }
 
 /// One engine of the write-up and the matrix entries that play it here.
@@ -140,12 +163,18 @@ impl FromNode for PublishedTool {
 
 impl FromNode for PublishedEnv {
     fn from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Self> {
-        let f = Fields::open(node, cx, path, &["cpus", "memory", "cache", "hog_leave"])?;
+        let f = Fields::open(
+            node,
+            cx,
+            path,
+            &["cpus", "memory", "cache", "hog_leave", "network"],
+        )?;
         Some(PublishedEnv {
             cpus: f.opt(cx, "cpus"),
             memory: f.opt(cx, "memory"),
             cache: f.opt(cx, "cache"),
             hog_leave: f.opt(cx, "hog_leave"),
+            network: f.opt(cx, "network"),
         })
     }
 }

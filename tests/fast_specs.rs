@@ -103,17 +103,7 @@ fn every_shipped_scenario_plans_on_this_host_and_creates_nothing() {
     ] {
         assert!(scenarios.iter().any(|s| s == want), "{want} is not shipped");
     }
-    // The faithful scenarios of 000..002 need a host of the write-up's
-    // size (tests/fast_writeup_plans.rs plans them on one); their `-here`
-    // twins plan here.
-    for s in scenarios.iter().filter(|s| {
-        ![
-            "000-tokumx-reality",
-            "001-mongodb-to-tokumx",
-            "002-sysbench-mongo",
-        ]
-        .contains(&s.as_str())
-    }) {
+    for s in &scenarios {
         let o = run(home.path(), &["plan", &format!("scenarios/{s}.yaml")]);
         assert_eq!(o.code, 0, "{s}: {}{}", o.stdout, o.stderr);
         assert!(o.stdout.contains("nothing was created."), "{s}");

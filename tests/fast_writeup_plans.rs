@@ -1,7 +1,9 @@
 //! Every write-up's faithful scenario and its `-here` twin plan at scale 1
 //! on a host of the write-up's size (`support::plans::big_host`), and the
 //! deviations plan lists are exactly the expected ones: those the
-//! write-up's own missing pieces force, and for `-here` the stand-ins.
+//! write-up's own missing pieces force, the one CPU each server gets on
+//! this repository's 2-CPU test host (gone without those sets, see
+//! `faithful_plan`), and for `-here` the stand-ins.
 
 mod support;
 
@@ -82,6 +84,14 @@ fn write_up_000_tokumx_reality_plans_with_exactly_the_expected_deviations() {
             (
                 "chosen",
                 "vm-256m: memory cap 256MiB chosen (the write-up does not say)"
+            ),
+            (
+                "differs",
+                "vm-1g, vm-256m: 1 server CPUs instead of the write-up's 2"
+            ),
+            (
+                "differs",
+                "vm-4cpu: 1 server CPUs instead of the write-up's 4"
             ),
             (
                 "omitted",
@@ -268,7 +278,7 @@ fn write_up_002_sysbench_mongo_plans_with_exactly_the_expected_deviations() {
             ),
             (
                 "chosen",
-                "hog-16g: 4 server CPUs chosen (the write-up does not say)"
+                "hog-16g: 1 server CPUs chosen (the write-up does not say)"
             ),
             (
                 "chosen",
@@ -406,13 +416,44 @@ fn every_cell_of_a_faithful_tokumx_scenario_turns_transparent_huge_pages_off() {
     }
 }
 
+/// The plan of a faithful scenario as a host of the write-up's size runs
+/// it: without the `server.cpus` and `client.cpus` sets that fit it to
+/// this repository's 2-CPU test host.
+fn faithful_plan(name: &str) -> benchcage::plan::Plan {
+    let text = std::fs::read_to_string(repo().join(format!("scenarios/{name}.yaml"))).unwrap();
+    let without = text.replace("server.cpus: \"1\", client.cpus: \"0\", ", "");
+    assert_ne!(text, without, "{name} fits this host with cpus sets");
+    let t = tempfile::tempdir().unwrap();
+    let path = t.path().join(format!("{name}.yaml"));
+    std::fs::write(&path, without).unwrap();
+    let project = Project::load(&repo()).unwrap();
+    let s = project.find_scenario(path.to_str().unwrap()).unwrap();
+    plan_on(&project, &s, &[], None, None, &support::plans::big_host())
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+#[test]
+fn on_a_host_of_the_write_ups_size_the_faithful_scenarios_keep_its_cpus() {
+    for name in [
+        "000-tokumx-reality",
+        "001-mongodb-to-tokumx",
+        "002-sysbench-mongo",
+    ] {
+        let plan = faithful_plan(name);
+        let r = plan.reproduces.unwrap();
+        let differs: Vec<&str> = r
+            .deviations
+            .iter()
+            .filter(|d| d.kind.to_string() == "differs")
+            .map(|d| d.text.as_str())
+            .collect();
+        assert!(differs.is_empty(), "{name}: {differs:?}");
+    }
+}
+
 #[test]
 fn write_up_000_puts_tokumx_on_4_vcpus_against_mongodb_on_2_and_nothing_else_there() {
-    let project = Project::load(&repo()).unwrap();
-    let s = project
-        .find_scenario("scenarios/000-tokumx-reality.yaml")
-        .unwrap();
-    let plan = plan_on(&project, &s, &[], None, None, &support::plans::big_host()).unwrap();
+    let plan = faithful_plan("000-tokumx-reality");
     let ids: Vec<&str> = plan.cells.iter().map(|c| c.id.as_str()).collect();
     assert_eq!(
         ids,

@@ -16,7 +16,6 @@ mod support;
 use benchcage::host::HostFacts;
 use benchcage::plan::plan_on;
 use benchcage::spec::Project;
-use benchcage::units::{Bytes, CpuSet};
 use std::collections::BTreeMap;
 use support::cli::repo;
 
@@ -24,17 +23,7 @@ const FIXTURE: &str = "tests/fixtures/cell-keys.json";
 
 /// A host big enough for every shipped scenario, the same everywhere.
 fn fixed_host() -> HostFacts {
-    let mut host = HostFacts::probe();
-    host.online_cpus = CpuSet::new(0..64);
-    host.mem_total = Bytes::from_gib(512);
-    host.mem_available = Bytes::from_gib(500);
-    host.swap_total = Bytes::from_gib(16);
-    host.swap_accounting = true;
-    host.work_free = Some(Bytes::from_gib(64 * 1024));
-    host.work_free_set = Some("64TiB".into());
-    host.open_files = 1 << 20;
-    host.thp = Ok(None);
-    host
+    support::plans::big_host()
 }
 
 /// One scenario the keys are computed for: (label, scenario path, the

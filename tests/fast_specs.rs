@@ -548,7 +548,7 @@ fn has(devs: &[(String, String)], kind: &str, text: &str) -> bool {
 
 #[test]
 fn write_up_002_on_mongodb_runs_the_built_in_sysbench_mongo_and_plan_says_so() {
-    let (text, devs) = writeup_deviations("scenarios/002-sysbench-mongo.yaml", &[]);
+    let (text, devs) = writeup_deviations("scenarios/002-sysbench-mongo-here.yaml", &[]);
     let all = format!("{devs:#?}");
     assert!(
         has(
@@ -567,7 +567,7 @@ fn write_up_002_on_mongodb_runs_the_built_in_sysbench_mongo_and_plan_says_so() {
 
 #[test]
 fn a_scenario_run_above_the_write_ups_size_says_grown_not_shrunk() {
-    let (_, devs) = writeup_deviations("001-mongodb-to-tokumx", &[]);
+    let (_, devs) = writeup_deviations("001-mongodb-to-tokumx-here", &[]);
     assert!(
         has(
             &devs,
@@ -709,6 +709,9 @@ fn every_shipped_write_up_scenario_declares_what_the_write_up_published() {
         ("004-tpcc-mongodb", "004"),
         ("004-tpcc-mongodb-replica-set", "004"),
         ("002-sysbench-mongo", "002"),
+        ("000-tokumx-reality-here", "000"),
+        ("001-mongodb-to-tokumx-here", "001"),
+        ("002-sysbench-mongo-here", "002"),
     ] {
         let r = project.scenarios[name]
             .reproduces
@@ -2175,4 +2178,76 @@ fn plan_shows_a_pinned_pytpccs_virtualenv_and_refuses_a_missing_one_with_the_fix
         "{}",
         o.stderr
     );
+}
+
+// ------------------------------------------------------------ listed cells
+
+/// The ids of the cells `benchcage plan --json` lists for `scenario`.
+fn planned_ids(scenario: &str) -> Vec<String> {
+    let o = run(&repo(), &["plan", scenario, "--json"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_matrix_of_listed_cells_plans_exactly_those_pairs() {
+    let t = tempfile::tempdir().unwrap();
+    let path = t.path().join("pairs.yaml");
+    std::fs::write(
+        &path,
+        "matrix:\n  cells:\n    - {engine: redis@7.0, environment: quickstart}\n    - {engine: postgres@15, environment: tiny-128m}\n\
+         dataset: {records: 1000}\nphases:\n  - {name: a, builtin: {workload: a}, duration: 5s}\n",
+    )
+    .unwrap();
+    assert_eq!(
+        planned_ids(path.to_str().unwrap()),
+        ["redis@7.0/quickstart/r0", "postgres@15/tiny-128m/r0"],
+        "neither redis in tiny-128m nor postgres in quickstart"
+    );
+}
+
+#[test]
+fn listed_cells_beside_the_cross_product_add_only_their_pairs_with_the_keys_a_cross_product_gives_them()
+ {
+    let t = tempfile::tempdir().unwrap();
+    let (crossed, listed) = (t.path().join("crossed.yaml"), t.path().join("listed.yaml"));
+    let rest =
+        "dataset: {records: 1000}\nphases:\n  - {name: a, builtin: {workload: a}, duration: 5s}\n";
+    std::fs::write(
+        &crossed,
+        format!("matrix:\n  engines: [redis@7.0, postgres@15]\n  environments: [quickstart, tiny-128m]\n{rest}"),
+    )
+    .unwrap();
+    std::fs::write(
+        &listed,
+        format!(
+            "matrix:\n  engines: [redis@7.0]\n  environments: [quickstart]\n  cells:\n    - {{engine: postgres@15, environment: tiny-128m}}\n{rest}"
+        ),
+    )
+    .unwrap();
+    assert_eq!(
+        planned_ids(listed.to_str().unwrap()),
+        ["redis@7.0/quickstart/r0", "postgres@15/tiny-128m/r0"]
+    );
+    // A listed cell is the cell the cross product would have: same key.
+    let project = Project::load(&repo()).unwrap();
+    let keys = |p: &Path| -> BTreeMap<String, (String, String)> {
+        let s = project.find_scenario(p.to_str().unwrap()).unwrap();
+        let plan = plan_on(&project, &s, &[], None, None, &HostFacts::probe()).unwrap();
+        plan.cells
+            .iter()
+            .map(|c| (c.id.clone(), benchcage::run::adapt::keys_of(c)))
+            .collect()
+    };
+    let (all, some) = (keys(&crossed), keys(&listed));
+    for (id, k) in &some {
+        assert_eq!(Some(k), all.get(id), "{id}");
+    }
+    assert_eq!(some.len(), 2);
 }

@@ -40,14 +40,16 @@ pub(super) fn check_cache(
     diags: &mut Diagnostics,
 ) -> Option<()> {
     let (s, ep, label) = (sets.scenario(), e.ep, &e.label);
-    let (cache, overhead) = (knobs.cache, e.engine.cache_overhead);
+    let cache = knobs.cache;
+    let figure = e.engine.cache_overhead.of(e.version);
+    let overhead = figure.size;
     if let Some(cap) = ep.env.memory.or(ep.hog_leave())
         && knobs.has_cache_knob
         && cache.0 + overhead.0 > cap.0
         && !ep.env.allow_cache_overcommit
     {
         let msg = format!(
-            "{label}: cache {cache} + engine overhead {overhead} does not fit under the memory cap {cap} (or what the hog leaves)"
+            "{label}: cache {cache} + engine overhead {figure} does not fit under the memory cap {cap} (or what the hog leaves)"
         );
         let hint = Some("lower the cache, raise server.memory, or set allow_cache_overcommit: true to reproduce an overcommitted engine".to_string());
         diags.push(if sets.sets_knob("cache_size") {
@@ -203,7 +205,9 @@ pub(super) fn check_fixed_cache(
 ) -> Option<()> {
     use crate::spec::scenario::SettleMemory;
     let s = sets.scenario();
-    let (cache, overhead) = (knobs.cache, e.engine.cache_overhead);
+    let cache = knobs.cache;
+    let figure = e.engine.cache_overhead.of(e.version);
+    let overhead = figure.size;
     if e.engine.cache_resize.is_some() || !knobs.has_cache_knob || e.ep.env.allow_cache_overcommit {
         return Some(());
     }
@@ -228,7 +232,7 @@ pub(super) fn check_fixed_cache(
     }
     let most = Bytes(cap.0.saturating_sub(overhead.0));
     let msg = format!(
-        "{}: settle sets the memory cap to {what}, about {}, but {} cannot resize its cache while it runs (its spec has no `cache_resize:`): the cache {cache} + engine overhead {overhead} it starts with would not fit",
+        "{}: settle sets the memory cap to {what}, about {}, but {} cannot resize its cache while it runs (its spec has no `cache_resize:`): the cache {cache} + engine overhead {figure} it starts with would not fit",
         e.label,
         approx(cap),
         e.engine.name

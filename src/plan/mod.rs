@@ -280,8 +280,8 @@ fn render_scenario(flag: &str, engine: String, version: Option<String>, env: &st
     Scenario {
         name: format!("render-{flag}-{env}"),
         description: String::new(),
-        matrix: crate::spec::scenario::Matrix {
-            engines: vec![EngineRef {
+        matrix: crate::spec::scenario::Matrix::cross(
+            vec![EngineRef {
                 engine,
                 version,
                 knobs: BTreeMap::new(),
@@ -289,13 +289,13 @@ fn render_scenario(flag: &str, engine: String, version: Option<String>, env: &st
                 field: flag.into(),
                 topology: None,
             }],
-            environments: vec![EnvRef {
+            vec![EnvRef {
                 name: env.into(),
                 scale: None,
                 set: Vec::new(),
                 field: env.into(),
             }],
-        },
+        ),
         knobs: BTreeMap::new(),
         dataset: None,
         repetitions: 1,
@@ -413,9 +413,9 @@ fn plan_inner(
         only,
     };
     let mut cells = Vec::new();
-    for eref in &s.matrix.environments {
+    for (i, eref) in s.matrix.environments.iter().enumerate() {
         if env_filter.is_none_or(|f| f == eref.name) {
-            cells.extend(cx.environment(eref, &mut deviations, &mut diags));
+            cells.extend(cx.environment(i, eref, &mut deviations, &mut diags));
         }
     }
     *missing = cx.missing.into_inner();
@@ -491,9 +491,11 @@ fn ok_or_push<T>(r: Result<T, Diagnostic>, diags: &mut Diagnostics) -> Option<T>
 }
 
 impl Planning<'_> {
-    /// The cells of every engine of the matrix in one environment.
+    /// The cells of every engine of the matrix in one environment (the
+    /// `index`th of the matrix).
     fn environment(
         &self,
+        index: usize,
         eref: &EnvRef,
         deviations: &mut Vec<String>,
         diags: &mut Diagnostics,
@@ -513,7 +515,7 @@ impl Planning<'_> {
             return Vec::new();
         }
         let mut cells = Vec::new();
-        for er in &s.matrix.engines {
+        for er in s.matrix.engines_in(index) {
             if let Some(entry) = self.entry(&ep, er, diags) {
                 cells.extend(self.cells_of(&entry, deviations, diags).unwrap_or_default());
             }

@@ -114,8 +114,9 @@ pub struct Engine {
     pub readiness: Readiness,
     pub config_files: Vec<ConfigFile>,
     pub knobs: BTreeMap<String, Knob>,
-    /// Memory the engine uses beyond its cache; cache + this must fit the cap.
-    pub cache_overhead: Bytes,
+    /// Memory the engine uses beyond its cache, per version with its
+    /// source; cache + the cell's version's figure must fit the cap.
+    pub cache_overhead: super::overhead::CacheOverhead,
     /// How fast the engine goes on one server CPU, for `plan`'s estimate
     /// only; `None` for the generic rates.
     pub pace: Option<Pace>,
@@ -1399,6 +1400,33 @@ const ENGINE_FIELDS: &[&str] = &[
     "sharding",
 ];
 
+/// `cache_overhead:`, whose per-version figures name versions the engine has.
+fn overhead_of(
+    f: &Fields,
+    cx: &mut Cx,
+    versions: &[(String, EngineVersion)],
+) -> super::overhead::CacheOverhead {
+    let o: super::overhead::CacheOverhead = f.or(cx, "cache_overhead", Default::default());
+    let known: Vec<&str> = versions.iter().map(|(v, _)| v.as_str()).collect();
+    for v in o.versions.keys() {
+        if !versions.is_empty() && !known.contains(&v.as_str()) {
+            let field = format!("cache_overhead.versions.{v}");
+            let pos = cx
+                .positions
+                .get(&field)
+                .copied()
+                .unwrap_or(f.pos_of("cache_overhead"));
+            cx.error(
+                pos,
+                &field,
+                format!("cache_overhead names version `{v}`, which is not among the versions"),
+                Some(unknown_hint(v, &known)),
+            );
+        }
+    }
+    o
+}
+
 /// `default_version:`, one of `versions`; else the last version.
 fn default_version_of(f: &Fields, cx: &mut Cx, versions: &[(String, EngineVersion)]) -> String {
     let Some(d) = f.opt::<String>(cx, "default_version") else {
@@ -1514,7 +1542,9 @@ impl Engine {
             .get("sharding")
             .and_then(|n| sharding_from_node(n, cx, &config_names))
             .map(Box::new);
+        let cache_overhead = overhead_of(&f, cx, &versions);
         Some(Engine {
+            cache_overhead,
             name: name.to_string(),
             description: f.or(cx, "description", String::new()),
             default_version,
@@ -1526,7 +1556,6 @@ impl Engine {
             readiness: readiness?,
             config_files,
             knobs,
-            cache_overhead: f.or(cx, "cache_overhead", Bytes(0)),
             pace: f.get("pace").and_then(|n| pace_from_node(n, cx)),
             disk_factor,
             env,

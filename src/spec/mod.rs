@@ -15,6 +15,7 @@ pub mod environment;
 pub mod facts;
 pub mod files;
 pub mod knob_versions;
+pub mod overhead;
 pub mod overrides;
 pub mod scenario;
 pub mod scenario_set;

@@ -69,11 +69,81 @@ impl FromNode for SnapshotUse {
     }
 }
 
-/// Engines x environments.
+/// Engines x environments, and the engine x environment pairs listed
+/// beside (or instead of) that cross product (`matrix.cells`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Matrix {
+    /// Every engine entry a cell uses: those of `matrix.engines`, then
+    /// those only a listed cell names.
     pub engines: Vec<EngineRef>,
+    /// Every environment a cell uses, in the same order.
     pub environments: Vec<EnvRef>,
+    /// The cells, as indexes into `engines` and `environments`: the cross
+    /// product of `matrix.engines` and `matrix.environments`, then each
+    /// listed cell.
+    pub pairs: Vec<(usize, usize)>,
+}
+
+impl Matrix {
+    /// The full cross product of `engines` and `environments`.
+    pub fn cross(engines: Vec<EngineRef>, environments: Vec<EnvRef>) -> Matrix {
+        let pairs = (0..environments.len())
+            .flat_map(|v| (0..engines.len()).map(move |e| (e, v)))
+            .collect();
+        Matrix {
+            engines,
+            environments,
+            pairs,
+        }
+    }
+
+    /// The engine entries that have a cell in environment `env` (an index
+    /// into `environments`), in the order of `engines`.
+    pub fn engines_in(&self, env: usize) -> impl Iterator<Item = &EngineRef> {
+        self.engines
+            .iter()
+            .enumerate()
+            .filter(move |(e, _)| self.pairs.contains(&(*e, env)))
+            .map(|(_, r)| r)
+    }
+}
+
+/// One listed cell: `{engine: tokumx@1.5, environment: vm-4cpu}`.
+struct CellRef {
+    engine: EngineRef,
+    environment: EnvRef,
+}
+
+impl FromNode for CellRef {
+    fn from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Self> {
+        let f = Fields::open(node, cx, path, &["engine", "environment"])?;
+        let engine = f.req(cx, "engine");
+        let environment = f.req(cx, "environment");
+        Some(CellRef {
+            engine: engine?,
+            environment: environment?,
+        })
+    }
+}
+
+impl EngineRef {
+    /// The same entry, wherever it is written.
+    fn same_entry(&self, o: &EngineRef) -> bool {
+        (
+            &self.engine,
+            &self.version,
+            &self.knobs,
+            &self.label,
+            &self.topology,
+        ) == (&o.engine, &o.version, &o.knobs, &o.label, &o.topology)
+    }
+}
+
+impl EnvRef {
+    /// The same environment with the same scale and settings.
+    fn same_entry(&self, o: &EnvRef) -> bool {
+        (&self.name, &self.scale, &self.set) == (&o.name, &o.scale, &o.set)
+    }
 }
 
 /// `redis@7.0`, or `{engine: tokumx@2.0.2, knobs: {...}}` for knobs that only
@@ -1504,38 +1574,117 @@ impl Scenario {
     }
 }
 
-/// `matrix: {engines, environments}`, neither empty.
+/// `matrix: {engines, environments, cells}`: the cross product of
+/// `engines` and `environments` (both or neither, neither empty), and the
+/// listed `cells` beside it; at least one of the two.
 fn matrix_from_node(f: &Fields, cx: &mut Cx) -> Option<Matrix> {
-    match f.get("matrix") {
-        Some(n) => Fields::open(n, cx, "matrix", &["engines", "environments"]).and_then(|m| {
-            let engines: Option<Vec<EngineRef>> = m.req(cx, "engines");
-            let environments: Option<Vec<EnvRef>> = m.req(cx, "environments");
-            if engines.as_ref().is_some_and(Vec::is_empty) {
-                cx.error(
-                    m.pos_of("engines"),
-                    "matrix.engines",
-                    "the matrix needs at least one engine",
-                    None,
-                );
-            }
-            if environments.as_ref().is_some_and(Vec::is_empty) {
-                cx.error(
-                    m.pos_of("environments"),
-                    "matrix.environments",
-                    "the matrix needs at least one environment",
-                    None,
-                );
-            }
-            Some(Matrix {
-                engines: engines?,
-                environments: environments?,
-            })
-        }),
-        None => {
-            f.req::<String>(cx, "matrix");
-            None
+    let Some(n) = f.get("matrix") else {
+        f.req::<String>(cx, "matrix");
+        return None;
+    };
+    let m = Fields::open(n, cx, "matrix", &["engines", "environments", "cells"])?;
+    let listed: Option<Vec<CellRef>> = m.opt(cx, "cells");
+    let crossed = m.get("engines").is_some() || m.get("environments").is_some();
+    let (engines, environments) = if crossed || m.get("cells").is_none() {
+        (
+            m.req::<Vec<EngineRef>>(cx, "engines"),
+            m.req::<Vec<EnvRef>>(cx, "environments"),
+        )
+    } else {
+        (Some(Vec::new()), Some(Vec::new()))
+    };
+    let hint = "list cells as `cells: [{engine: tokumx@1.5, environment: vm-4cpu}]`";
+    for (key, empty, what) in [
+        (
+            "engines",
+            crossed && engines.as_ref().is_some_and(Vec::is_empty),
+            "engine",
+        ),
+        (
+            "environments",
+            crossed && environments.as_ref().is_some_and(Vec::is_empty),
+            "environment",
+        ),
+        ("cells", listed.as_ref().is_some_and(Vec::is_empty), "cell"),
+    ] {
+        if empty {
+            cx.error(
+                m.pos_of(key),
+                &m.field(key),
+                format!("the matrix needs at least one {what}"),
+                (key == "cells").then(|| hint.to_string()),
+            );
         }
     }
+    let mut matrix = Matrix::cross(engines?, environments?);
+    // A `cells:` that did not read was reported: the spec is refused anyway.
+    for (i, c) in listed.unwrap_or_default().into_iter().enumerate() {
+        add_cell(&mut matrix, c, i, cx);
+    }
+    Some(matrix)
+}
+
+/// A listed cell joins the matrix: its engine entry and its environment
+/// are those already there when written the same, else new ones. An
+/// environment named twice with other settings, and a cell already in the
+/// matrix, are refused at the cell.
+fn add_cell(matrix: &mut Matrix, c: CellRef, i: usize, cx: &mut Cx) {
+    let path = format!("matrix.cells[{i}]");
+    let pos = |cx: &Cx, field: &str| cx.positions.get(field).copied().unwrap_or_default();
+    if let Some(other) = matrix
+        .environments
+        .iter()
+        .find(|v| v.name == c.environment.name && !v.same_entry(&c.environment))
+    {
+        let field = join(&path, "environment");
+        cx.error(
+            pos(cx, &field),
+            &field,
+            format!(
+                "environment `{}` is given other settings (scale, set) here than at {}",
+                c.environment.name, other.field
+            ),
+            Some(
+                "a cell's id names its environment: write it the same way in both places, or give the variant an environment file of its own".into(),
+            ),
+        );
+        return;
+    }
+    let e = match matrix.engines.iter().position(|r| r.same_entry(&c.engine)) {
+        Some(e) => e,
+        None => {
+            matrix.engines.push(c.engine);
+            matrix.engines.len() - 1
+        }
+    };
+    let v = match matrix
+        .environments
+        .iter()
+        .position(|r| r.same_entry(&c.environment))
+    {
+        Some(v) => v,
+        None => {
+            matrix.environments.push(c.environment);
+            matrix.environments.len() - 1
+        }
+    };
+    if matrix.pairs.contains(&(e, v)) {
+        let field = join(&path, "engine");
+        cx.error(
+            pos(cx, &path),
+            &path,
+            format!(
+                "the cell {} in {} is already in the matrix",
+                matrix.engines[e].label(),
+                matrix.environments[v].name
+            ),
+            Some(format!(
+                "remove {path}, or give its engine a `label:` and other knobs (at {field})"
+            )),
+        );
+        return;
+    }
+    matrix.pairs.push((e, v));
 }
 
 /// `phases:`, a non-empty list with each name once.

@@ -9,6 +9,7 @@
 //! - `copies`: copies of a real run folder with its figures scaled.
 //! - `files`: reading and writing what runs leave, project homes in temp dirs.
 //! - `host`: processes and cgroups as the kernel shows them.
+//! - `plans`: a host of a write-up's size for plans.
 //! - `scratch`: a sandbox test's folder, run id and ledgers.
 //! - `launch`: engine launches for the sandbox tests and the hold fixture.
 //! - `server`, `legacy`: real servers on loopback ports.
@@ -28,6 +29,7 @@ pub mod host;
 pub mod launch;
 pub mod legacy;
 pub mod nights;
+pub mod plans;
 pub mod scratch;
 pub mod server;
 pub mod tap;

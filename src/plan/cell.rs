@@ -5,7 +5,8 @@
 use crate::model::{Backend, CellLimits, EngineLaunch, Program, Readiness, ThpNeed, ThpPolicy};
 use crate::render::RenderedConfig;
 use crate::spec::facts::Facts;
-use crate::spec::scenario::{Dataset, Load, Phase, Settle};
+use crate::model::Settle;
+use crate::spec::scenario::{Dataset, Load, Phase};
 use crate::units::Bytes;
 use crate::workload::WorkloadConfig;
 use crate::workload::tools::ToolConfig;

@@ -201,7 +201,7 @@ pub(super) fn check_fixed_cache(
     footprint: Option<&super::footprint::Footprint>,
     diags: &mut Diagnostics,
 ) -> Option<()> {
-    use crate::spec::scenario::SettleMemory;
+    use crate::model::SettleMemory;
     let s = sets.scenario();
     let (cache, overhead) = (knobs.cache, e.engine.cache_overhead);
     if e.engine.cache_resize.is_some() || !knobs.has_cache_knob || e.ep.env.allow_cache_overcommit {

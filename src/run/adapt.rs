@@ -5,13 +5,12 @@ use crate::metrics::fidelity::IoBoundThresholds;
 use crate::model::{Backend, CellLimits, Program};
 use crate::plan::{PhaseConfig, PlannedCell, PlannedPhase};
 use crate::run::cell::{
-    CellWork, EngineFacts, LaunchFn, Leader, PhaseStep, ReplicaLaunchFn, ReplicaWork, SettleSpec,
-    SnapshotWork,
+    CellWork, EngineFacts, LaunchFn, Leader, PhaseStep, ReplicaLaunchFn, ReplicaWork,
+    SnapshotWork, CacheResize,
 };
 use crate::run::exec::DriveExec;
 use crate::run::key::cell_key;
-use crate::spec::scenario::{Expect, Length, SettleMemory};
-use crate::units::Share;
+use crate::spec::scenario::{Expect, Length};
 use crate::workload::{WorkloadConfig, WorkloadKind};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -105,7 +104,8 @@ pub fn cell_work(
         launch,
         facts,
         load,
-        settle: settle_spec(cell),
+        settle: cell.settle.unwrap_or_default(),
+        cache_resize: cache_resize(cell),
         phases,
         io_bound: IoBoundThresholds::default(),
         hog_leave: cell.hog_leave,
@@ -267,28 +267,18 @@ fn limits_record(cell: &PlannedCell) -> BTreeMap<String, String> {
     out
 }
 
-/// The settle step: the cap to set after the load, and whether to drop
-/// the page cache.
-fn settle_spec(cell: &PlannedCell) -> SettleSpec {
-    cell.settle
-        .as_ref()
-        .map(|s| SettleSpec {
-            memory: s.memory.map(|m| match m {
-                SettleMemory::OfData(f) => SettleCap::OfData(Share(f)),
-                SettleMemory::Absolute(b) => SettleCap::Absolute(b),
-            }),
-            drop_caches: s.drop_caches,
-            cache: cell
-                .cache_resize
-                .clone()
-                .filter(|_| s.memory.is_some())
-                .map(|statement| crate::run::cell::CacheResize {
-                    statement,
-                    planned_cache: cell.cache,
-                    planned_cap: cell.limits.memory,
-                }),
+/// How settle resizes the engine's cache with the settled cap: only with
+/// a cap, and only when the engine has a `cache_resize:` statement.
+fn cache_resize(cell: &PlannedCell) -> Option<CacheResize> {
+    let settle = cell.settle.unwrap_or_default();
+    cell.cache_resize
+        .clone()
+        .filter(|_| settle.memory.is_some())
+        .map(|statement| CacheResize {
+            statement,
+            planned_cache: cell.cache,
+            planned_cap: cell.limits.memory,
         })
-        .unwrap_or_default()
 }
 
 /// One measured run of the cell.
@@ -333,8 +323,6 @@ fn tool_start_allowance(
     };
     (TOOL_START + TOOL_START_PER_THREAD * pp.threads) * runs
 }
-
-pub use crate::run::cell::SettleCap;
 
 /// The load generator's executor for a planned config of the cell.
 fn drive_exec(cell: &Arc<PlannedCell>, config: &WorkloadConfig, exe: &Path) -> Arc<DriveExec> {

@@ -655,7 +655,7 @@ pub(crate) fn failed_record(cell: &CellWork) -> CellRecord {
         limits: cell.limits_record.clone(),
         knobs: cell.knobs.clone(),
         status: CellStatus::Failed,
-        settle: Some(cell.settle.record()),
+        settle: Some(cell.settle),
         node: cell.node.clone(),
         ..Default::default()
     }

@@ -110,6 +110,9 @@ mod tests {
         // No cap: left out, as records written before settle had no cap.
         let none = serde_json::to_string(&Settle::default()).unwrap();
         assert_eq!(none, r#"{"drop_caches":false}"#);
-        assert_eq!(serde_json::from_str::<Settle>("{}").unwrap(), Settle::default());
+        assert_eq!(
+            serde_json::from_str::<Settle>("{}").unwrap(),
+            Settle::default()
+        );
     }
 }

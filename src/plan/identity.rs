@@ -14,8 +14,8 @@
 
 use super::cell::{PlannedCell, PlannedPhase, StoreOption};
 use super::members::PlannedMember;
-use crate::model::{CellLimits, ThpPolicy};
 use crate::model::Settle;
+use crate::model::{CellLimits, ThpPolicy};
 use crate::spec::scenario::{Dataset, Load};
 use crate::units::Bytes;
 use serde::Serialize;

@@ -4,8 +4,8 @@
 //!
 //! Maps are `BTreeMap` so serialized output is stable.
 
-use crate::model::{CellStatus, RunStatus};
 use crate::model::settle::{Settle, without_settle_tag};
+use crate::model::{CellStatus, RunStatus};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

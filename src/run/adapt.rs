@@ -5,8 +5,8 @@ use crate::metrics::fidelity::IoBoundThresholds;
 use crate::model::{Backend, CellLimits, Program};
 use crate::plan::{PhaseConfig, PlannedCell, PlannedPhase};
 use crate::run::cell::{
-    CellWork, EngineFacts, LaunchFn, Leader, PhaseStep, ReplicaLaunchFn, ReplicaWork,
-    SnapshotWork, CacheResize,
+    CacheResize, CellWork, EngineFacts, LaunchFn, Leader, PhaseStep, ReplicaLaunchFn, ReplicaWork,
+    SnapshotWork,
 };
 use crate::run::exec::DriveExec;
 use crate::run::key::cell_key;

@@ -10,6 +10,7 @@ use crate::run::cell::{
 };
 use crate::run::exec::DriveExec;
 use crate::run::key::cell_key;
+use crate::run::phase::Unrunnable;
 use crate::spec::scenario::{Expect, Length};
 use crate::workload::{WorkloadConfig, WorkloadKind};
 use std::collections::BTreeMap;
@@ -35,12 +36,12 @@ pub fn keys_of(cell: &PlannedCell) -> (String, String) {
 
 /// Check every generator config of a cell before anything is created:
 /// a config the load generator would refuse is bad input.
-pub fn check_configs(work: &CellWork) -> Result<(), String> {
+pub fn check_configs(work: &CellWork) -> Result<(), Unrunnable> {
     for step in work.load.iter().chain(work.phases.iter()) {
         for &t in &step.threads {
             step.exec
                 .check(t)
-                .map_err(|e| format!("{} phase `{}`: {e}", work.label, step.name))?;
+                .map_err(|e| Unrunnable(format!("{} phase `{}`: {e}", work.label, step.name)))?;
         }
     }
     Ok(())

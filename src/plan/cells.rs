@@ -122,7 +122,7 @@ pub(super) fn expand(
             continue;
         }
         let mut cell = planned_cell(e, s, parts, id, environment);
-        cell.settle = settle.clone();
+        cell.settle = *settle;
         cell.repetition = rep;
         cells.push(cell);
     }

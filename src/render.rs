@@ -221,7 +221,7 @@ pub fn render_text(
         message: crate::error::clip_lines(&message),
     };
     // Before Tera's parser, which recurses once per level.
-    bounds::check_nesting(text).map_err(fail)?;
+    bounds::check_nesting(text).map_err(|e| fail(e.0))?;
     let mut t = tera::Tera::default();
     // Every output is escaped for the file's format, whatever the template says.
     t.autoescape_on(vec![""]);
@@ -231,7 +231,7 @@ pub fn render_text(
         .map_err(|e| fail(tera_message(&e)))?;
     let cx = context(input);
     let tree = tera::Template::new(name, None, text).map_err(|e| fail(tera_message(&e)))?;
-    bounds::check(&tree.ast, &cx.clone().into_json()).map_err(fail)?;
+    bounds::check(&tree.ast, &cx.clone().into_json()).map_err(|e| fail(e.0))?;
     let mut out = Capped::new(bounds::MAX_OUTPUT_BYTES);
     t.render_to(name, &cx, &mut out)
         .map_err(|e| fail(tera_message(&e)))?;

@@ -88,9 +88,25 @@ fn observe(claim: &Claim, side: &Side, cells: &[&CellRecord]) -> SideObs {
     out
 }
 
+/// Why one repetition gives no figure for a claim (no such phase, a
+/// void phase, no such operation): the claim's outcome lists it as
+/// skipped.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+struct NotMeasured(String);
+
+impl From<String> for NotMeasured {
+    fn from(s: String) -> NotMeasured {
+        NotMeasured(s)
+    }
+}
+
 /// The phase of `cell` the claim compares: by name, at the claim's thread
 /// count or the highest one the cell ran it at.
-fn phase_of<'c>(claim: &Claim, cell: &'c CellRecord) -> Result<(usize, &'c PhaseResult), String> {
+fn phase_of<'c>(
+    claim: &Claim,
+    cell: &'c CellRecord,
+) -> Result<(usize, &'c PhaseResult), NotMeasured> {
     let name = claim.phase.as_deref().unwrap_or(LOAD_PHASE);
     let found = cell
         .phases
@@ -100,28 +116,26 @@ fn phase_of<'c>(claim: &Claim, cell: &'c CellRecord) -> Result<(usize, &'c Phase
         .filter(|(_, p)| claim.threads.is_none_or(|t| p.threads == t))
         .max_by_key(|(_, p)| p.threads);
     found.ok_or_else(|| match (name, claim.threads) {
-        (LOAD_PHASE, _) => "the cell did not load (it restored a snapshot)".to_string(),
-        (_, Some(t)) => format!("no phase `{name}` at {t} threads"),
-        _ => format!("no phase `{name}`"),
+        (LOAD_PHASE, _) => "the cell did not load (it restored a snapshot)"
+            .to_string()
+            .into(),
+        (_, Some(t)) => format!("no phase `{name}` at {t} threads").into(),
+        _ => format!("no phase `{name}`").into(),
     })
 }
 
 /// One repetition's figure (and series) for the claim's metric.
-fn observe_cell(claim: &Claim, cell: &CellRecord) -> Result<Obs, String> {
+fn observe_cell(claim: &Claim, cell: &CellRecord) -> Result<Obs, NotMeasured> {
     if claim.metric == Metric::DataSize {
         return match cell.data_size_bytes {
             Some(b) if b > 0 => Ok(Obs::value(b as f64)),
-            _ => Err("no data size was measured".into()),
+            _ => Err("no data size was measured".to_string().into()),
         };
     }
     let (index, phase) = phase_of(claim, cell)?;
     let (verdict, reason) = phase_verdict(cell, index);
     if verdict != PhaseVerdict::Ok {
-        return Err(format!(
-            "phase `{}` is {}: {reason}",
-            phase.name,
-            verdict.as_str()
-        ));
+        return Err(format!("phase `{}` is {}: {reason}", phase.name, verdict.as_str()).into());
     }
     match claim.metric {
         Metric::Throughput => throughput(claim, phase),
@@ -135,28 +149,28 @@ fn observe_cell(claim: &Claim, cell: &CellRecord) -> Result<Obs, String> {
                 .latency_us
                 .p99
                 .map(Obs::value)
-                .ok_or_else(|| format!("{op} has no p99 latency"))
+                .ok_or_else(|| format!("{op} has no p99 latency").into())
         }
         Metric::Tpmc => phase
             .headline
             .as_ref()
             .map(|h| Obs::value(h.value))
-            .ok_or_else(|| format!("phase `{}` has no tpmC", phase.name)),
+            .ok_or_else(|| format!("phase `{}` has no tpmC", phase.name).into()),
         Metric::LoadTime => Ok(Obs::value(phase.duration_s)),
         Metric::DataSize => unreachable!("handled above"),
     }
 }
 
-fn no_op(claim: &Claim, phase: &PhaseResult) -> String {
-    match &claim.op {
+fn no_op(claim: &Claim, phase: &PhaseResult) -> NotMeasured {
+    NotMeasured(match &claim.op {
         Some(op) => format!("phase `{}` recorded no {op}", phase.name),
         None => format!("phase `{}` recorded no operation", phase.name),
-    }
+    })
 }
 
 /// Operations per second of the phase or its `op`, with the per-second
 /// counts of the seconds the phase ran in full.
-fn throughput(claim: &Claim, phase: &PhaseResult) -> Result<Obs, String> {
+fn throughput(claim: &Claim, phase: &PhaseResult) -> Result<Obs, NotMeasured> {
     let value = match &claim.op {
         Some(op) => phase.ops.get(op).map(|s| s.throughput),
         None => Some(phase.throughput),

@@ -1,7 +1,7 @@
 //! The shared vocabulary: the types that flow from the specs through the
 //! plan and the run to the sandbox and into the results (limits, launch,
 //! readiness, probe, backend, image record, run and cell status, how
-//! TPC-C ran on MongoDB). Every layer depends on it; it depends on
+//! TPC-C ran on MongoDB, the settle step). Every layer depends on it; it depends on
 //! nothing in the crate but `units`.
 //! Types only, with their `Display` for people: behaviour lives with the
 //! layer that acts.
@@ -13,6 +13,7 @@ pub mod launch;
 pub mod limits;
 pub mod probe;
 pub mod readiness;
+pub mod settle;
 pub mod source;
 pub mod status;
 pub mod thp;
@@ -25,6 +26,7 @@ pub use launch::{EngineLaunch, Program};
 pub use limits::{CellLimits, IoLimits, SwapPolicy};
 pub use probe::Probe;
 pub use readiness::Readiness;
+pub use settle::{Settle, SettleMemory};
 pub use source::Source;
 pub use status::{CellStatus, RunStatus};
 pub use thp::{ThpNeed, ThpPolicy};

@@ -2,10 +2,11 @@
 //! one repetition, needs to run, resolved and typed, and how it becomes
 //! the sandbox's launch description.
 
+use crate::model::Settle;
 use crate::model::{Backend, CellLimits, EngineLaunch, Program, Readiness, ThpNeed, ThpPolicy};
 use crate::render::RenderedConfig;
 use crate::spec::facts::Facts;
-use crate::spec::scenario::{Dataset, Load, Phase, Settle};
+use crate::spec::scenario::{Dataset, Load, Phase};
 use crate::units::Bytes;
 use crate::workload::WorkloadConfig;
 use crate::workload::tools::ToolConfig;

@@ -7,10 +7,11 @@ use super::env::{scale_phase, scaled_count};
 use super::footprint::{self, Footprint};
 use super::knobs::Knobs;
 use super::{Entry, PhaseConfig, PlannedCell, PlannedPhase, workload};
+use crate::model::Settle;
 use crate::model::{CellLimits, Program};
 use crate::render::RenderedConfig;
 use crate::spec::Scenario;
-use crate::spec::scenario::{Dataset, Settle};
+use crate::spec::scenario::Dataset;
 use crate::spec::scenario_set::Applied;
 use crate::units::Bytes;
 use crate::workload::WorkloadConfig;
@@ -121,7 +122,7 @@ pub(super) fn expand(
             continue;
         }
         let mut cell = planned_cell(e, s, parts, id, environment);
-        cell.settle = settle.clone();
+        cell.settle = *settle;
         cell.repetition = rep;
         cells.push(cell);
     }

@@ -463,7 +463,7 @@ fn tools(r: &Reproduces, s: &Scenario, found: &mut Found) {
 fn by_environment(cells: &[PlannedCell]) -> Vec<(String, Vec<&PlannedCell>)> {
     let mut out: Vec<(String, Vec<&PlannedCell>)> = Vec::new();
     for c in cells {
-        let env = crate::spec::scenario::without_settle_tag(&c.environment).to_string();
+        let env = crate::model::settle::without_settle_tag(&c.environment).to_string();
         match out.iter_mut().find(|(e, _)| *e == env) {
             Some((_, v)) => v.push(c),
             None => out.push((env, vec![c])),

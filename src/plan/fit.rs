@@ -203,7 +203,7 @@ pub(super) fn check_fixed_cache(
     footprint: Option<&super::footprint::Footprint>,
     diags: &mut Diagnostics,
 ) -> Option<()> {
-    use crate::spec::scenario::SettleMemory;
+    use crate::model::SettleMemory;
     let s = sets.scenario();
     let cache = knobs.cache;
     let figure = e.engine.cache_overhead.of(e.version);

@@ -14,8 +14,9 @@
 
 use super::cell::{PlannedCell, PlannedPhase, StoreOption};
 use super::members::PlannedMember;
+use crate::model::Settle;
 use crate::model::{CellLimits, ThpPolicy};
-use crate::spec::scenario::{Dataset, Load, Settle};
+use crate::spec::scenario::{Dataset, Load};
 use crate::units::Bytes;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -73,6 +74,9 @@ pub struct LimitsIdentity<'a> {
 pub struct WorkloadIdentity<'a> {
     pub dataset: &'a Option<Dataset>,
     pub load: &'a Option<Load>,
+    /// With `memory: null` when no cap is set, as the scenario's settle
+    /// was always written (the cell record leaves it out).
+    #[serde(serialize_with = "settle_with_its_cap")]
     pub settle: &'a Option<Settle>,
     pub phases: &'a [PlannedPhase],
     /// The store URL options knobs set (`w=1`); left out when none is
@@ -87,6 +91,22 @@ fn as_json_object<T: Serialize, S: serde::Serializer>(value: &T, s: S) -> Result
     serde_json::to_value(value)
         .map_err(serde::ser::Error::custom)?
         .serialize(s)
+}
+
+/// A settle step as cell keys have always held it: `memory` written even
+/// when it is `None`.
+fn settle_with_its_cap<S: serde::Serializer>(
+    settle: &&Option<Settle>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeStruct;
+    let Some(settle) = settle else {
+        return s.serialize_none();
+    };
+    let mut st = s.serialize_struct("Settle", 2)?;
+    st.serialize_field("memory", &settle.memory)?;
+    st.serialize_field("drop_caches", &settle.drop_caches)?;
+    st.end()
 }
 
 impl PlannedCell {

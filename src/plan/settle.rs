@@ -4,6 +4,7 @@
 //! are worked out here; the sandbox sets the cap and drops the cache
 //! ([`crate::sandbox::Sandbox::set_memory_cap`]).
 
+use crate::model::SettleMemory;
 use crate::units::{Bytes, Share};
 
 /// The smallest cap settle will set: below this an engine cannot even keep
@@ -16,6 +17,18 @@ const MIN_SETTLED_CAP: Bytes = Bytes(32 << 20);
 pub(crate) fn settled_cap(share: Share, data_size: Bytes) -> Bytes {
     let raw = share.of(data_size).as_u64().max(MIN_SETTLED_CAP.as_u64());
     Bytes(raw / 4096 * 4096)
+}
+
+/// The cap `memory` makes of `data` bytes measured after the load, and why
+/// in words (`25% of data 1.2GiB`, `absolute`).
+pub(crate) fn cap_for(memory: SettleMemory, data: u64) -> (Bytes, String) {
+    match memory {
+        SettleMemory::OfData(f) => (
+            settled_cap(Share(f), Bytes(data)),
+            format!("{} of data {}", Share(f), Bytes(data)),
+        ),
+        SettleMemory::Absolute(b) => (b, "absolute".to_string()),
+    }
 }
 
 #[cfg(test)]

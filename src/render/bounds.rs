@@ -79,6 +79,32 @@ pub struct Cost {
     pub output: u64,
 }
 
+/// Why a config template is refused before it renders: a construct a
+/// config template may not use, or work or output over the bounds. Callers
+/// only report it (as `RenderError::Template`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
+
+impl From<String> for Refused {
+    fn from(s: String) -> Refused {
+        Refused(s)
+    }
+}
+
+impl From<&str> for Refused {
+    fn from(s: &str) -> Refused {
+        Refused(s.to_string())
+    }
+}
+
+/// A [`Refused`] with a formatted message.
+macro_rules! refused {
+    ($($t:tt)*) => {
+        Refused(format!($($t)*))
+    };
+}
+
 /// A loop variable: how long its values can be and how many items a
 /// value of it can hold (when it is looped over in turn).
 #[derive(Clone, Copy)]
@@ -95,7 +121,7 @@ struct Checker<'a> {
 
 /// Check a template's tree against the context it will render with: the
 /// upper bounds of its work and output, or why it is refused.
-pub fn check(ast: &[Node], context: &Value) -> Result<Cost, String> {
+pub fn check(ast: &[Node], context: &Value) -> Result<Cost, Refused> {
     let mut c = Checker {
         context,
         vars: HashMap::new(),
@@ -107,7 +133,7 @@ pub fn check(ast: &[Node], context: &Value) -> Result<Cost, String> {
 
 /// Refuse deep nesting by reading the text: Tera's parser recurses once
 /// per level of blocks or brackets and would overflow the stack first.
-pub fn check_nesting(text: &str) -> Result<(), String> {
+pub fn check_nesting(text: &str) -> Result<(), Refused> {
     const OPEN: &[&str] = &["if", "for", "macro", "block", "filter", "raw"];
     let deep = || format!("blocks or brackets nest deeper than {MAX_NESTING} levels");
     let mut blocks = 0usize;
@@ -129,7 +155,7 @@ pub fn check_nesting(text: &str) -> Result<(), String> {
                 _ => {}
             }
             if brackets > MAX_NESTING {
-                return Err(deep());
+                return Err(Refused(deep()));
             }
         }
         if close == "%}" {
@@ -144,7 +170,7 @@ pub fn check_nesting(text: &str) -> Result<(), String> {
                 blocks = blocks.saturating_sub(1);
             }
             if blocks > MAX_NESTING {
-                return Err(deep());
+                return Err(Refused(deep()));
             }
         }
         rest = &rest[end..];
@@ -182,33 +208,35 @@ fn lookup<'v>(context: &'v Value, ident: &str) -> Option<&'v Value> {
 }
 
 impl Checker<'_> {
-    fn charge(&mut self, work: u64, output: u64) -> Result<(), String> {
+    fn charge(&mut self, work: u64, output: u64) -> Result<(), Refused> {
         self.cost.work = self.cost.work.saturating_add(work);
         self.cost.output = self.cost.output.saturating_add(output);
         if self.cost.work > MAX_WORK {
-            return Err(format!(
+            return Err(refused!(
                 "its loops go through more than {MAX_WORK} steps; a config template loops over a few knobs at most"
             ));
         }
         if self.cost.output > MAX_OUTPUT_BYTES {
-            return Err(format!(
+            return Err(refused!(
                 "it can render more than {MAX_OUTPUT_BYTES} bytes; a config file is far smaller"
             ));
         }
         Ok(())
     }
 
-    fn body(&mut self, nodes: &[Node], times: u64) -> Result<(), String> {
+    fn body(&mut self, nodes: &[Node], times: u64) -> Result<(), Refused> {
         for n in nodes {
             self.node(n, times)?;
         }
         Ok(())
     }
 
-    fn node(&mut self, node: &Node, times: u64) -> Result<(), String> {
+    fn node(&mut self, node: &Node, times: u64) -> Result<(), Refused> {
         self.charge(times, 0)?;
         match node {
-            Node::Text(t) | Node::Raw(_, t, _) => self.charge(0, times.saturating_mul(t.len() as u64)),
+            Node::Text(t) | Node::Raw(_, t, _) => {
+                self.charge(0, times.saturating_mul(t.len() as u64))
+            }
             Node::Comment(..) | Node::Break(_) | Node::Continue(_) => Ok(()),
             Node::VariableBlock(_, e) => {
                 let size = self.expr(e)?;
@@ -225,16 +253,26 @@ impl Checker<'_> {
                 }
             }
             Node::Forloop(_, f, _) => self.for_loop(f, times),
-            Node::Set(..) => Err("`set` is not supported in config templates; use the knobs and the context values directly".into()),
-            Node::MacroDefinition(..) => Err("macros are not supported in config templates".into()),
-            Node::Extends(..) | Node::Include(..) | Node::ImportMacro(..) | Node::Block(..) | Node::Super => {
-                Err("a config template is one file: `extends`, `include`, `import` and blocks are not supported".into())
-            }
-            Node::FilterSection(..) => Err("filter sections are not supported in config templates; filter each value".into()),
+            Node::Set(..) => Err(Refused::from(
+                "`set` is not supported in config templates; use the knobs and the context values directly",
+            )),
+            Node::MacroDefinition(..) => Err(Refused::from(
+                "macros are not supported in config templates",
+            )),
+            Node::Extends(..)
+            | Node::Include(..)
+            | Node::ImportMacro(..)
+            | Node::Block(..)
+            | Node::Super => Err(Refused::from(
+                "a config template is one file: `extends`, `include`, `import` and blocks are not supported",
+            )),
+            Node::FilterSection(..) => Err(Refused::from(
+                "filter sections are not supported in config templates; filter each value",
+            )),
         }
     }
 
-    fn for_loop(&mut self, f: &Forloop, times: u64) -> Result<(), String> {
+    fn for_loop(&mut self, f: &Forloop, times: u64) -> Result<(), Refused> {
         let (items, var) = self.container(&f.container)?;
         let inner = times.saturating_mul(items.max(1));
         // Every step counts, an empty one too.
@@ -258,7 +296,7 @@ impl Checker<'_> {
     }
 
     /// How many items a loop container gives, and what its items are like.
-    fn container(&mut self, e: &Expr) -> Result<(u64, LoopVar), String> {
+    fn container(&mut self, e: &Expr) -> Result<(u64, LoopVar), Refused> {
         if !e.filters.is_empty() {
             return Err(
                 "filters on what a loop goes through are not supported in config templates".into(),
@@ -269,8 +307,8 @@ impl Checker<'_> {
                 let arg = |name: &str, default: Option<i64>| match f.args.get(name).map(|a| &a.val)
                 {
                     Some(ExprVal::Int(i)) if *i >= 0 => Ok(*i),
-                    None => default.ok_or_else(|| "`range` needs `end`".to_string()),
-                    Some(_) => Err(format!(
+                    None => default.ok_or_else(|| Refused::from("`range` needs `end`")),
+                    Some(_) => Err(refused!(
                         "`range({name}=...)` must be a whole number written in the template"
                     )),
                 };
@@ -281,7 +319,7 @@ impl Checker<'_> {
                 );
                 let items = (end.saturating_sub(start).max(0) as u64).div_ceil(step.max(1) as u64);
                 if items > MAX_RANGE {
-                    return Err(format!("`range` of {items} items; at most {MAX_RANGE}"));
+                    return Err(refused!("`range` of {items} items; at most {MAX_RANGE}"));
                 }
                 Ok((
                     items,
@@ -348,11 +386,11 @@ impl Checker<'_> {
     }
 
     /// Bytes an expression's value can have, at most.
-    fn expr(&mut self, e: &Expr) -> Result<u64, String> {
+    fn expr(&mut self, e: &Expr) -> Result<u64, Refused> {
         let mut size = self.val(&e.val)?;
         for f in &e.filters {
             if !FILTERS.contains(&f.name.as_str()) {
-                return Err(format!(
+                return Err(refused!(
                     "the filter `{}` is not supported in config templates; these are: {}",
                     crate::error::excerpt(&f.name),
                     FILTERS.join(", ")
@@ -365,7 +403,7 @@ impl Checker<'_> {
         Ok(size)
     }
 
-    fn val(&mut self, v: &ExprVal) -> Result<u64, String> {
+    fn val(&mut self, v: &ExprVal) -> Result<u64, Refused> {
         Ok(match v {
             ExprVal::String(s) => s.len() as u64,
             ExprVal::Int(_) | ExprVal::Float(_) | ExprVal::Bool(_) => SCALAR,
@@ -387,7 +425,7 @@ impl Checker<'_> {
             }
             ExprVal::Test(t) => {
                 if !TESTS.contains(&t.name.as_str()) {
-                    return Err(format!(
+                    return Err(refused!(
                         "the test `{}` is not supported in config templates",
                         crate::error::excerpt(&t.name)
                     ));
@@ -420,13 +458,15 @@ impl Checker<'_> {
                 SCALAR
             }
             ExprVal::FunctionCall(f) => {
-                return Err(format!(
+                return Err(refused!(
                     "the function `{}` is not supported in config templates (only `throw`, and `range` in a `for`)",
                     crate::error::excerpt(&f.name)
                 ));
             }
             ExprVal::MacroCall(_) => {
-                return Err("macros are not supported in config templates".into());
+                return Err(Refused::from(
+                    "macros are not supported in config templates",
+                ));
             }
         })
     }

@@ -628,11 +628,10 @@ mod tests {
 
     #[test]
     fn a_settle_sweep_cell_names_its_environment_from_its_recorded_cap() {
-        use crate::results::model::SettleRecord;
-        use crate::spec::scenario::SettleMemory;
+        use crate::model::settle::{Settle, SettleMemory};
         let swept = |environment: &str, memory: Option<SettleMemory>| CellRecord {
             environment: environment.into(),
-            settle: Some(SettleRecord {
+            settle: Some(Settle {
                 memory,
                 drop_caches: true,
             }),

@@ -4,8 +4,8 @@
 //!
 //! Maps are `BTreeMap` so serialized output is stable.
 
+use crate::model::settle::{Settle, without_settle_tag};
 use crate::model::{CellStatus, RunStatus};
-use crate::spec::scenario::{SettleMemory, without_settle_tag};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -546,7 +546,7 @@ pub struct CellRecord {
     /// The settle step the cell ran, as planned. `None` only in records
     /// written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub settle: Option<SettleRecord>,
+    pub settle: Option<Settle>,
     /// Where the data of the phases came from: this cell's load, or a
     /// snapshot of an equal load restored. `None` for a cell without a
     /// snapshot key (and in records written before snapshots).
@@ -612,18 +612,6 @@ impl HostInfo {
             (self.memory_bytes as f64 / (1u64 << 30) as f64).round() as u64
         )
     }
-}
-
-/// The settle step of a cell, between load and measurement, as planned.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct SettleRecord {
-    /// The memory cap set after the load, as the scenario gave it
-    /// (`25% of data`, `64MiB`); `None` keeps the environment's cap.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory: Option<SettleMemory>,
-    /// The server's page cache was dropped before the phases.
-    #[serde(default)]
-    pub drop_caches: bool,
 }
 
 impl CellRecord {

@@ -5,13 +5,13 @@ use crate::metrics::fidelity::IoBoundThresholds;
 use crate::model::{Backend, CellLimits, Program};
 use crate::plan::{PhaseConfig, PlannedCell, PlannedPhase};
 use crate::run::cell::{
-    CellWork, EngineFacts, LaunchFn, Leader, PhaseStep, ReplicaLaunchFn, ReplicaWork, SettleSpec,
+    CacheResize, CellWork, EngineFacts, LaunchFn, Leader, PhaseStep, ReplicaLaunchFn, ReplicaWork,
     SnapshotWork,
 };
 use crate::run::exec::DriveExec;
 use crate::run::key::cell_key;
-use crate::spec::scenario::{Expect, Length, SettleMemory};
-use crate::units::Share;
+use crate::run::phase::Unrunnable;
+use crate::spec::scenario::{Expect, Length};
 use crate::workload::{WorkloadConfig, WorkloadKind};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -36,12 +36,12 @@ pub fn keys_of(cell: &PlannedCell) -> (String, String) {
 
 /// Check every generator config of a cell before anything is created:
 /// a config the load generator would refuse is bad input.
-pub fn check_configs(work: &CellWork) -> Result<(), String> {
+pub fn check_configs(work: &CellWork) -> Result<(), Unrunnable> {
     for step in work.load.iter().chain(work.phases.iter()) {
         for &t in &step.threads {
             step.exec
                 .check(t)
-                .map_err(|e| format!("{} phase `{}`: {e}", work.label, step.name))?;
+                .map_err(|e| Unrunnable(format!("{} phase `{}`: {e}", work.label, step.name)))?;
         }
     }
     Ok(())
@@ -106,7 +106,8 @@ pub fn cell_work(
         launch,
         facts,
         load,
-        settle: settle_spec(cell),
+        settle: cell.settle.unwrap_or_default(),
+        cache_resize: cache_resize(cell),
         phases,
         io_bound: IoBoundThresholds::default(),
         hog_leave: cell.hog_leave,
@@ -268,28 +269,18 @@ fn limits_record(cell: &PlannedCell) -> BTreeMap<String, String> {
     out
 }
 
-/// The settle step: the cap to set after the load, and whether to drop
-/// the page cache.
-fn settle_spec(cell: &PlannedCell) -> SettleSpec {
-    cell.settle
-        .as_ref()
-        .map(|s| SettleSpec {
-            memory: s.memory.map(|m| match m {
-                SettleMemory::OfData(f) => SettleCap::OfData(Share(f)),
-                SettleMemory::Absolute(b) => SettleCap::Absolute(b),
-            }),
-            drop_caches: s.drop_caches,
-            cache: cell
-                .cache_resize
-                .clone()
-                .filter(|_| s.memory.is_some())
-                .map(|statement| crate::run::cell::CacheResize {
-                    statement,
-                    planned_cache: cell.cache,
-                    planned_cap: cell.limits.memory,
-                }),
+/// How settle resizes the engine's cache with the settled cap: only with
+/// a cap, and only when the engine has a `cache_resize:` statement.
+fn cache_resize(cell: &PlannedCell) -> Option<CacheResize> {
+    let settle = cell.settle.unwrap_or_default();
+    cell.cache_resize
+        .clone()
+        .filter(|_| settle.memory.is_some())
+        .map(|statement| CacheResize {
+            statement,
+            planned_cache: cell.cache,
+            planned_cap: cell.limits.memory,
         })
-        .unwrap_or_default()
 }
 
 /// One measured run of the cell.
@@ -334,8 +325,6 @@ fn tool_start_allowance(
     };
     (TOOL_START + TOOL_START_PER_THREAD * pp.threads) * runs
 }
-
-pub use crate::run::cell::SettleCap;
 
 /// The load generator's executor for a planned config of the cell.
 fn drive_exec(cell: &Arc<PlannedCell>, config: &WorkloadConfig, exe: &Path) -> Arc<DriveExec> {

@@ -9,14 +9,15 @@ use std::path::Path;
 pub const MIN_FREE: Bytes = Bytes(64 << 20);
 
 /// An error in words when the results disk has less than `need` free.
-pub fn check_free(path: &Path, need: Bytes) -> Result<Bytes, String> {
+/// Callers only report it.
+pub fn check_free(path: &Path, need: Bytes) -> anyhow::Result<Bytes> {
     let free = crate::host::disk_available(path)
-        .map_err(|e| format!("free space of {}: {e}", path.display()))?;
+        .map_err(|e| anyhow::anyhow!("free space of {}: {e}", path.display()))?;
     if free < need {
-        return Err(format!(
+        anyhow::bail!(
             "the results disk at {} has {free} free; a run needs at least {need}. Free space or point --results elsewhere",
             path.display()
-        ));
+        );
     }
     Ok(free)
 }
@@ -123,7 +124,9 @@ mod tests {
     fn a_disk_with_too_little_room_is_refused_before_the_run() {
         let t = tempfile::tempdir().unwrap();
         assert!(check_free(t.path(), Bytes(1)).is_ok());
-        let err = check_free(&t.path().join("not/yet"), Bytes(u64::MAX)).unwrap_err();
+        let err = check_free(&t.path().join("not/yet"), Bytes(u64::MAX))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("needs at least"), "{err}");
     }
 }

@@ -4,7 +4,7 @@
 //! charged to the server. Its raw output is kept next to the result.
 
 use crate::results::model::PhaseResult;
-use crate::run::phase::{PhaseEnv, PhaseExec};
+use crate::run::phase::{PhaseEnv, PhaseExec, Unrunnable};
 use crate::workload::{Threads, WorkloadConfig};
 use anyhow::Context;
 use std::path::PathBuf;
@@ -51,10 +51,10 @@ impl PhaseExec for DriveExec {
         self.label.clone()
     }
 
-    fn check(&self, threads: u32) -> Result<(), String> {
+    fn check(&self, threads: u32) -> Result<(), Unrunnable> {
         self.config_for(&[1], threads)
             .check_planned()
-            .map_err(|e| e.to_string())
+            .map_err(|e| Unrunnable(e.to_string()))
     }
 
     async fn run(&self, env: PhaseEnv) -> anyhow::Result<PhaseResult> {

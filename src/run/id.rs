@@ -13,6 +13,12 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RunId(String);
 
+/// A name that is not a run id (bad input: exit code 2); the message
+/// shows the form ids have.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct NotARunId(pub String);
+
 impl RunId {
     /// A fresh id for a run starting at `now`.
     pub fn new(now: DateTime<Utc>) -> RunId {
@@ -31,7 +37,7 @@ impl RunId {
     }
 
     /// Parse an id given on the command line (`--resume`).
-    pub fn parse(s: &str) -> Result<RunId, String> {
+    pub fn parse(s: &str) -> Result<RunId, NotARunId> {
         let ok = s.len() == 20
             && s.char_indices().all(|(i, c)| match i {
                 8 | 15 => c == '-',
@@ -41,9 +47,9 @@ impl RunId {
         if ok {
             Ok(RunId(s.to_string()))
         } else {
-            Err(format!(
+            Err(NotARunId(format!(
                 "`{s}` is not a run id; run ids look like `20261130-101500-ab12` (the folder names under results/)"
-            ))
+            )))
         }
     }
 

@@ -144,12 +144,12 @@ pub async fn run_matrix(
         Some(id) => open_resumed(results_root, id, &info, &keys)?,
         None => {
             // Before the run's folder exists: a full disk creates nothing.
-            disk::check_free(results_root, disk::MIN_FREE).map_err(anyhow::Error::msg)?;
+            disk::check_free(results_root, disk::MIN_FREE)?;
             new_run_folder(results_root, &info, keys)?
         }
     };
     if resume_id.is_some() {
-        disk::check_free(results_root, disk::MIN_FREE).map_err(anyhow::Error::msg)?;
+        disk::check_free(results_root, disk::MIN_FREE)?;
     }
     let paths = RunPaths::new(results_root, run_id.as_str());
     // Held to the end of the run: a `--resume` of this run while it is
@@ -268,7 +268,7 @@ pub async fn run_one_cell(
     prepare: PrepareFn,
     interrupts: Interrupts,
 ) -> anyhow::Result<MatrixOutcome> {
-    let run_id = RunId::parse(run_id).map_err(bad_input)?;
+    let run_id = RunId::parse(run_id).map_err(|e| bad_input(e.0))?;
     let paths = RunPaths::new(results_root, run_id.as_str());
     if !paths.run_json().is_file() {
         return Err(bad_input(format!(
@@ -655,7 +655,7 @@ pub(crate) fn failed_record(cell: &CellWork) -> CellRecord {
         limits: cell.limits_record.clone(),
         knobs: cell.knobs.clone(),
         status: CellStatus::Failed,
-        settle: Some(cell.settle.record()),
+        settle: Some(cell.settle),
         node: cell.node.clone(),
         ..Default::default()
     }
@@ -688,7 +688,7 @@ pub(crate) fn open_resumed(
     info: &RunInfo,
     keys: &[String],
 ) -> anyhow::Result<(RunId, RunRecord, BTreeMap<String, CellState>)> {
-    let id = RunId::parse(id).map_err(bad_input)?;
+    let id = RunId::parse(id).map_err(|e| bad_input(e.0))?;
     let paths = RunPaths::new(results_root, id.as_str());
     let text = std::fs::read(paths.run_json()).map_err(|e| {
         bad_input(format!(

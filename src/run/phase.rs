@@ -38,13 +38,19 @@ pub struct PhaseEnv {
     pub progress: watch::Sender<Option<f64>>,
 }
 
+/// Why a phase cannot run as configured, found before anything is
+/// created: bad input (exit code 2), which callers only report.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unrunnable(pub String);
+
 /// One phase's work.
 #[async_trait::async_trait]
 pub trait PhaseExec: Send + Sync {
     /// What the phase runs, for labels (`ycsb:a`, `sysbench:oltp_read_write`).
     fn describe(&self) -> String;
     /// Check the phase's configuration for a thread count, creating nothing.
-    fn check(&self, threads: u32) -> Result<(), String>;
+    fn check(&self, threads: u32) -> Result<(), Unrunnable>;
     /// Run to the end (or until cancelled) and return the parsed result.
     async fn run(&self, env: PhaseEnv) -> anyhow::Result<PhaseResult>;
 }

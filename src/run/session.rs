@@ -211,7 +211,7 @@ fn cell_works(
         })
         .collect();
     for c in &cells {
-        adapt::check_configs(c).map_err(crate::error::bad_input)?;
+        adapt::check_configs(c).map_err(|e| crate::error::bad_input(e.0))?;
     }
     Ok(with_versions(project, cells))
 }

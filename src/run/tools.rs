@@ -6,7 +6,7 @@
 use crate::model::Probe;
 use crate::plan::{PlannedCell, PlannedPhase};
 use crate::results::model::PhaseResult;
-use crate::run::phase::{PhaseEnv, PhaseExec};
+use crate::run::phase::{PhaseEnv, PhaseExec, Unrunnable};
 use crate::spec::scenario::Length;
 use crate::workload::stores::StoreKind;
 use crate::workload::tools::{ReplicaSeeds, Tool, ToolConfig, ToolTarget, run_tool};
@@ -72,13 +72,13 @@ impl ToolExec {
         c
     }
 
-    fn duration(&self) -> Result<std::time::Duration, String> {
+    fn duration(&self) -> Result<std::time::Duration, Unrunnable> {
         match self.phase.phase.length {
             Length::Duration(d) => Ok(d.std()),
-            Length::Operations(_) => Err(format!(
+            Length::Operations(_) => Err(Unrunnable(format!(
                 "phase `{}`: tools run for a `duration`, not a count of operations",
                 self.phase.phase.name
-            )),
+            ))),
         }
     }
 }
@@ -96,14 +96,14 @@ impl PhaseExec for ToolExec {
         }
     }
 
-    fn check(&self, threads: u32) -> Result<(), String> {
+    fn check(&self, threads: u32) -> Result<(), Unrunnable> {
         let _ = threads;
         self.duration().map(|_| ())
     }
 
     async fn run(&self, env: PhaseEnv) -> anyhow::Result<PhaseResult> {
         let cfg = &self.with_cell_knobs();
-        let duration = self.duration().map_err(anyhow::Error::msg)?;
+        let duration = self.duration()?;
         let out_dir = env.cell_dir.join("raw").join(&env.stem);
         std::fs::create_dir_all(&out_dir)?;
         let misplaced: Arc<Mutex<Option<String>>> = Arc::default();

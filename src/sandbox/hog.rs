@@ -71,25 +71,41 @@ pub fn vm_lck(pid: u32) -> Option<Bytes> {
 /// Reads what a hog leaves, as `hog --leave` and a spec's `hog.leave`
 /// both do: a size with its unit (a bare `16` is refused, not read as 16
 /// bytes) of at least [`MIN_LEAVE`]. The error says what to write.
-pub fn parse_leave(text: &str) -> Result<Bytes, String> {
+pub fn parse_leave(text: &str) -> Result<Bytes, BadLeave> {
     let t = text.trim();
     if t.ends_with(|c: char| c.is_ascii_digit() || c == '.') {
-        return Err(format!(
-            "`{}` has no unit; write the size with its unit, e.g. `16GiB` or `512MiB` (`B` for bytes)",
-            crate::error::excerpt(t)
-        ));
+        return Err(BadLeave::NoUnit(crate::error::excerpt(t).into_owned()));
     }
-    let leave: Bytes = t.parse().map_err(|e: crate::units::UnitError| e.0)?;
+    let leave: Bytes = t
+        .parse()
+        .map_err(|e: crate::units::UnitError| BadLeave::Size(e.0))?;
     check_leave(leave)?;
     Ok(leave)
 }
 
+/// Why a hog's `leave` is refused; the message says what to write.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BadLeave {
+    /// A bare number (`16`), which is not read as bytes.
+    #[error(
+        "`{0}` has no unit; write the size with its unit, e.g. `16GiB` or `512MiB` (`B` for bytes)"
+    )]
+    NoUnit(String),
+    /// Not a size.
+    #[error("{0}")]
+    Size(String),
+    /// Under [`MIN_LEAVE`].
+    #[error(
+        "a hog that leaves {0} would leave the host no room to run; leave at least {min}",
+        min = MIN_LEAVE
+    )]
+    TooLittle(Bytes),
+}
+
 /// Refuses a `leave` under [`MIN_LEAVE`].
-pub fn check_leave(leave: Bytes) -> Result<(), String> {
+pub fn check_leave(leave: Bytes) -> Result<(), BadLeave> {
     if leave < MIN_LEAVE {
-        return Err(format!(
-            "a hog that leaves {leave} would leave the host no room to run; leave at least {MIN_LEAVE}"
-        ));
+        return Err(BadLeave::TooLittle(leave));
     }
     Ok(())
 }
@@ -98,7 +114,7 @@ pub fn check_leave(leave: Bytes) -> Result<(), String> {
 /// a `leave` under [`MIN_LEAVE`], and when nothing (or less than a page)
 /// would be locked.
 pub fn plan(available: Bytes, leave: Bytes) -> Result<Bytes, SandboxError> {
-    check_leave(leave).map_err(hog_err)?;
+    check_leave(leave).map_err(|e| hog_err(e.to_string()))?;
     let need = Bytes(leave.0 + SAFETY_MARGIN.0);
     if available.0 <= need.0 {
         return Err(hog_err(format!(

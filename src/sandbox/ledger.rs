@@ -25,7 +25,7 @@ use crate::sandbox::SandboxError;
 use crate::sandbox::backoff::Backoff;
 use crate::sandbox::cgroupfs::group::TOP;
 use crate::sandbox::cgroupfs::remove;
-use crate::sandbox::roots::{self, Roots};
+use crate::sandbox::roots::{self, NotOurs, Roots};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use std::collections::BTreeMap;
@@ -369,7 +369,7 @@ pub enum Trust<'a> {
 }
 
 /// Why a dead run's entry must not be acted on; `Ok` when it may be.
-pub fn verify(r: &Resource, run: &str, roots: &Roots) -> Result<(), String> {
+pub fn verify(r: &Resource, run: &str, roots: &Roots) -> Result<(), NotOurs> {
     match r {
         // A group that is gone asks for nothing: under systemd, killing a
         // dead run's engine can empty the scope it restarted itself in,
@@ -389,11 +389,11 @@ pub fn verify(r: &Resource, run: &str, roots: &Roots) -> Result<(), String> {
             if *file == ours {
                 Ok(())
             } else {
-                Err(format!(
+                Err(NotOurs(format!(
                     "it names {}, not this host's THP setting {}",
                     file.display(),
                     ours.display()
-                ))
+                )))
             }
         }
         Resource::Process {
@@ -406,7 +406,7 @@ pub fn verify(r: &Resource, run: &str, roots: &Roots) -> Result<(), String> {
             if cgroup.as_deref().is_some_and(|c| c.contains(&ours)) {
                 Ok(())
             } else {
-                Err(format!("it is not in a cgroup of run {run}"))
+                Err(NotOurs(format!("it is not in a cgroup of run {run}")))
             }
         }
         Resource::Hog {
@@ -426,7 +426,7 @@ pub fn verify(r: &Resource, run: &str, roots: &Roots) -> Result<(), String> {
 }
 
 /// Error unless `pid` is in exactly the cgroups the ledger recorded.
-fn check_cgroup(pid: i32, recorded: Option<&str>) -> Result<(), String> {
+fn check_cgroup(pid: i32, recorded: Option<&str>) -> Result<(), NotOurs> {
     let Some(recorded) = recorded else {
         return Err("the ledger does not record its cgroup".into());
     };
@@ -437,13 +437,19 @@ fn check_cgroup(pid: i32, recorded: Option<&str>) -> Result<(), String> {
     }
 }
 
+/// Why a resource benchcage created could not be removed (a process
+/// that survived SIGKILL, a folder that would not go): reported as leaked.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct NotRemoved(pub String);
+
 /// Remove one resource, within `deadline`.
-pub async fn reap_resource(r: &Resource, deadline: Instant) -> Result<(), String> {
+pub async fn reap_resource(r: &Resource, deadline: Instant) -> Result<(), NotRemoved> {
     match r {
         Resource::Cgroup { dirs } => remove::remove_group(dirs, deadline)
             .await
             .map(|_| ())
-            .map_err(|e| e.to_string()),
+            .map_err(|e| NotRemoved(e.to_string())),
         Resource::Process {
             pid, start_time, ..
         }
@@ -458,7 +464,7 @@ pub async fn reap_resource(r: &Resource, deadline: Instant) -> Result<(), String
             let mut pause = Backoff::up_to(Duration::from_millis(20));
             while is_alive(*pid, *start_time) {
                 if Instant::now() >= deadline {
-                    return Err(format!("pid {pid} survived SIGKILL"));
+                    return Err(NotRemoved(format!("pid {pid} survived SIGKILL")));
                 }
                 pause.sleep(deadline).await;
             }
@@ -466,7 +472,7 @@ pub async fn reap_resource(r: &Resource, deadline: Instant) -> Result<(), String
         }
         Resource::DataDir { path } => match std::fs::remove_dir_all(path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(format!("{}: {e}", path.display()))
+                Err(NotRemoved(format!("{}: {e}", path.display())))
             }
             _ => Ok(()),
         },
@@ -518,7 +524,7 @@ pub async fn reap_with(entries: &[Entry], trust: Trust<'_>, budget: Duration) ->
     report
 }
 
-fn allowed(r: &Resource, trust: Trust<'_>) -> Result<(), String> {
+fn allowed(r: &Resource, trust: Trust<'_>) -> Result<(), NotOurs> {
     match trust {
         Trust::Own => Ok(()),
         Trust::Verify { run, roots } => verify(r, run, roots),
@@ -723,7 +729,7 @@ mod tests {
         };
         assert_eq!(verify(&group, "r1", &roots), Ok(()));
         std::fs::create_dir_all(&outside).unwrap();
-        let why = verify(&group, "r1", &roots).unwrap_err();
+        let why = verify(&group, "r1", &roots).unwrap_err().0;
         assert!(why.contains("not a cgroup of run r1"), "{why}");
     }
 
@@ -840,18 +846,22 @@ mod tests {
             start_time: start,
             cgroup,
         };
-        let e = verify(&engine(None), "r1", &roots).unwrap_err();
+        let e = verify(&engine(None), "r1", &roots).unwrap_err().0;
         assert!(e.contains("does not record its cgroup"), "{e}");
-        let e = verify(&engine(Some("0::/elsewhere".into())), "r1", &roots).unwrap_err();
+        let e = verify(&engine(Some("0::/elsewhere".into())), "r1", &roots)
+            .unwrap_err()
+            .0;
         assert!(e.contains("not the one the ledger recorded"), "{e}");
-        let e = verify(&engine(process_cgroup(me)), "r1", &roots).unwrap_err();
+        let e = verify(&engine(process_cgroup(me)), "r1", &roots)
+            .unwrap_err()
+            .0;
         assert!(e.contains("not in a cgroup of run r1"), "{e}");
         let hog = Resource::Hog {
             pid: me,
             start_time: start,
             cgroup: process_cgroup(me),
         };
-        let e = verify(&hog, "r1", &roots).unwrap_err();
+        let e = verify(&hog, "r1", &roots).unwrap_err().0;
         assert!(e.contains("not a `benchcage hog`"), "{e}");
         let gone = Resource::Process {
             pid: me,

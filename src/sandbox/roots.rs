@@ -19,6 +19,25 @@ use crate::sandbox::cgroupfs::{Hierarchy, delegation};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
+/// Why a recorded resource must not be acted on: it is not benchcage's (a
+/// path outside the roots, a process in another cgroup). Reported as the
+/// ledger's refused entries; never removed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct NotOurs(pub String);
+
+impl From<String> for NotOurs {
+    fn from(s: String) -> NotOurs {
+        NotOurs(s)
+    }
+}
+
+impl From<&str> for NotOurs {
+    fn from(s: &str) -> NotOurs {
+        NotOurs(s.to_string())
+    }
+}
+
 /// Environment variable that moves the work root.
 pub const WORK_ENV: &str = "BENCHCAGE_WORK";
 /// Environment variable that sets the free space `plan` counts on in the
@@ -66,7 +85,7 @@ impl Roots {
 
     /// Ok when `path` is strictly below the work root, also once symlinks
     /// in its parent are resolved.
-    pub fn check_work_path(&self, path: &Path) -> Result<(), String> {
+    pub fn check_work_path(&self, path: &Path) -> Result<(), NotOurs> {
         let outside = || {
             format!(
                 "outside benchcage's work root {} (set {WORK_ENV} to the root the run used)",
@@ -74,24 +93,24 @@ impl Roots {
             )
         };
         if !is_plain_absolute(path) || !path.starts_with(&self.work) || path == self.work {
-            return Err(outside());
+            return Err(outside().into());
         }
         let (Some(parent), Ok(root)) = (path.parent(), self.work.canonicalize()) else {
-            return Err(outside());
+            return Err(outside().into());
         };
         match parent.canonicalize() {
             Ok(p) if p.starts_with(&root) => Ok(()),
-            Ok(p) => Err(format!(
+            Ok(p) => Err(NotOurs(format!(
                 "{} (its folder resolves to {})",
                 outside(),
                 p.display()
-            )),
-            Err(_) => Err(outside()),
+            ))),
+            Err(_) => Err(outside().into()),
         }
     }
 
     /// Ok when `dir` is a cgroup of run `run`: `<mount>/benchcage/<run>[/..]`.
-    pub fn check_cgroup_dir(&self, dir: &Path, run: &str) -> Result<(), String> {
+    pub fn check_cgroup_dir(&self, dir: &Path, run: &str) -> Result<(), NotOurs> {
         let ok = is_plain_absolute(dir)
             && self
                 .cgroups
@@ -100,14 +119,14 @@ impl Roots {
         if ok || (is_plain_absolute(dir) && delegation::in_delegated_top(dir, run)) {
             Ok(())
         } else {
-            Err(format!(
+            Err(NotOurs(format!(
                 "not a cgroup of run {run} under benchcage's cgroup top ({})",
                 self.cgroups
                     .iter()
                     .map(|c| c.display().to_string())
                     .collect::<Vec<_>>()
                     .join(", ")
-            ))
+            )))
         }
     }
 }
@@ -207,7 +226,7 @@ mod tests {
             t.path().join("elsewhere"),
             PathBuf::from("/etc"),
         ] {
-            let e = r.check_work_path(&bad).unwrap_err();
+            let e = r.check_work_path(&bad).unwrap_err().0;
             assert!(e.contains("outside benchcage's work root"), "{e}");
         }
     }
@@ -222,7 +241,8 @@ mod tests {
         std::os::unix::fs::symlink(&outside, work.join("link")).unwrap();
         let e = roots(&work)
             .check_work_path(&work.join("link/victim"))
-            .unwrap_err();
+            .unwrap_err()
+            .0;
         assert!(e.contains("resolves to"), "{e}");
     }
 

@@ -24,7 +24,7 @@
 //! and `$BENCHCAGE_THP_ROOT` moves it for a whole process.
 
 use crate::sandbox::SandboxError;
-use crate::sandbox::ledger::{Ledger, Resource};
+use crate::sandbox::ledger::{Ledger, NotRemoved, Resource};
 use std::path::{Path, PathBuf};
 
 /// Environment variable that moves the THP folder (tests use a temp dir).
@@ -231,11 +231,11 @@ pub fn change_in_place(file: &Path, old: ThpMode) -> bool {
 
 /// Put `old` back in `file` if it still reads the `never` benchcage
 /// selected; a mode someone set since is left alone.
-pub fn restore(file: &Path, old: ThpMode) -> Result<(), String> {
+pub fn restore(file: &Path, old: ThpMode) -> Result<(), NotRemoved> {
     if !change_in_place(file, old) {
         return Ok(());
     }
-    write_mode(file, old).map_err(|e| e.to_string())
+    write_mode(file, old).map_err(|e| NotRemoved(e.to_string()))
 }
 
 #[cfg(test)]

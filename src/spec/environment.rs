@@ -166,7 +166,12 @@ impl FromNode for Hog {
         match crate::sandbox::hog::parse_leave(&leave) {
             Ok(b) => Some(Hog::Leave(b)),
             Err(e) => {
-                cx.error(f.pos_of("leave"), &format!("{path}.leave"), e, None);
+                cx.error(
+                    f.pos_of("leave"),
+                    &format!("{path}.leave"),
+                    e.to_string(),
+                    None,
+                );
                 None
             }
         }

@@ -215,7 +215,9 @@ impl CellEnv {
             }
             "hog" => self.hog = hog_of(v)?,
             "hog.leave" => {
-                self.hog = Hog::Leave(crate::sandbox::hog::parse_leave(v).map_err(|m| (m, None))?)
+                self.hog = Hog::Leave(
+                    crate::sandbox::hog::parse_leave(v).map_err(|m| (m.to_string(), None))?,
+                )
             }
             "scale" => {
                 parse_scale(v)?;

@@ -5,6 +5,7 @@ use super::de::{Fields, FromNode, Text, check_ident, check_spec_name, choice, on
 use super::diag::{Cx, Origin, join};
 use super::yaml::{Node, NodeKind};
 use crate::model::DocumentSchema;
+use crate::model::settle::{Settle, SettleMemory};
 use crate::units::{Bytes, Duration, Share};
 use crate::workload::bounds;
 use crate::workload::mix::MixProblem;
@@ -226,13 +227,6 @@ pub struct Load {
 /// What the load phase inserts: one of the built-in generators.
 pub use crate::workload::GeneratorKind as LoadWorkload;
 
-/// Between load and measurement, for one cell.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Settle {
-    pub memory: Option<SettleMemory>,
-    pub drop_caches: bool,
-}
-
 /// The scenario's `settle:`; `memory` may list several caps
 /// (`["200% of data", "25% of data"]`), and each becomes its own cell.
 #[derive(Debug, Clone, PartialEq)]
@@ -259,63 +253,6 @@ impl SettleSweep {
             })
             .collect()
     }
-}
-
-/// The environment a settle sweep's cell ran in, without the cap tag the
-/// planner appends (`ram-sweep-mem25pct` -> `ram-sweep`); other names as is.
-pub fn without_settle_tag(environment: &str) -> &str {
-    let Some((base, tag)) = environment.rsplit_once("-mem") else {
-        return environment;
-    };
-    let number = |t: &str| {
-        !t.is_empty() && t.starts_with(|c: char| c.is_ascii_digit()) && {
-            let n = t.replace('_', ".");
-            n.parse::<f64>().is_ok()
-        }
-    };
-    let tagged = match tag.strip_suffix("pct") {
-        Some(pct) => number(pct),
-        None => tag.replace('_', ".").parse::<Bytes>().is_ok(),
-    };
-    if tagged && !base.is_empty() {
-        base
-    } else {
-        environment
-    }
-}
-
-impl SettleMemory {
-    /// As a scenario writes it: `25% of data`, `64MiB`.
-    pub fn text(&self) -> String {
-        match self {
-            SettleMemory::OfData(f) => format!("{} of data", Share(*f)),
-            SettleMemory::Absolute(b) => b.to_string(),
-        }
-    }
-
-    /// Short tag for cell ids and environment names: `mem25pct`, `mem64MiB`.
-    pub fn tag(&self) -> String {
-        match self {
-            SettleMemory::OfData(f) => {
-                let pct = f * 100.0;
-                if (pct - pct.round()).abs() < 1e-9 {
-                    format!("mem{}pct", pct.round() as i64)
-                } else {
-                    format!("mem{}pct", format!("{pct:.2}").replace('.', "_"))
-                }
-            }
-            SettleMemory::Absolute(b) => format!("mem{}", b.to_string().replace('.', "_")),
-        }
-    }
-}
-
-/// Shrink the memory cap after the load.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SettleMemory {
-    /// A share of the data size measured on disk: `25% of data`.
-    OfData(f64),
-    Absolute(Bytes),
 }
 
 /// A measured phase.
@@ -1842,22 +1779,6 @@ impl std::fmt::Display for Work {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_settle_tag_of_a_sweep_cell_comes_off_its_environment_name() {
-        for m in [
-            SettleMemory::OfData(0.25),
-            SettleMemory::OfData(2.0),
-            SettleMemory::OfData(0.125),
-            SettleMemory::Absolute(Bytes::from_mib(64)),
-        ] {
-            let env = format!("ram-sweep-{}", m.tag());
-            assert_eq!(without_settle_tag(&env), "ram-sweep", "{env}");
-        }
-        for name in ["ram-sweep", "no-memory", "x-mem", "-mem25pct", "a-memfoo"] {
-            assert_eq!(without_settle_tag(name), name);
-        }
-    }
 
     #[test]
     fn work_reads_as_words_not_as_rust() {

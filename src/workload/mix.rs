@@ -93,12 +93,19 @@ pub fn check_proportions(proportions: &[f64; 5]) -> Vec<MixProblem> {
     out
 }
 
+/// Why a mix is refused: its proportions ([`MixProblem`]s, listed), an
+/// unknown operation or a part that does not read. Callers report it
+/// against the field that gave the mix.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct BadMix(pub String);
+
 impl Mix {
     /// From proportions per kind, which [`check_proportions`] accepts.
-    pub fn new(proportions: [f64; 5]) -> Result<Mix, String> {
+    pub fn new(proportions: [f64; 5]) -> Result<Mix, BadMix> {
         let problems = check_proportions(&proportions);
         if !problems.is_empty() {
-            return Err(crate::display::list(&problems));
+            return Err(BadMix(crate::display::list(&problems)));
         }
         let total: f64 = proportions.iter().sum();
         let mut p = proportions;
@@ -117,16 +124,16 @@ impl Mix {
     }
 
     /// From a scenario map like `{read: 0.9, update: 0.05, insert: 0.05}`.
-    pub fn from_map(m: &BTreeMap<String, f64>) -> Result<Mix, String> {
+    pub fn from_map(m: &BTreeMap<String, f64>) -> Result<Mix, BadMix> {
         let mut p = [0.0; 5];
         for (k, v) in m {
             let kind = OpKind::ALL
                 .iter()
                 .find(|o| o.key() == k.as_str() || (k == "rmw" && **o == OpKind::ReadModifyWrite))
                 .ok_or_else(|| {
-                    format!(
+                    BadMix(format!(
                         "unknown operation `{k}` in mix; use read, update, insert, scan, read_modify_write"
-                    )
+                    ))
                 })?;
             p[*kind as usize] = *v;
         }
@@ -134,16 +141,16 @@ impl Mix {
     }
 
     /// From `read=0.9,update=0.05,insert=0.05`.
-    pub fn parse(s: &str) -> Result<Mix, String> {
+    pub fn parse(s: &str) -> Result<Mix, BadMix> {
         let mut m = BTreeMap::new();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (k, v) = part
                 .split_once('=')
-                .ok_or_else(|| format!("`{part}` in mix `{s}` is not `kind=proportion`"))?;
+                .ok_or_else(|| BadMix(format!("`{part}` in mix `{s}` is not `kind=proportion`")))?;
             let v: f64 = v
                 .trim()
                 .parse()
-                .map_err(|_| format!("`{v}` in mix `{s}` is not a number"))?;
+                .map_err(|_| BadMix(format!("`{v}` in mix `{s}` is not a number")))?;
             m.insert(k.trim().to_string(), v);
         }
         Mix::from_map(&m)
@@ -223,12 +230,18 @@ mod tests {
 
     #[test]
     fn bad_mixes_are_refused_with_the_reason() {
-        assert!(Mix::parse("read=0").unwrap_err().contains("no operations"));
+        assert!(
+            Mix::parse("read=0")
+                .unwrap_err()
+                .0
+                .contains("no operations")
+        );
         assert!(
             Mix::parse("delete=1")
                 .unwrap_err()
+                .0
                 .contains("unknown operation")
         );
-        assert!(Mix::parse("read=x").unwrap_err().contains("not a number"));
+        assert!(Mix::parse("read=x").unwrap_err().0.contains("not a number"));
     }
 }

@@ -283,7 +283,7 @@ impl WorkloadConfig {
                 match mix::Mix::from_map(m) {
                     Ok(m) => (m, Distribution::Zipfian),
                     Err(e) => {
-                        errs.push("workload", e);
+                        errs.push("workload", e.to_string());
                         fallback()
                     }
                 }

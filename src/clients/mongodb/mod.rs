@@ -34,7 +34,7 @@ pub use session::Protocol;
 use super::{ClientError, Endpoint};
 use bson::{Bson, Document, RawDocument};
 use session::{Session, WIRE_FIND_COMMAND, WIRE_WRITE_COMMANDS, fail, number, server_error};
-use wire::Doc;
+use wire::{Doc, Malformed};
 
 /// `version` from `buildInfo`.
 pub async fn server_version(ep: &Endpoint) -> Result<String, ClientError> {
@@ -151,7 +151,7 @@ impl Sessions {
 /// A BSON document's bytes as relaxed extended JSON, as
 /// [`MongoConn::run_json`] returns replies: for readers of raw messages,
 /// such as a test's wire tap.
-pub fn document_json(bytes: &[u8]) -> Result<serde_json::Value, String> {
+pub fn document_json(bytes: &[u8]) -> Result<serde_json::Value, Malformed> {
     let doc = Document::from_reader(bytes).map_err(|e| e.to_string())?;
     Ok(Bson::Document(doc).into_relaxed_extjson())
 }
@@ -184,7 +184,7 @@ struct Query<'a> {
     limit: i64,
 }
 
-type Visit<'v> = dyn FnMut(&RawDocument) -> Result<(), String> + Send + 'v;
+type Visit<'v> = dyn FnMut(&RawDocument) -> Result<(), Malformed> + Send + 'v;
 
 impl MongoConn {
     /// Connects to a loopback endpoint with default options.
@@ -762,7 +762,8 @@ impl MongoConn {
                 return Err(self.fail(format!("{what}: the server lost the cursor")));
             }
             for d in wire::documents(&self.s.inbuf, r.docs) {
-                let d = d.and_then(|d| RawDocument::from_bytes(d).map_err(|e| e.to_string()));
+                let d = d
+                    .and_then(|d| RawDocument::from_bytes(d).map_err(|e| Malformed(e.to_string())));
                 visit(d.map_err(|e| fail(&self.s.ep, format!("{what}: {e}")))?)
                     .map_err(|e| fail(&self.s.ep, e))?;
                 n += 1;
@@ -932,10 +933,10 @@ fn encode(d: &Document) -> Vec<u8> {
     v
 }
 
-fn json_doc(v: &serde_json::Value) -> Result<Document, String> {
+fn json_doc(v: &serde_json::Value) -> Result<Document, Malformed> {
     match Bson::try_from(v.clone()) {
         Ok(Bson::Document(d)) => Ok(d),
-        Ok(other) => Err(format!("expected a JSON object, got {other}")),
-        Err(e) => Err(e.to_string()),
+        Ok(other) => Err(Malformed(format!("expected a JSON object, got {other}"))),
+        Err(e) => Err(Malformed(e.to_string())),
     }
 }

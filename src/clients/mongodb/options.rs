@@ -3,6 +3,7 @@
 //! (tests only) a cap on the wire version the server announced, which
 //! forces an older protocol.
 
+use super::wire::Malformed;
 use std::time::Duration;
 
 /// Acknowledgement a write waits for.
@@ -144,7 +145,7 @@ impl MongoOptions {
     /// (a number or `majority`), `journal` (true/false), `readPreference`,
     /// `socketTimeoutMS`, and `maxWireVersion` (tests). Other keys are
     /// left to the caller.
-    pub fn from_query(query: &str) -> Result<MongoOptions, String> {
+    pub fn from_query(query: &str) -> Result<MongoOptions, Malformed> {
         let mut o = MongoOptions::default();
         for (k, v) in query.split('&').filter_map(|kv| kv.split_once('=')) {
             match k {
@@ -242,7 +243,7 @@ mod tests {
             ("socketTimeoutMS=0", "above 0"),
             ("maxWireVersion=new", "wire version"),
         ] {
-            let e = MongoOptions::from_query(q).unwrap_err();
+            let e = MongoOptions::from_query(q).unwrap_err().0;
             assert!(e.contains(hint), "{q}: {e}");
         }
     }

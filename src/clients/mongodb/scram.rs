@@ -2,6 +2,7 @@
 //! and `saslContinue` on the auth source database, the payloads as binary.
 //! Passwords are taken as given (no SASLprep: ASCII passwords only).
 
+use super::wire::Malformed;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 use hmac::{KeyInit, Mac};
@@ -84,7 +85,7 @@ impl Scram {
     }
 
     /// Checks the server's final message (`v=signature`).
-    pub fn verify(&self, server_final: &[u8]) -> Result<(), String> {
+    pub fn verify(&self, server_final: &[u8]) -> Result<(), Malformed> {
         let text = std::str::from_utf8(server_final).map_err(|e| e.to_string())?;
         let v = text
             .split(',')

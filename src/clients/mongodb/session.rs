@@ -148,7 +148,7 @@ impl Session {
         let r = self.command_doc(&db, &next, "saslContinue").await?;
         scram
             .verify(&payload(&r).map_err(&failed)?)
-            .map_err(&failed)?;
+            .map_err(|e| failed(e.0))?;
         if !r.get_bool("done").unwrap_or(false) {
             let last =
                 doc! {"saslContinue": 1, "conversationId": conv, "payload": binary(Vec::new())};
@@ -310,7 +310,7 @@ impl Session {
                 h.response_to
             ));
         }
-        wire::parse_reply(&self.inbuf)
+        wire::parse_reply(&self.inbuf).map_err(|e| e.0)
     }
 
     /// The first document of the reply, checked: `ok: 0` and an OP_REPLY

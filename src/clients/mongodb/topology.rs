@@ -24,6 +24,7 @@
 
 use super::MongoConn;
 use super::session::fail;
+use super::wire::Malformed;
 use crate::clients::{ClientError, Endpoint};
 use bson::{Bson, Document};
 use serde_json::{Value, json};
@@ -55,29 +56,37 @@ pub struct Statement {
 /// first (`{"shardCollection": "ycsb.usertable", "key": {"_id": "hashed"}}`),
 /// with an optional `"$db"` string (default [`ADMIN_DB`]). The error says
 /// what is wrong and how a statement is written.
-pub fn parse_statement(text: &str) -> Result<Statement, String> {
+pub fn parse_statement(text: &str) -> Result<Statement, Malformed> {
     let value: Value =
         serde_json::from_str(text).map_err(|e| format!("not JSON ({e}); {STATEMENT_HINT}"))?;
     let Value::Object(mut fields) = value else {
-        return Err(format!("not a JSON object; {STATEMENT_HINT}"));
+        return Err(Malformed(format!("not a JSON object; {STATEMENT_HINT}")));
     };
     let db = match fields.shift_remove("$db") {
         None => ADMIN_DB.to_string(),
         Some(Value::String(db)) if !db.is_empty() => db,
-        Some(other) => return Err(format!("\"$db\" is {other}, not a database name")),
+        Some(other) => {
+            return Err(Malformed(format!(
+                "\"$db\" is {other}, not a database name"
+            )));
+        }
     };
     let name = match fields.keys().next() {
         Some(k) if !k.starts_with('$') => k.clone(),
-        Some(k) => return Err(format!("`{k}` is not a command name; {STATEMENT_HINT}")),
-        None => return Err(format!("an empty object; {STATEMENT_HINT}")),
+        Some(k) => {
+            return Err(Malformed(format!(
+                "`{k}` is not a command name; {STATEMENT_HINT}"
+            )));
+        }
+        None => return Err(Malformed(format!("an empty object; {STATEMENT_HINT}"))),
     };
     // Extended JSON ({"$numberLong": "5"}, {"$timestamp": ...}) becomes
     // its BSON type; the object's order is kept (bson turns serde_json's
     // `preserve_order` on), so the command's name stays first.
     let command = match Bson::try_from(Value::Object(fields)) {
         Ok(Bson::Document(d)) => d,
-        Ok(other) => return Err(format!("not a command document: {other}")),
-        Err(e) => return Err(format!("not MongoDB extended JSON ({e})")),
+        Ok(other) => return Err(Malformed(format!("not a command document: {other}"))),
+        Err(e) => return Err(Malformed(format!("not MongoDB extended JSON ({e})"))),
     };
     Ok(Statement { db, name, command })
 }
@@ -316,7 +325,7 @@ impl SetStatus {
 
     /// How the member on `port` follows the member that answered, which
     /// should be the primary.
-    pub fn follow(&self, port: u16) -> Result<Follow, String> {
+    pub fn follow(&self, port: u16) -> Result<Follow, Malformed> {
         let names = || {
             let hosts: Vec<&str> = self.members.iter().map(|m| m.host.as_str()).collect();
             hosts.join(", ")
@@ -373,7 +382,7 @@ fn optime(m: &Document) -> OpTime {
 }
 
 /// Reads a `replSetGetStatus` reply.
-fn parse_status(reply: &Document) -> Result<SetStatus, String> {
+fn parse_status(reply: &Document) -> Result<SetStatus, Malformed> {
     let set = reply
         .get_str("set")
         .map_err(|_| "replSetGetStatus: a reply without the set's name".to_string())?;
@@ -678,10 +687,10 @@ mod tests {
             (r#"{"$set": 1}"#, "`$set` is not a command name"),
             (r#"{"$db": 5, "ping": 1}"#, "\"$db\" is 5"),
         ] {
-            let e = parse_statement(text).unwrap_err();
+            let e = parse_statement(text).unwrap_err().0;
             assert!(e.contains(says), "{text}: {e}");
         }
-        let e = parse_statement("{").unwrap_err();
+        let e = parse_statement("{").unwrap_err().0;
         assert!(e.contains("{\"replSetInitiate\": {...}}"), "{e}");
     }
 
@@ -757,7 +766,7 @@ mod tests {
             (f.state, f.linked, f.behind_ms),
             (MemberState::Startup2, false, 0)
         );
-        let e = s.follow(9).unwrap_err();
+        let e = s.follow(9).unwrap_err().0;
         assert!(
             e.contains("no member on port 9") && e.contains("127.0.0.1:4"),
             "{e}"
@@ -792,9 +801,11 @@ mod tests {
 
     #[test]
     fn a_status_without_the_sets_fields_is_an_error() {
-        let e = parse_status(&doc! {"ok": 1.0}).unwrap_err();
+        let e = parse_status(&doc! {"ok": 1.0}).unwrap_err().0;
         assert!(e.contains("without the set's name"), "{e}");
-        let e = parse_status(&doc! {"set": "x", "myState": 1}).unwrap_err();
+        let e = parse_status(&doc! {"set": "x", "myState": 1})
+            .unwrap_err()
+            .0;
         assert!(e.contains("without members"), "{e}");
     }
 

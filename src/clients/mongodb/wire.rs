@@ -308,8 +308,28 @@ pub struct Reply {
     pub docs: usize,
 }
 
+/// What does not read on the wire or in a request: a reply cut short, a
+/// document past its end, a statement, an option or a replica set status
+/// that is not what it should be. Callers report it with the server it
+/// came from ([`crate::clients::ClientError::Mongodb`]) or the spec field.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct Malformed(pub String);
+
+impl From<String> for Malformed {
+    fn from(s: String) -> Malformed {
+        Malformed(s)
+    }
+}
+
+impl From<&str> for Malformed {
+    fn from(s: &str) -> Malformed {
+        Malformed(s.to_string())
+    }
+}
+
 /// Reads the reply that `msg` (a whole message, header included) holds.
-pub fn parse_reply(msg: &[u8]) -> Result<Reply, String> {
+pub fn parse_reply(msg: &[u8]) -> Result<Reply, Malformed> {
     let h = Header::parse(msg).ok_or("a reply shorter than its header")?;
     match h.op {
         OP_MSG => {
@@ -337,14 +357,14 @@ pub fn parse_reply(msg: &[u8]) -> Result<Reply, String> {
                 docs: HEADER_LEN + 20,
             })
         }
-        op => Err(format!(
+        op => Err(Malformed(format!(
             "a reply with opcode {op}, expected OP_MSG or OP_REPLY"
-        )),
+        ))),
     }
 }
 
 /// The documents of a reply from `at`, each as its bytes.
-pub fn documents(msg: &[u8], at: usize) -> impl Iterator<Item = Result<&[u8], String>> {
+pub fn documents(msg: &[u8], at: usize) -> impl Iterator<Item = Result<&[u8], Malformed>> {
     let mut at = at;
     std::iter::from_fn(move || {
         if at >= msg.len() {

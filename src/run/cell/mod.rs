@@ -7,9 +7,9 @@
 use crate::metrics::fidelity::{self, IoBoundThresholds};
 use crate::metrics::procfs;
 use crate::metrics::sampler::{Sampler, StatsSource, Target};
-use crate::model::{Backend, CellLimits, CellStatus, EngineLaunch, ThpNeed, ThpPolicy};
+use crate::model::{Backend, CellLimits, CellStatus, EngineLaunch, Settle, ThpNeed, ThpPolicy};
 use crate::plan::settle;
-use crate::results::model::{CellRecord, FidelityRecord, PhaseResult, PhaseStatus, SettleRecord};
+use crate::results::model::{CellRecord, FidelityRecord, PhaseResult, PhaseStatus};
 use crate::run::disk;
 use crate::run::live::{Live, Status};
 use crate::run::phase::{PhaseEnv, PhaseExec, PlaceHook};
@@ -18,8 +18,7 @@ use crate::sandbox::ledger::{self, Ledger};
 use crate::sandbox::stats::StatsReader;
 use crate::sandbox::thp::{self, ThpFiles, ThpMode};
 use crate::sandbox::{CgroupStats, EngineId, EngineStatus, Sandbox, SandboxError};
-use crate::spec::scenario::SettleMemory;
-use crate::units::{Bytes, Share};
+use crate::units::Bytes;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex as StdMutex};
@@ -165,17 +164,6 @@ pub enum Leader {
     None,
 }
 
-/// The settle step of a cell.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SettleSpec {
-    /// Shrink the memory cap after load.
-    pub memory: Option<SettleCap>,
-    /// Drop the server's page cache before the phases.
-    pub drop_caches: bool,
-    /// Resize the engine's cache with the cap, where the engine can.
-    pub cache: Option<CacheResize>,
-}
-
 /// How settle resizes the engine's cache: the planned cache's share of
 /// the planned cap, applied to the settled cap, set with the engine's
 /// statement.
@@ -229,40 +217,6 @@ impl CacheResize {
     }
 }
 
-/// The memory cap settle sets after load.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum SettleCap {
-    /// A share of the data size measured after load (`25% of data`).
-    OfData(Share),
-    Absolute(Bytes),
-}
-
-impl SettleCap {
-    /// The cap this makes of `data` bytes, and why in words.
-    fn cap_for(self, data: u64) -> (Bytes, String) {
-        match self {
-            SettleCap::OfData(share) => (
-                settle::settled_cap(share, Bytes(data)),
-                format!("{share} of data {}", Bytes(data)),
-            ),
-            SettleCap::Absolute(b) => (b, "absolute".to_string()),
-        }
-    }
-}
-
-impl SettleSpec {
-    /// The settle step as the cell record keeps it.
-    pub fn record(&self) -> SettleRecord {
-        SettleRecord {
-            memory: self.memory.map(|m| match m {
-                SettleCap::OfData(share) => SettleMemory::OfData(share.fraction()),
-                SettleCap::Absolute(b) => SettleMemory::Absolute(b),
-            }),
-            drop_caches: self.drop_caches,
-        }
-    }
-}
-
 /// One phase of a cell: its runs, one per thread count (a thread sweep is
 /// a list of sub-results of one cell, in order, sharing the loaded data).
 #[derive(Clone)]
@@ -312,7 +266,12 @@ pub struct CellWork {
     pub launch: LaunchFn,
     pub facts: Arc<dyn EngineFacts>,
     pub load: Option<PhaseStep>,
-    pub settle: SettleSpec,
+    /// The settle step: the cap to set after the load, and whether to
+    /// drop the page cache.
+    pub settle: Settle,
+    /// Resize the engine's cache with the settled cap, where the engine
+    /// can (only with a settle cap).
+    pub cache_resize: Option<CacheResize>,
     pub phases: Vec<PhaseStep>,
     pub io_bound: IoBoundThresholds,
     /// Lock host memory so that only this much is left, before the load.
@@ -743,7 +702,7 @@ fn base_record(work: &CellWork) -> CellRecord {
         limits: work.limits_record.clone(),
         knobs: work.knobs.clone(),
         status: CellStatus::Running,
-        settle: Some(work.settle.record()),
+        settle: Some(work.settle),
         node: work.node.clone(),
         ..Default::default()
     }
@@ -923,19 +882,5 @@ mod tests {
             crate::spec::engine::fill_cache_resize(wt, Bytes::from_mib(60)),
             r#"{"setParameter": 1, "wiredTigerEngineRuntimeConfig": "cache_size=60M"}"#
         );
-    }
-
-    #[test]
-    fn the_cell_record_keeps_the_settle_cap_as_the_scenario_gave_it() {
-        let spec = SettleSpec {
-            memory: Some(SettleCap::OfData(Share(0.25))),
-            drop_caches: true,
-            cache: None,
-        };
-        let rec = spec.record();
-        assert_eq!(rec.memory, Some(SettleMemory::OfData(0.25)));
-        assert!(rec.drop_caches);
-        assert_eq!(rec.memory.map(|m| m.tag()).as_deref(), Some("mem25pct"));
-        assert_eq!(SettleSpec::default().record(), SettleRecord::default());
     }
 }

@@ -137,10 +137,10 @@ pub(super) async fn settle_memory(
         } else {
             data_size
         };
-        let (cap, why) = want.cap_for(own);
+        let (cap, why) = settle::cap_for(want, own);
         // The cache first: a cap under what the cache holds cannot be set
         // (the kernel answers EBUSY when it cannot reclaim down to it).
-        if let Some(resize) = &work.settle.cache {
+        if let Some(resize) = &work.cache_resize {
             let (read_back, violation) = resize.apply(work.facts.as_ref(), r.port, cap).await;
             let f = &mut r.record.fidelity;
             f.limits_read_back

@@ -313,9 +313,9 @@ impl StoreTarget {
             });
         }
         let mongo = if kind == StoreKind::Mongodb {
-            MongoOptions::from_query(query).map_err(|msg| UrlError::Malformed {
+            MongoOptions::from_query(query).map_err(|e| UrlError::Malformed {
                 url: shown.clone(),
-                msg,
+                msg: e.0,
             })?
         } else {
             MongoOptions::default()

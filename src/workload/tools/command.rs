@@ -1,7 +1,7 @@
 //! Any command: throughput and latency taken from its output by named
 //! patterns (the first capture group, or one named `value`; the last match wins).
 
-use super::{Ctx, Parsed, ToolError, mean_only, num, op, run_each};
+use super::{Ctx, Parsed, ToolError, Unreadable, mean_only, num, op, run_each};
 use crate::results::model::PhaseResult;
 use regex::Regex;
 
@@ -36,12 +36,12 @@ fn last(re: &Regex, text: &str) -> Option<f64> {
     num(m.as_str())
 }
 
-fn compile(name: &str, re: &str) -> Result<Regex, String> {
-    Regex::new(re).map_err(|e| format!("pattern `{name}` ({re}): {e}"))
+fn compile(name: &str, re: &str) -> Result<Regex, Unreadable> {
+    Regex::new(re).map_err(|e| format!("pattern `{name}` ({re}): {e}").into())
 }
 
 /// Reads `text` with the config's patterns.
-pub fn parse(c: &CommandConfig, text: &str, wall_s: f64) -> Result<Parsed, String> {
+pub fn parse(c: &CommandConfig, text: &str, wall_s: f64) -> Result<Parsed, Unreadable> {
     let tput_re = compile("throughput", &c.throughput)?;
     let throughput = last(&tput_re, text)
         .ok_or_else(|| format!("`throughput` pattern `{}` matched nothing", c.throughput))?;
@@ -49,7 +49,7 @@ pub fn parse(c: &CommandConfig, text: &str, wall_s: f64) -> Result<Parsed, Strin
         "us" => 1.0,
         "ms" => 1000.0,
         "s" => 1_000_000.0,
-        other => return Err(format!("latency_unit `{other}`: use us, ms or s")),
+        other => return Err(format!("latency_unit `{other}`: use us, ms or s").into()),
     };
     let mean_us = match &c.latency {
         Some(re) => {
@@ -93,7 +93,7 @@ pub async fn run(
         ("latency", c.latency.as_ref()),
     ] {
         if let Some(re) = re {
-            compile(name, re).map_err(ToolError::Config)?;
+            compile(name, re).map_err(|e| ToolError::Config(e.0))?;
         }
     }
     run_each("command", &c.argv, ctx, |text, wall| parse(c, text, wall)).await
@@ -124,6 +124,7 @@ mod tests {
         assert!(
             parse(&bad, text, 1.0)
                 .unwrap_err()
+                .0
                 .contains("matched nothing")
         );
     }

@@ -452,9 +452,32 @@ pub(crate) fn parse_error(
     tool: &'static str,
     out_dir: &Path,
     file: &str,
-) -> impl FnOnce(String) -> ToolError {
+) -> impl FnOnce(Unreadable) -> ToolError {
     let log = out_dir.join(file);
-    move |msg| ToolError::Parse { tool, log, msg }
+    move |e| ToolError::Parse {
+        tool,
+        log,
+        msg: e.0,
+    }
+}
+
+/// Why a tool's output does not read as a result: what is missing or
+/// malformed in it. Callers only report it, as [`ToolError::Parse`] with
+/// the log it came from.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unreadable(pub String);
+
+impl From<String> for Unreadable {
+    fn from(s: String) -> Unreadable {
+        Unreadable(s)
+    }
+}
+
+impl From<&str> for Unreadable {
+    fn from(s: &str) -> Unreadable {
+        Unreadable(s.to_string())
+    }
 }
 
 /// Runs a user command once per thread count (placeholders filled) and
@@ -463,7 +486,7 @@ pub(crate) async fn run_each(
     tool: &'static str,
     argv: &[String],
     ctx: &Ctx<'_, impl Fn(&mut tokio::process::Command)>,
-    parse: impl Fn(&str, f64) -> Result<Parsed, String>,
+    parse: impl Fn(&str, f64) -> Result<Parsed, Unreadable>,
 ) -> Result<Vec<PhaseResult>, ToolError> {
     let (t, threads, duration, out_dir, hook) =
         (ctx.target, ctx.threads, ctx.duration, ctx.out_dir, ctx.hook);

@@ -2,7 +2,7 @@
 //! or custom script (`-f`) per thread count, parsed from `tps = ...`,
 //! `latency average = ...`, `--progress` lines and `-r` statement latencies.
 
-use super::{Ctx, Parsed, ToolError, exec, mean_only, num, op, parse_error};
+use super::{Ctx, Parsed, ToolError, Unreadable, exec, mean_only, num, op, parse_error};
 use crate::results::model::{PhaseResult, SecondSample};
 use crate::workload::stores::StoreKind;
 use regex::Regex;
@@ -46,7 +46,7 @@ fn capture(re: &str, text: &str) -> Option<f64> {
 }
 
 /// Reads a pgbench run's output.
-pub fn parse(text: &str) -> Result<Parsed, String> {
+pub fn parse(text: &str) -> Result<Parsed, Unreadable> {
     let tps = capture(
         r"(?m)^tps = ([\d.]+) \(without initial connection time\)",
         text,

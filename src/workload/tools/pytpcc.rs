@@ -15,7 +15,9 @@
 //! time, as the write-ups measured it with `time`.
 
 use super::pyenv::PyEnv;
-use super::{Ctx, Parsed, ToolError, ToolTarget, exec, mean_only, num, op, parse_error};
+use super::{
+    Ctx, Parsed, ToolError, ToolTarget, Unreadable, exec, mean_only, num, op, parse_error,
+};
 use crate::clients::Endpoint;
 use crate::clients::mongodb::MongoConn;
 use crate::results::model::{Headline, OpStats, Percentiles, PhaseResult, PhaseStatus, ToolEnv};
@@ -259,7 +261,7 @@ const TXNS: &[&str] = &[
 ];
 
 /// Reads either version's final table (the last one printed).
-pub fn parse(text: &str) -> Result<PytpccOutput, String> {
+pub fn parse(text: &str) -> Result<PytpccOutput, Unreadable> {
     let start = text
         .rfind("Execution Results after ")
         .ok_or("no `Execution Results after N seconds` table")?;
@@ -550,10 +552,12 @@ mod tests {
 
     #[test]
     fn output_without_a_results_table_is_an_error_that_says_what_is_missing() {
-        let e = parse("03-14-2021 10:01:12 [<module>:241] INFO : Initializing\n").unwrap_err();
+        let e = parse("03-14-2021 10:01:12 [<module>:241] INFO : Initializing\n")
+            .unwrap_err()
+            .0;
         assert!(e.contains("Execution Results"), "{e}");
         let no_new_order = ORIGINAL.replace("NEW_ORDER", "NEWORDER");
-        assert!(parse(&no_new_order).unwrap_err().contains("NEW_ORDER"));
+        assert!(parse(&no_new_order).unwrap_err().0.contains("NEW_ORDER"));
     }
 
     fn target(port: u16) -> ToolTarget {

@@ -4,7 +4,7 @@
 //! with functions printing one JSON object per line after a marker); the
 //! text report is parsed when no hook output is found.
 
-use super::{Ctx, Parsed, Ran, ToolError, ToolTarget, exec, op, parse_error};
+use super::{Ctx, Parsed, Ran, ToolError, ToolTarget, Unreadable, exec, op, parse_error};
 use crate::clients::Endpoint;
 use crate::clients::mysql::MyConn;
 use crate::results::model::{Percentiles, PhaseResult, SecondSample};
@@ -118,7 +118,7 @@ fn ms_to_us(v: f64) -> f64 {
 }
 
 /// Reads the hook's JSON lines; `None` when there are none.
-pub fn parse_hook(text: &str) -> Result<Option<Parsed>, String> {
+pub fn parse_hook(text: &str) -> Result<Option<Parsed>, Unreadable> {
     let mut series = Vec::new();
     let mut cumulative: Option<HookStat> = None;
     for line in text.lines() {
@@ -181,7 +181,7 @@ fn capture(re: &str, text: &str) -> Option<f64> {
 }
 
 /// Reads sysbench's default text report.
-pub fn parse_text(text: &str) -> Result<Parsed, String> {
+pub fn parse_text(text: &str) -> Result<Parsed, Unreadable> {
     let events = capture(r"(?m)^\s*transactions:\s+(\d+)", text)
         .or_else(|| capture(r"(?m)^\s*total number of events:\s+(\d+)", text))
         .ok_or("no `transactions:` or `total number of events:` line")?;
@@ -231,7 +231,7 @@ pub fn parse_text(text: &str) -> Result<Parsed, String> {
 }
 
 /// Hook output when present, the text report otherwise.
-pub fn parse(text: &str) -> Result<Parsed, String> {
+pub fn parse(text: &str) -> Result<Parsed, Unreadable> {
     match parse_hook(text)? {
         Some(p) => Ok(p),
         None => parse_text(text),

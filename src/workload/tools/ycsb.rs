@@ -3,7 +3,7 @@
 //! errors of READ) and go-ycsb's `READ - Takes(s): ..., Count: N` lines
 //! (with `READ_ERROR` counted as errors of READ).
 
-use super::{Ctx, Parsed, ToolError, num, run_each, set_latency};
+use super::{Ctx, Parsed, ToolError, Unreadable, num, run_each, set_latency};
 use crate::results::model::{OpStats, PhaseResult};
 use regex::Regex;
 use std::collections::BTreeMap;
@@ -145,7 +145,7 @@ fn parse_go(text: &str) -> Option<Parsed> {
 }
 
 /// Java YCSB output, else go-ycsb output.
-pub fn parse(text: &str) -> Result<Parsed, String> {
+pub fn parse(text: &str) -> Result<Parsed, Unreadable> {
     parse_java(text)
         .or_else(|| parse_go(text))
         .ok_or_else(|| "neither `[OVERALL], RunTime(ms)` nor go-ycsb `Takes(s)` lines found".into())

@@ -270,9 +270,9 @@ impl Topology {
             if let Some(want) = work.settle.memory {
                 let on_disk = || disk::dir_size(&super::cell_work_dir(ctx).join(name).join("data"));
                 let data = work.facts.data_size(rr.port).await.filter(|b| *b > 0);
-                let (cap, why) = want.cap_for(data.unwrap_or_else(on_disk));
+                let (cap, why) = crate::plan::settle::cap_for(want, data.unwrap_or_else(on_disk));
                 // The cache first, as on the cell's server.
-                if let Some(resize) = &work.settle.cache {
+                if let Some(resize) = &work.cache_resize {
                     let (read_back, violation) =
                         resize.apply(work.facts.as_ref(), rr.port, cap).await;
                     member(record, name)

@@ -38,20 +38,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AtomicWriteError> {
         path: path.to_path_buf(),
         source,
     };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
+    let dir = folder_of(path);
     fs::create_dir_all(&dir).map_err(io_err)?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "file".to_string());
-    let tmp = dir.join(format!(
-        ".{name}.tmp.{}.{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
+    let tmp = temp_path(&dir, path);
     let result = write_and_sync(&tmp, bytes).and_then(|()| fs::rename(&tmp, path));
     if let Err(e) = result {
         let _ = fs::remove_file(&tmp);
@@ -60,16 +49,114 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AtomicWriteError> {
     sync_dir(&dir).map_err(io_err)
 }
 
-/// Serialize `value` as pretty JSON (with a final newline) and write it
-/// atomically.
-pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), AtomicWriteError> {
+/// Write several files atomically as one step, `files` in order: every
+/// temp file is written, then all are fsynced at once (one journal commit
+/// serves them), renamed in the given order, and each folder fsynced once.
+/// A reader sees each file old or whole; put the file that says the rest
+/// is complete (`cell.json`) last: renames in one folder reach the journal
+/// in order, so it is never there without the files before it. On an
+/// error every temp file is removed; files renamed before it stay whole.
+pub fn write_all_atomic(files: &[(PathBuf, Vec<u8>)]) -> Result<(), AtomicWriteError> {
+    let mut temps: Vec<(PathBuf, &Path)> = Vec::with_capacity(files.len());
+    let cleanup = |temps: &[(PathBuf, &Path)]| {
+        for (tmp, _) in temps {
+            let _ = fs::remove_file(tmp);
+        }
+    };
+    for (path, bytes) in files {
+        let dir = folder_of(path);
+        let made = fs::create_dir_all(&dir).and_then(|()| {
+            let tmp = temp_path(&dir, path);
+            let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+            temps.push((tmp, path));
+            f.write_all(bytes)
+        });
+        if let Err(source) = made {
+            cleanup(&temps);
+            return Err(AtomicWriteError::Io {
+                path: path.clone(),
+                source,
+            });
+        }
+    }
+    // fsyncs issued together: the file system commits them in one go.
+    let synced: Vec<(usize, io::Error)> = std::thread::scope(|s| {
+        let handles: Vec<_> = temps
+            .iter()
+            .enumerate()
+            .map(|(i, (tmp, _))| s.spawn(move || (i, File::open(tmp).and_then(|f| f.sync_all()))))
+            .collect();
+        handles
+            .into_iter()
+            .filter_map(|h| match h.join() {
+                Ok((_, Ok(()))) => None,
+                Ok((i, Err(e))) => Some((i, e)),
+                Err(_) => Some((0, io::Error::other("an fsync thread panicked"))),
+            })
+            .collect()
+    });
+    if let Some((i, source)) = synced.into_iter().next() {
+        cleanup(&temps);
+        return Err(AtomicWriteError::Io {
+            path: temps[i].1.to_path_buf(),
+            source,
+        });
+    }
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for (n, (tmp, path)) in temps.iter().enumerate() {
+        if let Err(source) = fs::rename(tmp, path) {
+            cleanup(&temps[n..]);
+            return Err(AtomicWriteError::Io {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+        let dir = folder_of(path);
+        if !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
+    }
+    for dir in dirs {
+        sync_dir(&dir).map_err(|source| AtomicWriteError::Io { path: dir, source })?;
+    }
+    Ok(())
+}
+
+/// Serialize `value` as pretty JSON (with a final newline), as
+/// [`write_all_atomic`] takes it.
+pub fn json_bytes<T: Serialize>(path: &Path, value: &T) -> Result<Vec<u8>, AtomicWriteError> {
     let mut bytes =
         serde_json::to_vec_pretty(value).map_err(|source| AtomicWriteError::Serialize {
             path: path.to_path_buf(),
             source,
         })?;
     bytes.push(b'\n');
-    write_atomic(path, &bytes)
+    Ok(bytes)
+}
+
+fn folder_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+fn temp_path(dir: &Path, path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "file".to_string());
+    dir.join(format!(
+        ".{name}.tmp.{}.{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ))
+}
+
+/// Serialize `value` as pretty JSON (with a final newline) and write it
+/// atomically.
+pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), AtomicWriteError> {
+    write_atomic(path, &json_bytes(path, value)?)
 }
 
 fn write_and_sync(tmp: &Path, bytes: &[u8]) -> io::Result<()> {
@@ -121,6 +208,61 @@ mod tests {
             })
             .count();
         assert_eq!(leftovers, 0);
+    }
+
+    fn temps_in(dir: &Path) -> usize {
+        fs::read_dir(dir)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .contains(".tmp.")
+            })
+            .count()
+    }
+
+    #[test]
+    fn files_written_together_are_all_whole_and_leave_no_temp_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("cell/samples.json");
+        let b = dir.path().join("cell/config/redis.conf");
+        let c = dir.path().join("cell/cell.json");
+        write_atomic(&c, b"old").unwrap();
+        write_all_atomic(&[
+            (a.clone(), b"samples".to_vec()),
+            (b.clone(), b"port 1".to_vec()),
+            (c.clone(), b"finished".to_vec()),
+        ])
+        .unwrap();
+        assert_eq!(fs::read(&a).unwrap(), b"samples");
+        assert_eq!(fs::read(&b).unwrap(), b"port 1");
+        assert_eq!(fs::read(&c).unwrap(), b"finished");
+        assert_eq!(temps_in(&dir.path().join("cell")), 0);
+        assert_eq!(temps_in(&dir.path().join("cell/config")), 0);
+    }
+
+    #[test]
+    fn a_failed_file_keeps_the_files_after_it_as_they_were() {
+        let dir = tempfile::tempdir().unwrap();
+        let cell = dir.path().join("cell.json");
+        write_atomic(&cell, b"running").unwrap();
+        // A folder where a file should be makes its rename fail.
+        let blocked = dir.path().join("samples.json");
+        fs::create_dir_all(blocked.join("child")).unwrap();
+        let err = write_all_atomic(&[
+            (blocked.clone(), b"samples".to_vec()),
+            (cell.clone(), b"finished".to_vec()),
+        ])
+        .unwrap_err();
+        assert!(err.to_string().contains("samples.json"), "{err}");
+        assert_eq!(
+            fs::read(&cell).unwrap(),
+            b"running",
+            "the last file is not renamed"
+        );
+        assert_eq!(temps_in(dir.path()), 0);
     }
 
     #[test]

@@ -6,10 +6,10 @@
 use crate::error::bad_input;
 use crate::metrics::procfs;
 use crate::model::{CellStatus, RunStatus};
-use crate::results::atomic::{write_atomic, write_json_atomic};
+use crate::results::atomic::{json_bytes, write_all_atomic, write_atomic, write_json_atomic};
 use crate::results::layout::{CellPaths, RunPaths};
 use crate::results::model::{
-    CellRecord, FidelityRecord, HostInfo, PhaseResult, PhaseStatus, ResourceSample, RunRecord,
+    CellRecord, HostInfo, PhaseResult, PhaseStatus, ResourceSample, RunRecord,
 };
 use crate::run::cell::{CellCtx, CellWork, CellWriter, run_cell};
 use crate::run::claim;
@@ -101,16 +101,25 @@ impl CellWriter for AtomicWriter {
         let path = cp.phases_dir().join(format!("{stem}.json"));
         Ok(write_json_atomic(&cp.writable(&path), result)?)
     }
-    fn samples(&self, cell_dir: &Path, samples: &[ResourceSample]) -> anyhow::Result<()> {
+    fn end(
+        &self,
+        cell_dir: &Path,
+        samples: &[ResourceSample],
+        rec: &CellRecord,
+    ) -> anyhow::Result<()> {
         let cp = cell_paths(cell_dir);
-        Ok(write_json_atomic(
-            &cp.writable(&cp.samples_json()),
-            &samples,
-        )?)
-    }
-    fn fidelity(&self, cell_dir: &Path, f: &FidelityRecord) -> anyhow::Result<()> {
-        let cp = cell_paths(cell_dir);
-        Ok(write_json_atomic(&cp.writable(&cp.fidelity_json()), f)?)
+        let samples_json = cp.writable(&cp.samples_json());
+        let fidelity_json = cp.writable(&cp.fidelity_json());
+        let cell_json = cp.writable(&cp.cell_json());
+        let files = vec![
+            (samples_json.clone(), json_bytes(&samples_json, &samples)?),
+            (
+                fidelity_json.clone(),
+                json_bytes(&fidelity_json, &rec.fidelity)?,
+            ),
+            (cell_json.clone(), json_bytes(&cell_json, rec)?),
+        ];
+        Ok(write_all_atomic(&files)?)
     }
     fn cell(&self, cell_dir: &Path, rec: &CellRecord) -> anyhow::Result<()> {
         let cp = cell_paths(cell_dir);
@@ -118,6 +127,9 @@ impl CellWriter for AtomicWriter {
     }
     fn file(&self, path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         Ok(write_atomic(path, bytes)?)
+    }
+    fn files(&self, files: &[(PathBuf, Vec<u8>)]) -> anyhow::Result<()> {
+        Ok(write_all_atomic(files)?)
     }
 }
 

@@ -219,17 +219,32 @@ impl Ledger {
 
     /// Append one resource and fsync; call BEFORE creating it.
     pub fn record(&mut self, resource: Resource) -> Result<(), SandboxError> {
-        let entry = Entry {
-            run: self.run.clone(),
-            owner_pid: self.owner_pid,
-            owner_start: self.owner_start,
-            resource,
-        };
-        let mut line = serde_json::to_string(&entry)
-            .map_err(|e| ledger_err(&self.path, std::io::Error::other(e)))?;
-        line.push('\n');
+        self.record_all(vec![resource])
+    }
+
+    /// Append several resources with one write and one fsync; call BEFORE
+    /// creating any of them. Teardown walks them in reverse, as if each
+    /// had been recorded alone; one that is never made is skipped there.
+    pub fn record_all(&mut self, resources: Vec<Resource>) -> Result<(), SandboxError> {
+        let mut lines = String::new();
+        for resource in resources {
+            let entry = Entry {
+                run: self.run.clone(),
+                owner_pid: self.owner_pid,
+                owner_start: self.owner_start,
+                resource,
+            };
+            lines.push_str(
+                &serde_json::to_string(&entry)
+                    .map_err(|e| ledger_err(&self.path, std::io::Error::other(e)))?,
+            );
+            lines.push('\n');
+        }
+        if lines.is_empty() {
+            return Ok(());
+        }
         self.file
-            .write_all(line.as_bytes())
+            .write_all(lines.as_bytes())
             .and_then(|()| self.file.sync_data())
             .map_err(|e| ledger_err(&self.path, e))
     }
@@ -696,6 +711,28 @@ mod tests {
         assert_eq!(e[0].owner_pid, std::process::id() as i32);
         let strict = read_ledger(l.path(), "r1");
         assert_eq!((strict.entries.len(), strict.problem), (1, None));
+    }
+
+    #[test]
+    fn resources_recorded_together_are_one_line_each_in_their_order() {
+        let t = tempfile::tempdir().unwrap();
+        let mut l = Ledger::open(&state(&t), "r1").unwrap();
+        let dirs: Vec<Resource> = ["a", "b", "c"]
+            .iter()
+            .map(|n| Resource::DataDir {
+                path: t.path().join(n),
+            })
+            .collect();
+        l.record_all(dirs.clone()).unwrap();
+        l.record_all(Vec::new()).unwrap();
+        let strict = read_ledger(l.path(), "r1");
+        assert_eq!(strict.problem, None);
+        let got: Vec<Resource> = strict.entries.into_iter().map(|e| e.resource).collect();
+        assert_eq!(got, dirs);
+        assert_eq!(
+            std::fs::read_to_string(l.path()).unwrap().lines().count(),
+            3
+        );
     }
 
     #[test]

@@ -22,9 +22,10 @@ pub async fn wait_ready(
     let timeout = launch.readiness.timeout;
     let deadline = Instant::now() + timeout.std();
     let mut last_error = "no probe answered yet".to_string();
-    // From 1 ms, doubling: most engines answer within a few ms of their
-    // start, and a cell should not wait a fixed pause longer than that.
-    let mut pause = Backoff::up_to(MAX_PAUSE);
+    // From 1 ms, a quarter longer each time: most engines answer within a
+    // few ms of their start, a few within a second; either way the probe
+    // that answers comes soon after the engine is ready.
+    let mut pause = Backoff::gently_up_to(MAX_PAUSE);
     loop {
         let status = sandbox.engine_status().await?;
         if let EngineStatus::Exited { .. } = status {

@@ -565,9 +565,8 @@ pub async fn run_cell(
         .chain(thp_leak)
         .reduce(|a, b| format!("{a}; {b}"));
     conclude(rec, outcome, leak);
-    writer.samples(&ctx.cell_dir, &samples)?;
-    writer.fidelity(&ctx.cell_dir, &rec.fidelity)?;
-    writer.cell(&ctx.cell_dir, rec)?;
+    // `cell.json` last: once it is there, the cell's other files are.
+    writer.end(&ctx.cell_dir, &samples, rec)?;
     Ok(r.record)
 }
 
@@ -653,32 +652,44 @@ pub trait CellWriter: Send + Sync {
         stem: &str,
         result: &PhaseResult,
     ) -> anyhow::Result<()>;
-    fn samples(
+    /// The cell's last files as one step: its samples, its fidelity
+    /// record, and `cell.json` last (what `--resume` trusts).
+    fn end(
         &self,
         cell_dir: &Path,
         samples: &[crate::results::model::ResourceSample],
+        rec: &CellRecord,
     ) -> anyhow::Result<()>;
-    fn fidelity(&self, cell_dir: &Path, f: &FidelityRecord) -> anyhow::Result<()>;
     fn cell(&self, cell_dir: &Path, rec: &CellRecord) -> anyhow::Result<()>;
     fn file(&self, path: &Path, bytes: &[u8]) -> anyhow::Result<()>;
+    /// Several files as one step, in order (see
+    /// `results::atomic::write_all_atomic`).
+    fn files(&self, files: &[(PathBuf, Vec<u8>)]) -> anyhow::Result<()>;
 
     /// The rendered config files kept in `kept_dir`, where the launch's
-    /// sandbox installs them from.
+    /// sandbox installs them from, and the launch itself as
+    /// `launch_json`, written as one step.
     fn keep_configs(
         &self,
         kept_dir: &Path,
         files: &[(String, String)],
         launch: &mut EngineLaunch,
+        launch_json: &Path,
     ) -> anyhow::Result<()> {
-        for (name, content) in files {
-            self.file(&kept_dir.join(name), content.as_bytes())?;
-        }
+        let mut kept: Vec<(PathBuf, Vec<u8>)> = files
+            .iter()
+            .map(|(name, content)| (kept_dir.join(name), content.as_bytes().to_vec()))
+            .collect();
         for (kept, engine_path) in &mut launch.config_files {
             if let Some(name) = engine_path.file_name() {
                 *kept = kept_dir.join(name);
             }
         }
-        Ok(())
+        kept.push((
+            launch_json.to_path_buf(),
+            serde_json::to_vec_pretty(launch)?,
+        ));
+        self.files(&kept)
     }
 }
 

@@ -41,11 +41,8 @@ pub(super) fn render(
     let log_path = ctx.cell_dir.join("engine.log");
     std::fs::create_dir_all(&kept_config_dir).map_err(anyhow::Error::from)?;
     let (mut launch, files) = (work.launch)(r.port, &data_dir, &engine_config_dir, &log_path)?;
-    writer.keep_configs(&kept_config_dir, &files, &mut launch)?;
-    writer.file(
-        &ctx.cell_dir.join("launch.json"),
-        &serde_json::to_vec_pretty(&launch).map_err(anyhow::Error::from)?,
-    )?;
+    let launch_json = ctx.cell_dir.join("launch.json");
+    writer.keep_configs(&kept_config_dir, &files, &mut launch, &launch_json)?;
     Ok(launch)
 }
 

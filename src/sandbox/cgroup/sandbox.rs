@@ -115,9 +115,19 @@ impl CgroupSandbox {
         Ok(self.ledger.as_mut().expect("opened above"))
     }
 
+    /// The run's group and its server and client groups, recorded in
+    /// one ledger append (one fsync) before any of them is made.
+    fn record_groups(&mut self) -> Result<(), SandboxError> {
+        let groups = [&self.run, &self.server, &self.client]
+            .iter()
+            .map(|g| Resource::Cgroup {
+                dirs: g.dirs.clone(),
+            })
+            .collect();
+        self.ledger_mut()?.record_all(groups)
+    }
+
     fn create_parents(&mut self) -> Result<(), SandboxError> {
-        let dirs = self.run.dirs.clone();
-        self.ledger_mut()?.record(Resource::Cgroup { dirs })?;
         // A concurrent teardown may remove the shared top folder between our
         // mkdirs and writes (ENOENT): creating it again is enough.
         let mut tries = 0;
@@ -142,9 +152,6 @@ impl CgroupSandbox {
         } else {
             self.client.clone()
         };
-        self.ledger_mut()?.record(Resource::Cgroup {
-            dirs: g.dirs.clone(),
-        })?;
         g.create()?;
         g.apply(limits)?;
         g.read_back(limits, out)
@@ -168,9 +175,7 @@ impl CgroupSandbox {
                 continue;
             };
             if !dir.exists() {
-                self.ledger_mut()?.record(Resource::DataDir {
-                    path: dir.to_path_buf(),
-                })?;
+                // In the ledger already (`record_dirs`).
                 roots::create_dirs(dir, 0o700).map_err(|e| err(dir, e.to_string()))?;
                 if let Some(id) = user {
                     give_to(dir, id)?;
@@ -202,9 +207,7 @@ impl CgroupSandbox {
         user: Option<process::Identity>,
     ) -> Result<(), SandboxError> {
         if !launch.data_dir.exists() {
-            self.ledger_mut()?.record(Resource::DataDir {
-                path: launch.data_dir.clone(),
-            })?;
+            // In the ledger already (`record_dirs`).
             // Folders on the way get a mode the engine's user can traverse.
             roots::create_dirs(&launch.data_dir, roots::SEARCHABLE).map_err(|e| {
                 SandboxError::DataDir {
@@ -218,6 +221,27 @@ impl CgroupSandbox {
             give_to(&launch.data_dir, id)?;
         }
         Ok(())
+    }
+
+    /// The data dir and the config folders the launch needs that do not
+    /// exist yet, recorded in one ledger append before any is made.
+    fn record_dirs(&mut self, launch: &EngineLaunch) -> Result<(), SandboxError> {
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        let configs = launch
+            .config_files
+            .iter()
+            .filter(|(kept, engine_path)| kept != engine_path)
+            .filter_map(|(_, engine_path)| engine_path.parent());
+        for dir in std::iter::once(launch.data_dir.as_path()).chain(configs) {
+            if !dir.exists() && !dirs.iter().any(|d| d == dir) {
+                dirs.push(dir.to_path_buf());
+            }
+        }
+        let dirs = dirs
+            .into_iter()
+            .map(|path| Resource::DataDir { path })
+            .collect();
+        self.ledger_mut()?.record_all(dirs)
     }
 
     fn engine_mut(&mut self) -> Result<&mut Engine, SandboxError> {
@@ -241,6 +265,7 @@ impl Sandbox for CgroupSandbox {
         } else {
             None
         };
+        self.record_groups()?;
         self.create_parents()?;
         let mut read_back = BTreeMap::new();
         let server = GroupLimits {
@@ -293,6 +318,7 @@ impl Sandbox for CgroupSandbox {
                 process::check_program_reachable(p, name, id)?;
             }
         }
+        self.record_dirs(launch)?;
         self.prepare_data_dir(launch, user)?;
         self.install_configs(launch, user)?;
         let procs = self.server.procs_files();

@@ -103,10 +103,11 @@ pub(super) async fn start(
         &all,
     )?;
     std::fs::create_dir_all(kept.join("config")).map_err(anyhow::Error::from)?;
-    writer.keep_configs(&kept.join("config"), &files, &mut launch)?;
-    writer.file(
+    writer.keep_configs(
+        &kept.join("config"),
+        &files,
+        &mut launch,
         &kept.join("launch.json"),
-        &serde_json::to_vec_pretty(&launch).map_err(anyhow::Error::from)?,
     )?;
     let handle = rr.sandbox().start_engine(&launch).await?;
     rr.started = Some(Instant::now());

@@ -51,7 +51,7 @@ cells.sort(key=lambda c: c[0])
 waited = {int(m) for m in re.findall(r"^\[(\d+)/\d+ [^]]*\] waiting:", pathlib.Path(sys.argv[5]).read_text(), re.M)}
 # The lifecycle's own stages (src/run/cell/mod.rs OWN_STAGES); every other
 # stage but `load` is a measured phase.
-own = ["provision", "render", "restore", "snapshot", "start", "ready", "replicas",
+own = ["provision", "render", "restore", "snapshot", "start", "ready", "network", "replicas",
        "hog", "settle", "collect", "teardown"]
 rows = []
 for i, ((prev, _), (now, rec)) in enumerate(zip(cells, cells[1:]), start=2):

@@ -82,6 +82,7 @@ fn a_one_millisecond_delay_holds_a_single_reader_under_600_reads_a_second() {
     assert!(net.loopback.median_us < 1000, "{:?}", net.loopback);
     let relay = net.relay.expect("the relay's traffic");
     assert!(relay.connections >= 1 && relay.bytes > 0, "{relay:?}");
+    assert!(relay.cpu_us > 0, "the relay's CPU time: {relay:?}");
     assert!(
         !fid.violations.iter().any(|v| v.contains("network")),
         "{:?}",

@@ -44,6 +44,10 @@ pub struct RelayStats {
     /// Mean and largest lateness of a write past its due instant, in us.
     pub late_mean_us: f64,
     pub late_max_us: u64,
+    /// CPU time the relay's threads used, in us: taken from the client's
+    /// CPUs, where the load generator runs too.
+    #[serde(default)]
+    pub cpu_us: u64,
 }
 
 #[derive(Default)]
@@ -54,6 +58,9 @@ struct Counters {
     lost: AtomicU64,
     late_sum_us: AtomicU64,
     late_max_us: AtomicU64,
+    cpu_us: AtomicU64,
+    /// Threads of connections still running.
+    live: AtomicU64,
 }
 
 impl Counters {
@@ -70,6 +77,7 @@ impl Counters {
                 self.late_sum_us.load(Ordering::Relaxed) as f64 / chunks as f64
             },
             late_max_us: self.late_max_us.load(Ordering::Relaxed),
+            cpu_us: self.cpu_us.load(Ordering::Relaxed),
         }
     }
 }
@@ -215,18 +223,49 @@ fn pipe(
     let (tx, rx) = sync_channel::<Chunk>(QUEUE);
     let c = counters.clone();
     let reader_cpus = cpus.clone();
-    let _ = std::thread::Builder::new()
+    c.live.fetch_add(2, Ordering::SeqCst);
+    let spawned = std::thread::Builder::new()
         .name("relay-read".into())
         .spawn(move || {
             pin(&reader_cpus);
-            read_side(from, &tx, &shape, seed, &c)
+            read_side(from, &tx, &shape, seed, &c);
+            ended(&c);
         });
-    let _ = std::thread::Builder::new()
+    if spawned.is_err() {
+        counters.live.fetch_sub(1, Ordering::SeqCst);
+    }
+    let w = counters.clone();
+    let spawned = std::thread::Builder::new()
         .name("relay-write".into())
         .spawn(move || {
             pin(&cpus);
-            write_side(to, &rx, &counters)
+            write_side(to, &rx, &w);
+            ended(&w);
         });
+    if spawned.is_err() {
+        counters.live.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A relay thread ends: its CPU time counts.
+fn ended(c: &Counters) {
+    c.cpu_us.fetch_add(thread_cpu_us(), Ordering::Relaxed);
+    c.live.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// CPU time the calling thread has used, in us.
+fn thread_cpu_us() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec, which `ts` is.
+    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0;
+    if ok {
+        ts.tv_sec as u64 * 1_000_000 + ts.tv_nsec as u64 / 1000
+    } else {
+        0
+    }
 }
 
 /// Keeps the calling thread on `cpus` (none: where it is).
@@ -499,6 +538,10 @@ mod tests {
         h.join().unwrap();
         assert_eq!(stats.connections, 1);
         assert_eq!(stats.bytes, 40, "20 bytes each way");
+        assert!(
+            stats.cpu_us > 0,
+            "the relay's CPU time is counted: {stats:?}"
+        );
     }
 
     #[test]

@@ -51,6 +51,7 @@ pub(super) fn stop_all(relays: Vec<Relay>) -> RelayStats {
         all.chunks += s.chunks;
         all.bytes += s.bytes;
         all.lost += s.lost;
+        all.cpu_us += s.cpu_us;
         all.late_max_us = all.late_max_us.max(s.late_max_us);
     }
     if all.chunks > 0 {

@@ -201,7 +201,32 @@ fn fidelity_facts(f: &FidelityRecord) -> Vec<(String, String)> {
     if !lost.is_empty() {
         facts.push(("Server CPUs lost, per phase".into(), lost));
     }
+    if let Some(n) = &f.network {
+        facts.push(("Network".into(), network_fact(n)));
+    }
     facts
+}
+
+/// The asked network, the round trip measured through it and on the bare
+/// loopback, and what the relay cost the client.
+fn network_fact(n: &crate::results::model::NetworkFidelity) -> String {
+    let mut text = format!(
+        "{}; round trip {} us measured (median of {}; loopback {} us)",
+        n.asked.describe(),
+        n.round_trip.median_us,
+        n.round_trip.count,
+        n.loopback.median_us
+    );
+    if let Some(r) = &n.relay {
+        text.push_str(&format!(
+            "; relay: {} connection(s), {}, {:.0} us late on average, {:.1} s of the client's CPU",
+            r.connections,
+            fmt::bytes(r.bytes as f64),
+            r.late_mean_us,
+            r.cpu_us as f64 / 1e6
+        ));
+    }
+    text
 }
 
 /// What each phase lost of the server's CPUs: to work outside its cgroup
@@ -229,6 +254,47 @@ fn cpu_lost(f: &FidelityRecord) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fidelity_facts_show_the_network_asked_and_measured() {
+        let rt = |us| crate::network::probe::RoundTrips {
+            count: 100,
+            median_us: us,
+            p10_us: us,
+            p90_us: us,
+        };
+        let f = FidelityRecord {
+            network: Some(crate::results::model::NetworkFidelity {
+                asked: crate::network::Network {
+                    delay: "1ms".parse().unwrap(),
+                    jitter: None,
+                    rate: None,
+                    loss: 0.0,
+                    emulation: crate::network::Emulation::Proxy,
+                },
+                loopback: rt(40),
+                round_trip: rt(2150),
+                relay: Some(crate::network::relay::RelayStats {
+                    connections: 17,
+                    cpu_us: 2_500_000,
+                    ..Default::default()
+                }),
+                links: None,
+            }),
+            ..FidelityRecord::default()
+        };
+        let facts = fidelity_facts(&f);
+        let (_, text) = facts.iter().find(|(k, _)| k == "Network").unwrap();
+        assert!(
+            text.starts_with("delay 1ms (proxy); round trip 2150 us measured"),
+            "{text}"
+        );
+        assert!(text.contains("loopback 40 us"), "{text}");
+        assert!(
+            text.contains("17 connection(s)") && text.contains("2.5 s of the client's CPU"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn fidelity_facts_show_each_phases_lost_cpu_and_the_steal_allowed() {

@@ -591,10 +591,16 @@ fn hold_until(s: &Scratch, stage: &str, extra: &[&str]) -> (Child, Option<u32>, 
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let (mut engine, mut hog) = (None, None);
     loop {
-        let line = lines
-            .next()
-            .unwrap_or_else(|| panic!("sandbox_hold ended before `reached {stage}`"))
-            .unwrap();
+        let Some(line) = lines.next() else {
+            // Say why: the fixture's exit and its stderr.
+            let status = child.wait().unwrap();
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut e, &mut err);
+            }
+            panic!("sandbox_hold ended before `reached {stage}` ({status}):\n{err}");
+        };
+        let line = line.unwrap();
         if let Some(p) = line.strip_prefix("engine pid ") {
             engine = p.trim_end_matches(')').parse().ok();
         }

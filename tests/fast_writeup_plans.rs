@@ -12,6 +12,15 @@ use benchcage::spec::Project;
 use support::cli::repo;
 
 /// (kind, text) of every deviation of `scenario` from its write-up.
+/// The deviations as `(kind, text)` slices to compare with a literal
+/// list; without the values the scenario chose unless `chosen`.
+fn as_strs(got: &[(String, String)], chosen: bool) -> Vec<(&str, &str)> {
+    got.iter()
+        .filter(|(k, _)| chosen || k != "chosen")
+        .map(|(k, t)| (k.as_str(), t.as_str()))
+        .collect()
+}
+
 fn deviations(scenario: &str, sets: &[(&str, &str)]) -> Vec<(String, String)> {
     let project = Project::load(&repo()).unwrap();
     let s = project
@@ -36,7 +45,7 @@ fn deviations(scenario: &str, sets: &[(&str, &str)]) -> Vec<(String, String)> {
 #[test]
 fn write_up_000_tokumx_reality_plans_with_exactly_the_expected_deviations() {
     let got = deviations("000-tokumx-reality", &[]);
-    let got: Vec<(&str, &str)> = got.iter().map(|(k, t)| (k.as_str(), t.as_str())).collect();
+    let got = as_strs(&got, true);
     // every deviation, sorted.
     assert_eq!(
         got,
@@ -109,11 +118,7 @@ fn write_up_000_tokumx_reality_plans_with_exactly_the_expected_deviations() {
 #[test]
 fn write_up_000_tokumx_reality_here_plans_with_exactly_the_expected_deviations() {
     let got = deviations("000-tokumx-reality-here", &[]);
-    let got: Vec<(&str, &str)> = got
-        .iter()
-        .filter(|(k, _)| k != "chosen")
-        .map(|(k, t)| (k.as_str(), t.as_str()))
-        .collect();
+    let got = as_strs(&got, false);
     // every deviation but the values the scenario chose, sorted.
     assert_eq!(
         got,
@@ -154,7 +159,7 @@ fn write_up_000_tokumx_reality_here_plans_with_exactly_the_expected_deviations()
 #[test]
 fn write_up_001_mongodb_to_tokumx_plans_with_exactly_the_expected_deviations() {
     let got = deviations("001-mongodb-to-tokumx", &[]);
-    let got: Vec<(&str, &str)> = got.iter().map(|(k, t)| (k.as_str(), t.as_str())).collect();
+    let got = as_strs(&got, true);
     // every deviation, sorted.
     assert_eq!(
         got,
@@ -212,11 +217,7 @@ fn write_up_001_mongodb_to_tokumx_plans_with_exactly_the_expected_deviations() {
 #[test]
 fn write_up_001_mongodb_to_tokumx_here_plans_with_exactly_the_expected_deviations() {
     let got = deviations("001-mongodb-to-tokumx-here", &[]);
-    let got: Vec<(&str, &str)> = got
-        .iter()
-        .filter(|(k, _)| k != "chosen")
-        .map(|(k, t)| (k.as_str(), t.as_str()))
-        .collect();
+    let got = as_strs(&got, false);
     // every deviation but the values the scenario chose, sorted.
     assert_eq!(
         got,
@@ -255,7 +256,7 @@ fn write_up_001_mongodb_to_tokumx_here_plans_with_exactly_the_expected_deviation
 #[test]
 fn write_up_002_sysbench_mongo_plans_with_exactly_the_expected_deviations() {
     let got = deviations("002-sysbench-mongo", &[]);
-    let got: Vec<(&str, &str)> = got.iter().map(|(k, t)| (k.as_str(), t.as_str())).collect();
+    let got = as_strs(&got, true);
     // every deviation, sorted.
     assert_eq!(
         got,
@@ -312,11 +313,7 @@ fn write_up_002_sysbench_mongo_plans_with_exactly_the_expected_deviations() {
 #[test]
 fn write_up_002_sysbench_mongo_here_plans_with_exactly_the_expected_deviations() {
     let got = deviations("002-sysbench-mongo-here", &[]);
-    let got: Vec<(&str, &str)> = got
-        .iter()
-        .filter(|(k, _)| k != "chosen")
-        .map(|(k, t)| (k.as_str(), t.as_str()))
-        .collect();
+    let got = as_strs(&got, false);
     // every deviation but the values the scenario chose, sorted.
     assert_eq!(
         got,

@@ -100,6 +100,11 @@ fn a_network_that_cannot_be_read_is_refused_before_anything_is_made() {
         ("network.rate=10MB", "bits per second"),
         ("network.emulation=kernel", "not built yet"),
         ("network.loss=5", "percentage"),
+        ("network.jitter=1ms", "larger than the delay"),
+        (
+            "network.delay=20s",
+            "not a network any engine's client tolerates",
+        ),
     ] {
         let out = bc_in(
             &PathBuf::from(HOME),

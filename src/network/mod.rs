@@ -23,6 +23,13 @@ pub enum Emulation {
 }
 
 impl Emulation {
+    /// Every emulation by the name a spec gives it.
+    pub const ALL: [(&'static str, Emulation); 3] = [
+        ("auto", Emulation::Auto),
+        ("kernel", Emulation::Kernel),
+        ("proxy", Emulation::Proxy),
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Emulation::Kernel => "kernel",
@@ -30,6 +37,15 @@ impl Emulation {
             Emulation::Auto => "auto",
         }
     }
+}
+
+/// One problem of a network ([`Network::problems`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Problem {
+    /// The field below `network.` (`jitter`).
+    pub field: &'static str,
+    pub message: String,
+    pub hint: String,
 }
 
 /// An environment's `network:` between the client and the server.
@@ -52,6 +68,44 @@ fn is_zero(x: &f64) -> bool {
 }
 
 impl Network {
+    /// What is wrong with this network, if anything: each problem's
+    /// field (below `network.`), what is wrong, and what to do. Specs and
+    /// `--set` refuse the same networks through it.
+    pub fn problems(&self) -> Vec<Problem> {
+        let mut out = Vec::new();
+        if self.emulation == Emulation::Kernel {
+            out.push(Problem {
+                field: "emulation",
+                message: "the kernel emulation (netem in a namespace of the cell's own) is not built yet".into(),
+                hint: "use the proxy emulation (`emulation: proxy`, or leave it out): a relay in benchcage imposes the network".into(),
+            });
+        }
+        if let Some(j) = self.jitter
+            && j > self.delay
+        {
+            out.push(Problem {
+                field: "jitter",
+                message: format!(
+                    "a jitter of {j} is larger than the delay of {}: a chunk cannot arrive before it was sent",
+                    self.delay
+                ),
+                hint: "give a jitter at most the delay".into(),
+            });
+        }
+        if self.delay.std() > Duration::from_secs(10) {
+            out.push(Problem {
+                field: "delay",
+                message: format!(
+                    "a one-way delay of {} is not a network any engine's client tolerates",
+                    self.delay
+                ),
+                hint: "give a delay under 10s; 100us is a data-centre network, 50ms a continent"
+                    .into(),
+            });
+        }
+        out
+    }
+
     /// The network as this host imposes it: `auto` becomes the proxy
     /// (the kernel emulation, netem in a namespace of the cell's own, is
     /// not built yet; see docs/network.md).
@@ -87,20 +141,6 @@ impl Network {
         }
         format!("{} ({})", parts.join(", "), self.emulation.name())
     }
-}
-
-/// Whether this kernel can load netem (`sch_netem` built in or a module).
-pub fn kernel_has_netem() -> bool {
-    if std::path::Path::new("/sys/module/sch_netem").exists() {
-        return true;
-    }
-    let Ok(release) = std::fs::read_to_string("/proc/sys/kernel/osrelease") else {
-        return false;
-    };
-    let dir = std::path::Path::new("/lib/modules").join(release.trim());
-    ["modules.builtin", "modules.dep"]
-        .iter()
-        .any(|f| std::fs::read_to_string(dir.join(f)).is_ok_and(|t| t.contains("sch_netem")))
 }
 
 /// What a link does to the traffic on it, in each direction.

@@ -430,6 +430,7 @@ fn precise_sleeps() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::network::probe::{Echo, round_trips};
     use crate::units::Rate;
 
     fn shape(delay_us: u64) -> Shape {
@@ -493,49 +494,26 @@ mod tests {
         assert!(s.last_due.unwrap() >= t0 + RETRANSMIT);
     }
 
-    fn echo() -> (SocketAddr, JoinHandle<()>) {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap();
-        let h = std::thread::spawn(move || {
-            let (mut s, _) = l.accept().unwrap();
-            let mut b = [0u8; 4096];
-            while let Ok(n) = s.read(&mut b) {
-                if n == 0 || s.write_all(&b[..n]).is_err() {
-                    break;
-                }
-            }
-        });
-        (addr, h)
-    }
-
-    fn round_trips(addr: SocketAddr, n: usize) -> Vec<Duration> {
-        let mut s = TcpStream::connect(addr).unwrap();
-        s.set_nodelay(true).unwrap();
-        let mut b = [0u8; 1];
-        (0..n)
-            .map(|_| {
-                let t = Instant::now();
-                s.write_all(b"x").unwrap();
-                s.read_exact(&mut b).unwrap();
-                t.elapsed()
-            })
-            .collect()
-    }
-
     #[test]
     fn a_round_trip_through_the_relay_takes_twice_the_delay() {
-        let (server, h) = echo();
-        let relay = Relay::start("127.0.0.1:0".parse().unwrap(), server, shape(2000), &[]).unwrap();
-        let mut rtt = round_trips(relay.addr(), 20);
-        rtt.sort();
-        let median = rtt[rtt.len() / 2];
+        let echo = Echo::start("127.0.0.1:0".parse().unwrap()).unwrap();
+        let relay = Relay::start(
+            "127.0.0.1:0".parse().unwrap(),
+            echo.addr(),
+            shape(2000),
+            &[],
+        )
+        .unwrap();
+        // One echo opens the path, 19 are timed: 20 bytes each way.
+        let median = round_trips(relay.addr(), 19, Duration::from_secs(5))
+            .unwrap()
+            .median();
         assert!(
             median >= Duration::from_millis(4),
             "round trip {median:?} under 2 x 2 ms"
         );
         assert!(median < Duration::from_millis(8), "round trip {median:?}");
         let stats = relay.stop();
-        h.join().unwrap();
         assert_eq!(stats.connections, 1);
         assert_eq!(stats.bytes, 40, "20 bytes each way");
         assert!(
@@ -575,8 +553,9 @@ mod tests {
 
     #[test]
     fn the_relay_passes_a_close_on_after_the_data_before_it() {
-        let (server, h) = echo();
-        let relay = Relay::start("127.0.0.1:0".parse().unwrap(), server, shape(500), &[]).unwrap();
+        let echo = Echo::start("127.0.0.1:0".parse().unwrap()).unwrap();
+        let relay =
+            Relay::start("127.0.0.1:0".parse().unwrap(), echo.addr(), shape(500), &[]).unwrap();
         let mut s = TcpStream::connect(relay.addr()).unwrap();
         s.write_all(&[7u8; 100_000]).unwrap();
         s.shutdown(Shutdown::Write).unwrap();
@@ -584,7 +563,6 @@ mod tests {
         s.read_to_end(&mut back).unwrap();
         assert_eq!(back.len(), 100_000);
         assert!(back.iter().all(|&b| b == 7));
-        h.join().unwrap();
         relay.stop();
     }
 }

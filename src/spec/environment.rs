@@ -287,50 +287,26 @@ fn network_from_node(n: &Node, cx: &mut Cx) -> Option<crate::network::Network> {
             }
         },
     };
-    let table = [
-        ("auto", Emulation::Auto),
-        ("kernel", Emulation::Kernel),
-        ("proxy", Emulation::Proxy),
-    ];
     let emulation = match f.get("emulation") {
-        Some(node) => choice(node, cx, "network.emulation", &table)?,
+        Some(node) => choice(node, cx, "network.emulation", &Emulation::ALL)?,
         None => Emulation::Auto,
     };
-    if emulation == Emulation::Kernel {
-        cx.error(
-            f.pos_of("emulation"),
-            "network.emulation",
-            "the kernel emulation (netem in a namespace of the cell's own) is not built yet",
-            Some("use `emulation: proxy` (or leave it out): a relay in benchcage imposes the network".into()),
-        );
-        return None;
-    }
-    let delay = delay?;
-    if let Some(j) = jitter
-        && j > delay
-    {
-        cx.error(
-            f.pos_of("jitter"),
-            "network.jitter",
-            format!("a jitter of {j} is larger than the delay of {delay}: a chunk cannot arrive before it was sent"),
-            Some("give a jitter at most the delay".into()),
-        );
-    }
-    if delay.std() > std::time::Duration::from_secs(10) {
-        cx.error(
-            f.pos_of("delay"),
-            "network.delay",
-            format!("a one-way delay of {delay} is not a network any engine's client tolerates"),
-            Some("give a delay under 10s; 100us is a data-centre network, 50ms a continent".into()),
-        );
-    }
-    Some(crate::network::Network {
-        delay,
+    let network = crate::network::Network {
+        delay: delay?,
         jitter,
         rate,
         loss,
         emulation,
-    })
+    };
+    for p in network.problems() {
+        cx.error(
+            f.pos_of(p.field),
+            &format!("network.{}", p.field),
+            p.message,
+            Some(p.hint),
+        );
+    }
+    Some(network)
 }
 
 /// `scale:`, above 0 and at most 64.

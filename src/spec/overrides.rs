@@ -110,22 +110,14 @@ impl CellEnv {
             "rate" => n.rate = Some(v.parse().map_err(e)?),
             "loss" => n.loss = crate::network::parse_loss(v).map_err(e)?,
             "emulation" => {
-                n.emulation = match v {
-                    "auto" => Emulation::Auto,
-                    "proxy" => Emulation::Proxy,
-                    "kernel" => {
-                        return Err((
-                            "the kernel emulation (netem in a namespace of the cell's own) is not built yet".into(),
-                            Some("use `network.emulation=proxy` or `auto`".into()),
-                        ));
-                    }
-                    _ => {
-                        return Err((
-                            format!("unknown network emulation `{v}`"),
-                            Some("use auto or proxy".into()),
-                        ));
-                    }
-                }
+                n.emulation = Emulation::ALL
+                    .iter()
+                    .find(|(name, _)| *name == v)
+                    .map(|(_, e)| *e)
+                    .ok_or((
+                        format!("unknown network emulation `{v}`"),
+                        Some("use auto or proxy".into()),
+                    ))?
             }
             _ => {
                 return Err((
@@ -134,15 +126,10 @@ impl CellEnv {
                 ));
             }
         }
-        if let Some(j) = n.jitter
-            && j > n.delay
-        {
-            return Err((
-                format!("a jitter of {j} is larger than the delay of {}", n.delay),
-                Some("give a jitter at most the delay".into()),
-            ));
+        match n.problems().into_iter().next() {
+            Some(p) => Err((p.message, Some(p.hint))),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Apply one environment override (`scale` is handled before scaling).

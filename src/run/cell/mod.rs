@@ -522,12 +522,7 @@ pub async fn run_cell(
     }
 
     r.enter(ctx, "teardown");
-    if let Some(links) = r.links.take() {
-        let stats = links.stop();
-        if let Some(n) = r.record.fidelity.network.as_mut() {
-            n.relay = Some(stats);
-        }
-    }
+    network::close(&mut r);
     let samples = match r.sampler.take() {
         Some(s) => s.finish().await,
         None => Vec::new(),
@@ -780,13 +775,7 @@ async fn lifecycle(
 
     if let Some(net) = &work.network {
         r.enter(ctx, "network");
-        let seed = u64::from_str_radix(work.key.get(..16).unwrap_or("0"), 16).unwrap_or(0);
-        let cpus: Vec<u32> = work.limits.client_cpus.iter().collect();
-        let ports = r.topology.client_ports(r.port);
-        let (links, fidelity, violation) = network::connect(net, seed, &ports, &cpus)?;
-        r.record.fidelity.network = Some(fidelity);
-        r.record.fidelity.violations.extend(violation);
-        r.links = Some(links);
+        network::open(work, net, r)?;
     }
 
     let mut index = 0usize;

@@ -5,7 +5,7 @@
 //! through it. benchcage's own connections (readiness, facts, counting
 //! records) go straight to the server.
 
-use super::Stop;
+use super::{CellWork, Running, Stop};
 use crate::network::probe::{self, Echo, RoundTrips};
 use crate::network::relay::{Relay, RelayStats};
 use crate::network::{Network, Shape};
@@ -78,6 +78,29 @@ pub(super) fn link(
     .map_err(|e| Stop::Failed(format!("network: starting a replication link's relay: {e}")))
 }
 
+/// The `network` stage: the relays in front of the client ports, and the
+/// probe's record (a violation when the round trip is off).
+pub(super) fn open(work: &CellWork, network: &Network, r: &mut Running) -> Result<(), Stop> {
+    let seed = u64::from_str_radix(work.key.get(..16).unwrap_or("0"), 16).unwrap_or(0);
+    let cpus: Vec<u32> = work.limits.client_cpus.iter().collect();
+    let ports = r.topology.client_ports(r.port);
+    let (links, fidelity, violation) = connect(network, seed, &ports, &cpus)?;
+    r.record.fidelity.network = Some(fidelity);
+    r.record.fidelity.violations.extend(violation);
+    r.links = Some(links);
+    Ok(())
+}
+
+/// At teardown: the relays stop, and what they did joins the record.
+pub(super) fn close(r: &mut Running) {
+    if let Some(links) = r.links.take() {
+        let stats = links.stop();
+        if let Some(n) = r.record.fidelity.network.as_mut() {
+            n.relay = Some(stats);
+        }
+    }
+}
+
 fn loopback(port: u16) -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], port))
 }
@@ -86,7 +109,7 @@ fn loopback(port: u16) -> SocketAddr {
 /// the round trip: once on the bare loopback, once through a relay of the
 /// same shape to an echo server of its own. A probe whose median is
 /// outside half to twice the asked round trip is a violation.
-pub(super) fn connect(
+fn connect(
     network: &Network,
     seed: u64,
     server_ports: &[u16],

@@ -197,17 +197,7 @@ mod tests {
         fs::create_dir_all(blocked.join("child")).unwrap();
         assert!(write_atomic(&blocked, b"new").is_err());
         assert_eq!(fs::read(&path).unwrap(), b"old");
-        let leftovers = fs::read_dir(dir.path())
-            .unwrap()
-            .filter(|e| {
-                e.as_ref()
-                    .unwrap()
-                    .file_name()
-                    .to_string_lossy()
-                    .contains(".tmp.")
-            })
-            .count();
-        assert_eq!(leftovers, 0);
+        assert_eq!(temps_in(dir.path()), 0);
     }
 
     fn temps_in(dir: &Path) -> usize {

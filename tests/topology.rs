@@ -272,7 +272,11 @@ fn every_secondary_of_a_postgres_a_redis_and_a_mariadb_replica_set_holds_the_pri
             let of: Vec<_> = samples.iter().filter(|s| s.cgroup == m).collect();
             // Sampled once a second: a short redis cell has few samples.
             assert!(!of.is_empty(), "{}: {m}", d.display());
-            assert!(of.iter().any(|s| s.memory_bytes > 0 && s.cpu_usec > 0));
+            assert!(
+                of.iter().any(|s| s.memory_bytes > 0 && s.cpu_usec > 0),
+                "{}: {m}: {of:?}",
+                d.display()
+            );
         }
     }
     // Each MariaDB member ran with a server_id of its own and a binary log.

@@ -137,10 +137,12 @@ async fn sample_loop(
     let mut tick = tokio::time::interval(period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
-        tokio::select! {
-            _ = stop.cancelled() => break,
-            _ = tick.tick() => {}
-        }
+        // Stopping takes one closing sample: a cell (or a member) that lives
+        // less than a period between two ticks is still seen running.
+        let closing = tokio::select! {
+            _ = stop.cancelled() => true,
+            _ = tick.tick() => false,
+        };
         let t_ms = epoch.elapsed().as_millis() as u64;
         let label = phase.lock().unwrap_or_else(|e| e.into_inner()).clone();
         for target in [Target::Server, Target::Client] {
@@ -154,6 +156,9 @@ async fn sample_loop(
         }
         for (name, stats) in source.member_stats().await {
             out.push(sample_of(t_ms, &name, &label, &stats));
+        }
+        if closing {
+            break;
         }
     }
     out
@@ -195,8 +200,9 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(125)).await;
         sampler.set_phase("workload-a/t4");
         tokio::time::sleep(Duration::from_millis(100)).await;
-        let latest = sampler.latest().borrow().clone().unwrap();
+        let latest = sampler.latest();
         let samples = sampler.finish().await;
+        let latest = latest.borrow().clone().unwrap();
         assert!(samples.len() >= 4, "{}", samples.len());
         assert!(samples.iter().all(|s| s.cgroup == "server"));
         assert!(
@@ -207,6 +213,23 @@ mod tests {
         assert_eq!(samples.last().unwrap().phase, "workload-a/t4");
         assert_eq!(latest.major_faults, samples.last().unwrap().major_faults);
         assert!(samples.iter().any(|s| s.phase == "load"));
+    }
+
+    #[tokio::test]
+    async fn stopping_takes_a_closing_sample_of_every_cgroup() {
+        let sampler = Sampler::start(
+            Arc::new(Topology),
+            Duration::from_secs(3600),
+            Instant::now(),
+        );
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        sampler.set_phase("teardown");
+        let samples = sampler.finish().await;
+        // The first tick's sample and the closing one, each of every cgroup.
+        assert_eq!(samples.len(), 6, "{samples:?}");
+        let last: Vec<_> = samples.iter().filter(|s| s.phase == "teardown").collect();
+        assert_eq!(last.len(), 3, "{samples:?}");
+        assert!(last.iter().all(|s| s.t_ms >= 60), "{last:?}");
     }
 
     /// A server and two members, m2 not readable.

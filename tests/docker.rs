@@ -1711,7 +1711,7 @@ async fn the_shipped_mongodb_and_tokumx_scenarios_fail_here_only_for_their_image
         (
             "scenarios/004-tpcc-mongodb.yaml",
             "",
-            &["mongo:4.0", "mongo:4.2", "mongo:4.4"][..],
+            &["mongo:4.0.28", "mongo:4.2.24", "mongo:4.4.30"][..],
         ),
     ] {
         if images.iter().any(|i| image_present(i)) {

@@ -9,12 +9,19 @@ use benchcage::results::model::{CellRecord, FidelityRecord};
 use std::path::PathBuf;
 use support::cli::bc_in;
 use support::files::{cell_dirs, read_json};
+use support::host::valid_but_for_a_busy_host;
 
 const HOME: &str = env!("CARGO_MANIFEST_DIR");
 
 /// Runs tests/scenarios/run-network.yaml with `extra` arguments; the cell's
 /// record and fidelity.
 fn run_cell(extra: &[&str]) -> (CellRecord, FidelityRecord) {
+    run_scenario("tests/scenarios/run-network.yaml", extra)
+}
+
+/// Runs `scenario` (one cell) with `extra` arguments; the cell's record
+/// and fidelity.
+fn run_scenario(scenario: &str, extra: &[&str]) -> (CellRecord, FidelityRecord) {
     let tmp = tempfile::Builder::new()
         .prefix("benchcage-network-test-")
         .tempdir()
@@ -27,7 +34,7 @@ fn run_cell(extra: &[&str]) -> (CellRecord, FidelityRecord) {
         &t.join("state"),
     )
     .arg("run")
-    .arg("tests/scenarios/run-network.yaml")
+    .arg(scenario)
     .args(extra)
     .env("BENCHCAGE_SNAPSHOTS", "off")
     .output()
@@ -89,6 +96,57 @@ fn a_one_millisecond_delay_holds_a_single_reader_under_600_reads_a_second() {
         fid.violations
     );
     assert!(far.stage_s.contains_key("network"), "{:?}", far.stage_s);
+}
+
+#[test]
+fn a_ten_megabit_link_caps_eight_scanning_threads_together_within_ten_percent() {
+    // Scans of up to 100 records of 10 KB: the answers fill the link (about
+    // 9 MB/s without it here, on one busy server CPU).
+    let (cell, fid) = run_scenario(
+        "tests/scenarios/run-network-scans.yaml",
+        &["--set", "network.rate=10mbit"],
+    );
+    let scans = cell.phases.iter().find(|p| p.name == "scans").unwrap();
+    assert!(
+        valid_but_for_a_busy_host(&scans.status),
+        "{:?}",
+        scans.status
+    );
+    assert!(scans.total_ops > 0);
+    let io = fid
+        .phase_io
+        .iter()
+        .find(|(stem, _)| stem.contains("scans"))
+        .map(|(_, io)| io)
+        .expect("the phase's fidelity");
+    let t = io
+        .network
+        .as_ref()
+        .expect("the phase's traffic on the link");
+    // 10 Mbit/s is 1,250,000 B/s; the eight connections share it (a rate
+    // per connection would let them carry eight times it). The window is
+    // the phase's wall time, its start and the answers still in flight at
+    // its end included, and the relay's threads share one client CPU with
+    // the load generator, on a host that runs builds beside the tests: the
+    // link may idle a little, never run over.
+    let got = t.busiest_bytes_per_s();
+    assert!(
+        (875_000.0..1_375_000.0).contains(&got),
+        "{got:.0} B/s toward the client over a 10 Mbit/s link: {t:?}"
+    );
+    assert!(t.bytes_to_client > 20 * t.bytes_to_server, "{t:?}");
+    assert!(io.network_violation.is_none(), "{io:?}");
+    let net = fid.network.expect("fidelity records the network");
+    assert_eq!(net.asked.rate.unwrap().to_string(), "10mbit");
+    assert!(
+        !fid.violations.iter().any(|v| v.contains("network")),
+        "{:?}",
+        fid.violations
+    );
+    eprintln!(
+        "scans at 8 threads over 10mbit: {got:.0} B/s, {:.1} scans/s",
+        scans.throughput
+    );
 }
 
 #[test]

@@ -129,7 +129,10 @@ impl Network {
 
     /// `delay 1ms, jitter 100us, rate 10gbit, loss 0.1% (proxy)`.
     pub fn describe(&self) -> String {
-        let mut parts = vec![format!("delay {}", self.delay)];
+        let mut parts = Vec::new();
+        if !self.delay.std().is_zero() || (self.rate.is_none() && self.loss == 0.0) {
+            parts.push(format!("delay {}", self.delay));
+        }
         if let Some(j) = self.jitter {
             parts.push(format!("jitter {j}"));
         }

@@ -38,7 +38,14 @@ const QUEUE: usize = 256;
 pub struct RelayStats {
     pub connections: u64,
     pub chunks: u64,
+    /// Both directions together.
     pub bytes: u64,
+    /// The client's requests, toward the server.
+    #[serde(default)]
+    pub bytes_to_server: u64,
+    /// The server's answers, toward the client.
+    #[serde(default)]
+    pub bytes_to_client: u64,
     /// Chunks that took the retransmission timeout.
     pub lost: u64,
     /// Mean and largest lateness of a write past its due instant, in us.
@@ -54,7 +61,8 @@ pub struct RelayStats {
 struct Counters {
     connections: AtomicU64,
     chunks: AtomicU64,
-    bytes: AtomicU64,
+    /// Bytes written toward the server (`[0]`) and toward the client (`[1]`).
+    bytes: [AtomicU64; 2],
     lost: AtomicU64,
     late_sum_us: AtomicU64,
     late_max_us: AtomicU64,
@@ -69,7 +77,9 @@ impl Counters {
         RelayStats {
             connections: self.connections.load(Ordering::Relaxed),
             chunks,
-            bytes: self.bytes.load(Ordering::Relaxed),
+            bytes: self.bytes.iter().map(|b| b.load(Ordering::Relaxed)).sum(),
+            bytes_to_server: self.bytes[0].load(Ordering::Relaxed),
+            bytes_to_client: self.bytes[1].load(Ordering::Relaxed),
             lost: self.lost.load(Ordering::Relaxed),
             late_mean_us: if chunks == 0 {
                 0.0
@@ -80,6 +90,57 @@ impl Counters {
             cpu_us: self.cpu_us.load(Ordering::Relaxed),
         }
     }
+}
+
+impl RelayStats {
+    /// What happened between `before` and `self` (both of one relay or
+    /// one set of relays): the traffic counters' differences.
+    pub fn since(&self, before: &RelayStats) -> RelayStats {
+        RelayStats {
+            connections: self.connections.saturating_sub(before.connections),
+            chunks: self.chunks.saturating_sub(before.chunks),
+            bytes: self.bytes.saturating_sub(before.bytes),
+            bytes_to_server: self.bytes_to_server.saturating_sub(before.bytes_to_server),
+            bytes_to_client: self.bytes_to_client.saturating_sub(before.bytes_to_client),
+            lost: self.lost.saturating_sub(before.lost),
+            late_mean_us: self.late_mean_us,
+            late_max_us: self.late_max_us,
+            cpu_us: self.cpu_us.saturating_sub(before.cpu_us),
+        }
+    }
+
+    /// Several relays' stats as one: counters summed, lateness weighted
+    /// by chunks.
+    pub fn sum(all: impl IntoIterator<Item = RelayStats>) -> RelayStats {
+        let mut t = RelayStats::default();
+        let mut late_sum = 0.0;
+        for s in all {
+            late_sum += s.late_mean_us * s.chunks as f64;
+            t.connections += s.connections;
+            t.chunks += s.chunks;
+            t.bytes += s.bytes;
+            t.bytes_to_server += s.bytes_to_server;
+            t.bytes_to_client += s.bytes_to_client;
+            t.lost += s.lost;
+            t.cpu_us += s.cpu_us;
+            t.late_max_us = t.late_max_us.max(s.late_max_us);
+        }
+        if t.chunks > 0 {
+            t.late_mean_us = late_sum / t.chunks as f64;
+        }
+        t
+    }
+}
+
+/// The link the connections of a cell share: its rate paces all of them
+/// together, each direction on its own, as one network interface's queue
+/// would (a rate per connection would let N connections carry N times
+/// it). Clones share the link.
+#[derive(Clone, Default)]
+pub struct Wire {
+    /// When each direction (toward the server, toward the client) is
+    /// free again.
+    free: [Arc<Mutex<Option<Instant>>>; 2],
 }
 
 /// A running relay: listens on `addr()`, forwards to its upstream.
@@ -94,12 +155,25 @@ pub struct Relay {
 impl Relay {
     /// Listens on `listen` (port 0 picks one) and relays every connection
     /// to `upstream` through `shape`, its threads on `cpus` (the client's:
-    /// the relay is part of the client's side of the link; empty: any).
+    /// the relay is part of the client's side of the link; empty: any),
+    /// on a link of its own.
     pub fn start(
         listen: SocketAddr,
         upstream: SocketAddr,
         shape: Shape,
         cpus: &[u32],
+    ) -> io::Result<Relay> {
+        Relay::start_on(listen, upstream, shape, cpus, Wire::default())
+    }
+
+    /// As [`Relay::start`], on `wire`: relays given clones of one wire
+    /// share its rate.
+    pub fn start_on(
+        listen: SocketAddr,
+        upstream: SocketAddr,
+        shape: Shape,
+        cpus: &[u32],
+        wire: Wire,
     ) -> io::Result<Relay> {
         let listener = TcpListener::bind(listen)?;
         let addr = listener.local_addr()?;
@@ -113,7 +187,9 @@ impl Relay {
                 .name("relay-accept".into())
                 .spawn(move || {
                     pin(&cpus);
-                    accept(listener, upstream, shape, &cpus, &stop, &open, &counters)
+                    accept(
+                        listener, upstream, shape, &wire, &cpus, &stop, &open, &counters,
+                    )
                 })?
         };
         Ok(Relay {
@@ -134,9 +210,14 @@ impl Relay {
     }
 
     /// Stops accepting, closes every relayed connection, and says what
-    /// the relay did.
+    /// the relay did, once its connections' threads have ended (each adds
+    /// its CPU time as it ends), or after a second.
     pub fn stop(mut self) -> RelayStats {
         self.shut();
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while self.counters.live.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         self.counters.stats()
     }
 
@@ -166,10 +247,12 @@ impl Drop for Relay {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn accept(
     listener: TcpListener,
     upstream: SocketAddr,
     shape: Shape,
+    wire: &Wire,
     cpus: &Arc<[u32]>,
     stop: &AtomicBool,
     open: &Mutex<Vec<TcpStream>>,
@@ -194,29 +277,26 @@ fn accept(
             v.push(c);
             v.push(s);
         }
-        for (from, to) in [(&client, &server), (&server, &client)] {
+        for (way, (from, to)) in [(&client, &server), (&server, &client)]
+            .into_iter()
+            .enumerate()
+        {
             seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
             if let (Ok(from), Ok(to)) = (from.try_clone(), to.try_clone()) {
-                pipe(
-                    from,
-                    to,
-                    shape.clone(),
-                    seed,
-                    cpus.clone(),
-                    counters.clone(),
-                );
+                let schedule = Schedule::on(shape.clone(), seed, wire.free[way].clone());
+                pipe(from, to, way, schedule, cpus.clone(), counters.clone());
             }
         }
     }
 }
 
-/// One direction of one connection: a reader stamping chunks, a writer
-/// releasing them on time.
+/// One direction (`way`: 0 toward the server, 1 toward the client) of one
+/// connection: a reader stamping chunks, a writer releasing them on time.
 fn pipe(
     from: TcpStream,
     to: TcpStream,
-    shape: Shape,
-    seed: u64,
+    way: usize,
+    schedule: Schedule,
     cpus: Arc<[u32]>,
     counters: Arc<Counters>,
 ) {
@@ -228,7 +308,7 @@ fn pipe(
         .name("relay-read".into())
         .spawn(move || {
             pin(&reader_cpus);
-            read_side(from, &tx, &shape, seed, &c);
+            read_side(from, &tx, schedule, &c);
             ended(&c);
         });
     if spawned.is_err() {
@@ -239,7 +319,7 @@ fn pipe(
         .name("relay-write".into())
         .spawn(move || {
             pin(&cpus);
-            write_side(to, &rx, &w);
+            write_side(to, &rx, way, &w);
             ended(&w);
         });
     if spawned.is_err() {
@@ -305,16 +385,23 @@ enum Chunk {
 pub struct Schedule {
     shape: Shape,
     rng: StdRng,
-    link_free: Option<Instant>,
+    /// When the link (shared with the other connections on it) is free.
+    link_free: Arc<Mutex<Option<Instant>>>,
     last_due: Option<Instant>,
 }
 
 impl Schedule {
+    /// On a link of its own.
     pub fn new(shape: Shape, seed: u64) -> Self {
+        Schedule::on(shape, seed, Arc::default())
+    }
+
+    /// On a link shared through `link_free`.
+    fn on(shape: Shape, seed: u64, link_free: Arc<Mutex<Option<Instant>>>) -> Self {
         Schedule {
             shape,
             rng: StdRng::seed_from_u64(seed),
-            link_free: None,
+            link_free,
             last_due: None,
         }
     }
@@ -324,9 +411,10 @@ impl Schedule {
     pub fn due(&mut self, now: Instant, len: usize) -> (Instant, bool) {
         let sent = match self.shape.rate {
             Some(rate) => {
-                let start = self.link_free.map_or(now, |f| f.max(now));
+                let mut free = self.link_free.lock().unwrap_or_else(|e| e.into_inner());
+                let start = free.map_or(now, |f| f.max(now));
                 let done = start + rate.time_for(len);
-                self.link_free = Some(done);
+                *free = Some(done);
                 done
             }
             None => now,
@@ -358,8 +446,7 @@ impl Schedule {
     }
 }
 
-fn read_side(mut from: TcpStream, tx: &SyncSender<Chunk>, shape: &Shape, seed: u64, c: &Counters) {
-    let mut schedule = Schedule::new(shape.clone(), seed);
+fn read_side(mut from: TcpStream, tx: &SyncSender<Chunk>, mut schedule: Schedule, c: &Counters) {
     let mut buf = vec![0u8; schedule.read_size()];
     loop {
         match from.read(&mut buf) {
@@ -383,14 +470,14 @@ fn read_side(mut from: TcpStream, tx: &SyncSender<Chunk>, shape: &Shape, seed: u
     }
 }
 
-fn write_side(mut to: TcpStream, rx: &Receiver<Chunk>, c: &Counters) {
+fn write_side(mut to: TcpStream, rx: &Receiver<Chunk>, way: usize, c: &Counters) {
     precise_sleeps();
     while let Ok(chunk) = rx.recv() {
         match chunk {
             Chunk::Data { due, bytes } => {
                 let late = sleep_until(due);
                 c.chunks.fetch_add(1, Ordering::Relaxed);
-                c.bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                c.bytes[way].fetch_add(bytes.len() as u64, Ordering::Relaxed);
                 let us = late.as_micros() as u64;
                 c.late_sum_us.fetch_add(us, Ordering::Relaxed);
                 c.late_max_us.fetch_max(us, Ordering::Relaxed);
@@ -477,6 +564,27 @@ mod tests {
         let last = (0..100).map(|_| s.due(t0, 1250).0).last().unwrap();
         assert_eq!(last - t0, Duration::from_millis(100));
         assert_eq!(s.read_size(), 1460);
+    }
+
+    #[test]
+    fn connections_on_one_wire_share_its_rate() {
+        let shape = Shape {
+            rate: Some("10mbit".parse::<Rate>().unwrap()),
+            ..Shape::default()
+        };
+        let wire = Wire::default();
+        let mut a = Schedule::on(shape.clone(), 1, wire.free[1].clone());
+        let mut b = Schedule::on(shape.clone(), 2, wire.free[1].clone());
+        let mut other_way = Schedule::on(shape, 3, wire.free[0].clone());
+        let t0 = Instant::now();
+        // 2 x 50 chunks of 1250 B at once: 100 ms on one link, not 50 ms
+        // on two; the other direction is a link of its own.
+        let mut last = t0;
+        for _ in 0..50 {
+            last = last.max(a.due(t0, 1250).0).max(b.due(t0, 1250).0);
+        }
+        assert_eq!(last - t0, Duration::from_millis(100));
+        assert_eq!(other_way.due(t0, 1250).0 - t0, Duration::from_millis(1));
     }
 
     #[test]

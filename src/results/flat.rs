@@ -78,7 +78,8 @@ pub fn phase_verdict(cell: &CellRecord, index: usize) -> (Verdict, String) {
 }
 
 /// The fidelity violations that concern the whole cell: all but those of
-/// one phase (its io-bound claim, a shared CPU, a cache over the cap),
+/// one phase (its io-bound claim, a shared CPU, a cache over the cap, a
+/// link over its rate),
 /// which void only that phase (its own status says so): a phase measured
 /// on quiet CPUs stays a result when another phase of the cell was not.
 pub fn cell_violations(cell: &CellRecord) -> Vec<String> {
@@ -86,14 +87,7 @@ pub fn cell_violations(cell: &CellRecord) -> Vec<String> {
         .fidelity
         .phase_io
         .values()
-        .flat_map(|io| {
-            [
-                &io.io_bound_violation,
-                &io.contention_violation,
-                &io.cache_violation,
-            ]
-        })
-        .flatten()
+        .flat_map(|io| io.violations())
         .collect();
     cell.fidelity
         .violations

@@ -416,6 +416,47 @@ pub struct PhaseIo {
     /// Why the engine's cache did not fit the cap; `None` when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_violation: Option<String>,
+    /// What crossed the client's emulated link during the phase (the
+    /// proxy's relays), when the cell has a `network:`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<PhaseTraffic>,
+    /// Why the link carried more than its rate; `None` when it held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_violation: Option<String>,
+}
+
+impl PhaseIo {
+    /// The reasons this phase alone is void: its io-bound claim, shared
+    /// CPUs, a cache over the cap, a link over its rate.
+    pub fn violations(&self) -> impl Iterator<Item = &String> {
+        [
+            &self.io_bound_violation,
+            &self.contention_violation,
+            &self.cache_violation,
+            &self.network_violation,
+        ]
+        .into_iter()
+        .flatten()
+    }
+}
+
+/// What crossed the client's emulated link during one phase, each
+/// direction apart (a link's rate holds per direction).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhaseTraffic {
+    pub seconds: f64,
+    pub bytes_to_server: u64,
+    pub bytes_to_client: u64,
+}
+
+impl PhaseTraffic {
+    /// The busier direction's bytes per second.
+    pub fn busiest_bytes_per_s(&self) -> f64 {
+        if self.seconds <= 0.0 {
+            return 0.0;
+        }
+        self.bytes_to_server.max(self.bytes_to_client) as f64 / self.seconds
+    }
 }
 
 impl FidelityRecord {

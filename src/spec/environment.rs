@@ -274,7 +274,8 @@ fn network_from_node(n: &Node, cx: &mut Cx) -> Option<crate::network::Network> {
         "network",
         &["delay", "jitter", "rate", "loss", "emulation"],
     )?;
-    let delay = f.req::<Duration>(cx, "delay");
+    // Each part is optional: a link of a rate only has no delay.
+    let delay = f.opt::<Duration>(cx, "delay").unwrap_or_default();
     let jitter = f.opt::<Duration>(cx, "jitter");
     let rate = f.opt::<crate::units::Rate>(cx, "rate");
     let loss = match f.opt::<String>(cx, "loss") {
@@ -292,7 +293,7 @@ fn network_from_node(n: &Node, cx: &mut Cx) -> Option<crate::network::Network> {
         None => Emulation::Auto,
     };
     let network = crate::network::Network {
-        delay: delay?,
+        delay,
         jitter,
         rate,
         loss,

@@ -53,14 +53,7 @@ pub(super) async fn collect(work: &CellWork, ctx: &CellCtx, r: &mut Running) -> 
     r.topology.collect(&mut r.record);
     let f = &mut r.record.fidelity;
     for (stem, io) in &f.phase_io {
-        for v in [
-            &io.io_bound_violation,
-            &io.contention_violation,
-            &io.cache_violation,
-        ]
-        .into_iter()
-        .flatten()
-        {
+        for v in io.violations() {
             f.violations.push(format!("{stem}: {v}"));
         }
     }

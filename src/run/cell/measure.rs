@@ -79,6 +79,7 @@ pub(super) async fn run_one(
     let before = r.stats.server()?;
     let cpu_before = CpuSnapshot::take(&work.limits.server_cpus, &topology_pids(r));
     let members_before = r.topology.cpu_usec();
+    let link_before = r.links.as_ref().map(|l| l.stats());
     let started = Instant::now();
     let Watched {
         result,
@@ -109,6 +110,15 @@ pub(super) async fn run_one(
     io.engine_cache_bytes = work.facts.cache_size(r.port).await;
     if !work.cache_overcommit {
         io.cache_violation = fidelity::cache_violation(io.engine_cache_bytes, after.memory_limit);
+    }
+    if let (Some(before), Some(links), Some(net)) = (
+        link_before,
+        r.links.as_ref(),
+        r.record.fidelity.network.as_ref(),
+    ) {
+        let traffic = network::traffic(&links.stats().since(&before), started.elapsed());
+        io.network_violation = network::rate_violation(&net.asked, &traffic);
+        io.network = Some(traffic);
     }
     let members_usec = r.topology.cpu_usec().saturating_sub(members_before);
     cpu_before.finish(
@@ -163,11 +173,7 @@ fn judge(res: &mut PhaseResult, ooms: u64, io: &crate::results::model::PhaseIo) 
                 "the kernel OOM-killed {ooms} process(es) in the server's cgroup during the phase"
             ),
         };
-    } else if let Some(why) = io
-        .io_bound_violation
-        .as_ref()
-        .or(io.contention_violation.as_ref())
-        .or(io.cache_violation.as_ref())
+    } else if let Some(why) = io.violations().next()
         && res.status.is_ok()
     {
         res.status = PhaseStatus::Invalid {

@@ -7,9 +7,9 @@
 
 use super::{CellWork, Running, Stop};
 use crate::network::probe::{self, Echo, RoundTrips};
-use crate::network::relay::{Relay, RelayStats};
+use crate::network::relay::{Relay, RelayStats, Wire};
 use crate::network::{Network, Shape};
-use crate::results::model::NetworkFidelity;
+use crate::results::model::{NetworkFidelity, PhaseTraffic};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -34,6 +34,11 @@ impl Links {
             .collect()
     }
 
+    /// What the relays did so far, together.
+    pub(super) fn stats(&self) -> RelayStats {
+        RelayStats::sum(self.relays.iter().map(Relay::stats))
+    }
+
     /// Stops every relay; what they did together.
     pub(super) fn stop(self) -> RelayStats {
         stop_all(self.relays)
@@ -42,22 +47,7 @@ impl Links {
 
 /// Stops `relays`; what they did together.
 pub(super) fn stop_all(relays: Vec<Relay>) -> RelayStats {
-    let mut all = RelayStats::default();
-    let mut late_sum = 0.0;
-    for r in relays {
-        let s = r.stop();
-        late_sum += s.late_mean_us * s.chunks as f64;
-        all.connections += s.connections;
-        all.chunks += s.chunks;
-        all.bytes += s.bytes;
-        all.lost += s.lost;
-        all.cpu_us += s.cpu_us;
-        all.late_max_us = all.late_max_us.max(s.late_max_us);
-    }
-    if all.chunks > 0 {
-        all.late_mean_us = late_sum / all.chunks as f64;
-    }
-    all
+    RelayStats::sum(relays.into_iter().map(Relay::stop))
 }
 
 /// The relay a follower reaches its leader on `leader` through: the same
@@ -121,9 +111,18 @@ fn connect(
         relays: Vec::new(),
         ports: BTreeMap::new(),
     };
+    // One link for every client port (a cluster's routers): the client's
+    // traffic to all of them shares the rate, as it shares a host's NIC.
+    let wire = Wire::default();
     for &port in server_ports {
-        let relay = Relay::start(loopback(0), loopback(port), shape.clone(), cpus)
-            .map_err(|e| fail("starting the relay", e))?;
+        let relay = Relay::start_on(
+            loopback(0),
+            loopback(port),
+            shape.clone(),
+            cpus,
+            wire.clone(),
+        )
+        .map_err(|e| fail("starting the relay", e))?;
         links.ports.insert(port, relay.addr().port());
         links.relays.push(relay);
     }
@@ -149,10 +148,40 @@ fn probe_both(shape: &Shape, cpus: &[u32]) -> std::io::Result<(RoundTrips, Round
     Ok((bare, through?))
 }
 
+/// What crossed the link over `took`, from the relays' counters.
+pub(super) fn traffic(during: &RelayStats, took: Duration) -> PhaseTraffic {
+    PhaseTraffic {
+        seconds: took.as_secs_f64(),
+        bytes_to_server: during.bytes_to_server,
+        bytes_to_client: during.bytes_to_client,
+    }
+}
+
+/// A phase whose busier direction carried more than the asked rate by
+/// over 10% was not measured on the link it claims (the relay paces every
+/// connection of the cell on one shared link, so this is the check that
+/// it did).
+pub(crate) fn rate_violation(network: &Network, t: &PhaseTraffic) -> Option<String> {
+    let rate = network.rate?;
+    let asked = rate.bytes_per_sec();
+    let got = t.busiest_bytes_per_s();
+    (got > asked * 1.10).then(|| {
+        format!(
+            "network: the link carried {:.0} B/s in its busier direction, over the asked rate {rate} ({asked:.0} B/s) by more than 10%; the phase was not measured on the link it claims",
+            got
+        )
+    })
+}
+
 /// A measured round trip outside 0.5x-2x of the asked one makes the cell
 /// invalid: its numbers were not measured over the network it claims.
+/// A link without a delay (a rate or a loss only) asks no round trip, so
+/// there is none to hold.
 pub(crate) fn judge(network: &Network, measured: &RoundTrips) -> Option<String> {
     let asked = network.delay.std() * 2;
+    if asked.is_zero() {
+        return None;
+    }
     let got = measured.median();
     (got < asked / 2 || got > asked * 2).then(|| {
         format!(
@@ -203,5 +232,23 @@ mod tests {
                 .unwrap()
                 .contains("asked 200us")
         );
+        // A link of a rate only asks no round trip.
+        assert_eq!(judge(&net("0us"), &rt(90)), None);
+    }
+
+    #[test]
+    fn a_phase_over_the_rate_by_more_than_a_tenth_is_void() {
+        let mut n = net("0us");
+        n.rate = Some("10mbit".parse().unwrap());
+        let t = |to_client: u64| PhaseTraffic {
+            seconds: 2.0,
+            bytes_to_server: 1000,
+            bytes_to_client: to_client,
+        };
+        // 1,250,000 B/s asked.
+        assert_eq!(rate_violation(&n, &t(2_700_000)), None);
+        let v = rate_violation(&n, &t(2_800_000)).unwrap();
+        assert!(v.contains("1400000 B/s") && v.contains("10mbit"), "{v}");
+        assert_eq!(rate_violation(&net("1ms"), &t(u64::MAX / 4)), None);
     }
 }

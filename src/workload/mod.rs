@@ -565,6 +565,89 @@ mod tests {
     }
 
     #[test]
+    fn a_wire_config_reads_into_its_generators_variant_with_its_own_fields() {
+        let typed = |json: &str| {
+            let mut errs = Problems::default();
+            let c = serde_json::from_str::<DriveConfig>(json)
+                .unwrap()
+                .typed(&mut errs);
+            (c, errs.to_string())
+        };
+        let (c, errs) = typed(r#"{"workload": "tpcc", "warehouses": 3, "denormalize": false}"#);
+        assert_eq!(errs, "");
+        assert_eq!(
+            c.generator,
+            Generator::Tpcc(config::Tpcc {
+                warehouses: 3,
+                denormalize: Some(false)
+            })
+        );
+        // The dataset's record shape a plan writes for every generator is
+        // YCSB's alone; the shared fields are every generator's.
+        let (c, errs) =
+            typed(r#"{"workload": "candles", "queries": "day", "field_count": 3, "records": 9}"#);
+        assert_eq!(errs, "");
+        let queries = config::CandleQuery::Day;
+        assert_eq!(c.generator, Generator::Candles(config::Candles { queries }));
+        assert_eq!(
+            (c.common.records, c.generator.label().as_str()),
+            (9, "candles:day")
+        );
+        let (c, errs) = typed(r#"{"workload": "b", "field_count": 3, "distribution": "uniform"}"#);
+        let Generator::Ycsb(y) = &c.generator else {
+            panic!("{c:?}");
+        };
+        assert_eq!(
+            (y.letter, y.field_count, y.distribution),
+            (Some('b'), 3, Distribution::Uniform)
+        );
+        assert_eq!(
+            (errs.as_str(), c.generator.label().as_str()),
+            ("", "ycsb:b")
+        );
+        // A generator's own field given to another one is refused there.
+        let (c, errs) = typed(r#"{"workload": "iibench", "warehouses": 2, "denormalize": true}"#);
+        assert_eq!(c.generator.kind(), GeneratorKind::Iibench);
+        assert_eq!(
+            errs,
+            "warehouses: `warehouses` only applies to `workload: tpcc`; \
+             denormalize: `denormalize` only applies to `workload: tpcc` (on mongodb)"
+        );
+    }
+
+    #[test]
+    fn a_store_a_generator_does_not_run_on_is_refused_before_anything_connects() {
+        let cfg = |workload: &str, store: &str| {
+            serde_json::from_value::<DriveConfig>(serde_json::json!({
+                "workload": workload, "store": store, "operations": 1
+            }))
+            .unwrap()
+        };
+        let e = cfg("sysbench-mongo", "redis://127.0.0.1:6379")
+            .check_planned()
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "store: the sysbench-mongo workload runs on mongodb, not redis"
+        );
+        let e = cfg("tpcc", "redis://127.0.0.1:6379")
+            .validate()
+            .unwrap_err();
+        assert!(
+            e.to_string().contains(
+                "the tpcc workload runs on postgres, mysql/mariadb and mongodb, not redis"
+            ),
+            "{e}"
+        );
+        assert!(
+            cfg("candles", "postgres://127.0.0.1/db")
+                .check_planned()
+                .is_ok()
+        );
+    }
+
+    #[test]
     fn non_loopback_store_is_refused() {
         let c = DriveConfig {
             store: Some("redis://192.168.1.9:6379".into()),

@@ -11,7 +11,7 @@ use benchcage::workload::tpcc::mongo::{self, MongoTpcc};
 use benchcage::workload::tpcc::schema::Dialect;
 use benchcage::workload::tpcc::sql::{SqlConn, SqlTpcc};
 use benchcage::workload::tpcc::{TpccStore, txn::MIX};
-use benchcage::workload::{self, WorkloadConfig};
+use benchcage::workload::{self, DriveConfig};
 use serde_json::json;
 use std::collections::BTreeSet;
 use support::cli::drive;
@@ -19,7 +19,7 @@ use support::tap::Tap;
 use support::{Kind, Server, block_on};
 use tokio_util::sync::CancellationToken;
 
-fn run_config(cfg: &WorkloadConfig) -> Vec<PhaseResult> {
+fn run_config(cfg: &DriveConfig) -> Vec<PhaseResult> {
     let v = cfg.validate().expect("valid config");
     block_on(workload::run(&v, &CancellationToken::new())).expect("workload runs")
 }
@@ -139,7 +139,7 @@ fn tpcc(
     denormalize: Option<bool>,
     load: bool,
     operations: Option<u64>,
-) -> WorkloadConfig {
+) -> DriveConfig {
     serde_json::from_value(serde_json::json!({
         "store": url, "workload": "tpcc", "warehouses": warehouses, "denormalize": denormalize,
         "threads": 4, "load": load, "operations": operations, "seed": 3,

@@ -57,15 +57,15 @@ fn a_redis_error_inside_a_pipeline_leaves_the_connection_in_step() {
 }
 
 use benchcage::results::model::PhaseResult;
-use benchcage::workload::{self, WorkloadConfig};
+use benchcage::workload::{self, DriveConfig};
 use tokio_util::sync::CancellationToken;
 
-fn run_config(cfg: &WorkloadConfig) -> Vec<PhaseResult> {
+fn run_config(cfg: &DriveConfig) -> Vec<PhaseResult> {
     let v = cfg.validate().expect("valid config");
     block_on(workload::run(&v, &CancellationToken::new())).expect("workload runs")
 }
 
-fn every_kind(url: &str) -> WorkloadConfig {
+fn every_kind(url: &str) -> DriveConfig {
     serde_json::from_value(serde_json::json!({
         "store": url, "workload": "custom",
         "mix": {"read": 0.3, "update": 0.2, "insert": 0.1, "scan": 0.2, "read_modify_write": 0.2},
@@ -178,7 +178,7 @@ fn mariadb_store_creates_the_table_in_the_requested_engine() {
 
 /// Loads 300 records (4 fields) with `batch` records per insert.
 fn load_only(url: &str, batch: u64) -> PhaseResult {
-    let cfg: WorkloadConfig = serde_json::from_value(serde_json::json!({
+    let cfg: DriveConfig = serde_json::from_value(serde_json::json!({
         "store": url, "records": 300, "field_count": 4, "field_length": 20,
         "threads": 2, "load": true, "reset": true, "seed": 7, "batch": batch
     }))
@@ -291,7 +291,7 @@ fn batched_load_on_secantus_writes_the_same_records_as_one_by_one() {
     batched_load_writes_what_the_unbatched_load_writes(Kind::Secantus);
 }
 
-fn candles(url: &str, query: &str, load: bool) -> WorkloadConfig {
+fn candles(url: &str, query: &str, load: bool) -> DriveConfig {
     serde_json::from_value(serde_json::json!({
         "store": url, "workload": "candles", "queries": query,
         "records": 3000, "threads": 2, "operations": 40, "load": load
@@ -381,7 +381,7 @@ fn a_candles_run_against_a_server_that_truncates_answers_fails_with_each_short_a
 fn sysbench_mongo_loads_its_collections_in_batches_then_runs_transactions_on_secantus() {
     let s = Server::start(Kind::Secantus);
     let url = format!("{}/sbtest", s.url());
-    let cfg: WorkloadConfig = serde_json::from_value(serde_json::json!({
+    let cfg: DriveConfig = serde_json::from_value(serde_json::json!({
         "store": url, "workload": "sysbench-mongo", "collections": 3, "records": 1500,
         "threads": [1, 2], "duration": "2s", "load": true, "load_threads": 2
     }))
@@ -420,7 +420,7 @@ fn sysbench_mongo_loads_its_collections_in_batches_then_runs_transactions_on_sec
 
 #[test]
 fn sysbench_mongo_is_refused_on_a_sql_store_before_anything_connects() {
-    let cfg: WorkloadConfig = serde_json::from_value(serde_json::json!({
+    let cfg: DriveConfig = serde_json::from_value(serde_json::json!({
         "store": "postgres://postgres@127.0.0.1:1/postgres", "workload": "sysbench-mongo",
         "operations": 10
     }))
@@ -514,7 +514,7 @@ fn iibench_end_to_end(kind: Kind) {
     let s = Server::start(kind);
     // MariaDB and MongoDB without a database in the URL: iibench's own.
     let url = s.url().trim_end_matches("/mysql").to_string();
-    let cfg: WorkloadConfig = serde_json::from_value(serde_json::json!({
+    let cfg: DriveConfig = serde_json::from_value(serde_json::json!({
         "store": url, "workload": "iibench", "records": 2500, "batch": 500,
         "data_length": 20, "threads": [1, 2], "duration": "2s", "load": true, "load_threads": 2
     }))
@@ -617,7 +617,7 @@ fn drive_runs_iibench_on_postgres_and_counts_every_row() {
 
 #[test]
 fn iibench_is_refused_on_redis_and_a_long_data_column_before_anything_connects() {
-    let cfg: WorkloadConfig = serde_json::from_value(serde_json::json!({
+    let cfg: DriveConfig = serde_json::from_value(serde_json::json!({
         "store": "redis://127.0.0.1:1", "workload": "iibench", "operations": 10,
         "data_length": 4001
     }))
@@ -1149,7 +1149,7 @@ fn pytpcc_runs_from_its_own_directory_with_the_config_file_benchcage_wrote() {
 fn ycsb_scans_of_ordered_keys_are_checked_against_the_records_loaded() {
     let honest = support::legacy::LegacyMongo::start(4);
     let short = support::legacy::LegacyMongo::start_with(4, &["--truncate", "0.5"]);
-    let config = |url: &str| -> WorkloadConfig {
+    let config = |url: &str| -> DriveConfig {
         serde_json::from_value(serde_json::json!({
             "store": url, "workload": "custom", "mix": {"scan": 1.0},
             "records": 300, "insert_order": "ordered", "key_padding": 4,

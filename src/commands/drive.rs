@@ -5,7 +5,7 @@
 use crate::cli::DriveArgs;
 use crate::error::bad_input;
 use crate::results::model::PhaseResult;
-use crate::workload::{self, ErrorBudget, Threads, WorkloadConfig, WorkloadError, WorkloadKind};
+use crate::workload::{self, DriveConfig, ErrorBudget, Threads, WorkloadError, WorkloadKind};
 use anyhow::Context;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -69,7 +69,7 @@ pub async fn run(_home: &Path, args: &DriveArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The workload config from `--config` or from the flags.
-fn config(args: &DriveArgs) -> anyhow::Result<WorkloadConfig> {
+fn config(args: &DriveArgs) -> anyhow::Result<DriveConfig> {
     match &args.config {
         Some(path) => config_file(path, args),
         None => config_from_flags(args),
@@ -78,10 +78,10 @@ fn config(args: &DriveArgs) -> anyhow::Result<WorkloadConfig> {
 
 /// The workload config of a `--config` file, with `--store`,
 /// `--progress` and `--reset` over it.
-fn config_file(path: &std::path::Path, args: &DriveArgs) -> anyhow::Result<WorkloadConfig> {
+fn config_file(path: &std::path::Path, args: &DriveArgs) -> anyhow::Result<DriveConfig> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading workload config {}", path.display()))?;
-    let mut cfg: WorkloadConfig = serde_json::from_str(&text).map_err(|e| {
+    let mut cfg: DriveConfig = serde_json::from_str(&text).map_err(|e| {
         bad_input(format!(
             "{}:{}:{}: {e}",
             path.display(),
@@ -107,8 +107,8 @@ fn bad(flag: &str, e: String) -> anyhow::Error {
 }
 
 /// The workload config from the flags.
-fn config_from_flags(args: &DriveArgs) -> anyhow::Result<WorkloadConfig> {
-    let mut cfg = WorkloadConfig {
+fn config_from_flags(args: &DriveArgs) -> anyhow::Result<DriveConfig> {
+    let mut cfg = DriveConfig {
         name: "run".into(),
         store: args.store.clone(),
         records: args.records,

@@ -8,7 +8,7 @@ use crate::render::RenderedConfig;
 use crate::spec::facts::Facts;
 use crate::spec::scenario::{Dataset, Load, Phase};
 use crate::units::Bytes;
-use crate::workload::WorkloadConfig;
+use crate::workload::DriveConfig;
 use crate::workload::tools::ToolConfig;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -73,7 +73,7 @@ pub struct PlannedCell {
     /// The load generator's config for `load`; the store URL and the
     /// thread count are filled in when the cell runs.
     #[serde(skip)]
-    pub load_config: Option<WorkloadConfig>,
+    pub load_config: Option<DriveConfig>,
     pub settle: Option<Settle>,
     /// Measured runs in order: one per phase and thread count.
     pub phases: Vec<PlannedPhase>,
@@ -145,7 +145,7 @@ pub struct PlannedPhase {
 pub enum PhaseConfig {
     /// The built-in load generator's config; the store URL and the thread
     /// count are filled in when the cell runs.
-    Builtin(WorkloadConfig),
+    Builtin(DriveConfig),
     /// An external tool's.
     Tool(ToolConfig),
 }

@@ -14,7 +14,7 @@ use crate::spec::Scenario;
 use crate::spec::scenario::Dataset;
 use crate::spec::scenario_set::Applied;
 use crate::units::Bytes;
-use crate::workload::WorkloadConfig;
+use crate::workload::DriveConfig;
 use std::path::Path;
 
 /// The scenario's work at an environment's scale.
@@ -24,7 +24,7 @@ pub(super) struct ScaledWork {
     /// Measured runs in order: one per phase and thread count.
     pub phases: Vec<PlannedPhase>,
     /// The load generator's config for the scenario's load.
-    pub load: Option<WorkloadConfig>,
+    pub load: Option<DriveConfig>,
     /// The cell's data on disk, estimated.
     pub footprint: Option<Footprint>,
 }

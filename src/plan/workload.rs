@@ -1,5 +1,5 @@
 //! The scenario's work as its executors take it: the built-in load
-//! generator's [`WorkloadConfig`] for the load and each built-in phase, a
+//! generator's [`DriveConfig`] for the load and each built-in phase, a
 //! tool's [`ToolConfig`] for each tool phase. This is the only place that
 //! knows both the scenario's types and theirs; a planned cell carries the
 //! typed configs to the run.
@@ -9,18 +9,18 @@ use crate::spec::scenario::{
     Builtin, Dataset, Length, Load, LoadWorkload, PgbenchScript, Phase, Tool, Work, YcsbWorkload,
 };
 use crate::workload::tools::{self, ToolConfig};
-use crate::workload::{ErrorBudget, WorkloadConfig, WorkloadKind};
+use crate::workload::{DriveConfig, ErrorBudget, WorkloadKind};
 use std::collections::BTreeMap;
 use std::path::Path;
 
 /// What every generator config of a cell shares: the dataset and the
 /// table's storage engine. The store URL and the thread count are filled
 /// in when the cell runs.
-fn base(name: &str, dataset: Option<&Dataset>, storage_engine: Option<&str>) -> WorkloadConfig {
-    let mut c = WorkloadConfig {
+fn base(name: &str, dataset: Option<&Dataset>, storage_engine: Option<&str>) -> DriveConfig {
+    let mut c = DriveConfig {
         name: name.to_string(),
         engine: storage_engine.map(str::to_string),
-        ..WorkloadConfig::default()
+        ..DriveConfig::default()
     };
     if let Some(d) = dataset {
         c.records = d.records;
@@ -37,7 +37,7 @@ pub(super) fn load_config(
     load: &Load,
     dataset: Option<&Dataset>,
     storage_engine: Option<&str>,
-) -> WorkloadConfig {
+) -> DriveConfig {
     let mut c = base("load", dataset, storage_engine);
     match load.workload {
         LoadWorkload::Candles => c.workload = WorkloadKind::Candles,
@@ -84,7 +84,7 @@ fn builtin_config(
     b: &Builtin,
     dataset: Option<&Dataset>,
     storage_engine: Option<&str>,
-) -> WorkloadConfig {
+) -> DriveConfig {
     let mut c = base(&phase.name, dataset, storage_engine);
     match b {
         Builtin::Ycsb {

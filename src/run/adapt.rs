@@ -12,7 +12,7 @@ use crate::run::exec::DriveExec;
 use crate::run::key::cell_key;
 use crate::run::phase::Unrunnable;
 use crate::spec::scenario::{Expect, Length};
-use crate::workload::{WorkloadConfig, WorkloadKind};
+use crate::workload::DriveConfig;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -327,14 +327,11 @@ fn tool_start_allowance(
 }
 
 /// The load generator's executor for a planned config of the cell.
-fn drive_exec(cell: &Arc<PlannedCell>, config: &WorkloadConfig, exe: &Path) -> Arc<DriveExec> {
-    let label = match (config.load, config.workload) {
-        (true, WorkloadKind::Candles) => "candles:load".to_string(),
-        (true, WorkloadKind::SysbenchMongo) => "sysbench-mongo:load".to_string(),
-        (true, WorkloadKind::Iibench) => "iibench:load".to_string(),
-        (true, WorkloadKind::Tpcc) => "tpcc:load".to_string(),
-        (true, _) => "ycsb:load".to_string(),
-        (false, _) => config.label(),
+fn drive_exec(cell: &Arc<PlannedCell>, config: &DriveConfig, exe: &Path) -> Arc<DriveExec> {
+    let label = if config.load {
+        format!("{}:load", config.workload.generator().name())
+    } else {
+        config.label()
     };
     let cell = cell.clone();
     Arc::new(DriveExec {
@@ -372,7 +369,7 @@ mod tests {
         let load = drive_exec(&cell, cell.load_config.as_ref().unwrap(), Path::new("bc"));
         let cfg = load.config_for(&[6379], 3);
         let text = serde_json::to_string(&cfg).unwrap();
-        let read: WorkloadConfig = serde_json::from_str(&text).unwrap();
+        let read: DriveConfig = serde_json::from_str(&text).unwrap();
         assert_eq!(read, cfg);
         assert_eq!(read.store.as_deref(), Some("redis://127.0.0.1:6379"));
         assert_eq!(

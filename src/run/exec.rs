@@ -5,7 +5,7 @@
 
 use crate::results::model::PhaseResult;
 use crate::run::phase::{PhaseEnv, PhaseExec, Unrunnable};
-use crate::workload::{Threads, WorkloadConfig};
+use crate::workload::{DriveConfig, Threads};
 use anyhow::Context;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -25,7 +25,7 @@ pub struct DriveExec {
     pub label: String,
     /// The generator's config as planned; [`DriveExec::config_for`] fills
     /// in the store and the thread count of one run.
-    pub config: WorkloadConfig,
+    pub config: DriveConfig,
     pub store: StoreUrlFn,
     /// The benchcage binary to run (`std::env::current_exe()` in real use).
     pub program: PathBuf,
@@ -34,7 +34,7 @@ pub struct DriveExec {
 impl DriveExec {
     /// The config of one run: the engine's store on `ports`, `threads`
     /// connections (for the load too).
-    pub fn config_for(&self, ports: &[u16], threads: u32) -> WorkloadConfig {
+    pub fn config_for(&self, ports: &[u16], threads: u32) -> DriveConfig {
         let mut c = self.config.clone();
         c.store = Some((self.store)(ports));
         c.threads = Threads::One(threads);

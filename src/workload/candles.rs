@@ -4,11 +4,11 @@
 //! intervals, repeated) and as all candles of a day. MongoDB documents and
 //! PostgreSQL rows.
 
-use super::config::{Validated, WorkloadError};
+use super::config::{self, GeneratorKind, Run, WorkloadError};
 use super::driver::{Timing, Worker};
 use super::histo::Recorder;
 use super::keys::fnv64;
-use super::phases::{self, Generator, Loading};
+use super::phases::{self, Loading, Steps};
 use super::rng::Rng;
 use super::stores::sql::{SqlClient, values_rows};
 use super::stores::{StoreError, StoreKind};
@@ -501,7 +501,8 @@ impl<C: CandleConn> Worker for QueryWorker<C> {
 
 /// Runs the candles workload on the configured store.
 pub async fn run(
-    v: &Validated,
+    v: &Run,
+    own: &config::Candles,
     cancel: &CancellationToken,
 ) -> Result<Vec<PhaseResult>, WorkloadError> {
     let mut ep = v.target.endpoint.clone();
@@ -509,26 +510,25 @@ pub async fn run(
         StoreKind::Mongodb => {
             ep.database.get_or_insert_with(|| "candles".into());
             let opts = v.target.mongo.clone();
-            run_on(&MongoCandles { ep, opts }, v, cancel).await
+            run_on(&MongoCandles { ep, opts }, v, own, cancel).await
         }
-        StoreKind::Postgres => run_on(&PgCandles { ep }, v, cancel).await,
-        other => Err(WorkloadError::Config(super::config::Problems::one(
-            "store",
-            format!("the candles workload runs on mongodb and postgres, not {other}"),
-        ))),
+        StoreKind::Postgres => run_on(&PgCandles { ep }, v, own, cancel).await,
+        _ => Err(GeneratorKind::Candles.not_on(&v.target)),
     }
 }
 
 async fn run_on<S: CandleStore>(
     store: &S,
-    v: &Validated,
+    v: &Run,
+    own: &config::Candles,
     cancel: &CancellationToken,
 ) -> Result<Vec<PhaseResult>, WorkloadError> {
-    let layout = Layout::new(v.cfg.records);
+    let layout = Layout::new(v.common.records);
     let g = Candles {
         store,
         layout,
-        sample: Arc::new(Sample::new(&layout, v.cfg.seed)),
+        sample: Arc::new(Sample::new(&layout, v.common.seed)),
+        query: own.queries,
     };
     phases::run(&g, v, cancel).await
 }
@@ -538,6 +538,8 @@ struct Candles<'a, S> {
     store: &'a S,
     layout: Layout,
     sample: Arc<Sample>,
+    /// What the measured phases query.
+    query: CandleQuery,
 }
 
 fn setup(what: &str) -> impl FnOnce(StoreError) -> WorkloadError {
@@ -545,7 +547,7 @@ fn setup(what: &str) -> impl FnOnce(StoreError) -> WorkloadError {
     move |e| WorkloadError::Setup { what, source: e }
 }
 
-impl<S: CandleStore> Generator for Candles<'_, S> {
+impl<S: CandleStore> Steps for Candles<'_, S> {
     type Loader = LoadWorker<S::Conn>;
     type Measurer = QueryWorker<S::Conn>;
 
@@ -565,8 +567,8 @@ impl<S: CandleStore> Generator for Candles<'_, S> {
             .map_err(setup("creating candles"))
     }
 
-    async fn loaders(&self, v: &Validated) -> Result<Loading<Self::Loader>, WorkloadError> {
-        let c = &v.cfg;
+    async fn loaders(&self, v: &Run) -> Result<Loading<Self::Loader>, WorkloadError> {
+        let c = &v.common;
         let threads = c.load_threads.unwrap_or(v.threads[0]).max(1);
         let next = Arc::new(AtomicU64::new(0));
         let size = c.batch.unwrap_or(BATCH).max(1);
@@ -584,18 +586,14 @@ impl<S: CandleStore> Generator for Candles<'_, S> {
         Ok(Loading::records(workers, &NAMES, records, "candles:load"))
     }
 
-    async fn measurers(
-        &self,
-        v: &Validated,
-        threads: u32,
-    ) -> Result<Vec<Self::Measurer>, WorkloadError> {
-        let c = &v.cfg;
+    async fn measurers(&self, v: &Run, threads: u32) -> Result<Vec<Self::Measurer>, WorkloadError> {
+        let c = &v.common;
         let mut workers = Vec::new();
         for i in 0..threads {
             workers.push(QueryWorker {
                 conn: self.store.connect().await.map_err(setup("connecting"))?,
                 rng: Rng::new(c.seed, i as u64),
-                query: c.queries.unwrap_or_default(),
+                query: self.query,
                 sample: self.sample.clone(),
                 pick: 0,
             });

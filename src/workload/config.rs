@@ -1,8 +1,13 @@
-//! The built-in load generator's configuration: what `benchcage drive
-//! --config FILE.json` reads and what a plan writes for each phase, the
-//! problems found checking it, and the checked form the generators run.
-//! Generators import their inputs from here, never from `workload/mod.rs`,
-//! which dispatches to them.
+//! The built-in load generator's configuration in its two forms: the
+//! flat wire form ([`DriveConfig`]: what `benchcage drive --config
+//! FILE.json` reads and what a plan writes for each phase) and the typed
+//! form ([`WorkloadConfig`]: the fields every generator shares, and a
+//! [`Generator`] whose variant carries that generator's own fields). The
+//! conversion between them ([`DriveConfig::typed`]) is where a field given
+//! to a generator it does not apply to is refused. Also the problems found
+//! checking a config, and the checked form the generators run
+//! ([`Validated`]). Generators import their inputs from here, never from
+//! `workload/mod.rs`, which validates and dispatches to them.
 
 use super::dist::Distribution;
 use super::keys::InsertOrder;
@@ -49,6 +54,47 @@ impl GeneratorKind {
             GeneratorKind::Iibench => "iibench",
             GeneratorKind::Tpcc => "tpcc",
         }
+    }
+
+    /// The stores it runs on, and how a refusal lists them; `None`: any.
+    fn runs_on(self) -> Option<(&'static [stores::StoreKind], &'static str)> {
+        use stores::StoreKind::{Mongodb, Mysql, Postgres};
+        match self {
+            GeneratorKind::Ycsb => None,
+            GeneratorKind::Candles => Some((&[Mongodb, Postgres], "mongodb and postgres")),
+            GeneratorKind::SysbenchMongo => Some((&[Mongodb], "mongodb")),
+            GeneratorKind::Iibench => {
+                Some((&[Mongodb, Postgres, Mysql], "mongodb, postgres and mysql"))
+            }
+            GeneratorKind::Tpcc => Some((
+                &[Mysql, Postgres, Mongodb],
+                "postgres, mysql/mariadb and mongodb",
+            )),
+        }
+    }
+
+    /// Refuses `target` when this generator does not run on it.
+    fn check_store(self, target: &stores::StoreTarget, errs: &mut Problems) {
+        if let Some((kinds, _)) = self.runs_on()
+            && !kinds.contains(&target.kind)
+        {
+            errs.push("store", self.not_on_message(target));
+        }
+    }
+
+    /// The refusal of a store this generator does not run on, for a
+    /// generator's run that validation did not stop.
+    pub(crate) fn not_on(self, target: &stores::StoreTarget) -> WorkloadError {
+        WorkloadError::Config(Problems::one("store", self.not_on_message(target)))
+    }
+
+    fn not_on_message(self, target: &stores::StoreTarget) -> String {
+        let listed = self.runs_on().map_or("any store", |(_, l)| l);
+        format!(
+            "the {} workload runs on {listed}, not {}",
+            self.name(),
+            target.kind
+        )
     }
 }
 
@@ -208,12 +254,13 @@ fn default_scan() -> u64 {
     100
 }
 
-/// One built-in workload run, as `benchcage drive --config FILE.json`
-/// takes it. Fields mirror the scenario's `builtin` block, dataset and
-/// phase fields.
+/// One built-in workload run in its wire form, flat, as `benchcage drive
+/// --config FILE.json` takes it and a plan writes it. Fields mirror the
+/// scenario's `builtin` block, dataset and phase fields; which of them a
+/// generator reads is said by [`DriveConfig::typed`].
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct WorkloadConfig {
+pub struct DriveConfig {
     /// Phase name in the results.
     #[serde(default = "default_name")]
     pub name: String,
@@ -311,9 +358,310 @@ pub struct WorkloadConfig {
     pub progress: bool,
 }
 
-impl Default for WorkloadConfig {
+impl Default for DriveConfig {
     fn default() -> Self {
         serde_json::from_str("{}").expect("every field has a default")
+    }
+}
+
+/// One built-in workload run in its typed form: what every generator
+/// shares, and the generator with its own fields.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkloadConfig {
+    pub common: Common,
+    pub generator: Generator,
+}
+
+/// The fields every generator reads (and the skeleton, `workload::phases`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Common {
+    /// Phase name in the results.
+    pub name: String,
+    /// Store URL (`redis://127.0.0.1:6379`).
+    pub store: Option<String>,
+    /// Records the load inserts: YCSB records, candles, rows of iiBench,
+    /// documents of each sysbench-mongo collection.
+    pub records: u64,
+    pub threads: Threads,
+    pub operations: Option<u64>,
+    pub duration: Option<crate::units::Duration>,
+    pub warmup: Option<crate::units::Duration>,
+    /// Target operations per second over all threads.
+    pub target: Option<f64>,
+    pub error_budget: ErrorBudget,
+    pub seed: u64,
+    /// Load (recreating what the load fills) before measuring.
+    pub load: bool,
+    /// Let the load delete what the target holds.
+    pub reset: bool,
+    /// Connections for the load phase; the first thread count when omitted.
+    pub load_threads: Option<u32>,
+    /// Records per insert; each generator has its own default.
+    pub batch: Option<u64>,
+    /// MySQL storage engine (`InnoDB`, `RocksDB`).
+    pub engine: Option<String>,
+    /// Draw the progress bar even when stderr is not a terminal.
+    pub progress: bool,
+}
+
+/// A built-in generator with the fields that are its own. Its kind (the
+/// one list of them) is [`Generator::kind`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Generator {
+    Ycsb(Ycsb),
+    Candles(Candles),
+    SysbenchMongo(SysbenchMongo),
+    Iibench(Iibench),
+    Tpcc(Tpcc),
+}
+
+/// YCSB core: workload `a`..`f` or a custom mix, over records of
+/// `field_count` fields of `field_length` bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ycsb {
+    /// The workload's letter; `None` for a custom mix.
+    pub letter: Option<char>,
+    /// The operation mix: the letter's, or the custom one.
+    pub mix: mix::Mix,
+    /// The request distribution: as given, or the workload's own.
+    pub distribution: Distribution,
+    /// The hot set of the `hotspot` distribution.
+    pub hotspot: Hotspot,
+    pub field_count: u32,
+    pub field_length: u32,
+    pub insert_order: InsertOrder,
+    /// Zero-pad key numbers to this many digits (YCSB `zeropadding`).
+    pub key_padding: usize,
+    /// Longest scan (uniform from 1).
+    pub max_scan_length: u64,
+}
+
+/// Write-up 000's trade candles: which query a measured phase runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Candles {
+    pub queries: CandleQuery,
+}
+
+/// sysbench-mongodb: `collections` of `records` documents each.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SysbenchMongo {
+    pub collections: u32,
+}
+
+/// iiBench: bytes of each row's `data` column.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Iibench {
+    pub data_length: u32,
+}
+
+/// TPC-C: the warehouses loaded, and py-tpcc's document schema on MongoDB
+/// (`None`: the default, embedded order lines).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tpcc {
+    pub warehouses: u32,
+    pub denormalize: Option<bool>,
+}
+
+/// sysbench-mongo's collections when the config names none: write-up
+/// 002's 8 loaders each filled their own.
+pub const COLLECTIONS: u32 = 8;
+/// Most TPC-C warehouses a load may ask for.
+pub const MAX_WAREHOUSES: u32 = 100_000;
+
+impl Generator {
+    /// Which generator this is.
+    pub fn kind(&self) -> GeneratorKind {
+        match self {
+            Generator::Ycsb(_) => GeneratorKind::Ycsb,
+            Generator::Candles(_) => GeneratorKind::Candles,
+            Generator::SysbenchMongo(_) => GeneratorKind::SysbenchMongo,
+            Generator::Iibench(_) => GeneratorKind::Iibench,
+            Generator::Tpcc(_) => GeneratorKind::Tpcc,
+        }
+    }
+
+    /// `ycsb:a`, `ycsb:custom`, `candles:by_ticker`, `tpcc`.
+    pub fn label(&self) -> String {
+        match self {
+            Generator::Ycsb(y) => match y.letter {
+                Some(l) => format!("ycsb:{l}"),
+                None => "ycsb:custom".into(),
+            },
+            Generator::Candles(c) => format!("candles:{}", c.queries.name()),
+            other => other.kind().name().into(),
+        }
+    }
+
+    /// The YCSB operation mix; `None` for the other generators, which
+    /// neither scan nor insert into the loaded records' key space.
+    pub fn mix(&self) -> Option<&mix::Mix> {
+        match self {
+            Generator::Ycsb(y) => Some(&y.mix),
+            _ => None,
+        }
+    }
+
+    /// Refuses a store this generator does not run on (and tpcc's
+    /// `denormalize` on a store without documents).
+    pub(crate) fn check_store(&self, target: &stores::StoreTarget, errs: &mut Problems) {
+        if let Generator::Tpcc(t) = self
+            && t.denormalize.is_some()
+            && target.kind != stores::StoreKind::Mongodb
+        {
+            errs.push(
+                "denormalize",
+                format!(
+                    "py-tpcc's MongoDB document schema does not apply to {}, which has \
+                     TPC-C's relational schema: leave it out, or run on a mongodb store",
+                    target.kind
+                ),
+            );
+        }
+        self.kind().check_store(target, errs);
+    }
+}
+
+impl DriveConfig {
+    /// The typed form: the shared fields, and the generator `workload`
+    /// names with the fields that are its own. A field given to a
+    /// generator it does not apply to (`warehouses` outside tpcc, `mix`
+    /// outside `custom`) or a custom workload without its mix goes to
+    /// `errs`; the typed form is made anyway, so every problem is found.
+    /// Fields that only some generators read and that a plan writes for
+    /// every one (the dataset's record shape, `queries`, `collections`,
+    /// `data_length`) are left out of the others without a word.
+    pub fn typed(&self, errs: &mut Problems) -> WorkloadConfig {
+        self.only_tpcc(errs);
+        let generator = match self.workload.generator() {
+            GeneratorKind::Ycsb => Generator::Ycsb(self.ycsb(errs)),
+            GeneratorKind::Candles => Generator::Candles(Candles {
+                queries: self.queries.unwrap_or_default(),
+            }),
+            GeneratorKind::SysbenchMongo => Generator::SysbenchMongo(SysbenchMongo {
+                collections: self.collections.unwrap_or(COLLECTIONS).max(1),
+            }),
+            GeneratorKind::Iibench => Generator::Iibench(Iibench {
+                data_length: self.data_length.unwrap_or(0),
+            }),
+            GeneratorKind::Tpcc => Generator::Tpcc(Tpcc {
+                warehouses: self.warehouses.unwrap_or(1).max(1),
+                denormalize: self.denormalize,
+            }),
+        };
+        WorkloadConfig {
+            common: self.common(),
+            generator,
+        }
+    }
+
+    fn common(&self) -> Common {
+        Common {
+            name: self.name.clone(),
+            store: self.store.clone(),
+            records: self.records,
+            threads: self.threads.clone(),
+            operations: self.operations,
+            duration: self.duration,
+            warmup: self.warmup,
+            target: self.target,
+            error_budget: self.error_budget.clone(),
+            seed: self.seed,
+            load: self.load,
+            reset: self.reset,
+            load_threads: self.load_threads,
+            batch: self.batch,
+            engine: self.engine.clone(),
+            progress: self.progress,
+        }
+    }
+
+    /// `warehouses` belongs to tpcc, from 1 to [`MAX_WAREHOUSES`]; so does
+    /// `denormalize`.
+    fn only_tpcc(&self, errs: &mut Problems) {
+        match (self.workload, self.warehouses) {
+            (WorkloadKind::Tpcc, Some(w)) if w == 0 || w > MAX_WAREHOUSES => errs.push(
+                "warehouses",
+                format!("{w} is out of range (1 to {MAX_WAREHOUSES} warehouses)"),
+            ),
+            (WorkloadKind::Tpcc, _) | (_, None) => {}
+            (_, Some(_)) => errs.push(
+                "warehouses",
+                "`warehouses` only applies to `workload: tpcc`",
+            ),
+        }
+        if self.workload != WorkloadKind::Tpcc && self.denormalize.is_some() {
+            errs.push(
+                "denormalize",
+                "`denormalize` only applies to `workload: tpcc` (on mongodb)",
+            );
+        }
+    }
+
+    /// YCSB's fields, with the mix of its letter or the custom one.
+    fn ycsb(&self, errs: &mut Problems) -> Ycsb {
+        let letter = self.letter();
+        let (mix, dist) = self.mix_of(letter, errs);
+        Ycsb {
+            letter,
+            mix,
+            distribution: self.distribution.unwrap_or(dist),
+            hotspot: self.hotspot.unwrap_or_default(),
+            field_count: self.field_count,
+            field_length: self.field_length,
+            insert_order: self.insert_order,
+            key_padding: self.key_padding,
+            max_scan_length: self.max_scan_length,
+        }
+    }
+
+    /// The YCSB letter of workloads `a`..`f`.
+    fn letter(&self) -> Option<char> {
+        match self.workload {
+            WorkloadKind::A => Some('a'),
+            WorkloadKind::B => Some('b'),
+            WorkloadKind::C => Some('c'),
+            WorkloadKind::D => Some('d'),
+            WorkloadKind::E => Some('e'),
+            WorkloadKind::F => Some('f'),
+            _ => None,
+        }
+    }
+
+    /// The operation mix and its default distribution: the workload
+    /// letter's, or `mix` for `custom`.
+    fn mix_of(&self, letter: Option<char>, errs: &mut Problems) -> (mix::Mix, Distribution) {
+        let fallback = || mix::Mix::ycsb('c').expect("c exists");
+        match (letter, &self.mix) {
+            (Some(l), None) => mix::Mix::ycsb(l).expect("a..f are YCSB workloads"),
+            (Some(l), Some(_)) => {
+                errs.push(
+                    "workload",
+                    format!(
+                        "`mix` is only for workload `custom`, not `{l}`; drop it or set workload: custom"
+                    ),
+                );
+                mix::Mix::ycsb(l).expect("a..f are YCSB workloads")
+            }
+            (None, Some(m)) => match mix::Mix::from_map(m) {
+                Ok(m) => (m, Distribution::Zipfian),
+                Err(e) => {
+                    errs.push("workload", e.to_string());
+                    fallback()
+                }
+            },
+            (None, None) => {
+                errs.push(
+                    "workload",
+                    "workload `custom` needs `mix`, e.g. {read: 0.9, update: 0.1}",
+                );
+                fallback()
+            }
+        }
+    }
+
+    /// `ycsb:a`, `ycsb:custom`, `candles:by_ticker`.
+    pub fn label(&self) -> String {
+        self.typed(&mut Problems::default()).generator.label()
     }
 }
 
@@ -396,15 +744,24 @@ pub enum WorkloadError {
     },
 }
 
-/// A checked configuration, ready to run.
+/// A checked configuration, ready to run: what the skeleton and every
+/// generator read, and the generator with its own fields.
 #[derive(Debug, Clone)]
 pub struct Validated {
-    pub cfg: WorkloadConfig,
+    pub run: Run,
+    pub generator: Generator,
+}
+
+/// What the skeleton (`workload::phases`) and every generator read of a
+/// checked configuration.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub common: Common,
     pub target: stores::StoreTarget,
-    pub mix: mix::Mix,
-    pub distribution: Distribution,
+    /// When a measured phase stops; `None`: the load only.
     pub stop: Option<driver::Stop>,
     pub budget: driver::Budget,
+    /// The measured phases' thread counts, in order.
     pub threads: Vec<u32>,
     /// `ycsb:a`, `ycsb:custom`, `candles:by_ticker`.
     pub label: String,

@@ -14,10 +14,10 @@
 //! phase's throughput is rows/s and its per-second series shows rows/s
 //! falling as the indexes outgrow the cache.
 
-use super::config::{Validated, WorkloadError};
+use super::config::{self, GeneratorKind, Run, WorkloadError};
 use super::driver::{Timing, Worker};
 use super::histo::Recorder;
-use super::phases::{self, Generator, Loading};
+use super::phases::{self, Loading, Steps};
 use super::rng::Rng;
 use super::stores::sql::SqlClient;
 use super::stores::{StoreError, StoreKind};
@@ -402,7 +402,8 @@ impl<C: IiConn> Worker for InsertWorker<C> {
 
 /// Runs iiBench on the configured store.
 pub async fn run(
-    v: &Validated,
+    v: &Run,
+    own: &config::Iibench,
     cancel: &CancellationToken,
 ) -> Result<Vec<PhaseResult>, WorkloadError> {
     let mut ep = v.target.endpoint.clone();
@@ -410,30 +411,28 @@ pub async fn run(
         StoreKind::Mongodb => {
             ep.database.get_or_insert_with(|| DATABASE.into());
             let opts = v.target.mongo.clone();
-            run_on(&MongoIi { ep, opts }, v, cancel).await
+            run_on(&MongoIi { ep, opts }, v, own, cancel).await
         }
-        StoreKind::Postgres => run_on(&PgIi { ep }, v, cancel).await,
+        StoreKind::Postgres => run_on(&PgIi { ep }, v, own, cancel).await,
         StoreKind::Mysql => {
             ep.database.get_or_insert_with(|| DATABASE.into());
-            let engine = v.cfg.engine.clone().or(v.target.engine.clone());
-            run_on(&MyIi { ep, engine }, v, cancel).await
+            let engine = v.common.engine.clone().or(v.target.engine.clone());
+            run_on(&MyIi { ep, engine }, v, own, cancel).await
         }
-        other => Err(WorkloadError::Config(super::config::Problems::one(
-            "store",
-            format!("the iibench workload runs on mongodb, postgres and mysql, not {other}"),
-        ))),
+        _ => Err(GeneratorKind::Iibench.not_on(&v.target)),
     }
 }
 
 async fn run_on<S: IiStore>(
     store: &S,
-    v: &Validated,
+    v: &Run,
+    own: &config::Iibench,
     cancel: &CancellationToken,
 ) -> Result<Vec<PhaseResult>, WorkloadError> {
     let g = Iibench {
         store,
-        size: v.cfg.batch.unwrap_or(BATCH).max(1),
-        data_length: v.cfg.data_length.unwrap_or(0),
+        size: v.common.batch.unwrap_or(BATCH).max(1),
+        data_length: own.data_length,
     };
     phases::run(&g, v, cancel).await
 }
@@ -474,7 +473,7 @@ impl<S: IiStore> Iibench<'_, S> {
     }
 }
 
-impl<S: IiStore> Generator for Iibench<'_, S> {
+impl<S: IiStore> Steps for Iibench<'_, S> {
     type Loader = InsertWorker<S::Conn>;
     type Measurer = InsertWorker<S::Conn>;
 
@@ -492,8 +491,8 @@ impl<S: IiStore> Generator for Iibench<'_, S> {
         done.map_err(setup("creating purchases_index"))
     }
 
-    async fn loaders(&self, v: &Validated) -> Result<Loading<Self::Loader>, WorkloadError> {
-        let c = &v.cfg;
+    async fn loaders(&self, v: &Run) -> Result<Loading<Self::Loader>, WorkloadError> {
+        let c = &v.common;
         let threads = c.load_threads.unwrap_or(v.threads[0]).max(1);
         let claimed = Some((Arc::new(AtomicU64::new(0)), c.records));
         let workers = self.workers(threads, (c.seed, 0x11B_0000), claimed).await?;
@@ -520,12 +519,8 @@ impl<S: IiStore> Generator for Iibench<'_, S> {
         done.map_err(setup("creating purchases_index"))
     }
 
-    async fn measurers(
-        &self,
-        v: &Validated,
-        threads: u32,
-    ) -> Result<Vec<Self::Measurer>, WorkloadError> {
-        self.workers(threads, (v.cfg.seed, 0), None).await
+    async fn measurers(&self, v: &Run, threads: u32) -> Result<Vec<Self::Measurer>, WorkloadError> {
+        self.workers(threads, (v.common.seed, 0), None).await
     }
 
     fn records_per_op(&self) -> u64 {

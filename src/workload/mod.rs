@@ -34,11 +34,11 @@ pub use dist::Distribution;
 pub use keys::InsertOrder;
 
 pub use config::{
-    ErrorBudget, GeneratorKind, Hotspot, Problem, Problems, Threads, Validated, WorkloadConfig,
-    WorkloadError, WorkloadKind,
+    Common, DriveConfig, ErrorBudget, Generator, GeneratorKind, Hotspot, Problem, Problems, Run,
+    Threads, Validated, WorkloadConfig, WorkloadError, WorkloadKind,
 };
 
-impl WorkloadConfig {
+impl DriveConfig {
     /// Checks everything up front against what this host can hold; every
     /// problem in one message. For `drive` input (flags or `--config`),
     /// which nothing has checked before.
@@ -51,12 +51,17 @@ impl WorkloadConfig {
     pub fn validate_on(&self, cap: &bounds::Capacity) -> Result<Validated, WorkloadError> {
         let mut errs = Problems::default();
         let target = self.store_target(&mut errs)?;
-        self.check_store_kind(target.as_ref(), &mut errs);
-        self.check_warehouses(&mut errs);
-        let (mix, dist) = self.mix_of(&mut errs);
+        let mut misplaced = Problems::default();
+        let typed = self.typed(&mut misplaced);
+        let generator = typed.generator;
+        if let Some(t) = &target {
+            generator.check_store(t, &mut errs);
+        }
+        errs.list.append(&mut misplaced.list);
         let stop = self.stop_of(&mut errs);
-        self.check_counts(&mix, stop, &mut errs);
-        self.check_batch(target.as_ref(), &mut errs);
+        self.check_counts(generator.mix(), stop, &mut errs);
+        let facts = self.facts(&generator);
+        self.check_batch(facts.row_params, target.as_ref(), &mut errs);
         self.check_ranges(&mut errs);
         let budget = match self.error_budget.budget() {
             Ok(b) => b,
@@ -68,7 +73,7 @@ impl WorkloadConfig {
         let threads = self.threads.list();
         // What the host can hold, once the counts themselves are sane.
         if errs.list.is_empty() {
-            for (t, shape) in self.worker_shapes(&mix, &threads, stop) {
+            for (t, shape) in self.worker_shapes(&facts, &threads, stop) {
                 if let Err(r) = bounds::check_threads(t, &shape, cap) {
                     errs.push("threads", r.to_string());
                     break;
@@ -79,14 +84,15 @@ impl WorkloadConfig {
             return Err(WorkloadError::Config(errs));
         }
         Ok(Validated {
-            cfg: self.clone(),
-            target: target.expect("checked above"),
-            mix,
-            distribution: self.distribution.unwrap_or(dist),
-            stop,
-            budget,
-            threads,
-            label: self.label(),
+            run: Run {
+                common: typed.common,
+                target: target.expect("checked above"),
+                stop,
+                budget,
+                threads,
+                label: generator.label(),
+            },
+            generator,
         })
     }
 
@@ -98,9 +104,13 @@ impl WorkloadConfig {
     pub fn check_planned(&self) -> Result<(), WorkloadError> {
         let mut errs = Problems::default();
         let target = self.store_target(&mut errs)?;
-        self.check_store_kind(target.as_ref(), &mut errs);
+        let generator = self.typed(&mut Problems::default()).generator;
+        if let Some(t) = &target {
+            generator.check_store(t, &mut errs);
+        }
         if let Some(b) = self.batch
-            && let Some(msg) = self.batch_beyond_sql(b, target.as_ref())
+            && let Some(msg) =
+                batch_beyond_sql(b, self.facts(&generator).row_params, target.as_ref())
         {
             errs.push("batch", msg);
         }
@@ -134,168 +144,60 @@ impl WorkloadConfig {
         }
     }
 
-    /// `warehouses` belongs to tpcc, from 1 to [`tpcc::MAX_WAREHOUSES`];
-    /// so does `denormalize`.
-    fn check_warehouses(&self, errs: &mut Problems) {
-        match (self.workload, self.warehouses) {
-            (WorkloadKind::Tpcc, Some(w)) if w == 0 || w > tpcc::MAX_WAREHOUSES => errs.push(
-                "warehouses",
-                format!(
-                    "{w} is out of range (1 to {} warehouses)",
-                    tpcc::MAX_WAREHOUSES
-                ),
-            ),
-            (WorkloadKind::Tpcc, _) | (_, None) => {}
-            (_, Some(_)) => errs.push(
-                "warehouses",
-                "`warehouses` only applies to `workload: tpcc`",
-            ),
-        }
-        if self.workload != WorkloadKind::Tpcc && self.denormalize.is_some() {
-            errs.push(
-                "denormalize",
-                "`denormalize` only applies to `workload: tpcc` (on mongodb)",
-            );
-        }
-    }
-
-    /// The candles workload runs on mongodb and postgres only, tpcc and
-    /// iibench on mongodb and the SQL stores, sysbench-mongo on mongodb;
-    /// tpcc's `denormalize` is for mongodb.
-    fn check_store_kind(&self, target: Option<&stores::StoreTarget>, errs: &mut Problems) {
-        if self.workload == WorkloadKind::Tpcc
-            && self.denormalize.is_some()
-            && let Some(t) = target
-            && t.kind != stores::StoreKind::Mongodb
-        {
-            errs.push(
-                "denormalize",
-                format!(
-                    "py-tpcc's MongoDB document schema does not apply to {}, which has \
-                     TPC-C's relational schema: leave it out, or run on a mongodb store",
-                    t.kind
-                ),
-            );
-        }
-        if self.workload == WorkloadKind::Tpcc
-            && let Some(t) = target
-            && !matches!(
-                t.kind,
-                stores::StoreKind::Mysql | stores::StoreKind::Postgres | stores::StoreKind::Mongodb
-            )
-        {
-            errs.push(
-                "store",
-                format!(
-                    "the tpcc workload runs on postgres, mysql/mariadb and mongodb, not {}",
-                    t.kind
-                ),
-            );
-        }
-        if self.workload == WorkloadKind::Iibench
-            && let Some(t) = target
-            && !matches!(
-                t.kind,
-                stores::StoreKind::Mongodb | stores::StoreKind::Postgres | stores::StoreKind::Mysql
-            )
-        {
-            errs.push(
-                "store",
-                format!(
-                    "the iibench workload runs on mongodb, postgres and mysql, not {}",
-                    t.kind
-                ),
-            );
-        }
-        if self.workload == WorkloadKind::SysbenchMongo
-            && let Some(t) = target
-            && t.kind != stores::StoreKind::Mongodb
-        {
-            errs.push(
-                "store",
-                format!(
-                    "the sysbench-mongo workload runs on mongodb, not {}",
-                    t.kind
-                ),
-            );
-        }
-        if self.workload == WorkloadKind::Candles
-            && let Some(t) = target
-            && !matches!(
-                t.kind,
-                stores::StoreKind::Mongodb | stores::StoreKind::Postgres
-            )
-        {
-            errs.push(
-                "store",
-                format!(
-                    "the candles workload runs on mongodb and postgres, not {}",
-                    t.kind
-                ),
-            );
-        }
-    }
-
-    /// The YCSB letter of workloads `a`..`f`.
-    fn letter(&self) -> Option<char> {
-        match self.workload {
-            WorkloadKind::A => Some('a'),
-            WorkloadKind::B => Some('b'),
-            WorkloadKind::C => Some('c'),
-            WorkloadKind::D => Some('d'),
-            WorkloadKind::E => Some('e'),
-            WorkloadKind::F => Some('f'),
-            _ => None,
-        }
-    }
-
-    /// `ycsb:a`, `ycsb:custom`, `candles:by_ticker`.
-    pub fn label(&self) -> String {
-        match self.workload {
-            WorkloadKind::Candles => {
-                let q = self.queries.unwrap_or_default();
-                format!("candles:{}", q.name())
-            }
-            WorkloadKind::SysbenchMongo | WorkloadKind::Iibench | WorkloadKind::Tpcc => {
-                self.workload.generator().name().into()
-            }
-            WorkloadKind::Custom => "ycsb:custom".into(),
-            _ => format!("ycsb:{}", self.letter().unwrap_or('c')),
-        }
-    }
-
-    /// The operation mix and its default distribution: the workload
-    /// letter's, or `mix` for `custom`.
-    fn mix_of(&self, errs: &mut Problems) -> (Mix, Distribution) {
-        let fallback = || Mix::ycsb('c').expect("c exists");
-        match (self.letter(), &self.mix) {
-            (Some(l), None) => Mix::ycsb(l).expect("a..f are YCSB workloads"),
-            (Some(l), Some(_)) => {
-                errs.push(
-                    "workload",
-                    format!(
-                        "`mix` is only for workload `custom`, not `{l}`; drop it or set workload: custom"
-                    ),
-                );
-                Mix::ycsb(l).expect("a..f are YCSB workloads")
-            }
-            (None, Some(m)) if self.workload == WorkloadKind::Custom => {
-                match mix::Mix::from_map(m) {
-                    Ok(m) => (m, Distribution::Zipfian),
-                    Err(e) => {
-                        errs.push("workload", e.to_string());
-                        fallback()
-                    }
-                }
-            }
-            (None, None) if self.workload == WorkloadKind::Custom => {
-                errs.push(
-                    "workload",
-                    "workload `custom` needs `mix`, e.g. {read: 0.9, update: 0.1}",
-                );
-                fallback()
-            }
-            _ => fallback(),
+    /// What checking a config needs to know of its generator before it
+    /// connects: one arm per generator.
+    fn facts(&self, g: &Generator) -> Facts {
+        // A generator whose batch is never one SQL INSERT is held to
+        // YCSB's columns.
+        let ycsb_params = self.field_count as u64 + 1;
+        match g {
+            Generator::Ycsb(y) => Facts {
+                kinds: ycsb::NAMES.len(),
+                record_bytes: bounds::ycsb_record_bytes(y.field_count, y.field_length),
+                load_batch: self.batch.unwrap_or(1),
+                measured_batch: 0,
+                // A scan reads up to `max_scan_length` records.
+                reply_records: if y.mix.share(mix::OpKind::Scan) > 0.0 {
+                    y.max_scan_length
+                } else {
+                    0
+                },
+                row_params: ycsb_params,
+            },
+            // A query reads a ticker's, an interval's or a day's candles.
+            Generator::Candles(c) => Facts {
+                kinds: candles::NAMES.len(),
+                record_bytes: candles::RECORD_BYTES,
+                load_batch: self.batch.unwrap_or(candles::BATCH),
+                measured_batch: 0,
+                reply_records: c.queries.reply_records(self.records),
+                row_params: candles::PG_NCOLS as u64,
+            },
+            Generator::SysbenchMongo(_) => Facts {
+                kinds: sysbench_mongo::NAMES.len(),
+                record_bytes: sysbench_mongo::RECORD_BYTES,
+                load_batch: self.batch.unwrap_or(sysbench_mongo::BATCH),
+                measured_batch: 0,
+                reply_records: sysbench_mongo::RANGE_SIZE,
+                row_params: ycsb_params,
+            },
+            // Its measured phases insert batches too.
+            Generator::Iibench(i) => Facts {
+                kinds: iibench::NAMES.len(),
+                record_bytes: iibench::record_bytes(i.data_length),
+                load_batch: self.batch.unwrap_or(iibench::BATCH),
+                measured_batch: self.batch.unwrap_or(iibench::BATCH),
+                reply_records: 0,
+                row_params: iibench::SQL_NCOLS as u64,
+            },
+            Generator::Tpcc(_) => Facts {
+                kinds: tpcc::NAMES.len(),
+                record_bytes: tpcc::LOAD_ROW_BYTES,
+                load_batch: tpcc::LOAD_JOB_ROWS,
+                measured_batch: 0,
+                reply_records: 0,
+                row_params: ycsb_params,
+            },
         }
     }
 
@@ -329,8 +231,8 @@ impl WorkloadConfig {
     }
 
     /// Warm-up, thread counts, the record shape, key padding and records
-    /// (with what the phase inserts) within their bounds.
-    fn check_counts(&self, mix: &Mix, stop: Option<driver::Stop>, errs: &mut Problems) {
+    /// (with what the phase inserts: YCSB's `mix`) within their bounds.
+    fn check_counts(&self, mix: Option<&Mix>, stop: Option<driver::Stop>, errs: &mut Problems) {
         if let Some(w) = self.warmup {
             errs.refused("warmup", bounds::check_seconds("warmup", w.as_secs_f64()));
         }
@@ -365,16 +267,23 @@ impl WorkloadConfig {
         if self.records == 0 {
             errs.push("records", "records must be at least 1");
         }
-        let inserts = match stop {
-            Some(driver::Stop::Ops(n)) => (mix.share(mix::OpKind::Insert) * n as f64).ceil() as u64,
+        let inserts = match (stop, mix) {
+            (Some(driver::Stop::Ops(n)), Some(mix)) => {
+                (mix.share(mix::OpKind::Insert) * n as f64).ceil() as u64
+            }
             _ => 0,
         };
         errs.refused("records", bounds::check_records(self.records, inserts));
     }
 
-    /// A batch of at least 1, within one SQL INSERT's parameters, within
-    /// its bound.
-    fn check_batch(&self, target: Option<&stores::StoreTarget>, errs: &mut Problems) {
+    /// A batch of at least 1, within one SQL INSERT's parameters
+    /// (`row_params` per record), within its bound.
+    fn check_batch(
+        &self,
+        row_params: u64,
+        target: Option<&stores::StoreTarget>,
+        errs: &mut Problems,
+    ) {
         let Some(b) = self.batch else {
             return;
         };
@@ -383,36 +292,11 @@ impl WorkloadConfig {
                 "batch",
                 "batch must be at least 1 (1 inserts one record at a time)",
             );
-        } else if let Some(msg) = self.batch_beyond_sql(b, target) {
+        } else if let Some(msg) = batch_beyond_sql(b, row_params, target) {
             errs.push("batch", msg);
         } else {
             errs.refused("batch", bounds::check_batch(b));
         }
-    }
-
-    /// Why batch `b` does not fit one multi-row INSERT on a SQL store,
-    /// which binds every column of every record.
-    fn batch_beyond_sql(&self, b: u64, target: Option<&stores::StoreTarget>) -> Option<String> {
-        let sql = target.is_some_and(|t| {
-            matches!(
-                t.kind,
-                stores::StoreKind::Postgres | stores::StoreKind::Mysql
-            )
-        });
-        let per_record = match self.workload {
-            WorkloadKind::Candles => candles::PG_NCOLS as u64,
-            WorkloadKind::Iibench => iibench::SQL_NCOLS as u64,
-            _ => self.field_count as u64 + 1,
-        };
-        let most = (stores::sql::MAX_PARAMS as u64 / per_record).max(1);
-        (sql && b > most).then(|| {
-            format!(
-                "batch {b} needs {} parameters in one INSERT ({per_record} per record); \
-                 PostgreSQL and MySQL take at most {}: use a batch of at most {most}",
-                b * per_record,
-                stores::sql::MAX_PARAMS
-            )
-        })
     }
 
     /// Scan length, target rate and hotspot shares within their ranges.
@@ -452,33 +336,14 @@ impl WorkloadConfig {
     /// load (its batch), then one per measured thread count.
     fn worker_shapes(
         &self,
-        mix: &Mix,
+        f: &Facts,
         threads: &[u32],
         stop: Option<driver::Stop>,
     ) -> Vec<(u32, bounds::WorkerShape)> {
-        let candles = self.workload == WorkloadKind::Candles;
-        let tpcc = self.workload == WorkloadKind::Tpcc;
-        let (kinds, record_bytes) = if candles {
-            (candles::NAMES.len(), candles::RECORD_BYTES)
-        } else if self.workload == WorkloadKind::SysbenchMongo {
-            (sysbench_mongo::NAMES.len(), sysbench_mongo::RECORD_BYTES)
-        } else if self.workload == WorkloadKind::Iibench {
-            (
-                iibench::NAMES.len(),
-                iibench::record_bytes(self.data_length.unwrap_or(0)),
-            )
-        } else if tpcc {
-            (tpcc::NAMES.len(), tpcc::LOAD_ROW_BYTES)
-        } else {
-            (
-                ycsb::NAMES.len(),
-                bounds::ycsb_record_bytes(self.field_count, self.field_length),
-            )
-        };
         let shape = bounds::WorkerShape {
-            kinds,
+            kinds: f.kinds,
             paced: self.target.is_some(),
-            record_bytes,
+            record_bytes: f.record_bytes,
             field_count: self.field_count,
             batch: 0,
             reply_records: 0,
@@ -486,14 +351,8 @@ impl WorkloadConfig {
         };
         let mut out = Vec::new();
         if self.load {
-            let batch = match self.workload {
-                WorkloadKind::Tpcc => tpcc::LOAD_JOB_ROWS,
-                WorkloadKind::Candles => self.batch.unwrap_or(candles::BATCH),
-                WorkloadKind::SysbenchMongo => self.batch.unwrap_or(sysbench_mongo::BATCH),
-                WorkloadKind::Iibench => self.batch.unwrap_or(iibench::BATCH),
-                _ => self.batch.unwrap_or(1),
-            };
             let t = self.load_threads.or(threads.first().copied()).unwrap_or(1);
+            let batch = f.load_batch;
             out.push((
                 t,
                 bounds::WorkerShape {
@@ -504,59 +363,81 @@ impl WorkloadConfig {
             ));
         }
         if let Some(stop) = stop {
-            // A candle query reads a ticker's, an interval's or a day's
-            // candles; a YCSB scan up to `max_scan_length` records.
-            let reply = if candles {
-                self.queries.unwrap_or_default().reply_records(self.records)
-            } else if self.workload == WorkloadKind::SysbenchMongo {
-                sysbench_mongo::RANGE_SIZE
-            } else if mix.share(mix::OpKind::Scan) > 0.0 {
-                self.max_scan_length
-            } else {
-                0
-            };
             let seconds = match stop {
                 driver::Stop::Time(d) => d.as_secs().saturating_add(1),
                 driver::Stop::Ops(_) => 0,
             };
-            // iibench's measured phase inserts batches too.
-            let batch = match self.workload {
-                WorkloadKind::Iibench => self.batch.unwrap_or(iibench::BATCH),
-                _ => 0,
+            let measured = bounds::WorkerShape {
+                reply_records: f.reply_records,
+                seconds,
+                batch: f.measured_batch,
+                ..shape
             };
-            for &t in threads {
-                out.push((
-                    t,
-                    bounds::WorkerShape {
-                        reply_records: reply,
-                        seconds,
-                        batch,
-                        ..shape
-                    },
-                ));
-            }
+            out.extend(threads.iter().map(|&t| (t, measured)));
         }
         out
     }
 }
 
+/// What checking a config needs to know of its generator.
+struct Facts {
+    /// Operation kinds its workers record.
+    kinds: usize,
+    /// Bytes of one record (or row) it inserts.
+    record_bytes: u64,
+    /// Records per insert in the load.
+    load_batch: u64,
+    /// Records per insert in a measured phase (0: it does not insert batches).
+    measured_batch: u64,
+    /// Records one measured operation may read back.
+    reply_records: u64,
+    /// Parameters one record takes in a multi-row SQL INSERT.
+    row_params: u64,
+}
+
+/// Why batch `b` does not fit one multi-row INSERT on a SQL store, which
+/// binds `per_record` parameters for every record.
+fn batch_beyond_sql(
+    b: u64,
+    per_record: u64,
+    target: Option<&stores::StoreTarget>,
+) -> Option<String> {
+    let sql = target.is_some_and(|t| {
+        matches!(
+            t.kind,
+            stores::StoreKind::Postgres | stores::StoreKind::Mysql
+        )
+    });
+    let most = (stores::sql::MAX_PARAMS as u64 / per_record).max(1);
+    (sql && b > most).then(|| {
+        format!(
+            "batch {b} needs {} parameters in one INSERT ({per_record} per record); \
+             PostgreSQL and MySQL take at most {}: use a batch of at most {most}",
+            b * per_record,
+            stores::sql::MAX_PARAMS
+        )
+    })
+}
+
 use mix::Mix;
 
 /// Runs the configured workload: the load phase when asked, then one
-/// measured phase per thread count. Results come back in order.
+/// measured phase per thread count. Results come back in order. Each
+/// generator gets the shared part and its own fields.
 pub async fn run(
     v: &Validated,
     cancel: &CancellationToken,
 ) -> Result<Vec<PhaseResult>, WorkloadError> {
-    match v.cfg.workload.generator() {
-        GeneratorKind::Candles => candles::run(v, cancel).await,
-        GeneratorKind::SysbenchMongo => sysbench_mongo::run(v, cancel).await,
-        GeneratorKind::Iibench => iibench::run(v, cancel).await,
-        GeneratorKind::Tpcc => tpcc::run(v, cancel).await,
-        GeneratorKind::Ycsb => {
-            let schema = ycsb::schema(&v.cfg);
-            let store = stores::AnyStore::new(&v.target, schema);
-            crate::with_store!(&store, s => ycsb::run(s, v, cancel).await)
+    let r = &v.run;
+    match &v.generator {
+        Generator::Candles(c) => candles::run(r, c, cancel).await,
+        Generator::SysbenchMongo(s) => sysbench_mongo::run(r, s, cancel).await,
+        Generator::Iibench(i) => iibench::run(r, i, cancel).await,
+        Generator::Tpcc(t) => tpcc::run(r, t, cancel).await,
+        Generator::Ycsb(y) => {
+            let schema = ycsb::schema(y, r.common.engine.as_deref());
+            let store = stores::AnyStore::new(&r.target, schema);
+            crate::with_store!(&store, s => ycsb::run(s, r, y, cancel).await)
         }
     }
 }
@@ -567,25 +448,25 @@ mod tests {
 
     #[test]
     fn config_json_with_defaults_validates() {
-        let c: WorkloadConfig = serde_json::from_str(
+        let c: DriveConfig = serde_json::from_str(
             r#"{"store": "null://", "workload": "custom", "mix": {"read": 0.9, "insert": 0.1},
                 "threads": [1, 4], "duration": "2s", "error_budget": "1%"}"#,
         )
         .unwrap();
         let v = c.validate().unwrap();
-        assert_eq!(v.threads, vec![1, 4]);
+        assert_eq!(v.run.threads, vec![1, 4]);
         assert_eq!(
-            v.stop,
+            v.run.stop,
             Some(driver::Stop::Time(std::time::Duration::from_secs(2)))
         );
-        assert_eq!(v.budget, driver::Budget::Fraction(0.01));
-        assert_eq!(v.label, "ycsb:custom");
+        assert_eq!(v.run.budget, driver::Budget::Fraction(0.01));
+        assert_eq!(v.run.label, "ycsb:custom");
         assert_eq!(c.field_count, 10);
     }
 
     #[test]
     fn bad_configs_list_every_problem() {
-        let c: WorkloadConfig = serde_json::from_str(
+        let c: DriveConfig = serde_json::from_str(
             r#"{"store": "null://", "workload": "a", "mix": {"read": 1}, "threads": 0,
                 "operations": 5, "duration": "1s"}"#,
         )
@@ -594,13 +475,13 @@ mod tests {
         assert!(e.contains("only for workload `custom`"), "{e}");
         assert!(e.contains("not both"), "{e}");
         assert!(e.contains("threads"), "{e}");
-        let unknown = serde_json::from_str::<WorkloadConfig>(r#"{"recrods": 5}"#);
+        let unknown = serde_json::from_str::<DriveConfig>(r#"{"recrods": 5}"#);
         assert!(unknown.is_err());
     }
 
     #[test]
     fn a_zero_batch_or_one_too_large_for_a_sql_insert_is_refused() {
-        let cfg = |store: &str, batch: u64| WorkloadConfig {
+        let cfg = |store: &str, batch: u64| DriveConfig {
             store: Some(store.into()),
             load: true,
             batch: Some(batch),
@@ -625,7 +506,7 @@ mod tests {
             memory_from: "64MiB in this test".into(),
             open_files: 1 << 20,
         };
-        let cfg = WorkloadConfig {
+        let cfg = DriveConfig {
             store: Some("null://".into()),
             operations: Some(10),
             threads: Threads::Sweep(vec![1, 100]),
@@ -644,7 +525,7 @@ mod tests {
         assert!(p.to_string().contains("64MiB in this test"), "{p}");
         let most = bounds::most_threads(
             &cfg.worker_shapes(
-                &Mix::ycsb('a').unwrap().0,
+                &cfg.facts(&cfg.typed(&mut Problems::default()).generator),
                 &[1],
                 Some(driver::Stop::Ops(10)),
             )[0]
@@ -657,7 +538,7 @@ mod tests {
             "{p}"
         );
 
-        let huge = WorkloadConfig {
+        let huge = DriveConfig {
             store: Some("null://".into()),
             operations: Some(u64::MAX),
             records: u64::MAX,
@@ -684,8 +565,91 @@ mod tests {
     }
 
     #[test]
+    fn a_wire_config_reads_into_its_generators_variant_with_its_own_fields() {
+        let typed = |json: &str| {
+            let mut errs = Problems::default();
+            let c = serde_json::from_str::<DriveConfig>(json)
+                .unwrap()
+                .typed(&mut errs);
+            (c, errs.to_string())
+        };
+        let (c, errs) = typed(r#"{"workload": "tpcc", "warehouses": 3, "denormalize": false}"#);
+        assert_eq!(errs, "");
+        assert_eq!(
+            c.generator,
+            Generator::Tpcc(config::Tpcc {
+                warehouses: 3,
+                denormalize: Some(false)
+            })
+        );
+        // The dataset's record shape a plan writes for every generator is
+        // YCSB's alone; the shared fields are every generator's.
+        let (c, errs) =
+            typed(r#"{"workload": "candles", "queries": "day", "field_count": 3, "records": 9}"#);
+        assert_eq!(errs, "");
+        let queries = config::CandleQuery::Day;
+        assert_eq!(c.generator, Generator::Candles(config::Candles { queries }));
+        assert_eq!(
+            (c.common.records, c.generator.label().as_str()),
+            (9, "candles:day")
+        );
+        let (c, errs) = typed(r#"{"workload": "b", "field_count": 3, "distribution": "uniform"}"#);
+        let Generator::Ycsb(y) = &c.generator else {
+            panic!("{c:?}");
+        };
+        assert_eq!(
+            (y.letter, y.field_count, y.distribution),
+            (Some('b'), 3, Distribution::Uniform)
+        );
+        assert_eq!(
+            (errs.as_str(), c.generator.label().as_str()),
+            ("", "ycsb:b")
+        );
+        // A generator's own field given to another one is refused there.
+        let (c, errs) = typed(r#"{"workload": "iibench", "warehouses": 2, "denormalize": true}"#);
+        assert_eq!(c.generator.kind(), GeneratorKind::Iibench);
+        assert_eq!(
+            errs,
+            "warehouses: `warehouses` only applies to `workload: tpcc`; \
+             denormalize: `denormalize` only applies to `workload: tpcc` (on mongodb)"
+        );
+    }
+
+    #[test]
+    fn a_store_a_generator_does_not_run_on_is_refused_before_anything_connects() {
+        let cfg = |workload: &str, store: &str| {
+            serde_json::from_value::<DriveConfig>(serde_json::json!({
+                "workload": workload, "store": store, "operations": 1
+            }))
+            .unwrap()
+        };
+        let e = cfg("sysbench-mongo", "redis://127.0.0.1:6379")
+            .check_planned()
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "store: the sysbench-mongo workload runs on mongodb, not redis"
+        );
+        let e = cfg("tpcc", "redis://127.0.0.1:6379")
+            .validate()
+            .unwrap_err();
+        assert!(
+            e.to_string().contains(
+                "the tpcc workload runs on postgres, mysql/mariadb and mongodb, not redis"
+            ),
+            "{e}"
+        );
+        assert!(
+            cfg("candles", "postgres://127.0.0.1/db")
+                .check_planned()
+                .is_ok()
+        );
+    }
+
+    #[test]
     fn non_loopback_store_is_refused() {
-        let c = WorkloadConfig {
+        let c = DriveConfig {
             store: Some("redis://192.168.1.9:6379".into()),
             operations: Some(1),
             ..Default::default()

@@ -1,9 +1,11 @@
 //! The skeleton every built-in generator runs: a load (refuse to delete
 //! what the target holds, recreate, the load phase), then one measured
-//! phase per thread count. A generator ([`Generator`]) gives only what is
-//! its own: what the target holds, how to recreate it, its workers.
+//! phase per thread count. A generator ([`Steps`]) gives only what is
+//! its own: what the target holds, how to recreate it, its workers. The
+//! skeleton reads the shared part of the config ([`Run`]); a generator
+//! holds its own fields (its `config::Generator` variant).
 
-use super::config::{Validated, WorkloadError};
+use super::config::{Run, WorkloadError};
 use super::driver;
 use crate::results::model::PhaseResult;
 use tokio_util::sync::CancellationToken;
@@ -19,7 +21,7 @@ pub(crate) fn refuse_to_delete(found: Option<String>, reset: bool) -> Result<(),
 /// What one built-in generator does on one store; [`run`] calls it in
 /// the skeleton's order. Errors are the generator's to name
 /// ([`WorkloadError::Setup`] with what it was doing).
-pub(crate) trait Generator {
+pub(crate) trait Steps {
     /// The workers of the load phase.
     type Loader: driver::Worker;
     /// The workers of a measured phase.
@@ -35,12 +37,12 @@ pub(crate) trait Generator {
     async fn recreate(&self) -> Result<(), WorkloadError>;
 
     /// The load phase's workers and what they do.
-    async fn loaders(&self, v: &Validated) -> Result<Loading<Self::Loader>, WorkloadError>;
+    async fn loaders(&self, v: &Run) -> Result<Loading<Self::Loader>, WorkloadError>;
 
     /// The load phase: by default the loaders through [`load_phase`].
     async fn load(
         &self,
-        v: &Validated,
+        v: &Run,
         cancel: &CancellationToken,
     ) -> Result<PhaseResult, WorkloadError> {
         Ok(load_phase(v, self.loaders(v).await?, cancel).await)
@@ -58,11 +60,7 @@ pub(crate) trait Generator {
     }
 
     /// A measured phase's workers for `threads` connections.
-    async fn measurers(
-        &self,
-        v: &Validated,
-        threads: u32,
-    ) -> Result<Vec<Self::Measurer>, WorkloadError>;
+    async fn measurers(&self, v: &Run, threads: u32) -> Result<Vec<Self::Measurer>, WorkloadError>;
 
     /// Records each measured operation carries (a batch of inserts): a
     /// count of `operations` is in records, run as whole operations.
@@ -74,7 +72,7 @@ pub(crate) trait Generator {
     /// [`measured_phase`].
     async fn measure(
         &self,
-        v: &Validated,
+        v: &Run,
         threads: u32,
         stop: driver::Stop,
         cancel: &CancellationToken,
@@ -89,12 +87,12 @@ pub(crate) trait Generator {
 /// holds (unless `reset`), recreate, the load phase (nothing measured on
 /// a load that failed); then one measured phase per thread count, in
 /// order, until the sweep ends or `cancel` fires. Results come in order.
-pub(crate) async fn run<G: Generator>(
+pub(crate) async fn run<G: Steps>(
     g: &G,
-    v: &Validated,
+    v: &Run,
     cancel: &CancellationToken,
 ) -> Result<Vec<PhaseResult>, WorkloadError> {
-    let c = &v.cfg;
+    let c = &v.common;
     let mut results = Vec::new();
     if c.load {
         refuse_to_delete(g.holds_data().await?, c.reset)?;
@@ -121,13 +119,13 @@ pub(crate) async fn run<G: Generator>(
 
 /// Runs one measured phase of `v` with `workers` and makes its result.
 pub(crate) async fn measured_phase<W: driver::Worker>(
-    v: &Validated,
+    v: &Run,
     workers: Vec<W>,
     names: &[&'static str],
     (stop, per_op): (driver::Stop, u64),
     cancel: &CancellationToken,
 ) -> PhaseResult {
-    let c = &v.cfg;
+    let c = &v.common;
     let threads = workers.len() as u32;
     let per_op = per_op.max(1);
     let (stop, progress_total) = match stop {
@@ -183,7 +181,7 @@ impl<W> Loading<W> {
 /// Runs the load phase (no warm-up, no target rate, a progress bar on a
 /// terminal that counts records) and makes its result.
 pub(crate) async fn load_phase<W: driver::Worker>(
-    v: &Validated,
+    v: &Run,
     l: Loading<W>,
     cancel: &CancellationToken,
 ) -> PhaseResult {
@@ -192,7 +190,7 @@ pub(crate) async fn load_phase<W: driver::Worker>(
         stop: driver::Stop::Ops(l.ops),
         warmup: std::time::Duration::ZERO,
         target: None,
-        progress: (v.cfg.progress || crate::progress::stderr_is_terminal())
+        progress: (v.common.progress || crate::progress::stderr_is_terminal())
             .then(|| l.label.to_string()),
         progress_total: Some(l.records),
         budget: v.budget,

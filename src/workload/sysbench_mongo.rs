@@ -11,10 +11,10 @@
 //! transactions per second. The load counts every document as an INSERT,
 //! so its throughput is inserts per second.
 
-use super::config::{Validated, WorkloadError};
+use super::config::{self, GeneratorKind, Run, WorkloadError};
 use super::driver::{Timing, Worker};
 use super::histo::Recorder;
-use super::phases::{self, Generator, Loading};
+use super::phases::{self, Loading, Steps};
 use super::rng::Rng;
 use super::stores::{StoreError, StoreKind};
 use crate::clients::Endpoint;
@@ -25,9 +25,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio_util::sync::CancellationToken;
 
-/// Collections when the config names none: write-up 002's 8 loaders
-/// each filled their own.
-pub const COLLECTIONS: u32 = 8;
+pub use super::config::COLLECTIONS;
 /// Most collections a scenario may ask for.
 pub const MAX_COLLECTIONS: u32 = 1024;
 /// Loaders when the config names none (write-up 002).
@@ -200,27 +198,21 @@ impl Worker for LoadWorker {
 /// Runs sysbench-mongo: the load when asked, then one measured phase per
 /// thread count.
 pub async fn run(
-    v: &Validated,
+    v: &Run,
+    own: &config::SysbenchMongo,
     cancel: &CancellationToken,
 ) -> Result<Vec<PhaseResult>, WorkloadError> {
     if v.target.kind != StoreKind::Mongodb {
-        return Err(WorkloadError::Config(super::config::Problems::one(
-            "store",
-            format!(
-                "the sysbench-mongo workload runs on mongodb, not {}",
-                v.target.kind
-            ),
-        )));
+        return Err(GeneratorKind::SysbenchMongo.not_on(&v.target));
     }
-    let c = &v.cfg;
     let mut ep: Endpoint = v.target.endpoint.clone();
     let db = ep.database.get_or_insert_with(|| "sbtest".into()).clone();
     let g = SysbenchMongo {
         opts: &v.target.mongo,
         ep,
         db,
-        collections: c.collections.unwrap_or(COLLECTIONS).max(1),
-        docs: c.records,
+        collections: own.collections,
+        docs: v.common.records,
     };
     phases::run(&g, v, cancel).await
 }
@@ -249,7 +241,7 @@ impl SysbenchMongo<'_> {
     }
 }
 
-impl Generator for SysbenchMongo<'_> {
+impl Steps for SysbenchMongo<'_> {
     type Loader = LoadWorker;
     type Measurer = TxnWorker;
 
@@ -286,8 +278,8 @@ impl Generator for SysbenchMongo<'_> {
         Ok(())
     }
 
-    async fn loaders(&self, v: &Validated) -> Result<Loading<LoadWorker>, WorkloadError> {
-        let c = &v.cfg;
+    async fn loaders(&self, v: &Run) -> Result<Loading<LoadWorker>, WorkloadError> {
+        let c = &v.common;
         let loaders = c.load_threads.unwrap_or(LOADERS).max(1);
         let size = c.batch.unwrap_or(BATCH).max(1);
         let next = Arc::new(AtomicU64::new(0));
@@ -314,17 +306,13 @@ impl Generator for SysbenchMongo<'_> {
         ))
     }
 
-    async fn measurers(
-        &self,
-        v: &Validated,
-        threads: u32,
-    ) -> Result<Vec<TxnWorker>, WorkloadError> {
+    async fn measurers(&self, v: &Run, threads: u32) -> Result<Vec<TxnWorker>, WorkloadError> {
         let mut workers = Vec::new();
         for i in 0..threads {
             workers.push(TxnWorker {
                 conn: self.connect().await?,
                 db: self.db.clone(),
-                rng: Rng::new(v.cfg.seed, i as u64),
+                rng: Rng::new(v.common.seed, i as u64),
                 collections: self.collections,
                 docs: self.docs,
                 statements: Vec::new(),

@@ -1,13 +1,13 @@
 //! YCSB core workloads: the load phase and the measured phases, on any store.
 
 use super::clock::Instant;
-use super::config::{Validated, WorkloadConfig, WorkloadError};
+use super::config::{self, Run, WorkloadError};
 use super::dist::KeyChooser;
 use super::driver::{Stop, Timing, Worker};
 use super::histo::Recorder;
 use super::keys::{InsertOrder, KeyFormat, ValuePool, field_names};
 use super::mix::{Mix, OpKind};
-use super::phases::{self, Generator, Loading};
+use super::phases::{self, Loading, Steps};
 use super::rng::Rng;
 use super::stores::{Batch, Schema, Store, StoreConn, StoreError, Values};
 use crate::results::model::PhaseResult;
@@ -19,12 +19,12 @@ use tokio_util::sync::CancellationToken;
 /// Operation kind names, indexed by `OpKind as usize`.
 pub const NAMES: [&str; 5] = ["READ", "UPDATE", "INSERT", "SCAN", "READ-MODIFY-WRITE"];
 
-/// The schema a config describes.
-pub fn schema(cfg: &WorkloadConfig) -> Schema {
+/// The schema of YCSB's records, in MySQL storage engine `engine`.
+pub fn schema(y: &config::Ycsb, engine: Option<&str>) -> Schema {
     Schema {
-        fields: field_names(cfg.field_count).into(),
-        field_length: cfg.field_length,
-        engine: cfg.engine.clone(),
+        fields: field_names(y.field_count).into(),
+        field_length: y.field_length,
+        engine: engine.map(str::to_string),
     }
 }
 
@@ -315,24 +315,24 @@ impl<C: StoreConn> Worker for LoadWorker<C> {
     }
 }
 
-fn shared(v: &Validated) -> Arc<Shared> {
-    let c = &v.cfg;
+fn shared(v: &Run, y: &config::Ycsb) -> Arc<Shared> {
+    let records = v.common.records;
     Arc::new(Shared {
         keys: KeyFormat {
-            order: c.insert_order,
-            padding: c.key_padding,
+            order: y.insert_order,
+            padding: y.key_padding,
         },
-        pool: ValuePool::new(c.field_length as usize, c.seed),
-        mix: v.mix.clone(),
-        field_count: c.field_count as usize,
-        max_scan: c.max_scan_length,
-        acked: AckCounter::new(c.records),
-        next_insert: AtomicU64::new(c.records),
-        scan_check: (c.insert_order == InsertOrder::Ordered
+        pool: ValuePool::new(y.field_length as usize, v.common.seed),
+        mix: y.mix.clone(),
+        field_count: y.field_count as usize,
+        max_scan: y.max_scan_length,
+        acked: AckCounter::new(records),
+        next_insert: AtomicU64::new(records),
+        scan_check: (y.insert_order == InsertOrder::Ordered
             && v.target.kind != super::stores::StoreKind::Redis)
             .then_some(ScanCheck {
-                loaded: c.records,
-                padding: c.key_padding,
+                loaded: records,
+                padding: y.key_padding,
             }),
     })
 }
@@ -350,9 +350,9 @@ async fn connect_all<S: Store>(store: &S, n: u32) -> Result<Vec<S::Conn>, Worklo
 
 /// Expected inserts during a measured phase (YCSB sizes the zipfian key
 /// space with twice this).
-fn expected_inserts(v: &Validated) -> u64 {
+fn expected_inserts(v: &Run, mix: &Mix) -> u64 {
     match v.stop {
-        Some(Stop::Ops(n)) => (v.mix.share(OpKind::Insert) * n as f64 * 2.0) as u64,
+        Some(Stop::Ops(n)) => (mix.share(OpKind::Insert) * n as f64 * 2.0) as u64,
         _ => 0,
     }
 }
@@ -360,18 +360,20 @@ fn expected_inserts(v: &Validated) -> u64 {
 /// Load phase then one measured phase per thread count.
 pub async fn run<S: Store>(
     store: &S,
-    v: &Validated,
+    v: &Run,
+    own: &config::Ycsb,
     cancel: &CancellationToken,
 ) -> Result<Vec<PhaseResult>, WorkloadError> {
-    phases::run(&Ycsb { store }, v, cancel).await
+    phases::run(&Ycsb { store, own }, v, cancel).await
 }
 
 /// The YCSB core generator on one store.
 struct Ycsb<'a, S> {
     store: &'a S,
+    own: &'a config::Ycsb,
 }
 
-impl<S: Store> Generator for Ycsb<'_, S> {
+impl<S: Store> Steps for Ycsb<'_, S> {
     type Loader = LoadWorker<S::Conn>;
     type Measurer = YcsbWorker<S::Conn>;
 
@@ -395,11 +397,11 @@ impl<S: Store> Generator for Ycsb<'_, S> {
         })
     }
 
-    async fn loaders(&self, v: &Validated) -> Result<Loading<Self::Loader>, WorkloadError> {
-        let c = &v.cfg;
+    async fn loaders(&self, v: &Run) -> Result<Loading<Self::Loader>, WorkloadError> {
+        let c = &v.common;
         let threads = c.load_threads.unwrap_or(v.threads[0]).max(1);
         let size = c.batch.unwrap_or(1).max(1);
-        let sh = shared(v);
+        let sh = shared(v, self.own);
         let next = Arc::new(AtomicU64::new(0));
         let workers = connect_all(self.store, threads)
             .await?
@@ -414,22 +416,19 @@ impl<S: Store> Generator for Ycsb<'_, S> {
         ))
     }
 
-    async fn measurers(
-        &self,
-        v: &Validated,
-        threads: u32,
-    ) -> Result<Vec<Self::Measurer>, WorkloadError> {
-        let c = &v.cfg;
-        let items = c.records + expected_inserts(v);
-        let hot = c.hotspot.unwrap_or_default();
-        let sh = shared(v);
+    async fn measurers(&self, v: &Run, threads: u32) -> Result<Vec<Self::Measurer>, WorkloadError> {
+        let c = &v.common;
+        let y = self.own;
+        let items = c.records + expected_inserts(v, &y.mix);
+        let hot = y.hotspot;
+        let sh = shared(v, y);
         Ok(connect_all(self.store, threads)
             .await?
             .into_iter()
             .enumerate()
             .map(|(i, conn)| {
                 let start = c.records / threads as u64 * i as u64;
-                let chooser = KeyChooser::new(v.distribution, items, (hot.data, hot.ops), start);
+                let chooser = KeyChooser::new(y.distribution, items, (hot.data, hot.ops), start);
                 YcsbWorker::new(conn, Rng::new(c.seed, i as u64), chooser, sh.clone())
             })
             .collect())
@@ -439,6 +438,7 @@ impl<S: Store> Generator for Ycsb<'_, S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::Validated;
     use crate::workload::stores::null::NullStore;
     use std::collections::BTreeMap;
 
@@ -526,19 +526,22 @@ mod tests {
         base.as_object_mut()
             .unwrap()
             .extend(json.as_object().unwrap().clone());
-        serde_json::from_value::<WorkloadConfig>(base)
+        serde_json::from_value::<crate::workload::DriveConfig>(base)
             .unwrap()
             .validate()
             .unwrap()
     }
 
     fn run_on<S: Store>(store: &S, v: &Validated) -> Vec<PhaseResult> {
+        let config::Generator::Ycsb(own) = &v.generator else {
+            panic!("a YCSB config");
+        };
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .unwrap()
-            .block_on(run(store, v, &CancellationToken::new()))
+            .block_on(run(store, &v.run, own, &CancellationToken::new()))
             .unwrap()
     }
 

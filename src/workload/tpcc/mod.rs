@@ -24,10 +24,10 @@ pub mod sql;
 pub mod sql_terminal;
 pub mod txn;
 
-use super::config::{Validated, WorkloadError};
+use super::config::{self, GeneratorKind, Run, WorkloadError};
 use super::driver::{self, Timing, Worker};
 use super::histo::Recorder;
-use super::phases::{self, Generator, Loading};
+use super::phases::{self, Loading, Steps};
 use super::stores::{StoreError, StoreKind};
 use crate::clients::ClientError;
 use crate::model::{DocumentSchema, MongoTpccMode};
@@ -50,8 +50,7 @@ pub const CUSTOMERS: u64 = 3000;
 pub const ORDERS: u64 = 3000;
 /// The first initial order still undelivered (a new order): 2101..3000.
 pub const NEW_ORDERS_FROM: u64 = 2101;
-/// Most warehouses a load may ask for.
-pub const MAX_WAREHOUSES: u32 = 100_000;
+pub use super::config::MAX_WAREHOUSES;
 
 /// Operation kinds: the five transactions, then the rolled-back NEW
 /// ORDERs and the transactions run again after a deadlock (both counted
@@ -236,7 +235,8 @@ pub fn tpmc(r: &PhaseResult) -> f64 {
 
 /// Runs TPC-C on the configured store.
 pub async fn run(
-    v: &Validated,
+    v: &Run,
+    own: &config::Tpcc,
     cancel: &CancellationToken,
 ) -> Result<Vec<PhaseResult>, WorkloadError> {
     let ep = v.target.endpoint.clone();
@@ -247,44 +247,37 @@ pub async fn run(
                 dialect: schema::Dialect::Postgres,
                 engine: None,
             };
-            run_on(&s, v, cancel).await
+            run_on(&s, v, own, cancel).await
         }
         StoreKind::Mysql => {
             let s = sql::SqlTpcc {
                 ep,
                 dialect: schema::Dialect::Mysql,
-                engine: v.cfg.engine.clone().or(v.target.engine.clone()),
+                engine: v.common.engine.clone().or(v.target.engine.clone()),
             };
-            run_on(&s, v, cancel).await
+            run_on(&s, v, own, cancel).await
         }
         StoreKind::Mongodb => {
             let s = mongo::MongoTpcc::new(
                 ep,
                 v.target.mongo.clone(),
-                DocumentSchema::from_denormalize(v.cfg.denormalize),
+                DocumentSchema::from_denormalize(own.denormalize),
             );
-            run_on(&s, v, cancel).await
+            run_on(&s, v, own, cancel).await
         }
-        other => Err(WorkloadError::Config(super::config::Problems::one(
-            "store",
-            format!("the tpcc workload runs on postgres, mysql and mongodb, not {other}"),
-        ))),
+        _ => Err(GeneratorKind::Tpcc.not_on(&v.target)),
     }
-}
-
-/// Warehouses of the configuration.
-pub fn warehouses(v: &Validated) -> u64 {
-    v.cfg.warehouses.unwrap_or(1).max(1) as u64
 }
 
 async fn run_on<S: TpccStore>(
     store: &S,
-    v: &Validated,
+    v: &Run,
+    own: &config::Tpcc,
     cancel: &CancellationToken,
 ) -> Result<Vec<PhaseResult>, WorkloadError> {
     let g = Tpcc {
         store,
-        ws: warehouses(v),
+        ws: u64::from(own.warehouses),
     };
     phases::run(&g, v, cancel).await
 }
@@ -301,7 +294,7 @@ fn setup(what: &str) -> impl FnOnce(StoreError) -> WorkloadError {
     move |e| WorkloadError::Setup { what, source: e }
 }
 
-impl<S: TpccStore> Generator for Tpcc<'_, S> {
+impl<S: TpccStore> Steps for Tpcc<'_, S> {
     type Loader = LoadWorker<S::Loader>;
     type Measurer = TerminalWorker<S::Conn>;
 
@@ -321,8 +314,8 @@ impl<S: TpccStore> Generator for Tpcc<'_, S> {
 
     /// One job per table part of each warehouse, claimed in turn; the
     /// progress bar counts rows.
-    async fn loaders(&self, v: &Validated) -> Result<Loading<Self::Loader>, WorkloadError> {
-        let c = &v.cfg;
+    async fn loaders(&self, v: &Run) -> Result<Loading<Self::Loader>, WorkloadError> {
+        let c = &v.common;
         let threads = c.load_threads.unwrap_or(v.threads[0]).max(1);
         let jobs: Arc<[Job]> = loader::jobs(self.ws).into();
         let next = Arc::new(AtomicUsize::new(0));
@@ -348,7 +341,7 @@ impl<S: TpccStore> Generator for Tpcc<'_, S> {
     /// The load, with the document schema it wrote on MongoDB.
     async fn load(
         &self,
-        v: &Validated,
+        v: &Run,
         cancel: &CancellationToken,
     ) -> Result<PhaseResult, WorkloadError> {
         let mut r = phases::load_phase(v, self.loaders(v).await?, cancel).await;
@@ -359,16 +352,12 @@ impl<S: TpccStore> Generator for Tpcc<'_, S> {
         Ok(r)
     }
 
-    async fn measurers(
-        &self,
-        v: &Validated,
-        threads: u32,
-    ) -> Result<Vec<Self::Measurer>, WorkloadError> {
+    async fn measurers(&self, v: &Run, threads: u32) -> Result<Vec<Self::Measurer>, WorkloadError> {
         let mut workers = Vec::new();
         for i in 0..threads {
             workers.push(TerminalWorker {
                 conn: self.store.connect().await.map_err(setup("connecting"))?,
-                term: Terminal::new(v.cfg.seed, i as u64, self.ws),
+                term: Terminal::new(v.common.seed, i as u64, self.ws),
                 kind: Kind::NewOrder,
                 rolled_back: false,
                 retries: 0,
@@ -381,7 +370,7 @@ impl<S: TpccStore> Generator for Tpcc<'_, S> {
     /// TPC-C's consistency conditions afterwards.
     async fn measure(
         &self,
-        v: &Validated,
+        v: &Run,
         threads: u32,
         stop: driver::Stop,
         cancel: &CancellationToken,

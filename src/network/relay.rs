@@ -101,11 +101,27 @@ impl Relay {
         shape: Shape,
         cpus: &[u32],
     ) -> io::Result<Relay> {
+        Self::start_in(listen, upstream, shape, cpus, None)
+    }
+
+    /// As [`Relay::start`], its connections to `upstream` made inside the
+    /// network namespace whose file is `netns` (the listener stays where
+    /// the caller is): a bridge from the host's loopback into a cell's
+    /// namespace.
+    pub fn start_in(
+        listen: SocketAddr,
+        upstream: SocketAddr,
+        shape: Shape,
+        cpus: &[u32],
+        netns: Option<&std::path::Path>,
+    ) -> io::Result<Relay> {
         let listener = TcpListener::bind(listen)?;
         let addr = listener.local_addr()?;
+        let netns = netns.map(super::netns::open).transpose()?;
         let stop = Arc::new(AtomicBool::new(false));
         let open = Arc::new(Mutex::new(Vec::new()));
         let counters = Arc::new(Counters::default());
+        let (entered_tx, entered) = sync_channel::<io::Result<()>>(1);
         let acceptor = {
             let (stop, open, counters) = (stop.clone(), open.clone(), counters.clone());
             let cpus: Arc<[u32]> = cpus.into();
@@ -113,9 +129,18 @@ impl Relay {
                 .name("relay-accept".into())
                 .spawn(move || {
                     pin(&cpus);
-                    accept(listener, upstream, shape, &cpus, &stop, &open, &counters)
+                    // The acceptor connects upstream: inside the namespace.
+                    let entered = netns.as_ref().map_or(Ok(()), super::netns::enter);
+                    let ok = entered.is_ok();
+                    let _ = entered_tx.send(entered);
+                    if ok {
+                        accept(listener, upstream, shape, &cpus, &stop, &open, &counters)
+                    }
                 })?
         };
+        entered
+            .recv()
+            .unwrap_or_else(|_| Err(io::Error::other("the relay's acceptor ended")))?;
         Ok(Relay {
             addr,
             stop,

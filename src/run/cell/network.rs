@@ -237,7 +237,7 @@ fn kernel(
         qdiscs: ns.qdiscs.clone(),
         inode: crate::network::netns::inode(&ns.path),
         engine_inode: engine
-            .and_then(|pid| crate::network::netns::inode(&format!("/proc/{pid}/ns/net").as_ref())),
+            .and_then(|pid| crate::network::netns::inode(format!("/proc/{pid}/ns/net").as_ref())),
         bridge: None,
     };
     let mut violations: Vec<String> = judge(network, &through).into_iter().collect();

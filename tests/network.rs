@@ -77,7 +77,13 @@ fn a_one_millisecond_delay_holds_a_single_reader_under_600_reads_a_second() {
     // Over 3,000 on a quiet host; CI runs tests two at a time on 2 cores.
     assert!(bare_rate > 1200.0, "on the loopback: {bare_rate} reads/s");
 
-    let (far, fid) = run_cell(&["--set", "network.delay=1ms"]);
+    // The proxy by name: `auto` is the kernel emulation where netem is.
+    let (far, fid) = run_cell(&[
+        "--set",
+        "network.delay=1ms",
+        "--set",
+        "network.emulation=proxy",
+    ]);
     assert_ne!(
         far.key, bare.key,
         "a network is part of the cell's identity"

@@ -921,4 +921,19 @@ mod tests {
             "a gone pid is left as gone"
         );
     }
+
+    #[test]
+    fn a_dead_runs_namespace_is_acted_on_only_under_the_name_benchcage_gives_that_run() {
+        let roots = Roots::current();
+        let ns = |name: &str| Resource::Netns { name: name.into() };
+        assert!(verify(&ns("benchcage-r1"), "r1", &roots).is_ok());
+        for other in ["benchcage-r2", "r1", "docker-r1", "benchcage-r1-x"] {
+            let why = verify(&ns(other), "r1", &roots).unwrap_err();
+            assert!(why.0.contains("not the namespace"), "{other}: {why}");
+        }
+        assert_eq!(
+            ns("benchcage-r1").describe(),
+            "network namespace benchcage-r1"
+        );
+    }
 }

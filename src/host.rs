@@ -51,6 +51,10 @@ pub struct HostFacts {
     /// Transparent huge pages (`/sys/kernel/mm/transparent_hugepage`, or
     /// `$BENCHCAGE_THP_ROOT`): `Ok(None)` when the kernel has none.
     pub thp: Result<Option<ThpState>, String>,
+    /// The kernel has netem (`sch_netem` loaded, built in or loadable):
+    /// the kernel emulation of a network can give a delay, jitter or loss
+    /// ([`crate::network::netns::netem_available`]).
+    pub netem: bool,
 }
 
 /// v1 controllers benchcage uses.
@@ -170,6 +174,7 @@ impl HostFacts {
             cpu_model,
             hostname,
             thp: thp_files.read().map_err(|e| e.to_string()),
+            netem: crate::network::netns::netem_available(root),
         }
     }
 

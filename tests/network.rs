@@ -1,17 +1,33 @@
-//! The network as a constraint (issue 30), proxy emulation: a real redis
-//! cell read at one thread over a relay that delays each direction, against
-//! the same cell on the bare loopback; fidelity records the asked and the
-//! measured round trip; nothing is left behind.
+//! The network as a constraint (issue 30). The proxy emulation: a real
+//! redis cell read at one thread over a relay that delays each direction,
+//! against the same cell on the bare loopback; fidelity records the asked
+//! and the measured round trip; nothing is left behind. The kernel
+//! emulation: the cell in a network namespace of its own with a token
+//! bucket on its loopback (on any kernel), a delay through netem where the
+//! kernel has it (the cgroup-v2 guest of `make test-v2`) and a clear
+//! refusal where it has not; a killed run's namespace goes at `cleanup`.
 
 mod support;
 
+use benchcage::host::HostFacts;
 use benchcage::results::model::{CellRecord, FidelityRecord};
 use std::path::PathBuf;
-use support::cli::bc_in;
+use support::clean::{assert_run_left_nothing, namespaces_left};
+use support::cli::{bc_in, run_id_of};
 use support::files::{cell_dirs, read_json};
 use support::host::valid_but_for_a_busy_host;
 
 const HOME: &str = env!("CARGO_MANIFEST_DIR");
+
+/// benchcage with its results, work and state folders under `t`.
+fn bc_at(t: &std::path::Path) -> std::process::Command {
+    bc_in(
+        &PathBuf::from(HOME),
+        &t.join("results"),
+        &t.join("work"),
+        &t.join("state"),
+    )
+}
 
 /// Runs tests/scenarios/run-network.yaml with `extra` arguments; the cell's
 /// record and fidelity.
@@ -27,18 +43,13 @@ fn run_scenario(scenario: &str, extra: &[&str]) -> (CellRecord, FidelityRecord) 
         .tempdir()
         .unwrap();
     let t = tmp.path();
-    let out = bc_in(
-        &PathBuf::from(HOME),
-        &t.join("results"),
-        &t.join("work"),
-        &t.join("state"),
-    )
-    .arg("run")
-    .arg(scenario)
-    .args(extra)
-    .env("BENCHCAGE_SNAPSHOTS", "off")
-    .output()
-    .unwrap();
+    let out = bc_at(t)
+        .arg("run")
+        .arg(scenario)
+        .args(extra)
+        .env("BENCHCAGE_SNAPSHOTS", "off")
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let run = std::fs::read_dir(t.join("results"))
@@ -47,6 +58,9 @@ fn run_scenario(scenario: &str, extra: &[&str]) -> (CellRecord, FidelityRecord) 
         .map(|e| e.path())
         .find(|p| p.join("run.json").is_file())
         .unwrap();
+    let run_id = run.file_name().unwrap().to_string_lossy().into_owned();
+    let left = namespaces_left(&run_id);
+    assert!(left.is_empty(), "namespaces left: {left:?}");
     let cells = cell_dirs(&run);
     assert_eq!(cells.len(), 1);
     let cell: CellRecord = read_json(&cells[0].join("cell.json"));
@@ -70,7 +84,13 @@ fn a_one_millisecond_delay_holds_a_single_reader_under_600_reads_a_second() {
     // Over 3,000 on a quiet host; CI runs tests two at a time on 2 cores.
     assert!(bare_rate > 1200.0, "on the loopback: {bare_rate} reads/s");
 
-    let (far, fid) = run_cell(&["--set", "network.delay=1ms"]);
+    // The proxy by name: `auto` is the kernel emulation where netem is.
+    let (far, fid) = run_cell(&[
+        "--set",
+        "network.delay=1ms",
+        "--set",
+        "network.emulation=proxy",
+    ]);
     assert_ne!(
         far.key, bare.key,
         "a network is part of the cell's identity"
@@ -153,26 +173,37 @@ fn a_ten_megabit_link_caps_eight_scanning_threads_together_within_ten_percent() 
 fn a_network_that_cannot_be_read_is_refused_before_anything_is_made() {
     let tmp = tempfile::tempdir().unwrap();
     let t = tmp.path();
-    for (set, says) in [
-        ("network.delay=1", "no unit"),
-        ("network.rate=10MB", "bits per second"),
-        ("network.emulation=kernel", "not built yet"),
-        ("network.loss=5", "percentage"),
-        ("network.jitter=1ms", "larger than the delay"),
+    let mut cases: Vec<(&[&str], &str)> = vec![
+        (&["network.delay=1"], "no unit"),
+        (&["network.rate=10MB"], "bits per second"),
+        (&["network.loss=5"], "percentage"),
+        (&["network.jitter=1ms"], "larger than the delay"),
         (
-            "network.delay=20s",
+            &["network.delay=20s"],
             "not a network any engine's client tolerates",
         ),
-    ] {
-        let out = bc_in(
-            &PathBuf::from(HOME),
-            &t.join("results"),
-            &t.join("work"),
-            &t.join("state"),
-        )
-        .args(["run", "tests/scenarios/run-network.yaml", "--set", set])
-        .output()
-        .unwrap();
+        (
+            &[
+                "network.delay=1ms",
+                "backend=docker",
+                "network.emulation=kernel",
+            ],
+            "built for cgroup cells only",
+        ),
+    ];
+    if !HostFacts::probe().netem {
+        cases.push((
+            &["network.delay=1ms", "network.emulation=kernel"],
+            "this host's kernel has no netem",
+        ));
+    }
+    for (sets, says) in cases {
+        let set = sets.join(" ");
+        let out = bc_at(t)
+            .args(["run", "tests/scenarios/run-network.yaml"])
+            .args(sets.iter().flat_map(|s| ["--set", s]))
+            .output()
+            .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{set}: {stderr}");
         assert!(stderr.contains(says), "{set}: {stderr}");
@@ -192,4 +223,144 @@ fn a_docker_cell_gets_the_same_delay() {
     let net = fid.network.expect("fidelity records the network");
     assert!((2000..3000).contains(&net.round_trip.median_us), "{net:?}");
     assert!(net.relay.is_some_and(|r| r.bytes > 0));
+}
+
+/// The inode of this process's network namespace: the host's.
+fn host_namespace() -> u64 {
+    benchcage::network::netns::inode("/proc/self/ns/net".as_ref()).unwrap()
+}
+
+#[test]
+fn a_kernel_rate_runs_the_cell_in_a_namespace_of_its_own_behind_a_token_bucket() {
+    // 2 Mbit/s is 250 KB/s: a thousand reads of a 1 KB record take 4 s.
+    let (cell, fid) = run_cell(&[
+        "--set",
+        "network.delay=0us",
+        "--set",
+        "network.rate=2mbit",
+        "--set",
+        "network.emulation=kernel",
+    ]);
+    let net = fid.network.expect("fidelity records the network");
+    assert_eq!(net.asked.emulation.name(), "kernel");
+    assert!(net.relay.is_none(), "no relay: {net:?}");
+    let ns = net.namespace.expect("the namespace's record");
+    assert!(ns.name.starts_with("benchcage-"), "{ns:?}");
+    assert!(
+        ns.qdiscs
+            .iter()
+            .any(|q| q.starts_with("qdisc tbf ") && q.contains("rate 2Mbit")),
+        "the token bucket read back: {:?}",
+        ns.qdiscs
+    );
+    assert!(ns.inode.is_some(), "{ns:?}");
+    assert_eq!(ns.engine_inode, ns.inode, "the engine ran in the namespace");
+    assert_ne!(ns.inode, Some(host_namespace()), "not the host's namespace");
+    // The load generator starts inside the namespace: only benchcage's own
+    // connections (readiness, facts, counting records) take the bridge.
+    let bridge = ns.bridge.expect("the bridge's traffic");
+    assert!(bridge.connections >= 1, "{bridge:?}");
+    assert!(
+        bridge.bytes < 100_000,
+        "the load went over the bridge: {bridge:?}"
+    );
+    // The bucket shapes the client's traffic.
+    let rate = reads_per_sec(&cell);
+    assert!((20.0..350.0).contains(&rate), "at 2 Mbit/s: {rate} reads/s");
+    eprintln!(
+        "reads/s at 1 thread, 2mbit in a namespace: {rate:.0}; round trip {} us (loopback {} us)",
+        net.round_trip.median_us, net.loopback.median_us
+    );
+    assert!(
+        !fid.violations.iter().any(|v| v.contains("network")),
+        "{:?}",
+        fid.violations
+    );
+}
+
+#[test]
+fn a_kernel_delay_of_one_millisecond_holds_a_single_reader_under_600_reads_a_second_where_netem_is()
+{
+    let args = [
+        "--set",
+        "network.delay=1ms",
+        "--set",
+        "network.emulation=kernel",
+    ];
+    if !HostFacts::probe().netem {
+        // This host's kernel: refused before anything is made.
+        let tmp = tempfile::tempdir().unwrap();
+        let t = tmp.path();
+        let out = bc_at(t)
+            .args(["run", "tests/scenarios/run-network.yaml"])
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("no netem"), "{stderr}");
+        assert!(!t.join("results").exists());
+        return;
+    }
+    let (cell, fid) = run_cell(&args);
+    let rate = reads_per_sec(&cell);
+    assert!(rate < 600.0, "over 2 ms round trips: {rate} reads/s");
+    assert!(rate > 50.0, "{rate} reads/s");
+    let net = fid.network.expect("fidelity records the network");
+    assert_eq!(net.asked.emulation.name(), "kernel");
+    let ns = net.namespace.expect("the namespace's record");
+    assert!(
+        ns.qdiscs
+            .iter()
+            .any(|q| q.starts_with("qdisc netem ") && q.contains("delay 1ms")),
+        "netem read back: {:?}",
+        ns.qdiscs
+    );
+    assert_eq!(ns.engine_inode, ns.inode);
+    let rt = net.round_trip.median_us;
+    assert!((1800..4000).contains(&rt), "measured round trip {rt} us");
+    eprintln!("reads/s at 1 thread, 1ms each way in a namespace: {rate:.0}; round trip {rt} us");
+    assert!(
+        !fid.violations.iter().any(|v| v.contains("network")),
+        "{:?}",
+        fid.violations
+    );
+}
+
+#[test]
+fn a_run_killed_with_its_namespace_made_leaves_it_to_cleanup() {
+    use std::io::{BufRead, BufReader};
+    use std::time::{Duration, Instant};
+    let tmp = tempfile::Builder::new()
+        .prefix("benchcage-network-test-")
+        .tempdir()
+        .unwrap();
+    let t = tmp.path();
+    let (results, work, state) = (t.join("results"), t.join("work"), t.join("state"));
+    let mut child = bc_at(t)
+        .args(["run", "tests/scenarios/run-network.yaml"])
+        .args(["--set", "network.delay=0us", "--set", "network.rate=2mbit"])
+        .args(["--set", "network.emulation=kernel"])
+        .env("BENCHCAGE_SNAPSHOTS", "off")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let id = run_id_of(&first);
+    // Killed as soon as its namespace exists, while the cell provisions.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while namespaces_left(&id).is_empty() {
+        assert!(Instant::now() < deadline, "no namespace for run {id}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(namespaces_left(&id).len(), 1, "the killed run's namespace");
+    let out = bc_at(t).arg("cleanup").output().unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("network namespace benchcage-"), "{said}");
+    assert_run_left_nothing(t, &results, &work, &state, &id);
 }

@@ -209,6 +209,8 @@ fn assert_clean(place: &Place, run_id: &str) {
             g.display()
         );
     }
+    let namespaces = support::clean::namespaces_left(run_id);
+    assert!(namespaces.is_empty(), "namespaces left: {namespaces:?}");
     if let Ok(rd) = std::fs::read_dir(place.state()) {
         let left: Vec<_> = rd
             .flatten()

@@ -1049,6 +1049,7 @@ async fn v2_groups_are_joined_from_pre_exec_killed_and_removed_on_the_real_unifi
         &leaf.procs_files(),
         benchcage::sandbox::process::Detach::Session,
         None,
+        None,
     )
     .unwrap();
     let mut child = cmd.spawn().unwrap();
@@ -1765,6 +1766,7 @@ fn on_v2_controllers_cannot_be_enabled_over_processes_and_benchcage_first_moves_
         &mut cmd,
         &[outer.join("cgroup.procs")],
         benchcage::sandbox::process::Detach::Group,
+        None,
         None,
     )
     .unwrap();

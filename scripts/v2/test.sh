@@ -54,16 +54,17 @@ if [ ! -f "$kdir/done" ]; then
   touch "$kdir/done"
 fi
 
-# The initramfs: busybox, our init, and the modules the root mount needs.
+# The initramfs: busybox, our init, the modules the root mount needs, and
+# the qdiscs of the kernel emulation of a network (netem, tbf).
 mkdir -p "$work"
 initrd=$work/initrd-$kver.gz
-if [ ! -f "$initrd" ] || [ scripts/v2/init -nt "$initrd" ]; then
+if [ ! -f "$initrd" ] || [ scripts/v2/init -nt "$initrd" ] || [ scripts/v2/test.sh -nt "$initrd" ]; then
   stage=$(mktemp -d)
   mkdir -p "$stage"/{bin,proc,sys,dev,lib/modules/$kver}
   cp /bin/busybox "$stage/bin/busybox"
   cp scripts/v2/init "$stage/init"
   mods=$kdir/root/lib/modules/$kver
-  want="crc32c_generic virtio_pci virtio_blk 9pnet_virtio 9p overlay ext4"
+  want="crc32c_generic virtio_pci virtio_blk 9pnet_virtio 9p overlay ext4 sch_netem sch_tbf"
   closure() {
     local line
     line=$(grep -E "/$1\.ko:" "$mods/modules.dep")
@@ -82,17 +83,18 @@ fi
 # What runs inside: this tree's test binaries, benchcage and the tests'
 # sandbox_hold fixture (an example), built here.
 cargo build -q --bins --example sandbox_hold
-exes=$(cargo test --no-run --test sandbox --test run 2>&1 | sed -n 's/.*Executable tests\/\([a-z_]*\)\.rs (\(.*\))/\1 \2/p')
+exes=$(cargo test --no-run --test sandbox --test run --test network 2>&1 | sed -n 's/.*Executable tests\/\([a-z_]*\)\.rs (\(.*\))/\1 \2/p')
 bin=$target/debug/benchcage
 # What each guest runs, as extended regexes over `suite.test`. Everything
 # takes 10 to 50 times longer under TCG, a `benchcage run` one to two
-# minutes: the plain guest runs the whole sandbox suite and the end-to-end
-# run; the systemd guest what depends on where the groups live (the
+# minutes: the plain guest runs the whole sandbox suite, the end-to-end
+# run and the kernel emulation of a 1 ms network (netem, which the v1
+# host's kernel lacks); the systemd guest what depends on where the groups live (the
 # delegated scope, cleanup across scopes, the v2 controllers) and a killed
 # run's cleanup. The rest of the run suite (the same code above the
 # sandbox), MariaDB and the sweeps run on the v1 host in `make test`.
 declare -A want=(
-  [plain]='^sandbox\.|^run\.a_small_scenario_'
+  [plain]='^sandbox\.|^run\.a_small_scenario_|^network\.a_kernel_delay_'
   [systemd]='^sandbox\.|^run\.cleanup_marks_a_killed_run_'
 )
 declare -A leave=(

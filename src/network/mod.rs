@@ -4,6 +4,7 @@
 //! loopback) or, where the kernel has no netem, by a relay in benchcage
 //! ([`relay`]). Either way no packet leaves the machine.
 
+pub mod netns;
 pub mod probe;
 pub mod relay;
 
@@ -73,13 +74,6 @@ impl Network {
     /// `--set` refuse the same networks through it.
     pub fn problems(&self) -> Vec<Problem> {
         let mut out = Vec::new();
-        if self.emulation == Emulation::Kernel {
-            out.push(Problem {
-                field: "emulation",
-                message: "the kernel emulation (netem in a namespace of the cell's own) is not built yet".into(),
-                hint: "use the proxy emulation (`emulation: proxy`, or leave it out): a relay in benchcage imposes the network".into(),
-            });
-        }
         if let Some(j) = self.jitter
             && j > self.delay
         {
@@ -106,12 +100,17 @@ impl Network {
         out
     }
 
-    /// The network as this host imposes it: `auto` becomes the proxy
-    /// (the kernel emulation, netem in a namespace of the cell's own, is
-    /// not built yet; see docs/network.md).
-    pub fn resolved(mut self) -> Network {
+    /// The network as this host imposes it: `auto` becomes the kernel
+    /// emulation where `kernel` says the cell can have it (netem in this
+    /// host's kernel, a cgroup cell of one server; see docs/network.md),
+    /// else the proxy.
+    pub fn resolved(mut self, kernel: bool) -> Network {
         if self.emulation == Emulation::Auto {
-            self.emulation = Emulation::Proxy;
+            self.emulation = if kernel {
+                Emulation::Kernel
+            } else {
+                Emulation::Proxy
+            };
         }
         self
     }

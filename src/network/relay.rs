@@ -163,7 +163,7 @@ impl Relay {
         shape: Shape,
         cpus: &[u32],
     ) -> io::Result<Relay> {
-        Relay::start_on(listen, upstream, shape, cpus, Wire::default())
+        Self::open(listen, upstream, shape, cpus, Wire::default(), None)
     }
 
     /// As [`Relay::start`], on `wire`: relays given clones of one wire
@@ -175,11 +175,38 @@ impl Relay {
         cpus: &[u32],
         wire: Wire,
     ) -> io::Result<Relay> {
+        Self::open(listen, upstream, shape, cpus, wire, None)
+    }
+
+    /// As [`Relay::start`], its connections to `upstream` made inside the
+    /// network namespace whose file is `netns` (the listener stays where
+    /// the caller is): a bridge from the host's loopback into a cell's
+    /// namespace.
+    pub fn start_in(
+        listen: SocketAddr,
+        upstream: SocketAddr,
+        shape: Shape,
+        cpus: &[u32],
+        netns: Option<&std::path::Path>,
+    ) -> io::Result<Relay> {
+        Self::open(listen, upstream, shape, cpus, Wire::default(), netns)
+    }
+
+    fn open(
+        listen: SocketAddr,
+        upstream: SocketAddr,
+        shape: Shape,
+        cpus: &[u32],
+        wire: Wire,
+        netns: Option<&std::path::Path>,
+    ) -> io::Result<Relay> {
         let listener = TcpListener::bind(listen)?;
         let addr = listener.local_addr()?;
+        let netns = netns.map(super::netns::open).transpose()?;
         let stop = Arc::new(AtomicBool::new(false));
         let open = Arc::new(Mutex::new(Vec::new()));
         let counters = Arc::new(Counters::default());
+        let (entered_tx, entered) = sync_channel::<io::Result<()>>(1);
         let acceptor = {
             let (stop, open, counters) = (stop.clone(), open.clone(), counters.clone());
             let cpus: Arc<[u32]> = cpus.into();
@@ -187,11 +214,20 @@ impl Relay {
                 .name("relay-accept".into())
                 .spawn(move || {
                     pin(&cpus);
-                    accept(
-                        listener, upstream, shape, &wire, &cpus, &stop, &open, &counters,
-                    )
+                    // The acceptor connects upstream: inside the namespace.
+                    let entered = netns.as_ref().map_or(Ok(()), super::netns::enter);
+                    let ok = entered.is_ok();
+                    let _ = entered_tx.send(entered);
+                    if ok {
+                        accept(
+                            listener, upstream, shape, &wire, &cpus, &stop, &open, &counters,
+                        )
+                    }
                 })?
         };
+        entered
+            .recv()
+            .unwrap_or_else(|_| Err(io::Error::other("the relay's acceptor ended")))?;
         Ok(Relay {
             addr,
             stop,

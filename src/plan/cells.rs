@@ -91,6 +91,9 @@ pub(super) struct Parts {
     /// The memory the cells may use: the cap, what the hog leaves, or the
     /// host's RAM.
     pub memory: Bytes,
+    /// The environment's network, its emulation chosen for this host
+    /// ([`super::fit::network_of`]).
+    pub network: Option<crate::network::Network>,
 }
 
 /// The entry's cells whose id contains `only` (all without it): one per
@@ -162,7 +165,7 @@ fn planned_cell(
         quick_stop: engine.quick_stop.clone(),
         cache_overcommit: env.allow_cache_overcommit || parts.knobs.engine_default_cache,
         steal_allowance: env.steal_allowance,
-        network: env.network.clone().map(crate::network::Network::resolved),
+        network: parts.network.clone(),
         hog_leave: e.ep.hog_leave(),
         knobs: parts.knobs.canonical(),
         store_options: parts.knobs.store_options.clone(),

@@ -247,9 +247,15 @@ fn describe_resources(o: &mut String, c: &PlannedCell, host: &HostFacts) {
         l.memory
     );
     if let Some(n) = &c.network {
+        let how = match n.emulation {
+            crate::network::Emulation::Kernel => {
+                "the engine and the client run in a network namespace of the cell's own whose loopback carries the qdiscs"
+            }
+            _ => "the client reaches the server through a relay on its CPUs",
+        };
         let _ = writeln!(
             o,
-            "  network   {}: a round trip adds {}; the client reaches the server through a relay on its CPUs, and a probe measures the round trip before the load",
+            "  network   {}: a round trip adds {}; {how}, and a probe measures the round trip before the load",
             n.describe(),
             crate::units::Duration(n.shape(0).round_trip())
         );

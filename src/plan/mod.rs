@@ -582,6 +582,9 @@ impl Planning<'_> {
             return None;
         }
         let members = members::plan(e, s, deviations, diags)?;
+        let network = fit::network_of(e, s, members.len(), host, self.host_checks)
+            .map_err(|d| diags.push(*d))
+            .ok()?;
         if self.host_checks {
             fit::check_member_sum(e, s, members.len(), host, diags)?;
         }
@@ -606,6 +609,7 @@ impl Planning<'_> {
             user,
             work,
             memory,
+            network,
         };
         Some(cells::expand(e, s, &parts, self.only))
     }

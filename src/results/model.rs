@@ -318,6 +318,28 @@ pub struct NetworkFidelity {
     /// the cell has a topology.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub links: Option<crate::network::relay::RelayStats>,
+    /// The kernel emulation's namespace: its qdiscs read back and whether
+    /// the engine ran inside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<NamespaceFidelity>,
+}
+
+/// The network namespace of a cell's own (the kernel emulation).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NamespaceFidelity {
+    /// Its name under /run/netns.
+    pub name: String,
+    /// `tc qdisc show dev lo` inside it, after the qdisc was set.
+    pub qdiscs: Vec<String>,
+    /// Its inode, and that of the engine's /proc/PID/ns/net: the same
+    /// when the engine ran inside it.
+    pub inode: Option<u64>,
+    pub engine_inode: Option<u64>,
+    /// The bridge from the host's loopback into it: benchcage's own
+    /// connections (readiness, facts, counting records), not the client's,
+    /// which start inside the namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bridge: Option<crate::network::relay::RelayStats>,
 }
 
 /// What one secondary of a replica set showed: its limits read back, its

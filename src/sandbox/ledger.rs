@@ -78,6 +78,9 @@ pub enum Resource {
         file: PathBuf,
         old: crate::sandbox::thp::ThpMode,
     },
+    /// A network namespace of a cell's own (the kernel emulation of its
+    /// network), by its name under /run/netns.
+    Netns { name: String },
 }
 
 impl Resource {
@@ -99,6 +102,7 @@ impl Resource {
                 "transparent huge pages `never` in {} (was `{old}`)",
                 file.display()
             ),
+            Resource::Netns { name } => format!("network namespace {name}"),
         }
     }
 
@@ -115,6 +119,7 @@ impl Resource {
             Resource::DataDir { path } => path.exists(),
             Resource::Container { .. } => true,
             Resource::Thp { file, old } => crate::sandbox::thp::change_in_place(file, *old),
+            Resource::Netns { name } => crate::network::netns::exists(name),
         }
     }
 }
@@ -411,6 +416,9 @@ pub fn verify(r: &Resource, run: &str, roots: &Roots) -> Result<(), NotOurs> {
                 )))
             }
         }
+        Resource::Netns { name } if *name != crate::network::netns::name_for(run) => Err(NotOurs(
+            format!("it is not the namespace benchcage names for run {run}"),
+        )),
         Resource::Process {
             pid,
             start_time,
@@ -493,6 +501,9 @@ pub async fn reap_resource(r: &Resource, deadline: Instant) -> Result<(), NotRem
         },
         Resource::Container { .. } => Ok(()),
         Resource::Thp { file, old } => crate::sandbox::thp::restore(file, *old),
+        Resource::Netns { name } => {
+            crate::network::netns::remove(name).map_err(|e| NotRemoved(e.to_string()))
+        }
     }
 }
 
@@ -908,6 +919,21 @@ mod tests {
         assert!(
             verify(&gone, "r1", &roots).is_ok(),
             "a gone pid is left as gone"
+        );
+    }
+
+    #[test]
+    fn a_dead_runs_namespace_is_acted_on_only_under_the_name_benchcage_gives_that_run() {
+        let roots = Roots::current();
+        let ns = |name: &str| Resource::Netns { name: name.into() };
+        assert!(verify(&ns("benchcage-r1"), "r1", &roots).is_ok());
+        for other in ["benchcage-r2", "r1", "docker-r1", "benchcage-r1-x"] {
+            let why = verify(&ns(other), "r1", &roots).unwrap_err();
+            assert!(why.0.contains("not the namespace"), "{other}: {why}");
+        }
+        assert_eq!(
+            ns("benchcage-r1").describe(),
+            "network namespace benchcage-r1"
         );
     }
 }

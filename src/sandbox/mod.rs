@@ -57,6 +57,17 @@ pub struct Provisioned {
 }
 
 /// How a started engine is addressed.
+/// A cell's network namespace ([`Sandbox::isolate_network`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetworkNamespace {
+    /// Its name under /run/netns.
+    pub name: String,
+    /// Its file, to enter it.
+    pub path: PathBuf,
+    /// The qdiscs on its loopback, read back after they were set.
+    pub qdiscs: Vec<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum EngineId {
     /// Process id of the engine's leader (cgroup backend).
@@ -210,6 +221,8 @@ pub enum SandboxError {
     #[error("{call}: {detail}")]
     Backend { call: &'static str, detail: String },
     /// The docker backend (daemon calls, images, containers).
+    #[error("network namespace {name}: {detail}")]
+    Netns { name: String, detail: String },
     #[error(transparent)]
     Docker(#[from] docker::DockerBackendError),
 }
@@ -259,6 +272,21 @@ pub trait Sandbox: Send {
     /// outside the server's budget) without the sandbox: for the load
     /// generator and external tools, before they are spawned.
     fn client_placer(&self) -> ClientPlacer;
+
+    /// The kernel emulation of the cell's network: a namespace of the
+    /// sandbox's own (in the ledger before it is made) whose loopback
+    /// carries `network`'s qdisc; everything the sandbox starts from then
+    /// on (the engine, its init commands, the client's processes) starts
+    /// inside it. Call after `provision`, before `start_engine`.
+    fn isolate_network(
+        &mut self,
+        network: &crate::network::Network,
+    ) -> Result<NetworkNamespace, SandboxError> {
+        Err(SandboxError::Unsupported(format!(
+            "the kernel emulation of a network ({}) is built for the cgroup backend only; use `emulation: proxy`",
+            network.describe()
+        )))
+    }
 
     /// Make `cmd` start inside the client group; see [`Sandbox::client_placer`].
     fn prepare_client(&self, cmd: &mut std::process::Command) -> Result<(), SandboxError> {

@@ -114,30 +114,50 @@ fn unreachable_dir(path: &Path, user: &str, id: Identity) -> Option<String> {
 #[derive(Debug, Clone)]
 pub struct ClientPlacer {
     procs: Vec<PathBuf>,
+    /// The cell's network namespace (its file), when it has one.
+    netns: Option<PathBuf>,
 }
 
 impl ClientPlacer {
     /// A placer into the group whose `cgroup.procs` files are `procs`.
     pub fn new(procs: Vec<PathBuf>) -> Self {
-        ClientPlacer { procs }
+        ClientPlacer { procs, netns: None }
+    }
+
+    /// The same placer, its processes also in the network namespace whose
+    /// file is `netns` (the kernel emulation of the cell's network).
+    pub fn in_netns(mut self, netns: Option<PathBuf>) -> Self {
+        self.netns = netns;
+        self
     }
 
     /// Make `cmd` start inside the client group, in a process group of its
-    /// own (pinned to the client CPUs, outside the server's budget).
+    /// own (pinned to the client CPUs, outside the server's budget), and
+    /// in the cell's network namespace if it has one.
     pub fn place(&self, cmd: &mut std::process::Command) -> Result<(), SandboxError> {
-        join_in_pre_exec(cmd, &self.procs, Detach::Group, None)
+        join_in_pre_exec(cmd, &self.procs, Detach::Group, None, self.netns.as_deref())
     }
 }
 
 /// Make `cmd` join the cgroups whose `cgroup.procs` files are `procs`,
-/// detach, and drop to `user`, all in the child before `exec`. The files
-/// are opened here (by root) so the child only calls `write(2)`.
+/// enter the network namespace whose file is `netns` (if any), detach,
+/// and drop to `user`, all in the child before `exec`. The files are
+/// opened here (by root) so the child only calls `write(2)` and `setns(2)`.
 pub fn join_in_pre_exec(
     cmd: &mut std::process::Command,
     procs: &[PathBuf],
     detach: Detach,
     user: Option<Identity>,
+    netns: Option<&Path>,
 ) -> Result<(), SandboxError> {
+    let netns = netns
+        .map(|p| {
+            crate::network::netns::open(p).map_err(|source| SandboxError::Netns {
+                name: p.display().to_string(),
+                detail: format!("opening it: {source}"),
+            })
+        })
+        .transpose()?;
     let fds: Vec<OwnedFd> = procs
         .iter()
         .map(|p| {
@@ -152,8 +172,9 @@ pub fn join_in_pre_exec(
                 })
         })
         .collect::<Result<_, _>>()?;
-    // SAFETY: the closure only makes async-signal-safe calls (write, setsid,
-    // setpgid, setgroups, setgid, setuid) on values prepared before fork.
+    // SAFETY: the closure only makes async-signal-safe calls (write, setns,
+    // setsid, setpgid, setgroups, setgid, setuid) on values prepared
+    // before fork.
     unsafe {
         cmd.pre_exec(move || {
             for fd in &fds {
@@ -161,6 +182,11 @@ pub fn join_in_pre_exec(
                 if libc::write(fd.as_raw_fd(), b"0".as_ptr().cast(), 1) < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
+            }
+            if let Some(ns) = &netns
+                && libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) < 0
+            {
+                return Err(std::io::Error::last_os_error());
             }
             let rc = match detach {
                 Detach::Session => libc::setsid(),
@@ -191,6 +217,8 @@ pub struct Launch<'a> {
     pub user: Option<Identity>,
     pub log_path: &'a Path,
     pub cwd: Option<&'a Path>,
+    /// The network namespace's file the process starts in, if any.
+    pub netns: Option<&'a Path>,
 }
 
 fn command(l: &Launch<'_>) -> Result<std::process::Command, SandboxError> {
@@ -225,7 +253,7 @@ fn command(l: &Launch<'_>) -> Result<std::process::Command, SandboxError> {
     if let Some(cwd) = l.cwd {
         cmd.current_dir(cwd);
     }
-    join_in_pre_exec(&mut cmd, l.procs, Detach::Session, l.user)?;
+    join_in_pre_exec(&mut cmd, l.procs, Detach::Session, l.user, l.netns)?;
     Ok(cmd)
 }
 

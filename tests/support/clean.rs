@@ -3,8 +3,18 @@
 use super::host::{name_of, run_groups};
 use std::path::Path;
 
+/// The network namespaces of run `run_id` (named `benchcage-<run id>-...`,
+/// the kernel emulation of a cell's network) that exist now.
+pub fn namespaces_left(run_id: &str) -> Vec<String> {
+    let ours = format!("{}{run_id}", benchcage::network::netns::PREFIX);
+    benchcage::network::netns::ours()
+        .into_iter()
+        .filter(|n| n.starts_with(&ours))
+        .collect()
+}
+
 /// Nothing of run `run_id` is left: no cgroup in any controller (members'
-/// included), no ledger in `state`, no data dir under `work`, no process
+/// included), no network namespace, no ledger in `state`, no data dir under `work`, no process
 /// whose command line names both `marker` (a test's temp folder) and the
 /// run but a benchcage submitter, no temp file under `results`.
 pub fn assert_run_left_nothing(
@@ -21,6 +31,8 @@ pub fn assert_run_left_nothing(
             g.display()
         );
     }
+    let namespaces = namespaces_left(run_id);
+    assert!(namespaces.is_empty(), "namespaces left: {namespaces:?}");
     let ledgers: Vec<String> = std::fs::read_dir(state)
         .into_iter()
         .flatten()

@@ -5,7 +5,8 @@ use benchcage::host::HostFacts;
 use benchcage::units::{Bytes, CpuSet};
 
 /// A host big enough for every shipped scenario: 64 CPUs, 512 GiB,
-/// transparent huge pages unknown.
+/// transparent huge pages unknown, no netem (a network's `auto` is the
+/// proxy).
 pub fn big_host() -> HostFacts {
     let mut host = HostFacts::probe();
     host.online_cpus = CpuSet::new(0..64);
@@ -17,5 +18,6 @@ pub fn big_host() -> HostFacts {
     host.work_free_set = Some("64TiB".into());
     host.open_files = 1 << 20;
     host.thp = Ok(None);
+    host.netem = false;
     host
 }

@@ -415,6 +415,8 @@ struct Running {
     topology: Topology,
     /// The relays imposing the environment's network on the client.
     links: Option<network::Links>,
+    /// The kernel emulation: the cell's namespace and the bridge into it.
+    isolation: Option<network::Isolation>,
 }
 
 impl Running {
@@ -509,6 +511,7 @@ pub async fn run_cell(
         abort: None,
         topology: Topology::new(work, replicas),
         links: None,
+        isolation: None,
     };
     std::fs::create_dir_all(&ctx.cell_dir)?;
     let outcome = lifecycle(work, ctx, &mut r, writer).await;

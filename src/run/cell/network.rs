@@ -1,15 +1,22 @@
-//! The cell's network stage: between the engine being ready and the load,
-//! the relays that impose the environment's `network:` on every client
-//! connection (one per client port), and the probe that measures the
-//! round trip the emulation really gives before anything is measured
-//! through it. benchcage's own connections (readiness, facts, counting
-//! records) go straight to the server.
+//! The cell's network. The proxy emulation: in the stage `network`,
+//! between the engine being ready and the load, the relays that impose
+//! the environment's `network:` on every client connection (one per
+//! client port), and the probe that measures the round trip the emulation
+//! really gives before anything is measured through it; benchcage's own
+//! connections (readiness, facts, counting records) go straight to the
+//! server. The kernel emulation: at provision, a namespace of the cell's
+//! own with the qdiscs on its loopback ([`isolate`]), which the engine and
+//! every client process start in; at render, a bridge from the host's
+//! loopback into it on the engine's port ([`bridge`]), so benchcage's own
+//! connections reach the engine at the same address; in the stage
+//! `network`, the probe inside the namespace and the qdiscs read back.
 
 use super::{CellWork, Running, Stop};
 use crate::network::probe::{self, Echo, RoundTrips};
 use crate::network::relay::{Relay, RelayStats, Wire};
-use crate::network::{Network, Shape};
-use crate::results::model::{NetworkFidelity, PhaseTraffic};
+use crate::network::{Emulation, Network, Shape};
+use crate::results::model::{NamespaceFidelity, NetworkFidelity, PhaseTraffic};
+use crate::sandbox::NetworkNamespace;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -68,9 +75,63 @@ pub(super) fn link(
     .map_err(|e| Stop::Failed(format!("network: starting a replication link's relay: {e}")))
 }
 
-/// The `network` stage: the relays in front of the client ports, and the
+/// The kernel emulation's namespace and the bridge into it.
+pub(super) struct Isolation {
+    ns: NetworkNamespace,
+    /// From the host's 127.0.0.1:port to the namespace's, for
+    /// benchcage's own connections to the engine (started at render).
+    bridge: Option<Relay>,
+}
+
+/// At provision, for the kernel emulation: the cell's namespace with the
+/// network's qdisc on its loopback; the sandbox starts everything in it.
+pub(super) fn isolate(network: &Network, r: &mut Running) -> Result<(), Stop> {
+    if network.emulation != Emulation::Kernel {
+        return Ok(());
+    }
+    let ns = r.sandbox().isolate_network(network)?;
+    r.isolation = Some(Isolation { ns, bridge: None });
+    Ok(())
+}
+
+/// At render, for the kernel emulation: a bridge from the host's loopback
+/// on the engine's port to the same port inside the namespace (each
+/// namespace has its ports of its own), with no delay of its own: the
+/// readiness checks, facts and record counts reach the engine at
+/// 127.0.0.1:port as they would without a namespace (over its qdisc).
+pub(super) fn bridge(work: &CellWork, r: &mut Running) -> Result<(), Stop> {
+    let port = r.port;
+    let Some(iso) = r.isolation.as_mut() else {
+        return Ok(());
+    };
+    let cpus: Vec<u32> = work.limits.client_cpus.iter().collect();
+    let relay = Relay::start_in(
+        loopback(port),
+        loopback(port),
+        Shape::default(),
+        &cpus,
+        Some(&iso.ns.path),
+    )
+    .map_err(|e| {
+        Stop::Failed(format!(
+            "network: a bridge from 127.0.0.1:{port} into namespace {}: {e}",
+            iso.ns.name
+        ))
+    })?;
+    iso.bridge = Some(relay);
+    Ok(())
+}
+
+/// The `network` stage: the relays in front of the client ports (proxy)
+/// or the namespace's qdiscs and the engine in it (kernel), and the
 /// probe's record (a violation when the round trip is off).
 pub(super) fn open(work: &CellWork, network: &Network, r: &mut Running) -> Result<(), Stop> {
+    if let Some(iso) = &r.isolation {
+        let (fidelity, violations) = kernel(network, &iso.ns, r.engine_pid)?;
+        r.record.fidelity.network = Some(fidelity);
+        r.record.fidelity.violations.extend(violations);
+        return Ok(());
+    }
     let seed = u64::from_str_radix(work.key.get(..16).unwrap_or("0"), 16).unwrap_or(0);
     let cpus: Vec<u32> = work.limits.client_cpus.iter().collect();
     let ports = r.topology.client_ports(r.port);
@@ -81,8 +142,21 @@ pub(super) fn open(work: &CellWork, network: &Network, r: &mut Running) -> Resul
     Ok(())
 }
 
-/// At teardown: the relays stop, and what they did joins the record.
+/// At teardown: the relays stop, and what they did joins the record; the
+/// bridge into the namespace stops (the sandbox removes the namespace).
 pub(super) fn close(r: &mut Running) {
+    if let Some(bridge) = r.isolation.as_mut().and_then(|i| i.bridge.take()) {
+        let stats = bridge.stop();
+        if let Some(ns) = r
+            .record
+            .fidelity
+            .network
+            .as_mut()
+            .and_then(|n| n.namespace.as_mut())
+        {
+            ns.bridge = Some(stats);
+        }
+    }
     if let Some(links) = r.links.take() {
         let stats = links.stop();
         if let Some(n) = r.record.fidelity.network.as_mut() {
@@ -129,14 +203,100 @@ fn connect(
     let (bare, through) =
         probe_both(&shape, cpus).map_err(|e| fail("probing the round trip", e))?;
     let violation = judge(network, &through);
-    let fidelity = NetworkFidelity {
+    Ok((links, measured(network, bare, through, None), violation))
+}
+
+/// The kernel emulation's record: the round trip on the host's loopback
+/// and inside the namespace (an echo server and its client both there),
+/// the qdiscs read back, and the engine's namespace. Violations: the
+/// round trip off, a qdisc missing, an engine outside the namespace.
+fn kernel(
+    network: &Network,
+    ns: &NetworkNamespace,
+    engine: Option<u32>,
+) -> Result<(NetworkFidelity, Vec<String>), Stop> {
+    let fail = |what: &str, e: std::io::Error| Stop::Failed(format!("network: {what}: {e}"));
+    let bare = probe_once().map_err(|e| fail("probing the loopback", e))?;
+    let path = ns.path.clone();
+    let through = std::thread::spawn(move || {
+        let fd = crate::network::netns::open(&path)?;
+        crate::network::netns::enter(&fd)?;
+        probe_once()
+    })
+    .join()
+    .unwrap_or_else(|_| Err(std::io::Error::other("the probe's thread panicked")))
+    .map_err(|e| {
+        fail(
+            &format!("probing the round trip in namespace {}", ns.name),
+            e,
+        )
+    })?;
+    let namespace = NamespaceFidelity {
+        name: ns.name.clone(),
+        qdiscs: ns.qdiscs.clone(),
+        inode: crate::network::netns::inode(&ns.path),
+        engine_inode: engine
+            .and_then(|pid| crate::network::netns::inode(format!("/proc/{pid}/ns/net").as_ref())),
+        bridge: None,
+    };
+    let mut violations: Vec<String> = judge(network, &through).into_iter().collect();
+    violations.extend(namespace_violations(network, &namespace));
+    Ok((
+        measured(network, bare, through, Some(namespace)),
+        violations,
+    ))
+}
+
+/// The record of a network before the load: what was asked, the round
+/// trips measured, the kernel emulation's namespace.
+fn measured(
+    network: &Network,
+    loopback: RoundTrips,
+    round_trip: RoundTrips,
+    namespace: Option<NamespaceFidelity>,
+) -> NetworkFidelity {
+    NetworkFidelity {
         asked: network.clone(),
-        loopback: bare,
-        round_trip: through,
+        loopback,
+        round_trip,
         relay: None,
         links: None,
-    };
-    Ok((links, fidelity, violation))
+        namespace,
+    }
+}
+
+/// An echo server and the probe, both where the calling thread is.
+fn probe_once() -> std::io::Result<RoundTrips> {
+    let echo = Echo::start(loopback(0))?;
+    probe::round_trips(echo.addr(), PROBE_ECHOES, PROBE_TIMEOUT)
+}
+
+/// What the namespace's record shows wrong: the qdisc the network needs
+/// not read back, or the engine not inside the namespace.
+fn namespace_violations(network: &Network, ns: &NamespaceFidelity) -> Vec<String> {
+    let mut out = Vec::new();
+    let kind = crate::network::netns::qdisc(network)
+        .into_iter()
+        .next()
+        .unwrap_or_default();
+    if !ns
+        .qdiscs
+        .iter()
+        .any(|q| q.starts_with(&format!("qdisc {kind} ")))
+    {
+        out.push(format!(
+            "network: namespace {} has no {kind} qdisc on its loopback (read back: {}); the cell was not measured over the network it claims",
+            ns.name,
+            ns.qdiscs.join(" | ")
+        ));
+    }
+    if ns.engine_inode.is_none() || ns.engine_inode != ns.inode {
+        out.push(format!(
+            "network: the engine was not inside namespace {} (its /proc/PID/ns/net is {:?}, the namespace's {:?})",
+            ns.name, ns.engine_inode, ns.inode
+        ));
+    }
+    out
 }
 
 fn probe_both(shape: &Shape, cpus: &[u32]) -> std::io::Result<(RoundTrips, RoundTrips)> {
@@ -220,6 +380,11 @@ mod tests {
 
     #[test]
     fn a_round_trip_within_half_to_twice_the_asked_one_is_valid() {
+        assert_eq!(
+            judge(&net("0us"), &rt(90)),
+            None,
+            "no delay, nothing to hold"
+        );
         assert_eq!(judge(&net("1ms"), &rt(2100)), None);
         assert_eq!(judge(&net("1ms"), &rt(1000)), None);
         assert!(

@@ -16,6 +16,9 @@ pub(super) async fn provision(work: &CellWork, ctx: &CellCtx, r: &mut Running) -
         .fidelity
         .limits_read_back
         .extend(provisioned.read_back);
+    if let Some(net) = &work.network {
+        super::network::isolate(net, r)?;
+    }
     let before = r.stats.server()?;
     r.oom_at_start = before.oom_kills;
     let stats = r.topology.stats(r.stats.clone());
@@ -32,6 +35,7 @@ pub(super) fn render(
     writer: &dyn CellWriter,
 ) -> Result<EngineLaunch, Stop> {
     r.port = crate::sandbox::free_port()?;
+    super::network::bridge(work, r)?;
     let data_dir = cell_work_dir(ctx).join("data");
     // The engine reads its configs from benchcage's work dir, which its
     // unprivileged user can reach; the results (maybe a private folder)

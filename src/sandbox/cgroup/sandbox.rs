@@ -10,8 +10,8 @@ use crate::sandbox::ready::LOG_TAIL_LINES;
 use crate::sandbox::roots;
 use crate::sandbox::stats::StatsReader;
 use crate::sandbox::{
-    EngineHandle, EngineId, EngineStatus, Provisioned, Sandbox, SandboxError, StopReport,
-    TeardownReport, check_run_id,
+    EngineHandle, EngineId, EngineStatus, NetworkNamespace, Provisioned, Sandbox, SandboxError,
+    StopReport, TeardownReport, check_run_id,
 };
 use crate::units::Bytes;
 use std::collections::BTreeMap;
@@ -57,6 +57,9 @@ pub struct CgroupSandbox {
     limits: Option<CellLimits>,
     engine: Option<Engine>,
     stats: StatsReader,
+    /// The network namespace everything starts in (the kernel emulation
+    /// of the cell's network), by name.
+    netns: Option<String>,
 }
 
 fn is_not_found(e: &SandboxError) -> bool {
@@ -89,6 +92,7 @@ impl CgroupSandbox {
             limits: None,
             engine: None,
             stats,
+            netns: None,
         })
     }
 
@@ -244,6 +248,11 @@ impl CgroupSandbox {
         self.ledger_mut()?.record_all(dirs)
     }
 
+    /// The file of the sandbox's network namespace, when it has one.
+    fn netns_path(&self) -> Option<PathBuf> {
+        self.netns.as_deref().map(crate::network::netns::path_of)
+    }
+
     fn engine_mut(&mut self) -> Result<&mut Engine, SandboxError> {
         self.engine.as_mut().ok_or(SandboxError::NoEngine)
     }
@@ -322,7 +331,8 @@ impl Sandbox for CgroupSandbox {
         self.prepare_data_dir(launch, user)?;
         self.install_configs(launch, user)?;
         let procs = self.server.procs_files();
-        run_inits(launch, &procs, user).await?;
+        let netns = self.netns_path();
+        run_inits(launch, &procs, user, netns.as_deref()).await?;
         let l = Launch {
             argv: &launch.argv,
             env: &launch.env,
@@ -330,6 +340,7 @@ impl Sandbox for CgroupSandbox {
             user,
             log_path: &launch.log_path,
             cwd: Some(&launch.data_dir),
+            netns: netns.as_deref(),
         };
         let child = process::spawn(&l)?;
         let pid = child.id().unwrap_or(0);
@@ -360,7 +371,30 @@ impl Sandbox for CgroupSandbox {
     }
 
     fn client_placer(&self) -> ClientPlacer {
-        ClientPlacer::new(self.client.procs_files())
+        ClientPlacer::new(self.client.procs_files()).in_netns(self.netns_path())
+    }
+
+    fn isolate_network(
+        &mut self,
+        network: &crate::network::Network,
+    ) -> Result<NetworkNamespace, SandboxError> {
+        use crate::network::netns;
+        let name = netns::name_for(&self.run_id);
+        let fail = |e: netns::NamespaceError| SandboxError::Netns {
+            name: name.clone(),
+            detail: e.0,
+        };
+        self.ledger_mut()?
+            .record(Resource::Netns { name: name.clone() })?;
+        self.netns = Some(name.clone());
+        netns::create(&name).map_err(fail)?;
+        netns::shape(&name, network).map_err(fail)?;
+        let qdiscs = netns::qdiscs(&name).map_err(fail)?;
+        Ok(NetworkNamespace {
+            path: netns::path_of(&name),
+            name,
+            qdiscs,
+        })
     }
 
     fn set_memory_cap(&self, cap: Bytes, swap: SwapPolicy) -> Result<(), SandboxError> {
@@ -432,6 +466,7 @@ impl Sandbox for CgroupSandbox {
         }
         self.engine = None;
         self.limits = None;
+        self.netns = None;
         Ok(TeardownReport {
             removed: reaped.removed,
             leaked,
@@ -446,6 +481,7 @@ async fn run_inits(
     launch: &EngineLaunch,
     procs: &[PathBuf],
     user: Option<process::Identity>,
+    netns: Option<&Path>,
 ) -> Result<(), SandboxError> {
     for argv in &launch.init {
         let l = Launch {
@@ -455,6 +491,7 @@ async fn run_inits(
             user,
             log_path: &launch.log_path,
             cwd: Some(&launch.data_dir),
+            netns,
         };
         let status = process::run_to_end(&l).await?;
         if !status.success() {

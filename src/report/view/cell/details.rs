@@ -226,6 +226,13 @@ fn network_fact(n: &crate::results::model::NetworkFidelity) -> String {
             r.cpu_us as f64 / 1e6
         ));
     }
+    if let Some(ns) = &n.namespace {
+        text.push_str(&format!(
+            "; namespace {}, qdiscs on its loopback: {}",
+            ns.name,
+            ns.qdiscs.join(" | ")
+        ));
+    }
     text
 }
 
@@ -255,36 +262,59 @@ fn cpu_lost(f: &FidelityRecord) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn fidelity_facts_show_the_network_asked_and_measured() {
-        let rt = |us| crate::network::probe::RoundTrips {
+    fn rt(us: u64) -> crate::network::probe::RoundTrips {
+        crate::network::probe::RoundTrips {
             count: 100,
             median_us: us,
             p10_us: us,
             p90_us: us,
-        };
+        }
+    }
+
+    /// The "Network" fact of a record with `network`.
+    fn network_text(network: crate::results::model::NetworkFidelity) -> String {
         let f = FidelityRecord {
-            network: Some(crate::results::model::NetworkFidelity {
-                asked: crate::network::Network {
-                    delay: "1ms".parse().unwrap(),
-                    jitter: None,
-                    rate: None,
-                    loss: 0.0,
-                    emulation: crate::network::Emulation::Proxy,
-                },
-                loopback: rt(40),
-                round_trip: rt(2150),
-                relay: Some(crate::network::relay::RelayStats {
-                    connections: 17,
-                    cpu_us: 2_500_000,
-                    ..Default::default()
-                }),
-                links: None,
-            }),
+            network: Some(network),
             ..FidelityRecord::default()
         };
         let facts = fidelity_facts(&f);
         let (_, text) = facts.iter().find(|(k, _)| k == "Network").unwrap();
+        text.clone()
+    }
+
+    /// A network's record: `delay` and `rate` asked with `emulation`,
+    /// a loopback of 40 us and `measured` us through it.
+    fn network(
+        delay: &str,
+        rate: Option<&str>,
+        emulation: crate::network::Emulation,
+        measured: u64,
+    ) -> crate::results::model::NetworkFidelity {
+        crate::results::model::NetworkFidelity {
+            asked: crate::network::Network {
+                delay: delay.parse().unwrap(),
+                jitter: None,
+                rate: rate.map(|r| r.parse().unwrap()),
+                loss: 0.0,
+                emulation,
+            },
+            loopback: rt(40),
+            round_trip: rt(measured),
+            relay: None,
+            links: None,
+            namespace: None,
+        }
+    }
+
+    #[test]
+    fn fidelity_facts_show_the_network_asked_and_measured() {
+        let mut n = network("1ms", None, crate::network::Emulation::Proxy, 2150);
+        n.relay = Some(crate::network::relay::RelayStats {
+            connections: 17,
+            cpu_us: 2_500_000,
+            ..Default::default()
+        });
+        let text = network_text(n);
         assert!(
             text.starts_with("delay 1ms (proxy); round trip 2150 us measured"),
             "{text}"
@@ -292,6 +322,27 @@ mod tests {
         assert!(text.contains("loopback 40 us"), "{text}");
         assert!(
             text.contains("17 connection(s)") && text.contains("2.5 s of the client's CPU"),
+            "{text}"
+        );
+        assert!(!text.contains("namespace"), "{text}");
+    }
+
+    #[test]
+    fn fidelity_facts_show_the_kernel_emulations_qdiscs() {
+        let mut n = network("0us", Some("10mbit"), crate::network::Emulation::Kernel, 60);
+        n.namespace = Some(crate::results::model::NamespaceFidelity {
+            name: "benchcage-r1".into(),
+            qdiscs: vec!["qdisc tbf 8001: root refcnt 2 rate 10Mbit burst 256Kb lat 100ms".into()],
+            inode: Some(4026532174),
+            engine_inode: Some(4026532174),
+            bridge: None,
+        });
+        let text = network_text(n);
+        assert!(text.contains("(kernel)"), "{text}");
+        assert!(
+            text.contains(
+                "namespace benchcage-r1, qdiscs on its loopback: qdisc tbf 8001: root refcnt 2 rate 10Mbit"
+            ),
             "{text}"
         );
     }

@@ -117,6 +117,7 @@ fn limits(memory_mib: u64) -> CellLimits {
             read_iops: Some(100_000),
             ..IoLimits::default()
         },
+        disk: None,
     }
 }
 

@@ -70,6 +70,9 @@ pub enum Resource {
     },
     /// A data directory created for the run.
     DataDir { path: PathBuf },
+    /// A data disk: the image file `image`, loop-mounted on the data dir
+    /// `mount` (see [`crate::sandbox::disk`]).
+    Disk { image: PathBuf, mount: PathBuf },
     /// A docker container (removed by the docker backend's cleanup).
     Container { id: String },
     /// The host's transparent huge pages `enabled` file, set to `never`
@@ -94,6 +97,11 @@ impl Resource {
             Resource::Process { pid, .. } => format!("process {pid}"),
             Resource::Hog { pid, .. } => format!("hog process {pid}"),
             Resource::DataDir { path } => format!("data dir {}", path.display()),
+            Resource::Disk { image, mount } => format!(
+                "data disk {} mounted on {}",
+                image.display(),
+                mount.display()
+            ),
             Resource::Container { id } => format!("container {id}"),
             Resource::Thp { file, old } => format!(
                 "transparent huge pages `never` in {} (was `{old}`)",
@@ -113,6 +121,7 @@ impl Resource {
                 pid, start_time, ..
             } => is_alive(*pid, *start_time),
             Resource::DataDir { path } => path.exists(),
+            Resource::Disk { image, mount } => crate::sandbox::disk::exists(mount, image),
             Resource::Container { .. } => true,
             Resource::Thp { file, old } => crate::sandbox::thp::change_in_place(file, *old),
         }
@@ -398,6 +407,20 @@ pub fn verify(r: &Resource, run: &str, roots: &Roots) -> Result<(), NotOurs> {
                 })
         }
         Resource::DataDir { path } if path.exists() => roots.check_work_path(path),
+        Resource::Disk { image, mount } if crate::sandbox::disk::exists(mount, image) => roots
+            .check_work_path(image)
+            .and_then(|()| roots.check_work_path(mount))
+            .and_then(|()| {
+                if *image == crate::sandbox::disk::image_for(mount) {
+                    Ok(())
+                } else {
+                    Err(NotOurs(format!(
+                        "its image {} is not the one benchcage puts beside {}",
+                        image.display(),
+                        mount.display()
+                    )))
+                }
+            }),
         // Only this host's THP file, whatever path the ledger names.
         Resource::Thp { file, .. } => {
             let ours = crate::sandbox::thp::ThpFiles::current().enabled_path();
@@ -491,6 +514,9 @@ pub async fn reap_resource(r: &Resource, deadline: Instant) -> Result<(), NotRem
             }
             _ => Ok(()),
         },
+        Resource::Disk { image, mount } => {
+            crate::sandbox::disk::remove(mount, image).map_err(NotRemoved)
+        }
         Resource::Container { .. } => Ok(()),
         Resource::Thp { file, old } => crate::sandbox::thp::restore(file, *old),
     }

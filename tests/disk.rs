@@ -226,3 +226,59 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// `benchcage plan` of the disk scenario with `sets`, the work root said
+/// to have 20GiB free: its exit code and what it said.
+fn plan(sets: &[&str]) -> (Option<i32>, String) {
+    let place = Place::new();
+    let mut args = vec!["plan", SCENARIO];
+    for s in sets {
+        args.extend_from_slice(&["--set", s]);
+    }
+    let out = place
+        .command(&args)
+        .env("BENCHCAGE_WORK_FREE", "20GiB")
+        .output()
+        .unwrap();
+    assert!(
+        !place.path("work").exists() && !place.path("state").exists(),
+        "plan created nothing"
+    );
+    (out.status.code(), said(&out))
+}
+
+#[test]
+fn plan_describes_the_disk_and_refuses_one_too_small_too_large_or_under_io_limits() {
+    let (code, text) = plan(&[]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("data disk the data dir on an ext4 filesystem of 64MiB of its own")
+            && text.contains("more than the disk: the load will fill it"),
+        "{text}"
+    );
+    let (code, text) = plan(&["server.disk.size=8MiB"]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("--set: server.disk.size=8MiB: a data disk")
+            && text.contains("a data disk of 8MiB is too small")
+            && text.contains("use at least 16MiB"),
+        "{text}"
+    );
+    let (code, text) = plan(&["server.disk.size=64GiB"]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("a data disk of 64GiB is more than the 20.0GiB free in")
+            && text.contains("(where its image file goes)"),
+        "{text}"
+    );
+    let (code, text) = plan(&["server.io.write_bps=10MiB"]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("a data disk with `server.io` limits")
+            && text.contains("outside the server's cgroup"),
+        "{text}"
+    );
+    let (code, text) = plan(&["server.disk.size=lots"]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("`lots` is not a size"), "{text}");
+}

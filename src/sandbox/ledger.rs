@@ -723,6 +723,36 @@ mod tests {
     }
 
     #[test]
+    fn a_dead_runs_disk_is_acted_on_only_under_the_work_root_with_its_own_image() {
+        let t = tempfile::tempdir().unwrap();
+        let work = t.path().join("work");
+        std::fs::create_dir_all(work.join("run/01")).unwrap();
+        let roots = Roots {
+            work: work.clone(),
+            cgroups: Vec::new(),
+        };
+        let disk = |image: PathBuf, mount: PathBuf| Resource::Disk { image, mount };
+        let mount = work.join("run/01/data");
+        let image = work.join("run/01/data.disk.img");
+        std::fs::write(&image, b"").unwrap();
+        assert!(verify(&disk(image, mount.clone()), "run", &roots).is_ok());
+        let other = work.join("run/01/other.img");
+        std::fs::write(&other, b"").unwrap();
+        let why = verify(&disk(other, mount), "run", &roots).unwrap_err();
+        assert!(
+            why.0.contains("is not the one benchcage puts beside"),
+            "{why}"
+        );
+        let outside = t.path().join("x.disk.img");
+        std::fs::write(&outside, b"").unwrap();
+        let why = verify(&disk(outside, t.path().join("x")), "run", &roots).unwrap_err();
+        assert!(why.0.contains("outside benchcage's work root"), "{why}");
+        // Gone already: nothing to act on, nothing to refuse.
+        let gone = disk(t.path().join("gone.disk.img"), t.path().join("gone"));
+        assert!(verify(&gone, "run", &roots).is_ok());
+    }
+
+    #[test]
     fn a_torn_last_line_is_skipped_and_earlier_lines_survive() {
         let t = tempfile::tempdir().unwrap();
         let mut l = Ledger::open(&state(&t), "r1").unwrap();

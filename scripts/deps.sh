@@ -7,6 +7,7 @@ packages=(
   redis-server postgresql postgresql-contrib mariadb-server mariadb-plugin-rocksdb
   sysbench debootstrap docker.io docker-registry chromium procps psmisc iproute2 python3
   slurm-wlm slurm-client munge systemd
+  e2fsprogs mount
 )
 missing=()
 for p in "${packages[@]}"; do

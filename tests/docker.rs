@@ -117,6 +117,7 @@ fn limits(memory_mib: u64) -> CellLimits {
             read_iops: Some(100_000),
             ..IoLimits::default()
         },
+        disk: None,
     }
 }
 
@@ -1484,6 +1485,45 @@ fn assert_run_left_nothing(s: &Scratch, run: &str) {
         !s.path().join("work").join(run).exists(),
         "work folder left"
     );
+    let disks = benchcage::sandbox::disk::leftovers_under(&s.path().join("work"));
+    assert!(disks.is_empty(), "data disks left: {disks:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_container_whose_load_overflows_its_64mib_data_disk_fails_naming_it_and_leaves_no_mount()
+{
+    let Some(_daemon) = shared().await else {
+        return;
+    };
+    let s = Scratch::on_disk("disk");
+    let out = in_scratch(&s, &repo())
+        .args([
+            "run",
+            "tests/scenarios/run-disk.yaml",
+            "--set",
+            "backend=docker",
+        ])
+        .env("BENCHCAGE_SNAPSHOTS", "off")
+        .output()
+        .unwrap();
+    let (code, stdout, stderr) = code_and_text(&out);
+    assert_eq!(code, Some(1), "{stdout}\n{stderr}");
+    let run = run_id_in(&stderr);
+    let run_dir = s.path().join("results").join(&run);
+    let cells = cell_dirs(&run_dir);
+    assert_eq!(cells.len(), 1);
+    let cell: benchcage::results::model::CellRecord = read_json(&cells[0].join("cell.json"));
+    assert!(cell.image.is_some(), "the cell ran in a container");
+    let why = cell.failure.unwrap_or_default();
+    assert!(
+        why.starts_with("the data disk of 64MiB is full (ENOSPC"),
+        "{why}"
+    );
+    let fid: benchcage::results::model::FidelityRecord = read_json(&cells[0].join("fidelity.json"));
+    let disk = fid.disk.expect("fidelity records the disk");
+    assert!(disk.read_back.mounted && disk.read_back.fs_type == "ext4");
+    assert!(disk.read_back.size.0 <= 64 << 20);
+    assert_run_left_nothing(&s, &run);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -37,6 +37,7 @@ fn limits(memory_mib: u64) -> CellLimits {
             write_bps: Some(512 * 1024 * 1024),
             ..IoLimits::default()
         },
+        disk: None,
     }
 }
 

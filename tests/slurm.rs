@@ -16,7 +16,7 @@ use benchcage::run::cluster::ClusterState;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use support::clean::assert_run_left_nothing;
+use support::clean::assert_tmp_left_nothing;
 use support::cli::bc_in;
 use support::files::{cell_dirs, read_json};
 
@@ -84,13 +84,7 @@ impl Place {
             .collect()
     }
     fn assert_clean(&self, run_id: &str) {
-        assert_run_left_nothing(
-            self.tmp.path(),
-            &self.path("results"),
-            &self.path("work"),
-            &self.path("state"),
-            run_id,
-        );
+        assert_tmp_left_nothing(self.tmp.path(), run_id);
     }
 }
 

@@ -30,6 +30,11 @@ pub struct CellLimits {
     pub swap: SwapPolicy,
     pub pids: u64,
     pub io: IoLimits,
+    /// The size of the data dir's own filesystem (a loop-mounted image);
+    /// `None`: the data dir is on the work root's filesystem. Left out
+    /// when `None`, so cells without a disk keep their keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk: Option<Bytes>,
 }
 
 impl fmt::Display for SwapPolicy {

@@ -155,6 +155,7 @@ fn planned_cell(
             swap: env.swap,
             pids: env.pids,
             io: env.io.clone(),
+            disk: env.disk,
         },
         cache: parts.knobs.cache,
         cache_from: parts.knobs.cache_from.clone(),

@@ -260,6 +260,18 @@ fn describe_resources(o: &mut String, c: &PlannedCell, host: &HostFacts) {
             crate::units::Duration(n.shape(0).round_trip())
         );
     }
+    if let Some(size) = l.disk {
+        let fills = match &c.footprint {
+            Some(fp) if fp.estimate > size => format!(
+                "; the data would take {fp}, more than the disk: the load will fill it and the cell fail with the disk named"
+            ),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            o,
+            "  data disk the data dir on an ext4 filesystem of {size} of its own (a sparse image file under the work root, loop-mounted; removed at teardown){fills}"
+        );
+    }
     if let Some(leave) = c.hog_leave {
         let locks = host.mem_available.saturating_sub(leave);
         let _ = writeln!(

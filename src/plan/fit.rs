@@ -290,6 +290,7 @@ pub(super) fn check_env_on_host(
     check_cpus(s, ep, host, diags);
     check_memory(s, ep, host, diags);
     check_swap(s, ep, host, diags);
+    check_data_disk(s, ep, host, diags);
     if ep.env.backend == Backend::Cgroup && host.cgroup == CgroupLayout::None {
         diags.push(ep.diag(
             s,
@@ -394,6 +395,50 @@ fn check_memory(s: &Scenario, ep: &EnvPlan, host: &HostFacts, diags: &mut Diagno
                 "the hog leaves {leave} but the memory cap is {m}: the cap could never be reached"
             ),
             Some("leave at least the cap".into()),
+        ));
+    }
+}
+
+/// The data disk (`server.disk.size`, scaled) above the floor and within
+/// the free space of the work root, where its image file goes: the image
+/// is sparse, but a disk the work root cannot back would fail the engine
+/// with an error of the host's disk, not of its own.
+fn check_data_disk(s: &Scenario, ep: &EnvPlan, host: &HostFacts, diags: &mut Diagnostics) {
+    let Some(size) = ep.env.disk else {
+        return;
+    };
+    if let Some((message, hint)) = crate::spec::environment::disk_floor_problem(size) {
+        diags.push(ep.diag(
+            s,
+            "server.disk.size",
+            format!("after scaling: {message}"),
+            Some(hint),
+        ));
+    }
+    if ep.env.io != Default::default() {
+        diags.push(ep.diag(
+            s,
+            "server.disk.size",
+            "a data disk with `server.io` limits: the disk's writes reach the host's device from the kernel's loop thread, outside the server's cgroup, so the limits would not hold".into(),
+            Some("leave out either `server.io` or `server.disk`".into()),
+        ));
+    }
+    if let Some(free) = host.work_free
+        && size > free
+    {
+        diags.push(ep.diag(
+            s,
+            "server.disk.size",
+            format!(
+                "a data disk of {size} is more than the {} free in {} (where its image file goes)",
+                approx(free),
+                host.work_dir.display()
+            ),
+            Some(format!(
+                "give a smaller disk (--set server.disk.size=SIZE), scale the environment (e.g. `scale: {}`), or point {} at a bigger disk",
+                suggest_scale(size, free),
+                crate::sandbox::roots::WORK_ENV
+            )),
         ));
     }
 }

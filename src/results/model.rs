@@ -299,6 +299,19 @@ pub struct FidelityRecord {
     /// measured (issue 30); absent for the loopback as it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<NetworkFidelity>,
+    /// The data dir's own filesystem (`server.disk`), as asked and as
+    /// statvfs and the mount table read it back; absent without a disk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk: Option<DiskFidelity>,
+}
+
+/// A cell's data disk: the size asked, and what the kernel reports of the
+/// filesystem on the data dir once the engine started.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiskFidelity {
+    pub asked: crate::units::Bytes,
+    #[serde(flatten)]
+    pub read_back: crate::sandbox::disk::DiskReadBack,
 }
 
 /// A cell's network: what the environment asked, the round trip a probe

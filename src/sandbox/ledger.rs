@@ -70,6 +70,9 @@ pub enum Resource {
     },
     /// A data directory created for the run.
     DataDir { path: PathBuf },
+    /// A data disk: the image file `image`, loop-mounted on the data dir
+    /// `mount` (see [`crate::sandbox::disk`]).
+    Disk { image: PathBuf, mount: PathBuf },
     /// A docker container (removed by the docker backend's cleanup).
     Container { id: String },
     /// The host's transparent huge pages `enabled` file, set to `never`
@@ -97,6 +100,11 @@ impl Resource {
             Resource::Process { pid, .. } => format!("process {pid}"),
             Resource::Hog { pid, .. } => format!("hog process {pid}"),
             Resource::DataDir { path } => format!("data dir {}", path.display()),
+            Resource::Disk { image, mount } => format!(
+                "data disk {} mounted on {}",
+                image.display(),
+                mount.display()
+            ),
             Resource::Container { id } => format!("container {id}"),
             Resource::Thp { file, old } => format!(
                 "transparent huge pages `never` in {} (was `{old}`)",
@@ -117,6 +125,7 @@ impl Resource {
                 pid, start_time, ..
             } => is_alive(*pid, *start_time),
             Resource::DataDir { path } => path.exists(),
+            Resource::Disk { image, mount } => crate::sandbox::disk::exists(mount, image),
             Resource::Container { .. } => true,
             Resource::Thp { file, old } => crate::sandbox::thp::change_in_place(file, *old),
             Resource::Netns { name } => crate::network::netns::exists(name),
@@ -403,6 +412,20 @@ pub fn verify(r: &Resource, run: &str, roots: &Roots) -> Result<(), NotOurs> {
                 })
         }
         Resource::DataDir { path } if path.exists() => roots.check_work_path(path),
+        Resource::Disk { image, mount } if crate::sandbox::disk::exists(mount, image) => roots
+            .check_work_path(image)
+            .and_then(|()| roots.check_work_path(mount))
+            .and_then(|()| {
+                if *image == crate::sandbox::disk::image_for(mount) {
+                    Ok(())
+                } else {
+                    Err(NotOurs(format!(
+                        "its image {} is not the one benchcage puts beside {}",
+                        image.display(),
+                        mount.display()
+                    )))
+                }
+            }),
         // Only this host's THP file, whatever path the ledger names.
         Resource::Thp { file, .. } => {
             let ours = crate::sandbox::thp::ThpFiles::current().enabled_path();
@@ -499,6 +522,9 @@ pub async fn reap_resource(r: &Resource, deadline: Instant) -> Result<(), NotRem
             }
             _ => Ok(()),
         },
+        Resource::Disk { image, mount } => {
+            crate::sandbox::disk::remove(mount, image).map_err(NotRemoved)
+        }
         Resource::Container { .. } => Ok(()),
         Resource::Thp { file, old } => crate::sandbox::thp::restore(file, *old),
         Resource::Netns { name } => {
@@ -705,6 +731,36 @@ mod tests {
             owner_start: 1,
             resource,
         }
+    }
+
+    #[test]
+    fn a_dead_runs_disk_is_acted_on_only_under_the_work_root_with_its_own_image() {
+        let t = tempfile::tempdir().unwrap();
+        let work = t.path().join("work");
+        std::fs::create_dir_all(work.join("run/01")).unwrap();
+        let roots = Roots {
+            work: work.clone(),
+            cgroups: Vec::new(),
+        };
+        let disk = |image: PathBuf, mount: PathBuf| Resource::Disk { image, mount };
+        let mount = work.join("run/01/data");
+        let image = work.join("run/01/data.disk.img");
+        std::fs::write(&image, b"").unwrap();
+        assert!(verify(&disk(image, mount.clone()), "run", &roots).is_ok());
+        let other = work.join("run/01/other.img");
+        std::fs::write(&other, b"").unwrap();
+        let why = verify(&disk(other, mount), "run", &roots).unwrap_err();
+        assert!(
+            why.0.contains("is not the one benchcage puts beside"),
+            "{why}"
+        );
+        let outside = t.path().join("x.disk.img");
+        std::fs::write(&outside, b"").unwrap();
+        let why = verify(&disk(outside, t.path().join("x")), "run", &roots).unwrap_err();
+        assert!(why.0.contains("outside benchcage's work root"), "{why}");
+        // Gone already: nothing to act on, nothing to refuse.
+        let gone = disk(t.path().join("gone.disk.img"), t.path().join("gone"));
+        assert!(verify(&gone, "run", &roots).is_ok());
     }
 
     #[test]

@@ -38,6 +38,7 @@ pub struct CgroupStats {
 pub mod backoff;
 pub mod cgroup;
 pub mod cgroupfs;
+pub mod disk;
 pub mod docker;
 pub mod hog;
 pub mod ledger;

@@ -10,6 +10,7 @@
 //!   io: {read_bps: 200MiB, write_bps: 200MiB, read_iops: 5000, write_iops: 5000}
 //!   pids: 4096
 //!   steal_allowance: 30%     # hypervisor steal time a phase may lose and stay valid (default none)
+//!   disk: {size: 20GiB}      # the data dir on a filesystem of this size (default: the work root's)
 //! client: {cpus: 4-5}        # load generator, outside the server's cgroup
 //! cache: 12GiB               # or a share of the memory cap: 75%; or `default`:
 //!                            # the engine sizes its own (engines/*.yaml `default_cache:`)
@@ -28,6 +29,9 @@ use std::collections::BTreeMap;
 
 /// Smallest memory cap accepted: below this no engine starts.
 pub const MIN_MEMORY: Bytes = Bytes(16 * Bytes::MIB);
+/// Smallest data disk accepted (`server.disk.size`): below this an ext4
+/// filesystem holds little more than its own journal.
+pub const MIN_DISK: Bytes = Bytes(16 * Bytes::MIB);
 /// Cache used when an environment names none: half the memory cap.
 pub const DEFAULT_CACHE_SHARE: f64 = 0.5;
 
@@ -121,6 +125,29 @@ pub struct Server {
     /// contention limit. For a host whose hypervisor is busy, said in the
     /// plan and recorded with every phase.
     pub steal_allowance: Option<Share>,
+    /// `disk: {size: 20GiB}`: the data dir on a filesystem of this size
+    /// (a loop-mounted image file); `None`: on the work root's own.
+    pub disk: Option<Bytes>,
+}
+
+/// The error of a data disk under [`MIN_DISK`], for the spec and `--set`.
+pub fn disk_floor_problem(size: Bytes) -> Option<(String, String)> {
+    (size < MIN_DISK).then(|| {
+        (
+            format!("a data disk of {size} is too small: its filesystem would hold little but its own journal"),
+            format!("use at least {MIN_DISK}, or leave `server.disk` out to keep the data dir on the work root's filesystem"),
+        )
+    })
+}
+
+/// `server.disk: {size: 20GiB}`.
+fn disk_from_node(n: &Node, cx: &mut Cx) -> Option<Bytes> {
+    let f = Fields::open(n, cx, "server.disk", &["size"])?;
+    let size = f.req::<Bytes>(cx, "size")?;
+    if let Some((message, hint)) = disk_floor_problem(size) {
+        cx.error(f.pos_of("size"), "server.disk.size", message, Some(hint));
+    }
+    Some(size)
 }
 
 /// The most steal a phase may be allowed: beyond it the server had less
@@ -215,7 +242,15 @@ fn server_from_node(n: &Node, cx: &mut Cx) -> Option<Server> {
         n,
         cx,
         "server",
-        &["cpus", "memory", "swap", "io", "pids", "steal_allowance"],
+        &[
+            "cpus",
+            "memory",
+            "swap",
+            "io",
+            "pids",
+            "steal_allowance",
+            "disk",
+        ],
     )?;
     let cpus = s.req::<CpuSet>(cx, "cpus");
     let memory = s.opt::<Bytes>(cx, "memory");
@@ -254,6 +289,10 @@ fn server_from_node(n: &Node, cx: &mut Cx) -> Option<Server> {
             Some("use at most 90%, or run on a quieter host or on dedicated CPUs".into()),
         );
     }
+    let disk = match s.get("disk") {
+        Some(n) => Some(disk_from_node(n, cx)?),
+        None => None,
+    };
     Some(Server {
         cpus: cpus?,
         memory,
@@ -261,6 +300,7 @@ fn server_from_node(n: &Node, cx: &mut Cx) -> Option<Server> {
         io,
         pids,
         steal_allowance,
+        disk,
     })
 }
 

@@ -19,6 +19,8 @@ pub const ENV_KEYS: &[&str] = &[
     "server.io.write_bps",
     "server.io.read_iops",
     "server.io.write_iops",
+    "server.disk",
+    "server.disk.size",
     "client.cpus",
     "cache",
     "hog",
@@ -49,6 +51,8 @@ pub struct CellEnv {
     pub steal_allowance: Option<Share>,
     /// The network between the client and the server.
     pub network: Option<crate::network::Network>,
+    /// The size of the data dir's own filesystem (`server.disk.size`).
+    pub disk: Option<Bytes>,
     pub cache: Option<SizeOrShare>,
     /// `cache: default`: the engine sizes its own cache.
     pub cache_choice: CacheChoice,
@@ -76,6 +80,7 @@ impl CellEnv {
             pids: env.server.pids,
             steal_allowance: env.server.steal_allowance,
             network: env.network.clone(),
+            disk: env.server.disk.map(|d| d.scaled(scale)),
             cache: env.cache.map(|c| match c {
                 SizeOrShare::Absolute(b) => SizeOrShare::Absolute(b.scaled(scale)),
                 s => s,
@@ -169,6 +174,22 @@ impl CellEnv {
                 }
             },
             k if k.starts_with("network.") => self.set_network(&k["network.".len()..], v)?,
+            "server.disk" => match v {
+                "none" | "off" => self.disk = None,
+                _ => {
+                    return Err((
+                        format!("`server.disk={v}`: only `none` is accepted here"),
+                        Some("give the size: `server.disk.size=20GiB`".into()),
+                    ));
+                }
+            },
+            "server.disk.size" => {
+                let size: Bytes = v.parse().map_err(e)?;
+                if let Some((message, hint)) = super::environment::disk_floor_problem(size) {
+                    return Err((message, Some(hint)));
+                }
+                self.disk = Some(size);
+            }
             "server.steal_allowance" => {
                 self.steal_allowance = match v {
                     "none" | "0" | "0%" => None,
@@ -308,6 +329,7 @@ pub fn check_env_key(key: &str, value: &str) -> Result<(), (String, Option<Strin
         pids: 1,
         steal_allowance: None,
         network: None,
+        disk: None,
         cache: None,
         cache_choice: CacheChoice::Planned,
         hog: Hog::None,

@@ -360,16 +360,43 @@ pub fn check_batch(batch: u64) -> Result<(), Refusal> {
 
 /// Bytes of one YCSB record's values and field names (`field0`...), as a
 /// document or hash store keeps them.
+/// Counted per power of ten, so that a count no check refused yet (a
+/// billion fields) costs nothing to size.
 pub fn ycsb_record_bytes(field_count: u32, field_length: u32) -> u64 {
-    let names: u64 = (0..field_count as u64)
-        .map(|i| 5 + i.checked_ilog10().unwrap_or(0) as u64 + 1)
-        .sum();
-    field_count as u64 * field_length as u64 + names
+    let n = field_count as u64;
+    let mut names = 0u64;
+    let mut low = 0u64;
+    let mut digits = 1u64;
+    while low < n {
+        let high = (low.max(1) * 10).min(n);
+        names += (high - low) * (5 + digits);
+        low = high;
+        digits += 1;
+    }
+    n * field_length as u64 + names
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_record_counts_its_field_names_digit_by_digit() {
+        let by_one = |n: u64| -> u64 {
+            (0..n)
+                .map(|i| 5 + i.checked_ilog10().unwrap_or(0) as u64 + 1)
+                .sum()
+        };
+        for n in [0u32, 1, 9, 10, 11, 99, 100, 101, 1016, 12345] {
+            assert_eq!(
+                ycsb_record_bytes(n, 7),
+                n as u64 * 7 + by_one(n as u64),
+                "{n}"
+            );
+        }
+        // A billion fields is sized at once, not field by field.
+        assert!(ycsb_record_bytes(1_000_000_000, 100) > 100_000_000_000);
+    }
 
     fn cap(gib: u64, files: u64) -> Capacity {
         Capacity {

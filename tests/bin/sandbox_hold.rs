@@ -133,6 +133,7 @@ async fn hold(args: &Args, sb: &mut CgroupSandbox) -> anyhow::Result<()> {
         swap: SwapPolicy::Off,
         pids: 256,
         io: IoLimits::default(),
+        disk: None,
     };
     sb.provision(&limits).await?;
     let mut hog = None;

@@ -13,10 +13,23 @@ pub fn namespaces_left(run_id: &str) -> Vec<String> {
         .collect()
 }
 
+/// [`assert_run_left_nothing`] for a test whose temp folder `tmp` holds
+/// `results`, `work` and `state`.
+pub fn assert_tmp_left_nothing(tmp: &Path, run_id: &str) {
+    assert_run_left_nothing(
+        tmp,
+        &tmp.join("results"),
+        &tmp.join("work"),
+        &tmp.join("state"),
+        run_id,
+    );
+}
+
 /// Nothing of run `run_id` is left: no cgroup in any controller (members'
 /// included), no network namespace, no ledger in `state`, no data dir under `work`, no process
 /// whose command line names both `marker` (a test's temp folder) and the
-/// run but a benchcage submitter, no temp file under `results`.
+/// run but a benchcage submitter, no temp file under `results`, no mount
+/// point or loop device (a data disk's) under `work`.
 pub fn assert_run_left_nothing(
     marker: &Path,
     results: &Path,
@@ -43,6 +56,8 @@ pub fn assert_run_left_nothing(
     assert!(ledgers.is_empty(), "ledgers left: {ledgers:?}");
     let data = work.join(run_id);
     assert!(!data.exists(), "work dir left: {}", data.display());
+    let disks = benchcage::sandbox::disk::leftovers_under(work);
+    assert!(disks.is_empty(), "data disks left: {disks:?}");
     let marker = marker.to_string_lossy();
     for p in std::fs::read_dir("/proc").unwrap().flatten() {
         let name = p.file_name().to_string_lossy().to_string();

@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+mod data_disk;
 mod end;
 mod measure;
 mod network;
@@ -515,6 +516,9 @@ pub async fn run_cell(
     };
     std::fs::create_dir_all(&ctx.cell_dir)?;
     let outcome = lifecycle(work, ctx, &mut r, writer).await;
+    // The data disk, while it is still mounted.
+    data_disk::record(work, &mut r);
+    let outcome = data_disk::explain(work, &mut r, outcome);
     // Read before teardown removes the cgroup, however the cell ended: an
     // engine OOM-killed mid-phase never reaches `collect` (issue 15, D3).
     if let Ok(last) = r.stats.server() {

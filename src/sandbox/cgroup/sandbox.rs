@@ -4,6 +4,7 @@ use crate::model::{CellLimits, EngineLaunch, Program, SwapPolicy};
 use crate::sandbox::cgroupfs::group::{self, Group, GroupLimits, TOP};
 use crate::sandbox::cgroupfs::hierarchy::Hierarchy;
 use crate::sandbox::cgroupfs::{io, remove};
+use crate::sandbox::disk;
 use crate::sandbox::ledger::{self, Ledger, Resource};
 use crate::sandbox::process::{self, ClientPlacer, Launch};
 use crate::sandbox::ready::LOG_TAIL_LINES;
@@ -220,6 +221,7 @@ impl CgroupSandbox {
                 }
             })?;
         }
+        self.attach_disk(&launch.data_dir)?;
         if let Some(id) = user {
             // postgres and mariadb refuse a data dir they do not own.
             give_to(&launch.data_dir, id)?;
@@ -251,6 +253,12 @@ impl CgroupSandbox {
     /// The file of the sandbox's network namespace, when it has one.
     fn netns_path(&self) -> Option<PathBuf> {
         self.netns.as_deref().map(crate::network::netns::path_of)
+    }
+
+    /// The data disk of the limits, mounted on `dir` (see [`disk::attach`]).
+    fn attach_disk(&mut self, dir: &Path) -> Result<(), SandboxError> {
+        let size = self.limits.as_ref().and_then(|l| l.disk);
+        disk::attach(self.ledger_mut()?, dir, size)
     }
 
     fn engine_mut(&mut self) -> Result<&mut Engine, SandboxError> {
@@ -303,7 +311,8 @@ impl Sandbox for CgroupSandbox {
         roots::create_dirs(dir, roots::SEARCHABLE).map_err(|e| SandboxError::DataDir {
             path: dir.to_path_buf(),
             detail: e.to_string(),
-        })
+        })?;
+        self.attach_disk(dir)
     }
 
     async fn start_engine(&mut self, launch: &EngineLaunch) -> Result<EngineHandle, SandboxError> {

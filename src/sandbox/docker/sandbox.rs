@@ -12,6 +12,7 @@ use crate::model::{CellLimits, EngineLaunch, ImageRecord, Program, SwapPolicy};
 use crate::sandbox::cgroupfs::group::{self, Group, GroupLimits, TOP};
 use crate::sandbox::cgroupfs::hierarchy::Hierarchy;
 use crate::sandbox::cgroupfs::{io, memory};
+use crate::sandbox::disk;
 use crate::sandbox::ledger::{self, Ledger, Resource};
 use crate::sandbox::process::{self, ClientPlacer};
 use crate::sandbox::ready::LOG_TAIL_LINES;
@@ -368,6 +369,7 @@ impl DockerSandbox {
                 detail: e.to_string(),
             })?;
         }
+        disk::attach(self.ledger_mut()?, &launch.data_dir, limits.disk)?;
         if limits.io == Default::default() {
             return Ok((None, None));
         }
@@ -540,7 +542,9 @@ impl Sandbox for DockerSandbox {
         std::fs::create_dir_all(dir).map_err(|e| SandboxError::DataDir {
             path: dir.to_path_buf(),
             detail: e.to_string(),
-        })
+        })?;
+        let size = self.limits.as_ref().and_then(|l| l.disk);
+        disk::attach(self.ledger_mut()?, dir, size)
     }
 
     async fn start_engine(&mut self, launch: &EngineLaunch) -> Result<EngineHandle, SandboxError> {

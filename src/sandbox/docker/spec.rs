@@ -251,6 +251,7 @@ mod tests {
                 write_bps: Some(1 << 20),
                 ..IoLimits::default()
             },
+            disk: None,
         }
     }
 

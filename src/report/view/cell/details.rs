@@ -204,7 +204,26 @@ fn fidelity_facts(f: &FidelityRecord) -> Vec<(String, String)> {
     if let Some(n) = &f.network {
         facts.push(("Network".into(), network_fact(n)));
     }
+    if let Some(d) = &f.disk {
+        facts.push(("Data disk".into(), disk_fact(d)));
+    }
     facts
+}
+
+/// The data disk asked and what statvfs read back on the data dir.
+fn disk_fact(d: &crate::results::model::DiskFidelity) -> String {
+    let r = &d.read_back;
+    let on = if r.mounted {
+        format!("{} filesystem", r.fs_type)
+    } else {
+        "NOT mounted: the data dir was on the work root's filesystem".into()
+    };
+    format!(
+        "{} asked; {on} of {} read back (statvfs), {} free when the cell ended",
+        d.asked,
+        fmt::bytes(r.size.0 as f64),
+        fmt::bytes(r.available.0 as f64)
+    )
 }
 
 /// The asked network, the round trip measured through it and on the bare
@@ -343,6 +362,28 @@ mod tests {
             text.contains(
                 "namespace benchcage-r1, qdiscs on its loopback: qdisc tbf 8001: root refcnt 2 rate 10Mbit"
             ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn fidelity_facts_show_the_data_disk_asked_and_read_back() {
+        let f = FidelityRecord {
+            disk: Some(crate::results::model::DiskFidelity {
+                asked: crate::units::Bytes::from_mib(64),
+                read_back: crate::sandbox::disk::DiskReadBack {
+                    size: crate::units::Bytes::from_mib(58),
+                    available: crate::units::Bytes::from_mib(57),
+                    fs_type: "ext4".into(),
+                    mounted: true,
+                },
+            }),
+            ..FidelityRecord::default()
+        };
+        let facts = fidelity_facts(&f);
+        let (_, text) = facts.iter().find(|(k, _)| k == "Data disk").unwrap();
+        assert!(
+            text.starts_with("64MiB asked; ext4 filesystem of 58"),
             "{text}"
         );
     }

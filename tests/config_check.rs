@@ -182,10 +182,11 @@ fn mariadb_and_myrocks_pass_their_config_check() {
     let tmp = private_tmp();
     let out = tempfile::tempdir().unwrap();
     for engine in ["mariadb", "myrocks"] {
+        // MariaDB's measured 89MiB beside its pool leaves 39MiB of 128.
         let o = check(
             &repo(),
             tmp.path(),
-            &[engine],
+            &[engine, "--set", "cache=32MiB"],
             "tiny-128m",
             out.path().to_str().unwrap(),
             &[],

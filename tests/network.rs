@@ -124,7 +124,12 @@ fn a_ten_megabit_link_caps_eight_scanning_threads_together_within_ten_percent() 
     // 9 MB/s without it here, on one busy server CPU).
     let (cell, fid) = run_scenario(
         "tests/scenarios/run-network-scans.yaml",
-        &["--set", "network.rate=10mbit"],
+        &[
+            "--set",
+            "network.rate=10mbit",
+            "--set",
+            "network.emulation=proxy",
+        ],
     );
     let scans = cell.phases.iter().find(|p| p.name == "scans").unwrap();
     assert!(

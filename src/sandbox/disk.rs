@@ -171,8 +171,18 @@ pub fn exists(data_dir: &Path, image: &Path) -> bool {
 /// Unmount, detach, delete: each step when still needed.
 pub fn remove(data_dir: &Path, image: &Path) -> Result<(), String> {
     let dir = data_dir.to_string_lossy().to_string();
-    if is_mount_point(data_dir) {
-        tool(&["umount", &dir])?;
+    // A process killed a moment ago (cleanup after a SIGKILL kills the
+    // engine just before) may still hold files on it while it exits:
+    // "target is busy" is retried for a while.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while is_mount_point(data_dir) {
+        match tool(&["umount", &dir]) {
+            Ok(_) => break,
+            Err(_) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            Err(e) => return Err(e),
+        }
     }
     for dev in loop_devices_of(image) {
         let dev = dev.to_string_lossy().to_string();

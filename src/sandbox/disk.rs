@@ -118,16 +118,30 @@ pub fn is_mount_point(dir: &Path) -> bool {
     mount_of(dir).is_some()
 }
 
-/// The filesystem type mounted on `dir`, from /proc/self/mountinfo.
+/// The filesystem type mounted on `dir` (the newest mount on it).
 fn mount_of(dir: &Path) -> Option<String> {
-    let table = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let want = dir.to_string_lossy();
-    table.lines().rev().find_map(|line| {
-        let fields: Vec<&str> = line.split(' ').collect();
-        let point = unescape(fields.get(4)?);
-        let dash = fields.iter().position(|f| *f == "-")?;
-        (point == want).then(|| fields.get(dash + 1).map(|t| t.to_string()))?
-    })
+    mounts()
+        .into_iter()
+        .rev()
+        .find(|(point, _)| point == dir)
+        .map(|(_, fs_type)| fs_type)
+}
+
+/// Every mount point of this process and its filesystem type, oldest
+/// first, from /proc/self/mountinfo.
+fn mounts() -> Vec<(PathBuf, String)> {
+    let Ok(table) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return Vec::new();
+    };
+    table
+        .lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split(' ').collect();
+            let point = PathBuf::from(unescape(fields.get(4)?));
+            let dash = fields.iter().position(|f| *f == "-")?;
+            Some((point, fields.get(dash + 1)?.to_string()))
+        })
+        .collect()
 }
 
 /// The mount table writes space, tab, newline and backslash as octal.
@@ -148,18 +162,28 @@ fn unescape(s: &str) -> String {
     out
 }
 
-/// The loop devices whose backing file is `image` (`/sys/block/loop*`).
+/// The loop devices whose backing file is `image`.
 fn loop_devices_of(image: &Path) -> Vec<PathBuf> {
+    loop_devices()
+        .into_iter()
+        .filter(|(_, backing)| backing == image)
+        .map(|(dev, _)| dev)
+        .collect()
+}
+
+/// Every attached loop device and its backing file (`/sys/block/loop*`;
+/// a backing file deleted since reads as its old path).
+fn loop_devices() -> Vec<(PathBuf, PathBuf)> {
     let Ok(dir) = std::fs::read_dir("/sys/block") else {
         return Vec::new();
     };
     dir.flatten()
         .filter(|e| e.file_name().to_string_lossy().starts_with("loop"))
-        .filter(|e| {
-            std::fs::read_to_string(e.path().join("loop/backing_file"))
-                .is_ok_and(|b| Path::new(b.trim().trim_end_matches(" (deleted)")) == image)
+        .filter_map(|e| {
+            let b = std::fs::read_to_string(e.path().join("loop/backing_file")).ok()?;
+            let backing = PathBuf::from(b.trim().trim_end_matches(" (deleted)"));
+            Some((Path::new("/dev").join(e.file_name()), backing))
         })
-        .map(|e| Path::new("/dev").join(e.file_name()))
         .collect()
 }
 
@@ -218,30 +242,15 @@ pub fn read_back(data_dir: &Path) -> std::io::Result<DiskReadBack> {
 /// Every loop device with a backing file under `under` and every mount
 /// point under it: what a test checks is gone.
 pub fn leftovers_under(under: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    if let Ok(table) = std::fs::read_to_string("/proc/self/mountinfo") {
-        for line in table.lines() {
-            if let Some(p) = line.split(' ').nth(4).map(unescape)
-                && Path::new(&p).starts_with(under)
-            {
-                out.push(format!("mount {p}"));
-            }
-        }
-    }
-    if let Ok(dir) = std::fs::read_dir("/sys/block") {
-        for e in dir.flatten() {
-            if let Ok(b) = std::fs::read_to_string(e.path().join("loop/backing_file"))
-                && Path::new(b.trim()).starts_with(under)
-            {
-                out.push(format!(
-                    "loop device /dev/{} of {}",
-                    e.file_name().to_string_lossy(),
-                    b.trim()
-                ));
-            }
-        }
-    }
-    out
+    let mounted = mounts()
+        .into_iter()
+        .filter(|(point, _)| point.starts_with(under))
+        .map(|(point, _)| format!("mount {}", point.display()));
+    let looped = loop_devices()
+        .into_iter()
+        .filter(|(_, backing)| backing.starts_with(under))
+        .map(|(dev, backing)| format!("loop device {} of {}", dev.display(), backing.display()));
+    mounted.chain(looped).collect()
 }
 
 #[cfg(test)]

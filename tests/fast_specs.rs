@@ -2258,3 +2258,24 @@ fn listed_cells_beside_the_cross_product_add_only_their_pairs_with_the_keys_a_cr
     }
     assert_eq!(some.len(), 2);
 }
+
+#[test]
+fn an_environment_network_of_a_rate_alone_plans_without_a_delay() {
+    let home = temp_home(false);
+    let env = home.path().join("environments/quickstart.yaml");
+    let mut text = std::fs::read_to_string(&env).unwrap();
+    text.push_str("network: {rate: 10mbit, emulation: proxy}\n");
+    std::fs::write(&env, text).unwrap();
+    std::fs::write(
+        home.path().join("scenarios/rate.yaml"),
+        std::fs::read_to_string(repo().join("tests/scenarios/run-network-scans.yaml")).unwrap(),
+    )
+    .unwrap();
+    let o = bc(home.path()).args(["plan", "rate"]).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        out.contains("network   rate 10mbit (proxy)") && !out.contains("delay 0"),
+        "{out}"
+    );
+}

@@ -48,5 +48,6 @@ pub mod slurm;
 pub mod snapshot;
 pub mod spec;
 pub mod stats;
+pub mod systool;
 pub mod units;
 pub mod workload;

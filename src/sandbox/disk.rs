@@ -18,7 +18,6 @@
 use crate::sandbox::SandboxError;
 use crate::units::Bytes;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// The image file of the data disk mounted on `data_dir`: beside it.
 pub fn image_for(data_dir: &Path) -> PathBuf {
@@ -49,22 +48,11 @@ fn failed(data_dir: &Path, detail: String) -> SandboxError {
     }
 }
 
-/// Run a tool; its stderr in the error.
+/// Run a tool; its stdout trimmed, its stderr in the error.
 fn tool(argv: &[&str]) -> Result<String, String> {
-    let out = Command::new(argv[0])
-        .args(&argv[1..])
-        .output()
-        .map_err(|e| format!("`{}`: {e} (is e2fsprogs/util-linux installed?)", argv[0]))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-    } else {
-        Err(format!(
-            "`{}` failed ({}): {}",
-            argv.join(" "),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
+    crate::systool::output(argv, "e2fsprogs and util-linux")
+        .map(|out| out.trim().to_string())
+        .map_err(|e| e.0)
 }
 
 /// Make a filesystem of `size` and mount it on `data_dir` (which exists

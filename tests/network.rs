@@ -12,7 +12,7 @@ mod support;
 use benchcage::host::HostFacts;
 use benchcage::results::model::{CellRecord, FidelityRecord};
 use std::path::PathBuf;
-use support::clean::{assert_run_left_nothing, namespaces_left};
+use support::clean::{assert_run_left_nothing, containers_left, namespaces_left};
 use support::cli::{bc_in, run_id_of};
 use support::files::{cell_dirs, read_json};
 use support::host::valid_but_for_a_busy_host;
@@ -61,6 +61,8 @@ fn run_scenario(scenario: &str, extra: &[&str]) -> (CellRecord, FidelityRecord) 
     let run_id = run.file_name().unwrap().to_string_lossy().into_owned();
     let left = namespaces_left(&run_id);
     assert!(left.is_empty(), "namespaces left: {left:?}");
+    let left = containers_left(&run_id);
+    assert!(left.is_empty(), "containers left: {left:?}");
     let cells = cell_dirs(&run);
     assert_eq!(cells.len(), 1);
     let cell: CellRecord = read_json(&cells[0].join("cell.json"));
@@ -187,18 +189,18 @@ fn a_network_that_cannot_be_read_is_refused_before_anything_is_made() {
             &["network.delay=20s"],
             "not a network any engine's client tolerates",
         ),
-        (
+    ];
+    if !HostFacts::probe().netem {
+        cases.push((
+            &["network.delay=1ms", "network.emulation=kernel"],
+            "this host's kernel has no netem",
+        ));
+        cases.push((
             &[
                 "network.delay=1ms",
                 "backend=docker",
                 "network.emulation=kernel",
             ],
-            "built for cgroup cells only",
-        ),
-    ];
-    if !HostFacts::probe().netem {
-        cases.push((
-            &["network.delay=1ms", "network.emulation=kernel"],
             "this host's kernel has no netem",
         ));
     }
@@ -235,10 +237,16 @@ fn host_namespace() -> u64 {
     benchcage::network::netns::inode("/proc/self/ns/net".as_ref()).unwrap()
 }
 
-#[test]
-fn a_kernel_rate_runs_the_cell_in_a_namespace_of_its_own_behind_a_token_bucket() {
+/// Runs run-network.yaml under `rate: 2mbit` of the kernel emulation with
+/// `extra`, and checks what every backend must show: the token bucket read
+/// back, the engine inside a namespace that is not the host's, only
+/// benchcage's own connections over the bridge, reads paced by the
+/// bucket, no network violation. The cell's record.
+fn a_kernel_rate_cell(backend: &str) -> CellRecord {
     // 2 Mbit/s is 250 KB/s: a thousand reads of a 1 KB record take 4 s.
     let (cell, fid) = run_cell(&[
+        "--set",
+        &format!("backend={backend}"),
         "--set",
         "network.delay=0us",
         "--set",
@@ -273,14 +281,29 @@ fn a_kernel_rate_runs_the_cell_in_a_namespace_of_its_own_behind_a_token_bucket()
     let rate = reads_per_sec(&cell);
     assert!((20.0..350.0).contains(&rate), "at 2 Mbit/s: {rate} reads/s");
     eprintln!(
-        "reads/s at 1 thread, 2mbit in a namespace: {rate:.0}; round trip {} us (loopback {} us)",
-        net.round_trip.median_us, net.loopback.median_us
+        "{backend}: reads/s at 1 thread, 2mbit in a namespace: {rate:.0}; round trip {} us (loopback {} us); stages {:?}",
+        net.round_trip.median_us, net.loopback.median_us, cell.stage_s
     );
     assert!(
         !fid.violations.iter().any(|v| v.contains("network")),
         "{:?}",
         fid.violations
     );
+    cell
+}
+
+#[test]
+fn a_kernel_rate_runs_the_cell_in_a_namespace_of_its_own_behind_a_token_bucket() {
+    let cell = a_kernel_rate_cell("cgroup");
+    assert!(cell.image.is_none(), "ran on the cgroup backend");
+}
+
+/// A docker cell: its containers join the holder of the namespace.
+#[test]
+fn a_docker_cell_under_a_kernel_rate_runs_its_engine_in_a_namespace_of_its_own_behind_a_token_bucket()
+ {
+    let cell = a_kernel_rate_cell("docker");
+    assert!(cell.image.is_some(), "ran in a container: {:?}", cell.image);
 }
 
 #[test]
@@ -332,8 +355,11 @@ fn a_kernel_delay_of_one_millisecond_holds_a_single_reader_under_600_reads_a_sec
     );
 }
 
-#[test]
-fn a_run_killed_with_its_namespace_made_leaves_it_to_cleanup() {
+/// Runs run-network.yaml under a kernel rate with `extra`, SIGKILLs
+/// benchcage as soon as its namespace exists (while the cell provisions),
+/// then `cleanup`: what cleanup said, once the namespace was gone and
+/// nothing of the run was left.
+fn killed_once_its_namespace_exists_then_cleanup(extra: &[&str]) -> String {
     use std::io::{BufRead, BufReader};
     use std::time::{Duration, Instant};
     let tmp = tempfile::Builder::new()
@@ -346,6 +372,7 @@ fn a_run_killed_with_its_namespace_made_leaves_it_to_cleanup() {
         .args(["run", "tests/scenarios/run-network.yaml"])
         .args(["--set", "network.delay=0us", "--set", "network.rate=2mbit"])
         .args(["--set", "network.emulation=kernel"])
+        .args(extra)
         .env("BENCHCAGE_SNAPSHOTS", "off")
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -368,4 +395,22 @@ fn a_run_killed_with_its_namespace_made_leaves_it_to_cleanup() {
     assert!(out.status.success(), "{said}");
     assert!(said.contains("network namespace benchcage-"), "{said}");
     assert_run_left_nothing(t, &results, &work, &state, &id);
+    said
+}
+
+#[test]
+fn a_run_killed_with_its_namespace_made_leaves_it_to_cleanup() {
+    killed_once_its_namespace_exists_then_cleanup(&[]);
+}
+
+#[test]
+fn a_docker_run_killed_with_its_namespace_made_leaves_it_and_its_container_to_cleanup() {
+    // The namespace is the holder container's: both go (the leak check
+    // looks for the run's containers too).
+    let said = killed_once_its_namespace_exists_then_cleanup(&["--set", "backend=docker"]);
+    assert!(
+        said.lines()
+            .any(|l| l.contains("removed container") && l.contains("-network ")),
+        "the holder of the namespace: {said}"
+    );
 }

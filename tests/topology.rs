@@ -104,6 +104,8 @@ impl Place {
             .filter(|n| n.starts_with(run))
             .collect();
         assert!(left.is_empty(), "ledgers left: {left:?}");
+        let namespaces = support::clean::namespaces_left(run);
+        assert!(namespaces.is_empty(), "namespaces left: {namespaces:?}");
     }
 }
 
@@ -869,34 +871,81 @@ fn after_sigkill_while_the_secondaries_join_cleanup_leaves_nothing() {
     place.assert_clean(&run);
 }
 
+/// Runs run-replica-sets.yaml for `engine` with `sets` (`--set` values):
+/// the run finished, its cell too, and every secondary holds the
+/// primary's records and caught up. The run id and the cell's record.
+fn replica_set_with(place: &Place, engine: &str, sets: &[&str]) -> (String, CellRecord) {
+    let mut args = vec![
+        "run",
+        "tests/scenarios/run-replica-sets.yaml",
+        "--only",
+        engine,
+    ];
+    args.extend(sets.iter().flat_map(|s| ["--set", s]));
+    let (mut child, lines) = place.spawn(&args);
+    let run = run_id_of(&wait_line(&mut child, &lines, &["run ", "1 cell(s)"], 60));
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{}", lines.lock().unwrap().join("\n"));
+    let c = place.cells(&run).remove(engine).unwrap();
+    assert_eq!(c.status, CellStatus::Finished, "{engine}: {:?}", c.failure);
+    let primary = c.data_digest.clone().expect("the primary's digest");
+    assert_eq!(c.fidelity.members.len(), 2, "{engine}");
+    for (name, m) in &c.fidelity.members {
+        assert_eq!(m.data_digest.as_ref(), Some(&primary), "{engine} {name}");
+        assert!(m.in_sync_s.is_some(), "{engine} {name}");
+    }
+    (run, c)
+}
+
 #[test]
 fn postgres_and_redis_replica_sets_behind_a_network_form_and_sync_through_its_links() {
     let place = Place::new();
     for engine in ["postgres", "redis"] {
-        let (mut child, lines) = place.spawn(&[
-            "run",
-            "tests/scenarios/run-replica-sets.yaml",
-            "--only",
-            engine,
-            "--set",
-            "network.delay=500us",
-        ]);
-        let run = run_id_of(&wait_line(&mut child, &lines, &["run ", "1 cell(s)"], 60));
-        let status = child.wait().unwrap();
-        assert!(status.success(), "{}", lines.lock().unwrap().join("\n"));
-        let c = place.cells(&run).remove(engine).unwrap();
-        assert_eq!(c.status, CellStatus::Finished, "{engine}: {:?}", c.failure);
-        let primary = c.data_digest.clone().expect("the primary's digest");
-        for (name, m) in &c.fidelity.members {
-            assert_eq!(m.data_digest.as_ref(), Some(&primary), "{engine} {name}");
-            assert!(m.in_sync_s.is_some(), "{engine} {name}");
-        }
+        // The relay per link by name: `auto` is the kernel's shared
+        // namespace where netem is.
+        let sets = ["network.delay=500us", "network.emulation=proxy"];
+        let (run, c) = replica_set_with(&place, engine, &sets);
         let net = c.fidelity.network.as_ref().expect("the network's record");
         let links = net.links.as_ref().expect("the replication links' relays");
         // Each secondary copied the records through its link.
         assert!(links.connections >= 2, "{engine}: {links:?}");
         assert!(links.bytes > 2000 * 200, "{engine}: {links:?}");
         assert!(net.relay.as_ref().is_some_and(|r| r.bytes > 0), "{engine}");
+        place.assert_clean(&run);
+    }
+}
+
+#[test]
+fn postgres_and_redis_replica_sets_under_a_kernel_rate_share_the_cells_namespace_and_sync() {
+    let place = Place::new();
+    for engine in ["postgres", "redis"] {
+        let sets = [
+            "network.delay=0us",
+            "network.rate=100mbit",
+            "network.emulation=kernel",
+        ];
+        let (run, c) = replica_set_with(&place, engine, &sets);
+        let net = c.fidelity.network.as_ref().expect("the network's record");
+        assert_eq!(net.asked.emulation.name(), "kernel");
+        assert!(net.links.is_none(), "no relay per link: {net:?}");
+        assert!(net.relay.is_none(), "no relay for the client: {net:?}");
+        let ns = net.namespace.as_ref().expect("the namespace's record");
+        assert!(
+            ns.qdiscs.iter().any(|q| q.starts_with("qdisc tbf ")),
+            "{engine}: {:?}",
+            ns.qdiscs
+        );
+        assert_eq!(ns.engine_inode, ns.inode, "{engine}: the primary inside");
+        // Each member was reached over a bridge of its own (readiness,
+        // joining, lag), and every member's process was inside the
+        // namespace, or a violation would say so.
+        let bridge = ns.bridge.as_ref().expect("the bridges' traffic");
+        assert!(bridge.connections >= 3, "{engine}: {bridge:?}");
+        assert!(
+            !c.fidelity.violations.iter().any(|v| v.contains("network")),
+            "{engine}: {:?}",
+            c.fidelity.violations
+        );
         place.assert_clean(&run);
     }
 }

@@ -5,12 +5,12 @@
 //! stays 127.0.0.1; a process or a thread enters the namespace with
 //! `setns(CLONE_NEWNET)` on the namespace's file ([`enter`]).
 //!
-//! The only caller of `ip` and `tc`, by argv, never through a shell.
+//! The only caller of `ip` and `tc`, through `crate::systool` (by argv,
+//! never through a shell).
 
 use super::Network;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// Where `ip netns` keeps a namespace's file.
 pub const NETNS_DIR: &str = "/run/netns";
@@ -43,6 +43,13 @@ pub fn exists(name: &str) -> bool {
 pub fn create(name: &str) -> Result<(), NamespaceError> {
     run("ip", &["netns", "add", name])?;
     run("ip", &["-n", name, "link", "set", "lo", "up"])
+}
+
+/// Names the network namespace of process `pid` (a container's PID 1)
+/// `name`: its file under /run/netns, which [`remove`] takes away again
+/// (the namespace itself lives as long as a process is in it).
+pub fn attach(name: &str, pid: u32) -> Result<(), NamespaceError> {
+    run("ip", &["netns", "attach", name, &pid.to_string()])
 }
 
 /// Puts `network`'s qdisc on the loopback of namespace `name`.
@@ -190,33 +197,15 @@ pub fn netem_available(root: &Path) -> bool {
         || has(mods.join("modules.dep"), "sch_netem.ko")
 }
 
-fn command(program: &str, args: &[&str]) -> Result<std::process::Output, NamespaceError> {
-    Command::new(program)
-        .args(args)
-        .env("LC_ALL", "C")
-        .output()
-        .map_err(|e| {
-            NamespaceError(format!(
-                "running `{program}`: {e}; install iproute2 (it gives `ip` and `tc`)"
-            ))
-        })
-}
-
 fn run(program: &str, args: &[&str]) -> Result<(), NamespaceError> {
     output(program, args).map(|_| ())
 }
 
 fn output(program: &str, args: &[&str]) -> Result<String, NamespaceError> {
-    let out = command(program, args)?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(NamespaceError(format!(
-            "`{program} {}` failed: {}",
-            args.join(" "),
-            crate::error::excerpt(String::from_utf8_lossy(&out.stderr).trim())
-        )))
-    }
+    let argv: Vec<&str> = std::iter::once(program)
+        .chain(args.iter().copied())
+        .collect();
+    crate::systool::output(&argv, "iproute2").map_err(|e| NamespaceError(e.0))
 }
 
 #[cfg(test)]

@@ -466,14 +466,14 @@ fn check_swap(s: &Scenario, ep: &EnvPlan, host: &HostFacts, diags: &mut Diagnost
     }
 }
 
-/// The environment's network as entry `e` (of `members` members) has it
-/// on `host`: `auto` is the kernel emulation where it can be (see
-/// [`kernel_refusal`]), else the proxy; an explicit `kernel` it cannot
-/// have is refused (the host's netem only with `host_checks`).
+/// The environment's network as entry `e` has it on `host`: `auto` is
+/// the kernel emulation where it can be (see [`kernel_refusal`]), else the
+/// proxy; an explicit `kernel` it cannot have is refused (the host's netem
+/// only with `host_checks`). Both backends and every topology can have it
+/// (a topology's members share the cell's namespace).
 pub(super) fn network_of(
     e: &Entry,
     s: &Scenario,
-    members: usize,
     host: &HostFacts,
     host_checks: bool,
 ) -> Result<Option<crate::network::Network>, Box<Diagnostic>> {
@@ -481,10 +481,10 @@ pub(super) fn network_of(
     let Some(n) = &e.ep.env.network else {
         return Ok(None);
     };
-    let refusal = kernel_refusal(n, e.ep.env.backend, members, host.netem);
+    let refusal = kernel_refusal(n, host.netem);
     match (n.emulation, refusal) {
         (Emulation::Auto, r) => Ok(Some(n.clone().resolved(r.is_none()))),
-        (Emulation::Kernel, Some((msg, hint))) if host_checks || !msg.contains("sch_netem") => {
+        (Emulation::Kernel, Some((msg, hint))) if host_checks => {
             Err(Box::new(e.ep.diag(s, "network.emulation", msg, Some(hint))))
         }
         _ => Ok(Some(n.clone())),
@@ -492,30 +492,10 @@ pub(super) fn network_of(
 }
 
 /// Why the kernel emulation (a namespace of the cell's own with netem or
-/// a token bucket on its loopback) cannot impose `n` on a cell of
-/// `backend` with `members` members, on a kernel with or without netem:
-/// the message and the hint.
-fn kernel_refusal(
-    n: &crate::network::Network,
-    backend: Backend,
-    members: usize,
-    netem: bool,
-) -> Option<(String, String)> {
+/// a token bucket on its loopback) cannot impose `n` on a kernel with or
+/// without netem: the message and the hint.
+fn kernel_refusal(n: &crate::network::Network, netem: bool) -> Option<(String, String)> {
     let proxy = "use `emulation: proxy` (or `auto`, which picks it here): a relay in benchcage imposes the network";
-    if backend == Backend::Docker {
-        return Some((
-            "the kernel emulation of a network is built for cgroup cells only (a docker cell's client joining the container's network namespace is not built)".into(),
-            proxy.into(),
-        ));
-    }
-    if members > 1 {
-        return Some((
-            format!(
-                "the kernel emulation of a network is built for one server only; this cell has {members} members (their sharing one namespace is not built)"
-            ),
-            proxy.into(),
-        ));
-    }
     if crate::network::netns::needs_netem(n) && !netem {
         return Some((
             format!(

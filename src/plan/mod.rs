@@ -582,7 +582,7 @@ impl Planning<'_> {
             return None;
         }
         let members = members::plan(e, s, deviations, diags)?;
-        let network = fit::network_of(e, s, members.len(), host, self.host_checks)
+        let network = fit::network_of(e, s, host, self.host_checks)
             .map_err(|d| diags.push(*d))
             .ok()?;
         if self.host_checks {

@@ -248,7 +248,8 @@ fn sandbox_factory(pull: PullPolicy) -> SandboxFactory {
             }
             Backend::Docker => Box::new(
                 DockerSandbox::new(id, &cell.key, Hierarchy::detect()?, &ledger::default_root())?
-                    .with_pull(pull),
+                    .with_pull(pull)
+                    .with_network_image(cell.image.clone()),
             ),
         };
         Ok(sb)

@@ -67,6 +67,10 @@ pub struct NetworkNamespace {
     pub path: PathBuf,
     /// The qdiscs on its loopback, read back after they were set.
     pub qdiscs: Vec<String>,
+    /// The container whose namespace it is, which a container joins
+    /// (`container:<name>`) where it cannot name a namespace's file
+    /// (the docker backend); `None` for a namespace benchcage made.
+    pub container: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -279,15 +283,16 @@ pub trait Sandbox: Send {
     /// carries `network`'s qdisc; everything the sandbox starts from then
     /// on (the engine, its init commands, the client's processes) starts
     /// inside it. Call after `provision`, before `start_engine`.
-    fn isolate_network(
+    async fn isolate_network(
         &mut self,
         network: &crate::network::Network,
-    ) -> Result<NetworkNamespace, SandboxError> {
-        Err(SandboxError::Unsupported(format!(
-            "the kernel emulation of a network ({}) is built for the cgroup backend only; use `emulation: proxy`",
-            network.describe()
-        )))
-    }
+    ) -> Result<NetworkNamespace, SandboxError>;
+
+    /// Share the namespace `ns` another sandbox of the cell made (a
+    /// topology's members share the cell's server's): everything this
+    /// sandbox starts from then on starts inside it; it is neither made
+    /// nor removed here. Call after `provision`, before `start_engine`.
+    fn join_network(&mut self, ns: &NetworkNamespace) -> Result<(), SandboxError>;
 
     /// Make `cmd` start inside the client group; see [`Sandbox::client_placer`].
     fn prepare_client(&self, cmd: &mut std::process::Command) -> Result<(), SandboxError> {

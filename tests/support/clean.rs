@@ -13,6 +13,28 @@ pub fn namespaces_left(run_id: &str) -> Vec<String> {
         .collect()
 }
 
+/// The docker containers of run `run_id` (labelled `benchcage.run=<run
+/// id>-...`, its cells' and members' sandboxes) that exist now, running
+/// or not; none where no daemon answers.
+pub fn containers_left(run_id: &str) -> Vec<String> {
+    let out = std::process::Command::new("docker")
+        .args(["ps", "-a", "--filter", "label=benchcage.run"])
+        .args(["--format", "{{.Names}} {{.Label \"benchcage.run\"}}"])
+        .output();
+    let Some(out) = out.ok().filter(|o| o.status.success()) else {
+        return Vec::new();
+    };
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| {
+            l.split(' ')
+                .nth(1)
+                .is_some_and(|run| run.starts_with(run_id))
+        })
+        .map(String::from)
+        .collect()
+}
+
 /// [`assert_run_left_nothing`] for a test whose temp folder `tmp` holds
 /// `results`, `work` and `state`.
 pub fn assert_tmp_left_nothing(tmp: &Path, run_id: &str) {
@@ -26,7 +48,7 @@ pub fn assert_tmp_left_nothing(tmp: &Path, run_id: &str) {
 }
 
 /// Nothing of run `run_id` is left: no cgroup in any controller (members'
-/// included), no network namespace, no ledger in `state`, no data dir under `work`, no process
+/// included), no network namespace, no docker container, no ledger in `state`, no data dir under `work`, no process
 /// whose command line names both `marker` (a test's temp folder) and the
 /// run but a benchcage submitter, no temp file under `results`, no mount
 /// point or loop device (a data disk's) under `work`.
@@ -46,6 +68,8 @@ pub fn assert_run_left_nothing(
     }
     let namespaces = namespaces_left(run_id);
     assert!(namespaces.is_empty(), "namespaces left: {namespaces:?}");
+    let containers = containers_left(run_id);
+    assert!(containers.is_empty(), "containers left: {containers:?}");
     let ledgers: Vec<String> = std::fs::read_dir(state)
         .into_iter()
         .flatten()

@@ -65,14 +65,22 @@ pub(super) fn link(
     leader: u16,
     limits: &crate::model::CellLimits,
 ) -> Result<Relay, Stop> {
+    let shape = network.shape(u64::from(leader));
+    on_client_cpus((0, leader), shape, limits, None)
+        .map_err(|e| Stop::Failed(format!("network: starting a replication link's relay: {e}")))
+}
+
+/// A relay from the host's 127.0.0.1:`listen` (0: any free port) to
+/// 127.0.0.1:`upstream` (inside the namespace whose file is `netns`, if
+/// any), its threads on the client's CPUs.
+fn on_client_cpus(
+    (listen, upstream): (u16, u16),
+    shape: Shape,
+    limits: &crate::model::CellLimits,
+    netns: Option<&std::path::Path>,
+) -> std::io::Result<Relay> {
     let cpus: Vec<u32> = limits.client_cpus.iter().collect();
-    Relay::start(
-        loopback(0),
-        loopback(leader),
-        network.shape(u64::from(leader)),
-        &cpus,
-    )
-    .map_err(|e| Stop::Failed(format!("network: starting a replication link's relay: {e}")))
+    Relay::start_in(loopback(listen), loopback(upstream), shape, &cpus, netns)
 }
 
 /// The kernel emulation's namespace and the bridge into it.
@@ -84,12 +92,15 @@ pub(super) struct Isolation {
 }
 
 /// At provision, for the kernel emulation: the cell's namespace with the
-/// network's qdisc on its loopback; the sandbox starts everything in it.
-pub(super) fn isolate(network: &Network, r: &mut Running) -> Result<(), Stop> {
+/// network's qdisc on its loopback; the sandbox starts everything in it,
+/// and so do the topology's members (they share it: replication crosses
+/// the same loopback).
+pub(super) async fn isolate(network: &Network, r: &mut Running) -> Result<(), Stop> {
     if network.emulation != Emulation::Kernel {
         return Ok(());
     }
-    let ns = r.sandbox().isolate_network(network)?;
+    let ns = r.sandbox().isolate_network(network).await?;
+    r.topology.share_network(&ns);
     r.isolation = Some(Isolation { ns, bridge: None });
     Ok(())
 }
@@ -104,22 +115,24 @@ pub(super) fn bridge(work: &CellWork, r: &mut Running) -> Result<(), Stop> {
     let Some(iso) = r.isolation.as_mut() else {
         return Ok(());
     };
-    let cpus: Vec<u32> = work.limits.client_cpus.iter().collect();
-    let relay = Relay::start_in(
-        loopback(port),
-        loopback(port),
-        Shape::default(),
-        &cpus,
-        Some(&iso.ns.path),
-    )
-    .map_err(|e| {
+    iso.bridge = Some(bridge_into(&iso.ns, port, &work.limits)?);
+    Ok(())
+}
+
+/// A bridge from the host's 127.0.0.1:`port` to the same port inside
+/// namespace `ns`, on the client's CPUs (a member's port, or the cell's
+/// server's).
+pub(super) fn bridge_into(
+    ns: &NetworkNamespace,
+    port: u16,
+    limits: &crate::model::CellLimits,
+) -> Result<Relay, Stop> {
+    on_client_cpus((port, port), Shape::default(), limits, Some(&ns.path)).map_err(|e| {
         Stop::Failed(format!(
             "network: a bridge from 127.0.0.1:{port} into namespace {}: {e}",
-            iso.ns.name
+            ns.name
         ))
-    })?;
-    iso.bridge = Some(relay);
-    Ok(())
+    })
 }
 
 /// The `network` stage: the relays in front of the client ports (proxy)
@@ -127,7 +140,13 @@ pub(super) fn bridge(work: &CellWork, r: &mut Running) -> Result<(), Stop> {
 /// probe's record (a violation when the round trip is off).
 pub(super) fn open(work: &CellWork, network: &Network, r: &mut Running) -> Result<(), Stop> {
     if let Some(iso) = &r.isolation {
-        let (fidelity, violations) = kernel(network, &iso.ns, r.engine_pid)?;
+        // A container's engine has no pid of the cell's own: the first
+        // process of its cgroup is its PID 1.
+        let engine = r
+            .engine_pid
+            .or_else(|| r.sandbox.as_ref()?.server_pids().first().copied());
+        let (fidelity, mut violations) = kernel(network, &iso.ns, engine)?;
+        violations.extend(members_outside(&iso.ns, &r.topology.server_pids()));
         r.record.fidelity.network = Some(fidelity);
         r.record.fidelity.violations.extend(violations);
         return Ok(());
@@ -297,6 +316,28 @@ fn namespace_violations(network: &Network, ns: &NamespaceFidelity) -> Vec<String
         ));
     }
     out
+}
+
+/// A member's process outside the cell's namespace (the members share
+/// it, so that replication crosses its loopback): a violation naming them.
+fn members_outside(ns: &NetworkNamespace, pids: &[u32]) -> Option<String> {
+    let inside = crate::network::netns::inode(&ns.path);
+    let outside: Vec<String> = pids
+        .iter()
+        // A process gone meanwhile (no inode) is no evidence either way.
+        .filter(|pid| {
+            crate::network::netns::inode(format!("/proc/{pid}/ns/net").as_ref())
+                .is_some_and(|i| Some(i) != inside)
+        })
+        .map(u32::to_string)
+        .collect();
+    (!outside.is_empty()).then(|| {
+        format!(
+            "network: the members' processes {} were not inside namespace {}; replication did not cross the emulated network",
+            outside.join(", "),
+            ns.name
+        )
+    })
 }
 
 fn probe_both(shape: &Shape, cpus: &[u32]) -> std::io::Result<(RoundTrips, RoundTrips)> {

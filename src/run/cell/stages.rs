@@ -17,7 +17,7 @@ pub(super) async fn provision(work: &CellWork, ctx: &CellCtx, r: &mut Running) -
         .limits_read_back
         .extend(provisioned.read_back);
     if let Some(net) = &work.network {
-        super::network::isolate(net, r)?;
+        super::network::isolate(net, r).await?;
     }
     let before = r.stats.server()?;
     r.oom_at_start = before.oom_kills;

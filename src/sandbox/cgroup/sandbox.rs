@@ -383,7 +383,7 @@ impl Sandbox for CgroupSandbox {
         ClientPlacer::new(self.client.procs_files()).in_netns(self.netns_path())
     }
 
-    fn isolate_network(
+    async fn isolate_network(
         &mut self,
         network: &crate::network::Network,
     ) -> Result<NetworkNamespace, SandboxError> {
@@ -403,7 +403,13 @@ impl Sandbox for CgroupSandbox {
             path: netns::path_of(&name),
             name,
             qdiscs,
+            container: None,
         })
+    }
+
+    fn join_network(&mut self, ns: &NetworkNamespace) -> Result<(), SandboxError> {
+        self.netns = Some(ns.name.clone());
+        Ok(())
     }
 
     fn set_memory_cap(&self, cap: Bytes, swap: SwapPolicy) -> Result<(), SandboxError> {

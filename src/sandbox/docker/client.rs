@@ -229,6 +229,10 @@ pub struct ContainerSpec {
     pub binds: Vec<Bind>,
     /// Working directory of the engine (its data dir, as on the cgroup backend).
     pub working_dir: Option<PathBuf>,
+    /// Docker's network mode: `host` (the host's namespace), `none` (a
+    /// namespace of its own with only a loopback) or `container:<name>`
+    /// (that container's namespace).
+    pub network_mode: String,
 }
 
 fn throttles(rates: &[DeviceRate]) -> Option<Vec<ThrottleDevice>> {
@@ -254,7 +258,7 @@ impl ContainerSpec {
             })
             .collect();
         let host_config = HostConfig {
-            network_mode: Some("host".into()),
+            network_mode: Some(self.network_mode.clone()),
             cpuset_cpus: Some(self.cpuset_cpus.clone()),
             cpuset_mems: Some(self.cpuset_mems.clone()),
             memory: Some(self.memory),

@@ -1,6 +1,8 @@
 //! [`DockerSandbox`]: one cell's engine in a container (host networking,
-//! engine as PID 1, limits set by the daemon and read back from the
-//! container's cgroup), the load generator in a host cgroup of its own.
+//! or the namespace of a holder container for the kernel emulation of the
+//! cell's network; engine as PID 1, limits set by the daemon and read back
+//! from the container's cgroup), the load generator in a host cgroup of
+//! its own.
 
 use super::DockerBackendError;
 use super::cgroups;
@@ -18,8 +20,8 @@ use crate::sandbox::process::{self, ClientPlacer};
 use crate::sandbox::ready::LOG_TAIL_LINES;
 use crate::sandbox::stats::StatsReader;
 use crate::sandbox::{
-    EngineHandle, EngineId, EngineStatus, Provisioned, Sandbox, SandboxError, StopOutcome,
-    StopReport, TeardownReport, check_run_id,
+    EngineHandle, EngineId, EngineStatus, NetworkNamespace, Provisioned, Sandbox, SandboxError,
+    StopOutcome, StopReport, TeardownReport, check_run_id,
 };
 use crate::units::Bytes;
 use futures::StreamExt;
@@ -62,6 +64,12 @@ pub struct DockerSandbox {
     engine: Option<Engine>,
     stats: StatsReader,
     pull: image::PullPolicy,
+    /// The image the holder of the cell's network namespace runs (the
+    /// cell's own image; the kernel emulation of its network).
+    network_image: Option<String>,
+    /// The namespace every container of the sandbox joins (the kernel
+    /// emulation of the cell's network), its own or another sandbox's.
+    netns: Option<NetworkNamespace>,
 }
 
 fn backend(e: impl Into<DockerBackendError>) -> SandboxError {
@@ -109,6 +117,8 @@ impl DockerSandbox {
             containers: Vec::new(),
             engine: None,
             pull: image::PullPolicy::default(),
+            network_image: None,
+            netns: None,
         })
     }
 
@@ -122,6 +132,20 @@ impl DockerSandbox {
     pub fn with_pull(mut self, policy: image::PullPolicy) -> Self {
         self.pull = policy;
         self
+    }
+
+    /// The image the holder of the cell's network namespace runs, should
+    /// the cell's network be emulated by the kernel: the cell's own image
+    /// (which has `sh` and `sleep`).
+    pub fn with_network_image(mut self, image: Option<String>) -> Self {
+        self.network_image = image;
+        self
+    }
+
+    /// The container whose network namespace the sandbox's containers
+    /// join, if any.
+    fn network_holder(&self) -> Option<&str> {
+        self.netns.as_ref().and_then(|n| n.container.as_deref())
     }
 
     /// The ledger file of this sandbox.
@@ -228,8 +252,16 @@ impl DockerSandbox {
             .limits
             .clone()
             .ok_or_else(|| backend(DockerBackendError::NotProvisioned))?;
-        let spec = spec::container_spec(&self.owner, &role, image, launch, &limits, io_device)
-            .map_err(backend)?;
+        let holder = self.network_holder();
+        let spec = spec::container_spec(
+            &self.owner,
+            &role,
+            image,
+            (launch, holder),
+            &limits,
+            io_device,
+        )
+        .map_err(backend)?;
         let id = self.create(&spec).await?;
         let client = self.client()?.clone();
         client.start(&id).await.map_err(backend)?;
@@ -434,8 +466,10 @@ impl DockerSandbox {
             argv: &launch.argv,
             user: launch.user.as_deref(),
         };
-        let spec = spec::container_spec(&self.owner, &role, image, launch, limits, io_node)
-            .map_err(backend)?;
+        let holder = self.network_holder();
+        let spec =
+            spec::container_spec(&self.owner, &role, image, (launch, holder), limits, io_node)
+                .map_err(backend)?;
         let id = self.create(&spec).await?;
         let client = self.client()?.clone();
         self.engine = Some(Engine {
@@ -585,6 +619,73 @@ impl Sandbox for DockerSandbox {
 
     fn client_placer(&self) -> ClientPlacer {
         ClientPlacer::new(self.client_group.procs_files())
+            .in_netns(self.netns.as_ref().map(|n| n.path.clone()))
+    }
+
+    /// The namespace is a container's of its own, `network_mode: none`
+    /// (only a loopback), which holds it for the cell's life: started
+    /// here (ledger first), its namespace named `benchcage-<run id>`
+    /// under /run/netns (`ip netns attach`, ledgered before), the qdisc
+    /// set on its loopback and read back. The engine's and the init
+    /// commands' containers join it (`container:<holder>`); the client
+    /// enters its file.
+    async fn isolate_network(
+        &mut self,
+        network: &crate::network::Network,
+    ) -> Result<NetworkNamespace, SandboxError> {
+        use crate::network::netns;
+        let limits = self
+            .limits
+            .clone()
+            .ok_or_else(|| backend(DockerBackendError::NotProvisioned))?;
+        let image = self.network_image.clone().ok_or_else(|| {
+            SandboxError::Unsupported(
+                "the kernel emulation of a docker cell's network needs the cell's image for the container that holds its namespace (DockerSandbox::with_network_image)".into(),
+            )
+        })?;
+        let name = netns::name_for(&self.owner.run_id);
+        let fail = |e: netns::NamespaceError| SandboxError::Netns {
+            name: name.clone(),
+            detail: e.0,
+        };
+        image::ensure_image(self.client()?, &image, self.pull)
+            .await
+            .map_err(backend)?;
+        let spec = spec::network_holder(&self.owner, &image, &limits);
+        let id = self.create(&spec).await?;
+        let client = self.client()?.clone();
+        client.start(&id).await.map_err(backend)?;
+        let state = client.inspect(&id).await.map_err(backend)?;
+        if !state.running || state.pid == 0 {
+            return Err(fail(netns::NamespaceError(format!(
+                "the container {} that holds the namespace is not running ({})",
+                spec.name, state.status
+            ))));
+        }
+        self.ledger_mut()?
+            .record(Resource::Netns { name: name.clone() })?;
+        netns::attach(&name, state.pid).map_err(fail)?;
+        netns::shape(&name, network).map_err(fail)?;
+        let qdiscs = netns::qdiscs(&name).map_err(fail)?;
+        let ns = NetworkNamespace {
+            path: netns::path_of(&name),
+            name,
+            qdiscs,
+            container: Some(spec.name),
+        };
+        self.netns = Some(ns.clone());
+        Ok(ns)
+    }
+
+    fn join_network(&mut self, ns: &NetworkNamespace) -> Result<(), SandboxError> {
+        if ns.container.is_none() {
+            return Err(SandboxError::Unsupported(format!(
+                "namespace {} is no container's, and a docker container can only join another container's",
+                ns.name
+            )));
+        }
+        self.netns = Some(ns.clone());
+        Ok(())
     }
 
     fn set_memory_cap(&self, cap: Bytes, swap: SwapPolicy) -> Result<(), SandboxError> {
@@ -738,6 +839,7 @@ impl Sandbox for DockerSandbox {
             l.finish()?;
         }
         self.limits = None;
+        self.netns = None;
         report.elapsed_ms = started.elapsed().as_millis() as u64;
         Ok(report)
     }

@@ -127,12 +127,14 @@ pub struct Role<'a> {
 
 /// The container for one role of a cell. The data dir is mounted at its
 /// host path, so argv placeholders filled with host paths mean the same
-/// inside; config files are mounted read-only.
+/// inside; config files are mounted read-only. Its network is the host's,
+/// or the namespace of the container `network` names (the kernel
+/// emulation of the cell's network, [`network_holder`]).
 pub fn container_spec(
     owner: &Owner,
     role: &Role<'_>,
     image: &str,
-    launch: &EngineLaunch,
+    (launch, network): (&EngineLaunch, Option<&str>),
     limits: &CellLimits,
     io_device: Option<&Path>,
 ) -> Result<ContainerSpec, DockerBackendError> {
@@ -185,8 +187,54 @@ pub fn container_spec(
         },
         binds,
         working_dir,
+        network_mode: network_mode(network),
     })
 }
+
+/// Docker's network mode of a container in the namespace of the container
+/// `holder`, or on the host's network without one.
+fn network_mode(holder: Option<&str>) -> String {
+    holder.map_or_else(|| "host".into(), |h| format!("container:{h}"))
+}
+
+/// What the holder of a cell's network namespace runs: a shell that
+/// sleeps and exits at once on SIGTERM (as PID 1 it would ignore the
+/// signal and `docker stop` would wait its grace out).
+pub const HOLDER_ARGV: [&str; 3] = [
+    "sh",
+    "-c",
+    "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done",
+];
+
+/// The container that holds a cell's network namespace (the kernel
+/// emulation): `network_mode: none`, so its namespace has only a
+/// loopback; the engine, its init commands and the members join it
+/// (`container:<name>`). It runs [`HOLDER_ARGV`] in the cell's image on
+/// the server's CPUs, with a small memory cap of its own.
+pub fn network_holder(owner: &Owner, image: &str, limits: &CellLimits) -> ContainerSpec {
+    const HOLDER_MEMORY: i64 = 32 << 20;
+    ContainerSpec {
+        name: owner.container_name(HOLDER_ROLE),
+        image: image.to_string(),
+        argv: HOLDER_ARGV.iter().map(|a| a.to_string()).collect(),
+        env: BTreeMap::new(),
+        user: None,
+        labels: owner.labels(HOLDER_ROLE),
+        cpuset_cpus: limits.server_cpus.to_string(),
+        cpuset_mems: online_mems(),
+        memory: HOLDER_MEMORY,
+        memory_swap: HOLDER_MEMORY,
+        pids_limit: 8,
+        blkio: Blkio::default(),
+        binds: Vec::new(),
+        working_dir: None,
+        network_mode: "none".into(),
+    }
+}
+
+/// The role (and name suffix) of the container holding the cell's
+/// network namespace.
+pub const HOLDER_ROLE: &str = "network";
 
 /// The host's online memory nodes (`0` on a machine without NUMA info).
 fn online_mems() -> String {
@@ -256,7 +304,30 @@ mod tests {
     }
 
     fn spec(l: &EngineLaunch, swap: SwapPolicy, dev: Option<&Path>) -> ContainerSpec {
-        container_spec(&owner(), &engine(l), "img", l, &limits(swap), dev).unwrap()
+        container_spec(&owner(), &engine(l), "img", (l, None), &limits(swap), dev).unwrap()
+    }
+
+    #[test]
+    fn a_cells_containers_join_the_holder_of_its_network_namespace() {
+        let l = launch();
+        assert_eq!(spec(&l, SwapPolicy::Off, None).network_mode, "host");
+        let holder = network_holder(&owner(), "img", &limits(SwapPolicy::Off));
+        assert_eq!(
+            holder.network_mode, "none",
+            "a namespace with only a loopback"
+        );
+        assert_eq!(holder.labels[LABEL_ROLE], HOLDER_ROLE);
+        assert!(holder.name.ends_with("-network"), "{}", holder.name);
+        let joined = container_spec(
+            &owner(),
+            &engine(&l),
+            "img",
+            (&l, Some(&holder.name)),
+            &limits(SwapPolicy::Off),
+            None,
+        )
+        .unwrap();
+        assert_eq!(joined.network_mode, format!("container:{}", holder.name));
     }
 
     #[test]
@@ -334,7 +405,7 @@ mod tests {
             &owner(),
             &engine(&l),
             "img",
-            &l,
+            (&l, None),
             &limits(SwapPolicy::Off),
             None,
         )

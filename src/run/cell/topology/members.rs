@@ -30,6 +30,12 @@ pub(super) struct ReplicaRun {
     work: ReplicaWork,
     /// Whom it copies.
     pub(super) leader: Leader,
+    /// The cell's network namespace (the kernel emulation), which the
+    /// member shares with the cell's server.
+    pub(super) netns: Option<crate::sandbox::NetworkNamespace>,
+    /// From the host's loopback into the namespace on the member's port,
+    /// for benchcage's own connections to it; stopped by teardown.
+    pub(super) bridge: Option<crate::network::relay::Relay>,
 }
 
 impl ReplicaRun {
@@ -45,6 +51,8 @@ impl ReplicaRun {
             engine_pid: None,
             oom_at_start: 0,
             started: None,
+            netns: None,
+            bridge: None,
         }
     }
 
@@ -88,6 +96,11 @@ pub(super) async fn start(
     let provisioned = rr.sandbox().provision(&rw.limits).await?;
     rr.oom_at_start = rr.stats.server()?.oom_kills;
     rr.port = crate::sandbox::free_port()?;
+    if let Some(ns) = rr.netns.clone() {
+        rr.sandbox().join_network(&ns)?;
+        let bridge = super::super::network::bridge_into(&ns, rr.port, &work.limits)?;
+        rr.bridge = Some(bridge);
+    }
     let dir = super::super::cell_work_dir(ctx).join(&rw.name);
     let kept = ctx.cell_dir.join("members").join(&rw.name);
     let mut all = vec![

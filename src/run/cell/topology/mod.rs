@@ -39,8 +39,10 @@ pub(super) struct Topology {
     members: Vec<ReplicaRun>,
     /// Reads their lag every second once they follow the primary.
     lag: Option<LagSampler>,
-    /// With a `network:`, the relay each follower reaches its primary
-    /// through, so that replication crosses the same emulated network.
+    /// With a `network:` the proxy imposes, the relay each follower
+    /// reaches its primary through, so that replication crosses the same
+    /// emulated network (under the kernel emulation the members share the
+    /// cell's namespace and reach each other over its loopback).
     links: Vec<crate::network::relay::Relay>,
 }
 
@@ -57,6 +59,15 @@ impl Topology {
                 .collect(),
             lag: None,
             links: Vec::new(),
+        }
+    }
+
+    /// The kernel emulation: every member starts inside the cell's
+    /// namespace `ns`, so replication crosses its loopback's qdisc (with a
+    /// delay, each hop between members pays it, as the client's does).
+    pub(super) fn share_network(&mut self, ns: &crate::sandbox::NetworkNamespace) {
+        for rr in &mut self.members {
+            rr.netns = Some(ns.clone());
         }
     }
 
@@ -78,13 +89,13 @@ impl Topology {
     ) -> Result<(), Stop> {
         for rr in self.members.iter_mut().filter(|rr| !rr.is_router()) {
             let leader = match &work.network {
-                Some(net) => {
+                Some(net) if net.emulation != crate::network::Emulation::Kernel => {
                     let relay = super::network::link(net, primary, &work.limits)?;
                     let port = relay.addr().port();
                     self.links.push(relay);
                     port
                 }
-                None => primary,
+                _ => primary,
             };
             members::start(work, ctx, rr, record, writer, leader, &[]).await?;
         }
@@ -347,6 +358,23 @@ impl Topology {
             if let Some(n) = record.fidelity.network.as_mut() {
                 n.links = Some(stats);
             }
+        }
+        let bridges: Vec<_> = self
+            .members
+            .iter_mut()
+            .filter_map(|rr| rr.bridge.take())
+            .collect();
+        let bridges = (!bridges.is_empty()).then(|| super::network::stop_all(bridges));
+        if let Some(bridges) = bridges
+            && let Some(ns) = record
+                .fidelity
+                .network
+                .as_mut()
+                .and_then(|n| n.namespace.as_mut())
+        {
+            // The members' bridges carried benchcage's own traffic too.
+            let server = ns.bridge.take().unwrap_or_default();
+            ns.bridge = Some(crate::network::relay::RelayStats::sum([server, bridges]));
         }
         let mut leaks = Vec::new();
         for rr in &mut self.members {

@@ -106,6 +106,8 @@ impl Place {
         assert!(left.is_empty(), "ledgers left: {left:?}");
         let namespaces = support::clean::namespaces_left(run);
         assert!(namespaces.is_empty(), "namespaces left: {namespaces:?}");
+        let containers = support::clean::containers_left(run);
+        assert!(containers.is_empty(), "containers left: {containers:?}");
     }
 }
 
@@ -918,13 +920,21 @@ fn postgres_and_redis_replica_sets_behind_a_network_form_and_sync_through_its_li
 #[test]
 fn postgres_and_redis_replica_sets_under_a_kernel_rate_share_the_cells_namespace_and_sync() {
     let place = Place::new();
-    for engine in ["postgres", "redis"] {
+    // A docker replica set too: its members' containers join the holder
+    // of the cell's namespace.
+    for (engine, backend) in [
+        ("postgres", "backend=cgroup"),
+        ("redis", "backend=cgroup"),
+        ("redis", "backend=docker"),
+    ] {
         let sets = [
+            backend,
             "network.delay=0us",
             "network.rate=100mbit",
             "network.emulation=kernel",
         ];
         let (run, c) = replica_set_with(&place, engine, &sets);
+        assert_eq!(c.image.is_some(), backend.ends_with("docker"), "{engine}");
         let net = c.fidelity.network.as_ref().expect("the network's record");
         assert_eq!(net.asked.emulation.name(), "kernel");
         assert!(net.links.is_none(), "no relay per link: {net:?}");

@@ -475,13 +475,20 @@ impl PhaseIo {
     }
 }
 
-/// What crossed the client's emulated link during one phase, each
-/// direction apart (a link's rate holds per direction).
+/// What crossed the client's emulated link during one phase: each
+/// direction apart through the proxy (its rate holds per direction), or
+/// both together as the kernel emulation's qdisc counts them (one
+/// loopback carries both, and its rate is shared).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PhaseTraffic {
     pub seconds: f64,
     pub bytes_to_server: u64,
     pub bytes_to_client: u64,
+    /// Both directions together, from the namespace's qdisc (`Sent`
+    /// bytes of `tc -s qdisc show dev lo`), under the kernel emulation;
+    /// benchcage's own connections over the bridge are in it too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_both: Option<u64>,
 }
 
 impl PhaseTraffic {

@@ -80,6 +80,7 @@ pub(super) async fn run_one(
     let cpu_before = CpuSnapshot::take(&work.limits.server_cpus, &topology_pids(r));
     let members_before = r.topology.cpu_usec();
     let link_before = r.links.as_ref().map(|l| l.stats());
+    let qdisc_before = network::qdisc_sent(r);
     let started = Instant::now();
     let Watched {
         result,
@@ -119,6 +120,9 @@ pub(super) async fn run_one(
         let traffic = network::traffic(&links.stats().since(&before), started.elapsed());
         io.network_violation = network::rate_violation(&net.asked, &traffic);
         io.network = Some(traffic);
+    }
+    if let (Some(before), Some(after)) = (qdisc_before, network::qdisc_sent(r)) {
+        io.network = Some(network::qdisc_traffic(before, after, started.elapsed()));
     }
     let members_usec = r.topology.cpu_usec().saturating_sub(members_before);
     cpu_before.finish(

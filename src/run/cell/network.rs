@@ -355,6 +355,25 @@ pub(super) fn traffic(during: &RelayStats, took: Duration) -> PhaseTraffic {
         seconds: took.as_secs_f64(),
         bytes_to_server: during.bytes_to_server,
         bytes_to_client: during.bytes_to_client,
+        bytes_both: None,
+    }
+}
+
+/// Under the kernel emulation: the bytes its qdisc has sent so far (both
+/// directions), to take a phase's traffic as the difference; `None`
+/// without a namespace or when `tc` cannot say.
+pub(super) fn qdisc_sent(r: &Running) -> Option<u64> {
+    let iso = r.isolation.as_ref()?;
+    crate::network::netns::sent_bytes(&iso.ns.name).ok()
+}
+
+/// What crossed the namespace's loopback over `took`: the qdisc's count
+/// from `before` to `after`, both directions together.
+pub(super) fn qdisc_traffic(before: u64, after: u64, took: Duration) -> PhaseTraffic {
+    PhaseTraffic {
+        seconds: took.as_secs_f64(),
+        bytes_both: Some(after.saturating_sub(before)),
+        ..PhaseTraffic::default()
     }
 }
 
@@ -450,6 +469,7 @@ mod tests {
             seconds: 2.0,
             bytes_to_server: 1000,
             bytes_to_client: to_client,
+            bytes_both: None,
         };
         // 1,250,000 B/s asked.
         assert_eq!(rate_violation(&n, &t(2_700_000)), None);

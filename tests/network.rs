@@ -245,7 +245,15 @@ fn a_network_that_cannot_be_read_is_refused_before_anything_is_made() {
 
 #[test]
 fn a_docker_cell_gets_the_same_delay() {
-    let (cell, fid) = run_cell(&["--set", "backend=docker", "--set", "network.delay=1ms"]);
+    // The proxy by name: `auto` is the holder's namespace where netem is.
+    let (cell, fid) = run_cell(&[
+        "--set",
+        "backend=docker",
+        "--set",
+        "network.delay=1ms",
+        "--set",
+        "network.emulation=proxy",
+    ]);
     assert!(cell.image.is_some(), "a docker cell");
     let rate = reads_per_sec(&cell);
     assert!(

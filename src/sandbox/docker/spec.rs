@@ -252,6 +252,7 @@ mod tests {
                 ..IoLimits::default()
             },
             disk: None,
+            client_node: Default::default(),
         }
     }
 

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# A local one-node Slurm cluster for `benchcage run --on slurm` and its
-# tests: munged, slurmctld and slurmd on this machine, talking over
-# 127.0.0.1 only. Idempotent, like scripts/dockerd.sh: a second call returns
-# as soon as the node answers `sinfo` as idle.
+# A local Slurm cluster for `benchcage run --on slurm` and its tests:
+# munged, slurmctld and two slurmd on this machine, talking over 127.0.0.1
+# only. Node HOST (this machine as slurmd reads it) is partition `bench`,
+# the default; node HOST-b, a second slurmd on its own port, joins it in
+# partition `pair`, a two-node allocation for cells whose client runs on
+# another node (`client: {node: other}`). Both nodes are this machine: a
+# job on one and a step on the other share its CPUs. Idempotent, like
+# scripts/dockerd.sh: a second call returns as soon as both nodes answer
+# `sinfo` as idle.
 #
 #   bash scripts/slurm.sh          install (Debian slurm-wlm, munge), start
 #   bash scripts/slurm.sh stop     stop the daemons this script started
@@ -22,10 +27,11 @@ timeout_s=${SLURM_TIMEOUT:-60}
 ours() { [[ -f $conf ]] && [[ $(head -n 1 "$conf") == "$marker" ]]; }
 
 stop() {
-  for d in slurmd slurmctld munged; do
-    local f="$pids/$d.pid"
+  for f in "$pids"/slurmd*.pid "$pids/slurmctld.pid" "$pids/munged.pid"; do
     [[ -f $f ]] || continue
-    local pid
+    local d pid
+    d=$(basename "$f" .pid)
+    d=${d%%-*}
     pid=$(cat "$f")
     if [[ $(cat "/proc/$pid/comm" 2>/dev/null) == "$d" ]]; then
       kill "$pid" 2>/dev/null || true
@@ -45,9 +51,14 @@ if [[ ${1:-} == stop ]]; then
   exit 0
 fi
 
-idle() { sinfo --noheader --format=%t 2>/dev/null | grep -qE '^(idle|mix|alloc)'; }
+# A cluster answers with a node up.
+up() { sinfo --noheader --format=%t 2>/dev/null | grep -qE '^(idle|mix|alloc)'; }
+# Ours answers with both nodes of partition pair up.
+idle() {
+  [[ $(sinfo --noheader --Node --partition=pair --format=%t 2>/dev/null | grep -cE '^(idle|mix|alloc)') -eq 2 ]]
+}
 
-if command -v sinfo >/dev/null && idle; then
+if command -v sinfo >/dev/null && { idle || { ! ours && up; }; }; then
   exit 0
 fi
 
@@ -62,7 +73,7 @@ if [[ -f $conf ]] && ! ours; then
   exit 1
 fi
 
-mkdir -p "$state/ctld" "$state/spool" "$pids" "$log"
+mkdir -p "$state/ctld" "$state/spool-$(hostname -s)" "$state/spool-$(hostname -s)-b" "$pids" "$log"
 # Nodes: this machine only, as slurmd reads it, addressed on loopback.
 node=$(slurmd -C | head -n 1)
 host=$(hostname -s)
@@ -74,11 +85,11 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 StateSaveLocation=$state/ctld
-SlurmdSpoolDir=$state/spool
+SlurmdSpoolDir=$state/spool-%n
 SlurmctldPidFile=$pids/slurmctld.pid
-SlurmdPidFile=$pids/slurmd.pid
+SlurmdPidFile=$pids/slurmd-%n.pid
 SlurmctldLogFile=$log/slurmctld.log
-SlurmdLogFile=$log/slurmd.log
+SlurmdLogFile=$log/slurmd-%n.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SchedulerType=sched/backfill
@@ -95,10 +106,23 @@ KillWait=30
 # A dead slurmd's node goes down (and its jobs NODE_FAIL) after 30 s, not
 # Slurm's default 300: tests/slurm.rs kills slurmd under a running job.
 SlurmdTimeout=30
-$node NodeAddr=127.0.0.1 State=UNKNOWN
-PartitionName=bench Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+$node NodeAddr=127.0.0.1 Port=6818 State=UNKNOWN
+${node/NodeName=$host /NodeName=$host-b } NodeAddr=127.0.0.1 Port=6828 State=UNKNOWN
+PartitionName=bench Nodes=$host Default=YES MaxTime=INFINITE State=UP
+PartitionName=pair Nodes=$host,$host-b MaxTime=INFINITE State=UP
 EOF
-mv "$conf.tmp" "$conf"
+# A controller started on another config (an older one-node cluster of
+# this script's) reads the new one only when it starts.
+if ! cmp -s "$conf.tmp" "$conf"; then
+  mv "$conf.tmp" "$conf"
+  for d in slurmd slurmctld; do pkill -x "$d" 2>/dev/null || true; done
+  for ((i = 0; i < 100; i++)); do
+    pgrep -x slurmd >/dev/null || pgrep -x slurmctld >/dev/null || break
+    sleep 0.1
+  done
+else
+  rm -f "$conf.tmp"
+fi
 
 # munge: its key comes with the package; its socket folder is made here
 # (no systemd to make it).
@@ -115,9 +139,13 @@ if ! pgrep -x munged >/dev/null; then
 fi
 
 start() {
-  local d=$1
-  if pgrep -x "$d" >/dev/null; then return; fi
-  echo "slurm.sh: starting $d (log: $log/$d.log)"
+  local d=$1 name=${2:-}
+  if [[ -z $name ]]; then
+    pgrep -x "$d" >/dev/null && return
+  else
+    pgrep -xf "$d -N $name" >/dev/null && return
+  fi
+  echo "slurm.sh: starting $d ${name:+for node $name }(log: $log/)"
   # Close every inherited descriptor above stderr first: the daemon lives
   # on and would hold what it inherited (a caller's pipe, a test's flock).
   (
@@ -125,24 +153,24 @@ start() {
       fd=${fd##*/}
       if [ "$fd" -gt 2 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi
     done
-    setsid "$d" </dev/null >>"$log/$d.out" 2>&1
+    setsid "$d" ${name:+-N "$name"} </dev/null >>"$log/$d${name:+-$name}.out" 2>&1
   )
 }
 start slurmctld
-start slurmd
+start slurmd "$host"
+start slurmd "$host-b"
 
 for ((i = 0; i < timeout_s * 10; i++)); do
   if idle; then
-    scontrol update NodeName="$host" State=RESUME >/dev/null 2>&1 || true
-    echo "slurm.sh: one-node cluster up ($(sinfo --noheader --format='%P %D node(s) %c CPUs %m MB %t' | head -n 1))"
+    echo "slurm.sh: cluster up ($(sinfo --noheader --format='%P %D node(s) %c CPUs %m MB %t' | tr '\n' ';'))"
     exit 0
   fi
   # A node left down by an earlier stop comes back.
   if sinfo --noheader --format=%t 2>/dev/null | grep -qE '^(down|drain)'; then
-    scontrol update NodeName="$host" State=RESUME >/dev/null 2>&1 || true
+    scontrol update NodeName="$host,$host-b" State=RESUME >/dev/null 2>&1 || true
   fi
   sleep 0.1
 done
 echo "slurm.sh: the node did not come up within ${timeout_s}s; last log lines:" >&2
-tail -n 20 "$log/slurmctld.log" "$log/slurmd.log" >&2 || true
+tail -n 20 "$log/slurmctld.log" "$log/slurmd-$host.log" "$log/slurmd-$host-b.log" >&2 || true
 exit 1

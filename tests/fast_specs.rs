@@ -2279,3 +2279,59 @@ fn an_environment_network_of_a_rate_alone_plans_without_a_delay() {
         "{out}"
     );
 }
+
+#[test]
+fn a_client_on_another_node_is_refused_where_it_cannot_run_naming_why() {
+    let home = temp_home(true);
+    std::fs::copy(
+        repo().join("tests/scenarios/run-tool.yaml"),
+        home.path().join("scenarios/tool.yaml"),
+    )
+    .unwrap();
+    for (args, want) in [
+        // An external tool is not started on the other node.
+        (vec!["plan", "tool"], "runs an external tool"),
+        // SecantusDB's command binds 127.0.0.1 only.
+        (
+            vec!["plan", "003-mongodb-3.2-here", "--only", "secantusdb"],
+            "no way to listen on its node's address",
+        ),
+        // A replica set's members listen on 127.0.0.1 only.
+        (
+            vec!["plan", "replica-sets-here", "--only", "redis"],
+            "built for one server",
+        ),
+    ] {
+        let o = run(
+            home.path(),
+            &[args.as_slice(), &["--set", "client.node=other"]].concat(),
+        );
+        assert_eq!(o.code, 2, "{args:?}: {}", o.stderr);
+        assert!(
+            o.stderr.contains("client.node") && o.stderr.contains(want),
+            "{args:?}: {}",
+            o.stderr
+        );
+    }
+    // A built-in workload on one redis server plans, as another cell.
+    let o = run(
+        home.path(),
+        &["plan", "quickstart", "--set", "client.node=other"],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stdout.contains("client    on another node"),
+        "{}",
+        o.stdout
+    );
+    let o = run(
+        home.path(),
+        &["plan", "quickstart", "--set", "client.node=elsewhere"],
+    );
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr.contains("neither `same` nor `other`"),
+        "{}",
+        o.stderr
+    );
+}

@@ -38,6 +38,7 @@ fn limits(memory_mib: u64) -> CellLimits {
             ..IoLimits::default()
         },
         disk: None,
+        client_node: Default::default(),
     }
 }
 

@@ -555,7 +555,11 @@ fn a_dead_slurmd_fails_the_job_it_ran_says_why_and_the_run_ends_failed_when_it_r
     // slurmd dies under the running job (its step lives on, as on a real
     // node whose slurmd crashed).
     let back = SlurmdBack;
-    let pid: i32 = std::fs::read_to_string("/run/benchcage-slurm/slurmd.pid")
+    // The default partition's node is this machine, by its short name.
+    let host = nix::unistd::gethostname().unwrap();
+    let host = host.to_string_lossy();
+    let host = host.split('.').next().unwrap();
+    let pid: i32 = std::fs::read_to_string(format!("/run/benchcage-slurm/slurmd-{host}.pid"))
         .expect("slurmd's pid file (scripts/slurm.sh)")
         .trim()
         .parse()
@@ -653,5 +657,84 @@ fn a_dead_slurmd_fails_the_job_it_ran_says_why_and_the_run_ends_failed_when_it_r
             .then_some(())
         },
     );
+    place.assert_clean(&run.run_id);
+}
+
+/// No run folder under the test's results: nothing was made.
+fn no_run_made(place: &Place) -> bool {
+    std::fs::read_dir(place.path("results"))
+        .map(|d| d.flatten().all(|e| !e.path().join("run.json").exists()))
+        .unwrap_or(true)
+}
+
+#[test]
+fn a_client_on_another_node_runs_there_in_a_two_node_job_and_one_node_refuses_it() {
+    let Some(place) = Place::new() else { return };
+    let remote = ["--set", "client.node=other"];
+    let scenario = "tests/scenarios/slurm-remote.yaml";
+    // Refused before anything exists: on this machine alone, in a
+    // partition of one node, and with an emulated network besides.
+    for (args, want) in [
+        (vec![scenario], "this run has one machine"),
+        (vec![scenario, "--on", "slurm"], "has 1"),
+        (
+            vec![
+                scenario,
+                "--on",
+                "slurm",
+                "--partition",
+                "pair",
+                "--set",
+                "network.rate=10mbit",
+            ],
+            "a cell has one or the other",
+        ),
+    ] {
+        let out = place
+            .command(&[args.as_slice(), &remote].concat())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(want) && stderr.contains("client.node"),
+            "{args:?}: {stderr}"
+        );
+        assert!(no_run_made(&place), "{args:?} made a run");
+    }
+    // In the two-node partition: the server on its node, the client on
+    // the other, by Slurm's own placement.
+    let args = [scenario, "--on", "slurm", "--partition", "pair"];
+    let out = place
+        .command(&[args.as_slice(), &remote].concat())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let cells = place.cells();
+    assert_eq!(cells.len(), 1);
+    let c = &cells[0];
+    assert_eq!(c.status, CellStatus::Finished, "{:?}", c.failure);
+    let node = c.node.as_ref().expect("the cell's node");
+    let client = node.client.as_ref().expect("the client's placement");
+    assert_ne!(client.node, node.name, "the client ran on the other node");
+    assert_eq!(client.address, "127.0.0.1", "this cluster's NodeAddr");
+    assert!(c.phases.iter().all(|p| p.total_ops > 0), "{:?}", c.phases);
+    // Each phase's log says where Slurm ran its generator.
+    let dir = cell_dirs(&place.run_dir())[0].clone();
+    let logs: Vec<String> = std::fs::read_dir(dir.join("raw"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect();
+    assert!(!logs.is_empty());
+    for log in &logs {
+        assert!(
+            log.contains(&format!("drive: on node {} ", client.node)),
+            "{log}"
+        );
+    }
+    let run: RunRecord = read_json(&place.run_dir().join("run.json"));
     place.assert_clean(&run.run_id);
 }

@@ -25,6 +25,14 @@ pub async fn run(_home: &Path, args: &DriveArgs) -> anyhow::Result<ExitCode> {
         WorkloadError::Url(_) => bad_input(e.to_string()),
         other => anyhow::Error::new(other),
     })?;
+    // A Slurm job step (a client on another node) says where it runs, as
+    // Slurm placed it: the phase's log is the proof.
+    if let (Ok(node), Ok(step)) = (
+        std::env::var("SLURMD_NODENAME"),
+        std::env::var("SLURM_STEP_ID"),
+    ) {
+        eprintln!("drive: on node {node} (Slurm step {step})");
+    }
     // Validation counted on the hard limit: one open file per connection.
     workload::bounds::raise_open_files();
     let cancel = CancellationToken::new();

@@ -21,6 +21,33 @@ pub struct IoLimits {
     pub write_iops: Option<u64>,
 }
 
+/// Where the client (the load generator) runs, against the server's node.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClientNode {
+    /// On the server's machine, on the client CPUs, over loopback.
+    #[default]
+    Same,
+    /// On another node of a Slurm allocation of two (`run --on slurm`),
+    /// over the cluster's network.
+    Other,
+}
+
+impl ClientNode {
+    pub fn is_same(&self) -> bool {
+        *self == ClientNode::Same
+    }
+}
+
+/// Where a client on another node runs, as its Slurm job placed it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RemoteClient {
+    /// The allocation's node the client runs on.
+    pub node: String,
+    /// The server's node's address, as the client reaches it.
+    pub address: String,
+}
+
 /// Limits of one cell, already resolved from the environment (scale applied).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CellLimits {
@@ -35,6 +62,11 @@ pub struct CellLimits {
     /// when `None`, so cells without a disk keep their keys.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disk: Option<Bytes>,
+    /// Where the client runs. Left out when on the server's machine, so
+    /// those cells keep their keys; a client on another node is another
+    /// measurement, with a key of its own.
+    #[serde(default, skip_serializing_if = "ClientNode::is_same")]
+    pub client_node: ClientNode,
 }
 
 impl fmt::Display for SwapPolicy {

@@ -23,7 +23,7 @@ pub mod tpcc;
 pub use backend::Backend;
 pub use image::ImageRecord;
 pub use launch::{EngineLaunch, Program};
-pub use limits::{CellLimits, IoLimits, SwapPolicy};
+pub use limits::{CellLimits, ClientNode, IoLimits, RemoteClient, SwapPolicy};
 pub use probe::Probe;
 pub use readiness::Readiness;
 pub use settle::{Settle, SettleMemory};

@@ -81,6 +81,14 @@ pub struct PlannedCell {
     pub scale: f64,
     /// argv and init with placeholders, filled by `launch`.
     pub command: Vec<String>,
+    /// argv appended to `command` for a client on another node, with
+    /// `{address}` (the engine's `listen:`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub listen: Vec<String>,
+    /// The client on another node, once its Slurm job placed it
+    /// ([`PlannedCell::place_client`]); `None` on the server's machine.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote_client: Option<crate::model::RemoteClient>,
     pub init: Vec<Vec<String>>,
     /// What the environment asks of the host's transparent huge pages.
     pub transparent_hugepages: ThpPolicy,
@@ -156,6 +164,33 @@ impl PlannedCell {
     /// (`mongodb://127.0.0.1:PORT/?w=1&journal=true`); several ports make a
     /// seed list (`mongodb://127.0.0.1:P1,127.0.0.1:P2`: a cluster's routers).
     pub(crate) fn store_url(&self, ports: &[u16]) -> String {
+        let url = self.local_store_url(ports);
+        match &self.remote_client {
+            Some(r) => url.replace("127.0.0.1", &r.address),
+            None => url,
+        }
+    }
+
+    /// Put the client on another node: the load generator's store URL
+    /// names the server node's `address`, and the server also listens on
+    /// it (the engine's `listen:` argv) unless it is a loopback address,
+    /// which it listens on already.
+    pub fn place_client(&mut self, remote: crate::model::RemoteClient) {
+        let loopback = remote
+            .address
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|a| a.is_loopback());
+        if !loopback {
+            let args = self
+                .listen
+                .iter()
+                .map(|a| a.replace("{address}", &remote.address));
+            self.command.extend(args);
+        }
+        self.remote_client = Some(remote);
+    }
+
+    fn local_store_url(&self, ports: &[u16]) -> String {
         let port = ports.first().copied().unwrap_or(0);
         let mut base = self.readiness.probe.url(port);
         if ports.len() > 1 {

@@ -260,6 +260,13 @@ fn describe_resources(o: &mut String, c: &PlannedCell, host: &HostFacts) {
             crate::units::Duration(n.shape(0).round_trip())
         );
     }
+    if !l.client_node.is_same() {
+        let _ = writeln!(
+            o,
+            "  client    on another node: a two-node exclusive Slurm job (`run --on slurm`), the load generator a job step there on CPUs {}, the server also listening on its node's address; over the cluster's own network",
+            l.client_cpus
+        );
+    }
     if let Some(size) = l.disk {
         let fills = match &c.footprint {
             Some(fp) if fp.estimate > size => format!(

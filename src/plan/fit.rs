@@ -509,3 +509,47 @@ fn kernel_refusal(n: &crate::network::Network, netem: bool) -> Option<(String, S
     }
     None
 }
+
+/// Why a cell of entry `e` cannot put its client on another node
+/// (`client: {node: other}`), if it asks to: only the built-in load
+/// generator is started there, against one server that can listen on
+/// its node's address, over the cluster's own network.
+pub(super) fn client_node_refusal(
+    e: &Entry,
+    s: &Scenario,
+    members: usize,
+    phases: &[crate::plan::cell::PlannedPhase],
+) -> Option<Diagnostic> {
+    if e.ep.env.client_node.is_same() {
+        return None;
+    }
+    let why = if e.ep.env.network.is_some() {
+        Some((
+            "`network:` emulates the link between the client and the server, and `client.node: other` puts a real one between them: a cell has one or the other".to_string(),
+            "drop `network:` to measure the cluster's own network, or `client.node` to emulate one".to_string(),
+        ))
+    } else if members > 1 {
+        Some((
+            format!(
+                "a client on another node is built for one server; this cell has {members} members (they listen on 127.0.0.1 only)"
+            ),
+            "use a single server, or `client.node: same`".to_string(),
+        ))
+    } else if e.engine.listen.is_empty() {
+        Some((
+            format!("engine {} says no way to listen on its node's address (no `listen:` in engines/{}.yaml), so a client on another node cannot reach it", e.engine.name, e.engine.name),
+            "add `listen:` to the engine spec (the argv that adds `{address}` to what it listens on), or use `client.node: same`".to_string(),
+        ))
+    } else {
+        phases
+            .iter()
+            .find(|p| matches!(p.config, crate::plan::cell::PhaseConfig::Tool(_)))
+            .map(|p| {
+                (
+                    format!("phase `{}` runs an external tool; only the built-in load generator runs on another node", p.phase.name),
+                    "use a built-in workload there, or `client.node: same`".to_string(),
+                )
+            })
+    }?;
+    Some(e.ep.diag(s, "client.node", why.0, Some(why.1)))
+}

@@ -593,6 +593,10 @@ impl Planning<'_> {
         fit::check_cache(e, self.sets, &knobs, diags)?;
         let (configs, members) = self.render_members(e, &knobs, members, diags)?;
         let work = cells::ScaledWork::of(e, &self.sets.applied, &self.project.home);
+        if let Some(d) = fit::client_node_refusal(e, s, members.len(), &work.phases) {
+            diags.push(d);
+            return None;
+        }
         fit::check_fixed_cache(e, self.sets, &knobs, work.footprint.as_ref(), diags)?;
         if self.host_checks {
             self.check_work(e, &work, members.len(), diags)?;

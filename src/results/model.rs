@@ -663,6 +663,10 @@ pub struct NodeRecord {
     /// The memory the scheduler allocated to the job, when it says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allocation_memory_bytes: Option<u64>,
+    /// A client on another node (`client: {node: other}`): that node, and
+    /// the server's address it connected to. `None`: on this node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<crate::model::RemoteClient>,
 }
 
 /// A machine's hardware class, to record: `BENCHCAGE_HARDWARE_CLASS`

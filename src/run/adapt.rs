@@ -333,12 +333,17 @@ fn drive_exec(cell: &Arc<PlannedCell>, config: &DriveConfig, exe: &Path) -> Arc<
     } else {
         config.label()
     };
+    let remote = cell
+        .remote_client
+        .clone()
+        .map(|r| (r, cell.limits.client_cpus.clone()));
     let cell = cell.clone();
     Arc::new(DriveExec {
         label,
         config: config.clone(),
         store: Arc::new(move |ports| cell.store_url(ports)),
         program: exe.to_path_buf(),
+        remote,
     })
 }
 
@@ -360,6 +365,33 @@ mod tests {
 
     fn project() -> crate::spec::Project {
         crate::spec::Project::load(Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap()
+    }
+
+    #[test]
+    fn a_client_placed_on_another_node_reaches_the_server_on_its_nodes_address() {
+        let p = crate::plan::plan(&project(), "quickstart", &[], None, None).unwrap();
+        let mut cell = p.cells[0].clone();
+        let before = cell.command.clone();
+        // A loopback address (the test cluster's): nothing to add.
+        let mut local = cell.clone();
+        local.place_client(crate::model::RemoteClient {
+            node: "vm-b".into(),
+            address: "127.0.0.1".into(),
+        });
+        assert_eq!(local.command, before);
+        cell.place_client(crate::model::RemoteClient {
+            node: "node2".into(),
+            address: "192.0.2.7".into(),
+        });
+        assert_eq!(
+            &cell.command[before.len()..],
+            ["--bind", "127.0.0.1", "192.0.2.7"]
+        );
+        assert_eq!(cell.store_url(&[6379]), "redis://192.0.2.7:6379");
+        let cell = Arc::new(cell);
+        let exec = drive_exec(&cell, cell.load_config.as_ref().unwrap(), Path::new("bc"));
+        let (r, cpus) = exec.remote.as_ref().unwrap();
+        assert_eq!((r.node.as_str(), cpus), ("node2", &cell.limits.client_cpus));
     }
 
     #[test]

@@ -326,6 +326,11 @@ impl Submitter<'_> {
                 account: self.opts.account.clone(),
                 script: self.script.clone(),
                 argv: self.worker_argv(&cell.key),
+                nodes: if cell.limits.client_node.is_same() {
+                    1
+                } else {
+                    2
+                },
             };
             // Stamped before sbatch returns: the job can start on its node
             // before the controller's answer reaches us.

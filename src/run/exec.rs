@@ -29,6 +29,8 @@ pub struct DriveExec {
     pub store: StoreUrlFn,
     /// The benchcage binary to run (`std::env::current_exe()` in real use).
     pub program: PathBuf,
+    /// A client on another node: a Slurm job step there, on these CPUs.
+    pub remote: Option<(crate::model::RemoteClient, crate::units::CpuSet)>,
 }
 
 impl DriveExec {
@@ -65,12 +67,24 @@ impl PhaseExec for DriveExec {
         let log_path = raw.join(format!("{}.log", env.stem));
         let cfg = self.config_for(&env.ports, env.threads);
         std::fs::write(&cfg_path, serde_json::to_vec_pretty(&cfg)?)?;
-        let mut cmd = std::process::Command::new(&self.program);
-        cmd.arg("drive")
-            .arg("--config")
-            .arg(&cfg_path)
-            .arg("--json")
-            .arg(&out_path);
+        let argv: Vec<std::ffi::OsString> = vec![
+            self.program.clone().into(),
+            "drive".into(),
+            "--config".into(),
+            cfg_path.clone().into(),
+            "--json".into(),
+            out_path.clone().into(),
+        ];
+        let cmd = match &self.remote {
+            // Its srun stays in the client group here; the generator runs
+            // on the other node, pinned to the client CPUs there.
+            Some((r, cpus)) => crate::slurm::step_on(&r.node, &cpus.to_string(), &argv),
+            None => {
+                let mut c = std::process::Command::new(&argv[0]);
+                c.args(&argv[1..]);
+                c
+            }
+        };
         let status = run_child(cmd, &env, &log_path).await?;
         let text = std::fs::read(&out_path).with_context(|| {
             format!(

@@ -34,7 +34,31 @@ pub async fn slurm_node(host: &HostInfo) -> NodeRecord {
         .map(|c| c.to_string())
         .unwrap_or_default(),
         allocation_memory_bytes: mem,
+        client: None,
     }
+}
+
+/// Where the client of a cell with `client: {node: other}` goes: the
+/// allocation's node other than this one, and this node's address as it
+/// reaches it. An allocation of one node cannot hold it.
+pub async fn remote_client(node: &NodeRecord) -> Result<crate::model::RemoteClient, String> {
+    let nodes = crate::slurm::allocation_nodes()
+        .await
+        .map_err(|e| format!("reading job {}'s nodes: {e:#}", node.job_id))?;
+    let Some(other) = nodes.iter().find(|n| **n != node.name) else {
+        return Err(format!(
+            "its client goes on another node (client.node: other), but job {}'s allocation is node {} alone; it must be submitted with two nodes",
+            node.job_id,
+            nodes.join(",")
+        ));
+    };
+    let address = crate::slurm::node_address(&node.name)
+        .await
+        .map_err(|e| format!("finding node {}'s address for the client: {e:#}", node.name))?;
+    Ok(crate::model::RemoteClient {
+        node: other.clone(),
+        address,
+    })
 }
 
 /// `Cpus_allowed_list:` of a `/proc/PID/status` text.

@@ -72,10 +72,19 @@ pub(crate) async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<Outcome> 
     fetch_pending(&project, &plan, args.fetch, &interrupts).await?;
     make_tool_envs(&plan, args.fetch).await?;
     let results_root = results_root(home, args)?;
+    let remote = plan.cells.iter().find(|c| !c.limits.client_node.is_same());
     if args.on == On::Slurm {
         crate::slurm::check_cluster()
             .await
             .map_err(crate::error::bad_input)?;
+        if let Some(c) = remote {
+            check_two_nodes(&c.id, args.partition.as_deref()).await?;
+        }
+    } else if let Some(c) = remote {
+        return Err(crate::error::bad_input(format!(
+            "cell {} puts its client on another node (client.node: other), and this run has one machine; run it with `--on slurm` on a cluster whose partition has two nodes or more, or `--set client.node=same`",
+            c.id
+        )));
     } else {
         reap_leftovers().await?;
     }
@@ -528,19 +537,20 @@ fn snapshots_on(args: &RunArgs) -> bool {
 /// then run into the submitter's run folder.
 async fn run_cell_job(home: &Path, args: &RunArgs, target: &str) -> anyhow::Result<CellEnd> {
     let host = HostFacts::probe();
-    let node = crate::run::node::slurm_node(&host_info(&host)).await;
+    let mut node = crate::run::node::slurm_node(&host_info(&host)).await;
     let interrupts = Interrupts::install().context("installing the Ctrl-C handler")?;
     let Some((run_id, key)) = target.split_once('/') else {
         return Err(crate::error::bad_input(format!(
             "--slurm-cell {target}: expected RUN/KEY"
         )));
     };
-    let CommandPlan { plan, .. } = plan_or_refuse(home, args, &host)?;
+    let CommandPlan { mut plan, .. } = plan_or_refuse(home, args, &host)?;
     let project = crate::spec::Project::load_all(home).0;
     fetch_pending(&project, &plan, args.fetch, &interrupts).await?;
     make_tool_envs(&plan, args.fetch).await?;
     let results_root = results_root(home, args)?;
     reap_leftovers().await?;
+    let placed = place_remote_client(&mut plan, key, &mut node).await;
     let mut cells = cell_works(&project, &plan, snapshots_on(args))?;
     let Some(index) = cells.iter().position(|c| c.key == key) else {
         return Err(crate::error::bad_input(format!(
@@ -550,11 +560,11 @@ async fn run_cell_job(home: &Path, args: &RunArgs, target: &str) -> anyhow::Resu
     };
     cells[index].node = Some(node);
     let cell = &cells[index];
-    if let Some(why) = cell
-        .node
-        .as_ref()
-        .and_then(|n| crate::run::node::outside_allocation(cell, n))
-    {
+    if let Some(why) = placed.err().or_else(|| {
+        cell.node
+            .as_ref()
+            .and_then(|n| crate::run::node::outside_allocation(cell, n))
+    }) {
         let paths = crate::results::layout::RunPaths::new(&results_root, run_id);
         let dir = paths.cell(key).dir;
         matrix::set_aside_attempt(&paths.dir, &dir)?;
@@ -580,6 +590,43 @@ async fn run_cell_job(home: &Path, args: &RunArgs, target: &str) -> anyhow::Resu
     } else {
         CellEnd::Finished
     })
+}
+
+/// A cell whose client goes on another node (labelled `label`) needs
+/// two nodes of `partition`: bad input before any job when it has fewer.
+async fn check_two_nodes(label: &str, partition: Option<&str>) -> anyhow::Result<()> {
+    let nodes = crate::slurm::partition_nodes(partition)
+        .await
+        .map_err(|e| crate::error::bad_input(format!("{e:#}")))?;
+    if nodes >= 2 {
+        return Ok(());
+    }
+    let name = partition.map_or("the default partition".to_string(), |p| {
+        format!("partition {p}")
+    });
+    Err(crate::error::bad_input(format!(
+        "cell {label} puts its client on another node (client.node: other): its job needs two nodes, and {name} has {nodes}; name a partition of two nodes or more with --partition"
+    )))
+}
+
+/// The planned cell `key`, if its client goes on another node: placed on
+/// the allocation's other node, its server listening on this node's
+/// address, and the placement recorded on `node`. Why it cannot be, if so.
+async fn place_remote_client(
+    plan: &mut Plan,
+    key: &str,
+    node: &mut crate::results::model::NodeRecord,
+) -> Result<(), String> {
+    let Some(cell) = plan.cells.iter_mut().find(|c| adapt::keys_of(c).0 == key) else {
+        return Ok(());
+    };
+    if cell.limits.client_node.is_same() {
+        return Ok(());
+    }
+    let remote = crate::run::node::remote_client(node).await?;
+    cell.place_client(remote.clone());
+    node.client = Some(remote);
+    Ok(())
 }
 
 fn pull_policy(args: &RunArgs) -> PullPolicy {

@@ -28,6 +28,9 @@ pub struct Submit {
     /// The script sbatch runs: it `exec`s its arguments.
     pub script: PathBuf,
     pub argv: Vec<String>,
+    /// Nodes the job holds: 1, or 2 for a cell whose client runs on
+    /// another node.
+    pub nodes: u32,
 }
 
 /// A job's state as Slurm tells it.
@@ -89,6 +92,119 @@ pub async fn check_cluster() -> Result<(), String> {
     Ok(())
 }
 
+/// A job step on `node` of this job's allocation running `argv` (one
+/// task, pinned to `cpus` there by `taskset`): how a cell whose client is
+/// on another node starts its load generator. srun forwards the signals
+/// it gets (SIGINT, SIGKILL of the step) to the task.
+pub fn step_on(node: &str, cpus: &str, argv: &[std::ffi::OsString]) -> std::process::Command {
+    let mut cmd = std::process::Command::new("srun");
+    cmd.args([
+        "--nodes=1",
+        "--ntasks=1",
+        &format!("--nodelist={node}"),
+        "--kill-on-bad-exit=1",
+        "--quiet",
+        "taskset",
+        "-c",
+        cpus,
+    ])
+    .args(argv);
+    cmd
+}
+
+/// The nodes of this job's allocation (`SLURM_JOB_NODELIST` expanded by
+/// `scontrol show hostnames`), in Slurm's order.
+pub async fn allocation_nodes() -> anyhow::Result<Vec<String>> {
+    let list = std::env::var("SLURM_JOB_NODELIST")
+        .context("SLURM_JOB_NODELIST is not set: not inside a Slurm job")?;
+    let out = Command::new("scontrol")
+        .args(["show", "hostnames", &list])
+        .output()
+        .await
+        .context("running scontrol show hostnames")?;
+    if !out.status.success() {
+        return Err(anyhow!(
+            "scontrol show hostnames {list}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect())
+}
+
+/// The address other nodes reach `node` on: its `NodeAddr` in
+/// `scontrol show node`, resolved to an IP address when it is a name.
+pub async fn node_address(node: &str) -> anyhow::Result<String> {
+    let out = Command::new("scontrol")
+        .args(["show", "node", "--oneliner", node])
+        .output()
+        .await
+        .context("running scontrol show node")?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let addr = parse_node_addr(&text).with_context(|| {
+        format!(
+            "scontrol show node {node} names no NodeAddr: {}",
+            text.trim()
+        )
+    })?;
+    if addr.parse::<std::net::IpAddr>().is_ok() {
+        return Ok(addr);
+    }
+    use std::net::ToSocketAddrs;
+    let ip = (addr.as_str(), 0)
+        .to_socket_addrs()
+        .with_context(|| format!("resolving node {node}'s NodeAddr {addr}"))?
+        .map(|a| a.ip())
+        .find(|ip| ip.is_ipv4())
+        .with_context(|| format!("node {node}'s NodeAddr {addr} has no IPv4 address"))?;
+    Ok(ip.to_string())
+}
+
+/// `NodeAddr=` of a `scontrol show node --oneliner` line.
+pub fn parse_node_addr(text: &str) -> Option<String> {
+    text.split_whitespace()
+        .find_map(|w| w.strip_prefix("NodeAddr="))
+        .filter(|a| !a.is_empty())
+        .map(str::to_string)
+}
+
+/// Nodes in `partition` (the default one when `None`), by `sinfo`.
+pub async fn partition_nodes(partition: Option<&str>) -> anyhow::Result<u32> {
+    let out = Command::new("sinfo")
+        .args(["--noheader", "--format=%P %D"])
+        .output()
+        .await
+        .context("running sinfo")?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    parse_partition_nodes(&text, partition).with_context(|| match partition {
+        Some(p) => format!("sinfo lists no partition {p}"),
+        None => "sinfo lists no default partition (marked *)".to_string(),
+    })
+}
+
+/// The node count of `partition` (the one marked `*` when `None`) in
+/// `sinfo --format='%P %D'` lines; a partition of nodes in several states
+/// has a line per state.
+pub fn parse_partition_nodes(text: &str, partition: Option<&str>) -> Option<u32> {
+    let mut found = None;
+    for line in text.lines() {
+        let mut w = line.split_whitespace();
+        let (Some(p), Some(n)) = (w.next(), w.next()) else {
+            continue;
+        };
+        let ours = match partition {
+            Some(want) => p.trim_end_matches('*') == want,
+            None => p.ends_with('*'),
+        };
+        if ours && let Ok(n) = n.parse::<u32>() {
+            found = Some(found.unwrap_or(0) + n);
+        }
+    }
+    found
+}
+
 /// Submit `job`; its job id.
 pub async fn submit(job: &Submit) -> anyhow::Result<u64> {
     let mut cmd = Command::new("sbatch");
@@ -112,7 +228,7 @@ pub fn sbatch_args(job: &Submit) -> Vec<String> {
         "--parsable".to_string(),
         "--exclusive".into(),
         "--no-requeue".into(),
-        "--nodes=1".into(),
+        format!("--nodes={}", job.nodes.max(1)),
         "--mem=0".into(),
         format!("--job-name={}", job.name),
         format!("--comment={}", job.comment),
@@ -384,9 +500,11 @@ mod tests {
             account: None,
             script: "/r/slurm/exec.sh".into(),
             argv: vec!["/bin/benchcage".into(), "run".into(), "it's".into()],
+            nodes: 1,
         };
         let a = sbatch_args(&job);
         for want in [
+            "--nodes=1",
             "--exclusive",
             "--no-requeue",
             "--parsable",
@@ -398,6 +516,37 @@ mod tests {
         assert!(!a.iter().any(|w| w.starts_with("--account")));
         let script = a.iter().position(|w| w == "/r/slurm/exec.sh").unwrap();
         assert_eq!(&a[script + 1..], &["/bin/benchcage", "run", "it's"]);
+        // A client on another node: two nodes, both whole.
+        let two = sbatch_args(&Submit { nodes: 2, ..job });
+        assert!(two.contains(&"--nodes=2".to_string()) && two.contains(&"--exclusive".to_string()));
+        assert!(!two.contains(&"--nodes=1".to_string()));
+    }
+
+    #[test]
+    fn partitions_nodes_and_addresses_are_read_from_sinfo_and_scontrol() {
+        let sinfo = "bench* 1\npair 2\nbig 3\nbig 1\n";
+        assert_eq!(parse_partition_nodes(sinfo, None), Some(1));
+        assert_eq!(parse_partition_nodes(sinfo, Some("pair")), Some(2));
+        assert_eq!(parse_partition_nodes(sinfo, Some("big")), Some(4));
+        assert_eq!(parse_partition_nodes(sinfo, Some("nope")), None);
+        let node = "NodeName=vm-b Arch=x86_64 CoresPerSocket=2 NodeAddr=127.0.0.1 NodeHostName=vm-b Version=22.05.8";
+        assert_eq!(parse_node_addr(node).as_deref(), Some("127.0.0.1"));
+        assert_eq!(parse_node_addr("Node vm not found"), None);
+    }
+
+    #[test]
+    fn a_step_on_another_node_pins_its_task_there() {
+        let c = step_on("vm-b", "1", &["/bin/benchcage".into(), "drive".into()]);
+        let a: Vec<String> = c
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(c.get_program(), "srun");
+        assert!(
+            a.contains(&"--nodelist=vm-b".to_string()) && a.contains(&"--ntasks=1".to_string())
+        );
+        let t = a.iter().position(|w| w == "taskset").unwrap();
+        assert_eq!(&a[t..], &["taskset", "-c", "1", "/bin/benchcage", "drive"]);
     }
 
     #[test]

@@ -102,6 +102,11 @@ pub struct Engine {
     pub versions: Vec<(String, EngineVersion)>,
     /// argv with placeholders; element 0 is usually `{binary}`.
     pub command: Vec<String>,
+    /// argv appended to `command` when the server must also listen on its
+    /// node's address (a client on another node, `client: {node: other}`),
+    /// with `{address}`: `[-c, "listen_addresses=127.0.0.1,{address}"]`.
+    /// Empty: the engine listens on 127.0.0.1 only.
+    pub listen: Vec<String>,
     /// argv arrays run once before the first start (initdb, mariadb-install-db).
     pub init: Vec<Vec<String>>,
     /// Run the engine (and `init`) as this system user; [`DEFAULT_USER`]
@@ -1376,6 +1381,7 @@ const ENGINE_FIELDS: &[&str] = &[
     "default_version",
     "versions",
     "command",
+    "listen",
     "init",
     "user",
     "port",
@@ -1543,7 +1549,17 @@ impl Engine {
             .and_then(|n| sharding_from_node(n, cx, &config_names))
             .map(Box::new);
         let cache_overhead = overhead_of(&f, cx, &versions);
+        let listen: Vec<String> = f.or(cx, "listen", Vec::new());
+        if !listen.is_empty() && !listen.iter().any(|a| a.contains("{address}")) {
+            cx.error(
+                f.pos_of("listen"),
+                "listen",
+                "`listen` does not name `{address}`, the node's address the server must also listen on",
+                Some(r#"an argv array like [-c, "listen_addresses=127.0.0.1,{address}"]"#.into()),
+            );
+        }
         Some(Engine {
+            listen,
             cache_overhead,
             name: name.to_string(),
             description: f.or(cx, "description", String::new()),

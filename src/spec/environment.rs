@@ -12,6 +12,7 @@
 //!   steal_allowance: 30%     # hypervisor steal time a phase may lose and stay valid (default none)
 //!   disk: {size: 20GiB}      # the data dir on a filesystem of this size (default: the work root's)
 //! client: {cpus: 4-5}        # load generator, outside the server's cgroup
+//!                            # node: other puts it on another node (run --on slurm)
 //! cache: 12GiB               # or a share of the memory cap: 75%; or `default`:
 //!                            # the engine sizes its own (engines/*.yaml `default_cache:`)
 //! hog: {leave: 16GiB}        # or none
@@ -23,7 +24,7 @@
 use super::de::{Fields, FromNode, check_spec_name, choice};
 use super::diag::{Cx, Origin};
 use super::yaml::Node;
-use crate::model::{Backend, IoLimits, SwapPolicy, ThpPolicy};
+use crate::model::{Backend, ClientNode, IoLimits, SwapPolicy, ThpPolicy};
 use crate::units::{Bytes, CpuSet, Duration, Share, SizeOrShare};
 use std::collections::BTreeMap;
 
@@ -158,6 +159,8 @@ pub const MAX_STEAL_ALLOWANCE: f64 = 0.9;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Client {
     pub cpus: CpuSet,
+    /// `node: other`: on another node of a Slurm allocation.
+    pub node: ClientNode,
 }
 
 /// A memory hog: locks host RAM so that only `leave` remains.
@@ -165,6 +168,13 @@ pub struct Client {
 pub enum Hog {
     None,
     Leave(Bytes),
+}
+
+impl FromNode for ClientNode {
+    fn from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Self> {
+        let table = [("same", ClientNode::Same), ("other", ClientNode::Other)];
+        choice(node, cx, path, &table)
+    }
 }
 
 impl FromNode for Backend {
@@ -394,9 +404,11 @@ impl Environment {
             f.req::<String>(cx, "server");
         }
         let client = match f.get("client") {
-            Some(n) => Fields::open(n, cx, "client", &["cpus"])
-                .and_then(|c| c.req::<CpuSet>(cx, "cpus"))
-                .map(|cpus| Client { cpus }),
+            Some(n) => Fields::open(n, cx, "client", &["cpus", "node"]).and_then(|c| {
+                let node = c.or(cx, "node", ClientNode::Same);
+                c.req::<CpuSet>(cx, "cpus")
+                    .map(|cpus| Client { cpus, node })
+            }),
             None => {
                 f.req::<String>(cx, "client");
                 None

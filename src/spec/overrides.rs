@@ -22,6 +22,7 @@ pub const ENV_KEYS: &[&str] = &[
     "server.disk",
     "server.disk.size",
     "client.cpus",
+    "client.node",
     "cache",
     "hog",
     "hog.leave",
@@ -43,6 +44,8 @@ pub struct CellEnv {
     pub backend: Backend,
     pub server_cpus: CpuSet,
     pub client_cpus: CpuSet,
+    /// Where the client runs (`client.node`).
+    pub client_node: crate::model::ClientNode,
     pub memory: Option<Bytes>,
     pub swap: SwapPolicy,
     pub io: IoLimits,
@@ -71,6 +74,7 @@ impl CellEnv {
             backend: env.backend,
             server_cpus: env.server.cpus.clone(),
             client_cpus: env.client.cpus.clone(),
+            client_node: env.client.node,
             memory: env.server.memory.map(|m| m.scaled(scale)),
             swap: match env.server.swap {
                 SwapPolicy::Limit(b) => SwapPolicy::Limit(b.scaled(scale)),
@@ -145,6 +149,18 @@ impl CellEnv {
             "backend" => self.backend = backend_of(v)?,
             "server.cpus" => self.server_cpus = v.parse().map_err(e)?,
             "client.cpus" => self.client_cpus = v.parse().map_err(e)?,
+            "client.node" => {
+                self.client_node = match v {
+                    "same" => crate::model::ClientNode::Same,
+                    "other" => crate::model::ClientNode::Other,
+                    _ => {
+                        return Err((
+                            format!("client.node `{v}` is neither `same` nor `other`"),
+                            Some("`other` runs the client on another node of a two-node Slurm allocation (run --on slurm)".into()),
+                        ));
+                    }
+                }
+            }
             "server.memory" => {
                 self.memory = match v {
                     "none" => None,
@@ -323,6 +339,7 @@ pub fn check_env_key(key: &str, value: &str) -> Result<(), (String, Option<Strin
         backend: Backend::Cgroup,
         server_cpus: CpuSet::default(),
         client_cpus: CpuSet::default(),
+        client_node: crate::model::ClientNode::Same,
         memory: None,
         swap: SwapPolicy::Off,
         io: IoLimits::default(),

@@ -134,6 +134,7 @@ async fn hold(args: &Args, sb: &mut CgroupSandbox) -> anyhow::Result<()> {
         pids: 256,
         io: IoLimits::default(),
         disk: None,
+        client_node: Default::default(),
     };
     sb.provision(&limits).await?;
     let mut hog = None;

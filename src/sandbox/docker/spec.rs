@@ -300,6 +300,7 @@ mod tests {
                 ..IoLimits::default()
             },
             disk: None,
+            client_node: Default::default(),
         }
     }
 

@@ -5,11 +5,14 @@
 //! really gives before anything is measured through it; benchcage's own
 //! connections (readiness, facts, counting records) go straight to the
 //! server. The kernel emulation: at provision, a namespace of the cell's
-//! own with the qdiscs on its loopback ([`isolate`]), which the engine and
-//! every client process start in; at render, a bridge from the host's
-//! loopback into it on the engine's port ([`bridge`]), so benchcage's own
-//! connections reach the engine at the same address; in the stage
-//! `network`, the probe inside the namespace and the qdiscs read back.
+//! own with the qdiscs on its loopback ([`isolate`]; on docker, a holder
+//! container's), which the engine, a topology's members and every client
+//! process start in; at render, a bridge from the host's loopback into it
+//! on the engine's port ([`bridge`]; each member gets one on its port,
+//! [`bridge_into`]), so benchcage's own connections reach the engine at
+//! the same address; in the stage `network`, the probe inside the
+//! namespace, the qdiscs read back and every server process checked to be
+//! inside; each phase's traffic from the qdisc's counter ([`qdisc_sent`]).
 
 use super::{CellWork, Running, Stop};
 use crate::network::probe::{self, Echo, RoundTrips};

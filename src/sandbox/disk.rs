@@ -16,8 +16,10 @@
 //! delete the image. Each step is skipped when already done.
 
 use crate::sandbox::SandboxError;
+use crate::sandbox::backoff::Backoff;
 use crate::units::Bytes;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// The image file of the data disk mounted on `data_dir`: beside it.
 pub fn image_for(data_dir: &Path) -> PathBuf {
@@ -180,19 +182,18 @@ pub fn exists(data_dir: &Path, image: &Path) -> bool {
     image.exists() || is_mount_point(data_dir) || !loop_devices_of(image).is_empty()
 }
 
-/// Unmount, detach, delete: each step when still needed.
-pub fn remove(data_dir: &Path, image: &Path) -> Result<(), String> {
+/// Unmount, detach, delete: each step when still needed, within
+/// `deadline`.
+pub async fn remove(data_dir: &Path, image: &Path, deadline: Instant) -> Result<(), String> {
     let dir = data_dir.to_string_lossy().to_string();
     // A process killed a moment ago (cleanup after a SIGKILL kills the
     // engine just before) may still hold files on it while it exits:
-    // "target is busy" is retried for a while.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    // "target is busy" is retried, backing off, until the reaper's deadline.
+    let mut pause = Backoff::up_to(Duration::from_millis(100));
     while is_mount_point(data_dir) {
         match tool(&["umount", &dir]) {
             Ok(_) => break,
-            Err(_) if std::time::Instant::now() < deadline => {
-                std::thread::sleep(std::time::Duration::from_millis(100));
-            }
+            Err(_) if Instant::now() < deadline => pause.sleep(deadline).await,
             Err(e) => return Err(e),
         }
     }

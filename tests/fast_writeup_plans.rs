@@ -472,3 +472,32 @@ fn write_up_000_puts_tokumx_on_4_vcpus_against_mongodb_on_2_and_nothing_else_the
         (4, 2)
     );
 }
+
+#[test]
+fn a_write_ups_disk_is_compared_with_the_cells_data_disk() {
+    // 000's VMs had 20 GB disks, which every cell has: no disk line.
+    let got = deviations("000-tokumx-reality", &[]);
+    assert!(!got.iter().any(|(_, t)| t.contains("disk")), "{got:#?}");
+    // Another size is named, with both figures.
+    let got = deviations("000-tokumx-reality", &[("server.disk.size", "10GiB")]);
+    let disk: Vec<_> = got.iter().filter(|(_, t)| t.contains("disk")).collect();
+    assert_eq!(
+        disk,
+        [&(
+            "differs".to_string(),
+            "vm-1g, vm-256m, vm-4cpu: data disk 10GiB instead of the write-up's 20GiB".to_string()
+        )],
+        "{got:#?}"
+    );
+    // 003's machines had 300 GB SSDs; its cells have no disk of their own.
+    let got = deviations("003-mongodb-3.2", &[]);
+    let disk: Vec<_> = got.iter().filter(|(_, t)| t.contains("disk")).collect();
+    assert_eq!(
+        disk,
+        [&(
+            "differs".to_string(),
+            "c4-16g, c8-32g: disk: the write-up's machine had 300GiB, this cell's data dir has no size limit (`server.disk.size: 300GiB` gives it one)".to_string()
+        )],
+        "{got:#?}"
+    );
+}

@@ -42,6 +42,25 @@ pub async fn run(home: &Path, args: &FetchArgs) -> anyhow::Result<ExitCode> {
         wanted.push((engine.to_string(), v.to_string(), ev.clone()));
     }
     let root = args.cache.clone().unwrap_or_else(cache::root);
+    if let Some(file) = &args.tarball {
+        return import(&root, &wanted, file).await;
+    }
+    for (engine, version, ev) in &wanted {
+        if let Some(Source::Tarball { file, .. }) = &ev.source
+            && cache::usable(
+                &root,
+                engine,
+                version,
+                ev.source.as_ref().unwrap(),
+                ev.binary.as_deref(),
+            )
+            .is_none()
+        {
+            return Err(bad_input(format!(
+                "fetch {engine}@{version}: it comes from its release tarball, which benchcage never downloads; import the file you have: `benchcage fetch {engine}@{version} --tarball {file}`"
+            )));
+        }
+    }
     // Ctrl-C or SIGTERM (heard even where the shell started this with
     // SIGINT ignored) kills the download and installs nothing.
     let interrupts = crate::run::signals::Interrupts::install()?;
@@ -99,6 +118,83 @@ pub async fn run(home: &Path, args: &FetchArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// `fetch ENGINE@VERSION --tarball FILE`: import the one version's release
+/// tarball; a file that is not that release is bad input (exit 2), and
+/// nothing is left in the cache.
+async fn import(
+    root: &Path,
+    wanted: &[(String, String, EngineVersion)],
+    file: &Path,
+) -> anyhow::Result<ExitCode> {
+    let arg = format!("--tarball {}", file.display());
+    let [(engine, version, ev)] = wanted else {
+        return Err(bad_input(format!(
+            "{arg}: give exactly one ENGINE@VERSION to import it as, not {}",
+            wanted.len()
+        )));
+    };
+    let name = format!("{engine}@{version}");
+    let (Some(source @ Source::Tarball { file: pinned, .. }), Some(binary)) =
+        (&ev.source, &ev.binary)
+    else {
+        return Err(bad_input(format!(
+            "{arg}: {name} does not come from a release tarball ({}); give a version whose `source:` is `tarball`, or drop --tarball",
+            ev.source
+                .as_ref()
+                .map_or("no source".to_string(), Source::describe)
+        )));
+    };
+    match std::fs::metadata(file) {
+        Ok(m) if m.is_file() => {}
+        Ok(_) => return Err(bad_input(format!("{arg}: not a regular file"))),
+        Err(e) => {
+            return Err(bad_input(format!(
+                "{arg}: {e}; give the path of {pinned}, the release tarball you have"
+            )));
+        }
+    }
+    let interrupts = crate::run::signals::Interrupts::install()?;
+    let (root, e, v, s, b, f, stop) = (
+        root.to_path_buf(),
+        engine.clone(),
+        version.clone(),
+        source.clone(),
+        binary.clone(),
+        file.to_path_buf(),
+        interrupts.stop.clone(),
+    );
+    let got = tokio::task::spawn_blocking(move || {
+        fetch::tarball::import(&root, &e, &v, &s, &b, &f, &stop)
+    })
+    .await?;
+    match got {
+        Ok(f) => {
+            let r = &f.install.record;
+            let how = if f.from_cache {
+                "already imported"
+            } else {
+                "imported"
+            };
+            println!(
+                "{name}: {how} {} ({}, {binary} --version says {}) into {}",
+                file.display(),
+                r.checksum,
+                r.reported_version.as_deref().unwrap_or("?"),
+                f.install.dir.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e @ fetch::FetchError::Interrupted { .. }) => {
+            eprintln!("{e}");
+            Ok(ExitCode::from(130))
+        }
+        Err(e @ (fetch::FetchError::BadTarball { .. } | fetch::FetchError::Release { .. })) => {
+            Err(bad_input(format!("{arg}: {e}")))
+        }
+        Err(e) => Err(anyhow::Error::new(e).context(format!("importing {name}"))),
+    }
 }
 
 /// Where a version that is not fetched comes from.

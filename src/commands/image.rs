@@ -150,19 +150,8 @@ async fn scan_checked(input: &BuildInput) -> anyhow::Result<tarball::Layout> {
     .await
     .context("scanning the tarball")?
     .map_err(|e| bad_input(format!("--tarball {e}")))?;
-    if let Some(from_folder) = tarball::version_of_folder(input.recipe.engine, &layout.top)
-        && from_folder != input.version
-    {
-        return Err(bad_input(format!(
-            "--tarball {}",
-            tarball::TarballError::VersionMismatch {
-                path: input.path.clone(),
-                from_name: input.version.clone(),
-                folder: layout.top.display().to_string(),
-                from_folder,
-            }
-        )));
-    }
+    tarball::check_folder(&input.path, input.recipe.engine, &input.version, &layout)
+        .map_err(|e| bad_input(format!("--tarball {e}")))?;
     Ok(layout)
 }
 

@@ -42,24 +42,24 @@ pub async fn run(home: &Path, args: &ListArgs) -> anyhow::Result<ExitCode> {
             let versions: Vec<String> = e
                 .versions
                 .iter()
-                .map(
-                    |(v, ev)| match ev.source.as_ref().filter(|s| s.fetchable()) {
-                        Some(s)
-                            if crate::fetch::cache::usable(
-                                &root,
-                                &e.name,
-                                v,
-                                s,
-                                ev.binary.as_deref(),
-                            )
-                            .is_some() =>
-                        {
-                            format!("{v} (fetched)")
-                        }
-                        Some(_) => format!("{v} (to fetch)"),
-                        None => v.clone(),
-                    },
-                )
+                .map(|(v, ev)| match ev.source.as_ref().filter(|s| s.cached()) {
+                    Some(s)
+                        if crate::fetch::cache::usable(
+                            &root,
+                            &e.name,
+                            v,
+                            s,
+                            ev.binary.as_deref(),
+                        )
+                        .is_some() =>
+                    {
+                        let how = if s.fetchable() { "fetched" } else { "imported" };
+                        format!("{v} ({how})")
+                    }
+                    Some(s) if s.fetchable() => format!("{v} (to fetch)"),
+                    // Runs in docker until its tarball is imported.
+                    _ => v.clone(),
+                })
                 .collect();
             println!(
                 "  {:<16} versions {} (default {}); knobs {} - {}",

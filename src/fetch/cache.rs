@@ -62,6 +62,43 @@ pub struct InstallRecord {
     pub files: BTreeMap<String, FileSum>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub links: Vec<String>,
+    /// The release the installed server says it is (an imported tarball's
+    /// `bin/mongod --version`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported_version: Option<String>,
+}
+
+impl InstallRecord {
+    /// Where a cell's binary came from, as its fidelity records it:
+    /// `npm PACKAGE@VERSION sha512-...`, `the release tarball FILE
+    /// sha256-... (reports 2.6.12)`.
+    pub fn package(&self) -> String {
+        let mut out = format!("{} {}", self.source.describe(), self.checksum);
+        if let Some(v) = &self.reported_version {
+            out.push_str(&format!(" (reports {v})"));
+        }
+        out
+    }
+}
+
+/// What filling a partial folder gives the record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Filled {
+    /// The verified checksum (`sha512-...`, `sha256-...`).
+    pub checksum: String,
+    /// Bytes downloaded or read.
+    pub bytes: u64,
+    pub reported_version: Option<String>,
+}
+
+impl From<(String, u64)> for Filled {
+    fn from((checksum, bytes): (String, u64)) -> Filled {
+        Filled {
+            checksum,
+            bytes,
+            reported_version: None,
+        }
+    }
 }
 
 /// One unpacked file as the install recorded it.
@@ -246,14 +283,14 @@ impl Drop for Partial {
 }
 
 /// Install into a partial folder with `fill(staging, downloads)`, which
-/// returns the verified checksum and the bytes downloaded; then record it
-/// and rename it into place.
-pub fn install(
+/// returns the verified checksum and the bytes downloaded ([`Filled`]);
+/// then record it and rename it into place.
+pub fn install<F: Into<Filled>>(
     root: &Path,
     engine: &str,
     version: &str,
     source: &Source,
-    fill: impl FnOnce(&Path, &Path) -> Result<(String, u64), FetchError>,
+    fill: impl FnOnce(&Path, &Path) -> Result<F, FetchError>,
 ) -> Result<Installed, FetchError> {
     let what = format!("{engine}@{version}");
     let engines = root.join("engines");
@@ -265,7 +302,11 @@ pub fn install(
     let mut guard = Partial(Some(staging.clone()));
     let downloads = staging.join(".download");
     create_readable(&downloads).map_err(io_err(&what, &downloads))?;
-    let (checksum, bytes) = fill(&staging, &downloads)?;
+    let Filled {
+        checksum,
+        bytes,
+        reported_version,
+    } = fill(&staging, &downloads)?.into();
     std::fs::remove_dir_all(&downloads).map_err(io_err(&what, &downloads))?;
     let (files, links) = manifest(&staging).map_err(io_err(&what, &staging))?;
     let record = InstallRecord {
@@ -277,6 +318,7 @@ pub fn install(
         fetched_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         files,
         links,
+        reported_version,
     };
     let text = serde_json::to_string_pretty(&record).expect("serializable");
     let rec_path = staging.join(RECORD);
@@ -335,7 +377,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let err = install(tmp.path(), "e", "1", &source(), |staging, _| {
             std::fs::write(staging.join("half"), "x").unwrap();
-            Err(FetchError::Checksum {
+            Err::<Filled, _>(FetchError::Checksum {
                 what: "e@1".into(),
                 want: "a".into(),
                 got: "b".into(),

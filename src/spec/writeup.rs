@@ -7,7 +7,7 @@
 //!   writeup: "003"
 //!   title: MongoDB 3.2 performance test
 //!   environments:                       # by the matrix's environment names
-//!     c4-16g: {cpus: 4, memory: 16GiB, cache: 12GiB}
+//!     c4-16g: {cpus: 4, memory: 16GiB, cache: 12GiB, disk: 300GiB}
 //!   engines:
 //!     - {name: MongoDB 3.2.6 WiredTiger, engine: mongodb@3.2.6, here: [secantusdb],
 //!        knobs: {sync_period: 1s, compression: snappy}}
@@ -58,6 +58,8 @@ pub struct PublishedEnv {
     pub memory: Option<Bytes>,
     pub cache: Option<Bytes>,
     pub hog_leave: Option<Bytes>,
+    /// The disk its server's data lived on (000's VM had 20 GB).
+    pub disk: Option<Bytes>,
     /// Between its client and its server.
     pub network: Option<PublishedNetwork>,
 }
@@ -167,13 +169,14 @@ impl FromNode for PublishedEnv {
             node,
             cx,
             path,
-            &["cpus", "memory", "cache", "hog_leave", "network"],
+            &["cpus", "memory", "cache", "hog_leave", "disk", "network"],
         )?;
         Some(PublishedEnv {
             cpus: f.opt(cx, "cpus"),
             memory: f.opt(cx, "memory"),
             cache: f.opt(cx, "cache"),
             hog_leave: f.opt(cx, "hog_leave"),
+            disk: f.opt(cx, "disk"),
             network: f.opt(cx, "network"),
         })
     }

@@ -29,13 +29,13 @@ LAYERS = [
     ["spec"],
     ["host"],
     ["site"],
-    ["workload", "report", "changes", "metrics", "cli", "claims"],
     ["snapshot"],
+    ["workload", "report", "changes", "metrics", "cli", "claims"],
     ["results"],
     ["sandbox"],
     ["clients", "fetch"],
     ["model", "render", "display", "network"],
-    ["units", "images", "stats"],
+    ["units", "images", "stats", "bounded"],
     ["progress", "error", "slurm", "lib"],
 ]
 RANK = {m: i for i, layer in enumerate(LAYERS) for m in layer}

@@ -4,6 +4,7 @@
 //! - `claims`: a write-up's findings decided by a run (ratio, interval, verdict).
 //! - `cli`, `commands`: the command line and one file per subcommand.
 //! - `units`: sizes, shares, durations and CPU sets, parsed once.
+//! - `bounded`: reading a file the user gives (spec, template), regular and bounded.
 //! - `model`: the shared vocabulary (limits, launch, readiness, probe, backend, image).
 //! - `spec`: environment, engine and scenario models and their validation.
 //! - `plan`: a scenario turned into typed cells (nothing created).
@@ -22,6 +23,7 @@
 //! - `report`: HTML, Markdown, CSV and JSON reports; `compare`'s verdicts.
 //! - `stats`: the ratio of two sides with its bootstrap interval (claims, compare).
 
+pub mod bounded;
 pub mod changes;
 pub mod claims;
 pub mod cli;

@@ -19,7 +19,7 @@
 
 mod bounds;
 
-use crate::spec::engine::{ConfigFormat, Engine, KnobValue};
+use crate::model::knob::KnobValue;
 use crate::units::Bytes;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -34,13 +34,54 @@ pub struct RenderedConfig {
     pub content: String,
 }
 
+/// A config file rendered from a template.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigFile {
+    /// Path under templates/: `mongodb/mongod.conf.tera`.
+    pub template: String,
+    /// Where the engine reads it: `{config_dir}/mongod.conf`.
+    pub path: String,
+    /// How values are escaped in this file.
+    pub format: ConfigFormat,
+}
+
+impl ConfigFile {
+    /// The file name, used in `{config:<name>}`.
+    pub fn name(&self) -> &str {
+        self.path.rsplit('/').next().unwrap_or(&self.path)
+    }
+}
+
+/// Syntax of a config file, which decides how string values are escaped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConfigFormat {
+    /// YAML (mongod.conf): double-quoted strings.
+    Yaml,
+    /// INI / my.cnf and old mongod `key = value` files: double-quoted strings.
+    Ini,
+    /// redis.conf: double-quoted strings.
+    Redis,
+    /// postgresql.conf: single-quoted strings.
+    Pg,
+    /// TOML: double-quoted basic strings.
+    Toml,
+}
+
+/// What the renderer needs of an engine: its name (`engine` in a
+/// template) and its config files. `spec::engine::Engine` is one.
+pub trait EngineFiles: std::fmt::Debug + Sync {
+    fn name(&self) -> &str;
+    fn config_files(&self) -> &[ConfigFile];
+}
+
 /// Why a template did not render.
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
     #[error("template {path}: this file {source}")]
     Read {
         path: String,
-        source: crate::spec::files::ReadError,
+        source: crate::bounded::ReadError,
     },
     #[error("template {path}: {message}")]
     Template { path: String, message: String },
@@ -49,7 +90,7 @@ pub enum RenderError {
 /// What a template is rendered from.
 #[derive(Debug, Clone)]
 pub struct RenderInput<'a> {
-    pub engine: &'a Engine,
+    pub engine: &'a dyn EngineFiles,
     pub version: &'a str,
     pub environment: &'a str,
     pub cache: Bytes,
@@ -272,7 +313,7 @@ impl std::io::Write for Capped {
 /// The values a template sees.
 fn context(input: &RenderInput) -> tera::Context {
     let mut cx = tera::Context::new();
-    cx.insert("engine", &input.engine.name);
+    cx.insert("engine", input.engine.name());
     cx.insert("version", input.version);
     cx.insert("version_num", &version_num(input.version));
     cx.insert("environment", input.environment);
@@ -303,9 +344,9 @@ fn tera_message(e: &tera::Error) -> String {
 /// Render every config file of an engine from templates under `home/templates`.
 pub fn render_all(home: &Path, input: &RenderInput) -> Result<Vec<RenderedConfig>, RenderError> {
     let mut out = Vec::new();
-    for cf in &input.engine.config_files {
+    for cf in input.engine.config_files() {
         let path = home.join("templates").join(&cf.template);
-        let text = crate::spec::files::read_bounded(&path, crate::spec::files::MAX_TEMPLATE_BYTES)
+        let text = crate::bounded::read_bounded(&path, crate::bounded::MAX_TEMPLATE_BYTES)
             .map_err(|source| RenderError::Read {
                 path: format!("templates/{}", cf.template),
                 source,

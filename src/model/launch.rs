@@ -2,6 +2,7 @@
 //! readiness.
 
 use super::readiness::Readiness;
+use crate::units::Bytes;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -34,4 +35,14 @@ pub struct EngineLaunch {
 pub enum Program {
     Binary(PathBuf),
     Image(String),
+}
+
+/// The placeholders a `cache_resize:` statement may use for the new size.
+pub const CACHE_PLACEHOLDERS: [&str; 2] = ["{cache_bytes}", "{cache_mib}"];
+
+/// `cache_resize:` with the new size filled in.
+pub fn fill_cache_resize(statement: &str, cache: Bytes) -> String {
+    statement
+        .replace("{cache_bytes}", &cache.0.to_string())
+        .replace("{cache_mib}", &(cache.0 >> 20).max(1).to_string())
 }

@@ -8,9 +8,13 @@
 
 pub mod backend;
 pub mod claim;
+pub mod cluster;
+pub mod facts;
 pub mod image;
+pub mod knob;
 pub mod launch;
 pub mod limits;
+pub mod phase;
 pub mod probe;
 pub mod readiness;
 pub mod settle;

@@ -98,6 +98,44 @@ pub struct CommandPlan {
     /// Problems of specs in the home that this scenario does not use:
     /// worth a warning, not a stop.
     pub warnings: Diagnostics,
+    /// The specs the plan was made from: what a run asks of them after
+    /// planning goes through the methods below, so `run` never reads a
+    /// spec itself.
+    project: Project,
+}
+
+/// What a run checks of a cell's engine version beside its plan: whether
+/// its server reports the version (`reports_own_version`), and where its
+/// binary comes from (a fetched version names its package).
+#[derive(Debug, Clone, PartialEq)]
+pub struct VersionSource {
+    pub reports_own_version: bool,
+    pub source: Option<crate::model::Source>,
+}
+
+impl CommandPlan {
+    /// The engine versions the cells run that the fetch cache under
+    /// `root` lacks, each once, in cell order.
+    pub fn pending_fetches(&self, root: &Path) -> Vec<crate::fetch::Pending> {
+        fetches::pending(&self.project, &self.plan.cells, root)
+    }
+
+    /// The scenario's file, as the specs name it (relative to the home).
+    pub fn scenario_file(&self) -> &str {
+        &self.scenario.origin.file
+    }
+
+    /// What the specs say of `engine@version`; `None` for an engine they
+    /// do not hold.
+    pub fn version_source(&self, engine: &str, version: &str) -> Option<VersionSource> {
+        let e = self.project.engines.get(engine)?;
+        Some(VersionSource {
+            reports_own_version: e.reports_own_version,
+            source: e
+                .version(Some(version))
+                .and_then(|(_, ev)| ev.source.clone()),
+        })
+    }
 }
 
 /// The scenario (name or path) of the project under `home` and its plan
@@ -135,6 +173,7 @@ pub fn plan_command_line(
         overrides,
         plan,
         warnings,
+        project,
     })
 }
 

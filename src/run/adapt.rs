@@ -2,6 +2,7 @@
 //! an executor per phase, each running the typed config the plan made.
 
 use crate::metrics::fidelity::IoBoundThresholds;
+use crate::model::phase::{Expect, Length};
 use crate::model::{Backend, CellLimits, Program};
 use crate::plan::{PhaseConfig, PlannedCell, PlannedPhase};
 use crate::run::cell::{
@@ -11,7 +12,6 @@ use crate::run::cell::{
 use crate::run::exec::DriveExec;
 use crate::run::key::cell_key;
 use crate::run::phase::Unrunnable;
-use crate::spec::scenario::{Expect, Length};
 use crate::workload::DriveConfig;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -58,26 +58,10 @@ pub fn cell_work(
 ) -> CellWork {
     let (key, group) = keys_of(cell);
     let planned = Arc::new(cell.clone());
-    let p = planned.clone();
-    let launch: LaunchFn = Arc::new(move |port, data_dir, config_dir, log_path| {
-        let files = p
-            .configs
-            .iter()
-            .map(|c| (c.name.clone(), c.content.clone()))
-            .collect();
-        Ok((p.launch(port, data_dir, config_dir, log_path), files))
-    });
+    let launch = launch_fn(planned.clone());
     let (limits, replicas) = members_of(&planned);
     let replicas_len = replicas.len();
-    let load = cell.load.as_ref().zip(cell.load_config.as_ref());
-    let load = load.map(|(l, config)| PhaseStep {
-        name: "load".into(),
-        exec: drive_exec(&planned, config, &exe),
-        threads: vec![l.threads],
-        expect_io_bound: false,
-        length: None,
-        loads: false,
-    });
+    let load = load_step(&planned, &exe);
     let phases = cell
         .phases
         .iter()
@@ -116,19 +100,7 @@ pub fn cell_work(
         exe,
         expect_version: None,
         package: None,
-        // A replica set's data is in every member: one data dir is not it.
-        snapshot: cell
-            .snapshot
-            .as_ref()
-            .filter(|_| replicas.is_empty())
-            .zip(snapshots)
-            .map(|(s, cache)| SnapshotWork {
-                id: s.id.clone(),
-                key: s.key.clone(),
-                verify: s.verify,
-                checkpoint: s.checkpoint.clone(),
-                cache: cache.clone(),
-            }),
+        snapshot: snapshot_work(cell, replicas_len, snapshots),
         replicas,
         topology: cell.topology,
         sharding: cell.sharding.clone().filter(|_| sharded(cell)),
@@ -144,6 +116,54 @@ pub fn cell_work(
             .and_then(|m| m.set_name(cell.members.len(), routed(cell))),
         node: None,
     }
+}
+
+/// How the cell's server is launched: the planned argv with this run's
+/// port and folders filled in, and its rendered config files.
+fn launch_fn(p: Arc<PlannedCell>) -> LaunchFn {
+    Arc::new(move |port, data_dir, config_dir, log_path| {
+        let files = p
+            .configs
+            .iter()
+            .map(|c| (c.name.clone(), c.content.clone()))
+            .collect();
+        Ok((p.launch(port, data_dir, config_dir, log_path), files))
+    })
+}
+
+/// The load phase, when the cell loads: the built-in generator's config
+/// at the load's thread count.
+fn load_step(planned: &Arc<PlannedCell>, exe: &Path) -> Option<PhaseStep> {
+    let load = planned.load.as_ref().zip(planned.load_config.as_ref());
+    load.map(|(l, config)| PhaseStep {
+        name: "load".into(),
+        exec: drive_exec(planned, config, exe),
+        threads: vec![l.threads],
+        expect_io_bound: false,
+        length: None,
+        loads: false,
+    })
+}
+
+/// The snapshot a cell may restore or save, when a cache is given. A
+/// replica set's data is in every member: one data dir is not it, so a
+/// cell with replicas has none.
+fn snapshot_work(
+    cell: &PlannedCell,
+    replicas: usize,
+    snapshots: Option<&crate::snapshot::store::Cache>,
+) -> Option<SnapshotWork> {
+    cell.snapshot
+        .as_ref()
+        .filter(|_| replicas == 0)
+        .zip(snapshots)
+        .map(|(s, cache)| SnapshotWork {
+            id: s.id.clone(),
+            key: s.key.clone(),
+            verify: s.verify,
+            checkpoint: s.checkpoint.clone(),
+            cache: cache.clone(),
+        })
 }
 
 /// The first member's limits (its CPUs from the topology's split) and the

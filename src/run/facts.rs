@@ -5,8 +5,8 @@
 
 use crate::clients::{self, Endpoint};
 use crate::model::Probe;
+use crate::model::facts::{FactQuery, Facts};
 use crate::run::cell::{EngineFacts, FactsError, ReplicaState};
-use crate::spec::facts::{FactQuery, Facts};
 
 /// Facts asked with the engine's own client, as its spec says
 /// ([`Facts`]; the probe's defaults when it says nothing).

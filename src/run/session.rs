@@ -8,7 +8,7 @@
 use crate::cli::{On, RunArgs, ScenarioArgs};
 use crate::host::HostFacts;
 use crate::model::Backend;
-use crate::plan::{CommandPlan, Plan, plan_command_line};
+use crate::plan::{CommandPlan, Plan, VersionSource, plan_command_line};
 use crate::report;
 use crate::results::{history, layout};
 use crate::run::adapt;
@@ -24,7 +24,6 @@ use crate::sandbox::docker::DockerSandbox;
 use crate::sandbox::docker::client::DockerClient;
 use crate::sandbox::docker::image::{PullPolicy, ensure_image};
 use crate::sandbox::{Sandbox, ledger, reap};
-use crate::spec::Diagnostics;
 use anyhow::Context;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -61,16 +60,10 @@ pub(crate) async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<Outcome> 
     }
     let interrupts = Interrupts::install().context("installing the Ctrl-C handler")?;
     let host = HostFacts::probe();
-    let CommandPlan {
-        scenario,
-        overrides,
-        plan,
-        ..
-    } = plan_or_refuse(home, args, &host)?;
-    // The planner has reported (or refused) broken specs already.
-    let project = crate::spec::Project::load_all(home).0;
-    fetch_pending(&project, &plan, args.fetch, &interrupts).await?;
-    make_tool_envs(&plan, args.fetch).await?;
+    let cp = plan_or_refuse(home, args, &host)?;
+    fetch_pending(&cp, args.fetch, &interrupts).await?;
+    let plan = &cp.plan;
+    make_tool_envs(plan, args.fetch).await?;
     let results_root = results_root(home, args)?;
     let remote = plan.cells.iter().find(|c| !c.limits.client_node.is_same());
     if args.on == On::Slurm {
@@ -88,12 +81,12 @@ pub(crate) async fn run(home: &Path, args: &RunArgs) -> anyhow::Result<Outcome> 
     } else {
         reap_leftovers().await?;
     }
-    let cells = cell_works(&project, &plan, snapshots_on(args))?;
+    let cells = cell_works(&cp, snapshots_on(args))?;
     let info = RunInfo {
-        overrides: overrides.into_iter().collect(),
+        overrides: cp.overrides.iter().cloned().collect(),
         host: host_info(&host),
         command_line: command_line(home, args, &results_root),
-        ..provenance_of(home, &scenario, &plan)
+        ..provenance_of(home, &cp)
     };
     let pull = pull_policy(args);
     let out = match args.on {
@@ -192,11 +185,8 @@ async fn reap_leftovers() -> anyhow::Result<()> {
 
 /// What the run loop needs of each planned cell, its configs checked and
 /// its expected version and package filled in.
-fn cell_works(
-    project: &crate::spec::Project,
-    plan: &Plan,
-    snapshots: bool,
-) -> anyhow::Result<Vec<CellWork>> {
+fn cell_works(cp: &CommandPlan, snapshots: bool) -> anyhow::Result<Vec<CellWork>> {
+    let plan = &cp.plan;
     let exe = std::env::current_exe().context("finding the benchcage binary")?;
     let cache = if snapshots {
         Some(crate::snapshot::store::Cache::from_env().map_err(crate::error::bad_input)?)
@@ -222,14 +212,15 @@ fn cell_works(
     for c in &cells {
         adapt::check_configs(c).map_err(|e| crate::error::bad_input(e.0))?;
     }
-    Ok(with_versions(project, cells))
+    Ok(with_versions(cp, cells))
 }
 
 /// The run's provenance: scenario, the hash of every spec file it read,
 /// benchcage's version and git revision (overrides, host and command line
 /// left empty).
-fn provenance_of(home: &Path, scenario: &crate::spec::scenario::Scenario, plan: &Plan) -> RunInfo {
-    let scenario_file = resolve(home, &scenario.origin.file);
+fn provenance_of(home: &Path, cp: &CommandPlan) -> RunInfo {
+    let plan = &cp.plan;
+    let scenario_file = resolve(home, cp.scenario_file());
     let mut spec_files: Vec<PathBuf> = vec![scenario_file.clone()];
     for c in &plan.cells {
         spec_files.extend(c.spec_files.iter().map(|f| resolve(home, f)));
@@ -338,18 +329,19 @@ fn say_reaped(dead: &reap::DeadRuns) {
 
 /// What each cell's server must report as its version, and the package
 /// its binary came from (a fetched version).
-fn with_versions(project: &crate::spec::Project, mut cells: Vec<CellWork>) -> Vec<CellWork> {
+fn with_versions(cp: &CommandPlan, mut cells: Vec<CellWork>) -> Vec<CellWork> {
     let root = crate::fetch::cache::root();
     for c in &mut cells {
-        let Some(engine) = project.engines.get(&c.engine) else {
+        let Some(VersionSource {
+            reports_own_version,
+            source,
+        }) = cp.version_source(&c.engine, &c.version)
+        else {
             continue;
         };
-        if engine.reports_own_version {
+        if reports_own_version {
             c.expect_version = Some(c.version.clone());
         }
-        let source = engine
-            .version(Some(&c.version))
-            .and_then(|(_, ev)| ev.source.clone());
         if c.backend == Backend::Cgroup
             && let Some(s) = source.filter(crate::fetch::Source::cached)
             && let Some(i) = crate::fetch::cache::installed(&root, &c.engine, &c.version, &s)
@@ -392,13 +384,12 @@ async fn make_tool_envs(plan: &Plan, fetch: bool) -> anyhow::Result<()> {
 /// The engine versions the cells need and the cache lacks: fetched with
 /// `--fetch`, else bad input naming them, before anything is created.
 async fn fetch_pending(
-    project: &crate::spec::Project,
-    plan: &Plan,
+    cp: &CommandPlan,
     fetch: bool,
     interrupts: &Interrupts,
 ) -> anyhow::Result<()> {
     let root = crate::fetch::cache::root();
-    let pending = crate::plan::fetches::pending(project, &plan.cells, &root);
+    let pending = cp.pending_fetches(&root);
     if pending.is_empty() {
         return Ok(());
     }
@@ -544,14 +535,13 @@ async fn run_cell_job(home: &Path, args: &RunArgs, target: &str) -> anyhow::Resu
             "--slurm-cell {target}: expected RUN/KEY"
         )));
     };
-    let CommandPlan { mut plan, .. } = plan_or_refuse(home, args, &host)?;
-    let project = crate::spec::Project::load_all(home).0;
-    fetch_pending(&project, &plan, args.fetch, &interrupts).await?;
-    make_tool_envs(&plan, args.fetch).await?;
+    let mut cp = plan_or_refuse(home, args, &host)?;
+    fetch_pending(&cp, args.fetch, &interrupts).await?;
+    make_tool_envs(&cp.plan, args.fetch).await?;
     let results_root = results_root(home, args)?;
     reap_leftovers().await?;
-    let placed = place_remote_client(&mut plan, key, &mut node).await;
-    let mut cells = cell_works(&project, &plan, snapshots_on(args))?;
+    let placed = place_remote_client(&mut cp.plan, key, &mut node).await;
+    let mut cells = cell_works(&cp, snapshots_on(args))?;
     let Some(index) = cells.iter().position(|c| c.key == key) else {
         return Err(crate::error::bad_input(format!(
             "--slurm-cell {target}: node {} plans no cell {key}; its specs or its benchcage differ from the submitter's (a shared project folder keeps them equal)",
@@ -664,11 +654,20 @@ pub fn command_plan(
         target.only.as_deref(),
         host,
     )?;
-    warn_unused(&cp.warnings);
+    // Problems of specs the scenario does not use, on stderr: they stop
+    // nothing, and `benchcage validate` lists them.
+    for d in cp.warnings.iter() {
+        eprintln!("warning: {d}");
+    }
+    if !cp.warnings.is_empty() {
+        eprintln!(
+            "warning: these specs are not used by this scenario; `benchcage validate` checks them all"
+        );
+    }
     if let Some(msg) = shared_key(&cp.plan) {
         return Err(crate::error::bad_input(format!(
             "{}: {msg}",
-            cp.scenario.origin.file
+            cp.scenario_file()
         )));
     }
     Ok(cp)
@@ -693,17 +692,4 @@ fn shared_key(plan: &Plan) -> Option<String> {
         }
     }
     None
-}
-
-/// Problems of specs the scenario does not use, on stderr: they stop
-/// nothing, and `benchcage validate` lists them.
-fn warn_unused(warnings: &Diagnostics) {
-    for d in warnings.iter() {
-        eprintln!("warning: {d}");
-    }
-    if !warnings.is_empty() {
-        eprintln!(
-            "warning: these specs are not used by this scenario; `benchcage validate` checks them all"
-        );
-    }
 }

@@ -4,10 +4,10 @@
 //! before it runs.
 
 use crate::model::Probe;
+use crate::model::phase::Length;
 use crate::plan::{PlannedCell, PlannedPhase};
 use crate::results::model::PhaseResult;
 use crate::run::phase::{PhaseEnv, PhaseExec, Unrunnable};
-use crate::spec::scenario::Length;
 use crate::workload::stores::StoreKind;
 use crate::workload::tools::{ReplicaSeeds, Tool, ToolConfig, ToolTarget, run_tool};
 use std::sync::{Arc, Mutex};

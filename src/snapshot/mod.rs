@@ -22,7 +22,7 @@ pub mod copy;
 pub mod manifest;
 pub mod store;
 
-use crate::spec::scenario::{Dataset, Load};
+use crate::workload::{Dataset, Load};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
@@ -202,7 +202,7 @@ pub(crate) fn io_err(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::scenario::LoadWorkload;
+    use crate::workload::GeneratorKind as LoadWorkload;
     use crate::workload::InsertOrder;
 
     pub(crate) fn key() -> SnapshotKey {

@@ -183,104 +183,12 @@ pub struct Engine {
     pub origin: Origin,
 }
 
-/// `sharding:`: how the members of a sharded cluster form it, as data.
-///
-/// Redis Cluster (no router, no config server): statements sent once each
-/// member answers (`CLUSTER MEET`), then to each shard's primary
-/// (`CLUSTER ADDSLOTS`), then to each shard's secondaries (`CLUSTER
-/// REPLICATE`), and the reply every member gives once the cluster is whole
-/// (`CLUSTER INFO` until `cluster_state:ok`).
-///
-/// MongoDB (routers and config servers): the config servers and each
-/// shard are replica sets, initiated on their first member once their
-/// members answer; the routers start after, given the config servers'
-/// seed; then the first router is sent each shard (`addShard`) and the
-/// data's sharding (`enableSharding`, `shardCollection`), and the cluster
-/// is whole when every router lists every shard.
-#[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
-pub struct ShardingSpec {
-    /// Whether the cluster has routers the client connects to (mongos);
-    /// without, the client finds each key's shard itself.
-    pub routers: bool,
-    /// Whether the cluster keeps its shard map on config servers.
-    pub config_servers: bool,
-    /// Sent to every member but the first once it answers;
-    /// `{primary_port}` is the first member's port.
-    pub member_join: Vec<String>,
-    /// Sent to each shard's primary once every member has joined;
-    /// `{shard_slots}` is the shard's share of the 16384 hash slots.
-    pub shard_init: Vec<String>,
-    /// Asked of a shard's primary for `{shard_primary_id}`, its node id.
-    pub node_id: Option<String>,
-    /// Sent to each shard's secondaries once every shard has its slots.
-    pub replica_join: Vec<String>,
-    /// Asked of every member until its reply holds each line of `expect`
-    /// (`{members}` is the member count): the cluster is whole.
-    pub ready: Option<ClusterReady>,
-    /// Sent to the first config server once every config server answers,
-    /// with `{set_name}` and `{set_members}` (MongoDB `replSetInitiate`
-    /// with `configsvr: true`).
-    pub config_initiate: Vec<String>,
-    /// Sent to each shard's first member once the shard's members answer,
-    /// with `{set_name}` and `{set_members}`: a shard is a replica set.
-    pub shard_initiate: Vec<String>,
-    /// A router's argv (mongos), with the launch placeholders and
-    /// `{config_set}`, the config servers' seed (`SET/host:port,...`).
-    pub router_command: Vec<String>,
-    /// Sent to the first router for each shard once the routers answer,
-    /// with `{shard_set}` (`SET/host:port,...`) and `{set_name}`.
-    pub add_shard: Vec<String>,
-    /// Sent to the first router once every shard is added, with
-    /// `{database}` and `{collection}` (the built-in load generator's) and
-    /// `{shard_key}` (from `shard_keys`).
-    pub shard_data: Vec<String>,
-    /// What `{shard_key}` is for each `key:` a sharded topology may give
-    /// (`hashed`, `ranged`); a key not listed is refused by `plan`.
-    pub shard_keys: BTreeMap<String, String>,
-}
-
-/// `ready: {statement: "CLUSTER INFO", expect: ["cluster_state:ok"]}`.
-#[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
-pub struct ClusterReady {
-    pub statement: String,
-    pub expect: Vec<String>,
-}
-
-/// The placeholders of `sharding:`.
-pub const SHARD_SLOTS: &str = "{shard_slots}";
-pub const SHARD_PRIMARY_ID: &str = "{shard_primary_id}";
-pub const MEMBER_COUNT: &str = "{members}";
-pub const SET_NAME: &str = "{set_name}";
-pub const CONFIG_SET: &str = "{config_set}";
-pub const SHARD_SET: &str = "{shard_set}";
-pub const SHARD_KEY: &str = "{shard_key}";
-pub const DATABASE: &str = "{database}";
-pub const COLLECTION: &str = "{collection}";
-
-/// `replication: {replica_init: [ARGV...], replica_join: [STATEMENT...],
-/// initiate: [STATEMENT...]}`: how a secondary of a replica set comes to
-/// follow the primary, as data.
-/// Both may use `{primary_port}` beside the launch placeholders.
-#[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
-pub struct ReplicationSpec {
-    /// Run on a secondary instead of `init`, before its first start
-    /// (PostgreSQL: `pg_basebackup` from the primary); empty = `init`.
-    pub replica_init: Vec<Vec<String>>,
-    /// Sent to a secondary once it answers (redis `REPLICAOF`, MariaDB
-    /// `CHANGE MASTER TO` and `START SLAVE`).
-    pub replica_join: Vec<String>,
-    /// Sent to the primary once every secondary answers, with
-    /// `{set_members}` (MongoDB `replSetInitiate`).
-    pub initiate: Vec<String>,
-}
-
-/// The placeholder of a replica set's members in `replication.initiate`:
-/// a JSON array of `{"_id": N, "host": "127.0.0.1:PORT", "priority": P}`,
-/// the primary first and with the highest priority.
-pub const SET_MEMBERS: &str = "{set_members}";
-
-/// The placeholder of the primary's port in `replication:`.
-pub const PRIMARY_PORT: &str = "{primary_port}";
+/// How a cluster's members form it, as data: the engine spec reads
+/// straight into the model's types, which a cell carries to `run`.
+pub use crate::model::cluster::{
+    COLLECTION, CONFIG_SET, ClusterReady, DATABASE, MEMBER_COUNT, PRIMARY_PORT, ReplicationSpec,
+    SET_MEMBERS, SET_NAME, SHARD_KEY, SHARD_PRIMARY_ID, SHARD_SET, SHARD_SLOTS, ShardingSpec,
+};
 
 /// `snapshot: {knobs: [compression], digest: "SQL", checkpoint: SAVE}`: the engine's data dir
 /// after a load can be snapshot (the engine stopped cleanly first) and
@@ -525,39 +433,8 @@ pub struct EngineVersion {
     pub image_binary: Option<String>,
 }
 
-/// A config file rendered from a template.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ConfigFile {
-    /// Path under templates/: `mongodb/mongod.conf.tera`.
-    pub template: String,
-    /// Where the engine reads it: `{config_dir}/mongod.conf`.
-    pub path: String,
-    /// How values are escaped in this file.
-    pub format: ConfigFormat,
-}
-
-impl ConfigFile {
-    /// The file name, used in `{config:<name>}`.
-    pub fn name(&self) -> &str {
-        self.path.rsplit('/').next().unwrap_or(&self.path)
-    }
-}
-
-/// Syntax of a config file, which decides how string values are escaped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ConfigFormat {
-    /// YAML (mongod.conf): double-quoted strings.
-    Yaml,
-    /// INI / my.cnf and old mongod `key = value` files: double-quoted strings.
-    Ini,
-    /// redis.conf: double-quoted strings.
-    Redis,
-    /// postgresql.conf: single-quoted strings.
-    Pg,
-    /// TOML: double-quoted basic strings.
-    Toml,
-}
+/// An engine's config files and their formats are the renderer's.
+pub use crate::render::{ConfigFile, ConfigFormat};
 
 /// The type of a knob's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -651,29 +528,7 @@ impl PerThread {
     }
 }
 
-/// A knob value after its type was checked.
-#[derive(Debug, Clone, PartialEq)]
-pub enum KnobValue {
-    Size(Bytes),
-    Duration(Duration),
-    Bool(bool),
-    Int(i64),
-    Enum(String),
-    String(String),
-}
-
-impl KnobValue {
-    /// Canonical text: `12GiB`, `1s`, `true`, `42`, the word or the string.
-    pub fn canonical(&self) -> String {
-        match self {
-            KnobValue::Size(b) => b.to_string(),
-            KnobValue::Duration(d) => d.to_string(),
-            KnobValue::Bool(b) => b.to_string(),
-            KnobValue::Int(i) => i.to_string(),
-            KnobValue::Enum(s) | KnobValue::String(s) => s.clone(),
-        }
-    }
-}
+pub use crate::model::knob::KnobValue;
 
 impl Knob {
     /// Parse a value for this knob; the error says what is expected.
@@ -1494,8 +1349,7 @@ fn readiness_of(f: &Fields, cx: &mut Cx) -> Option<Readiness> {
     }
 }
 
-/// The placeholders a `cache_resize:` statement may use for the new size.
-pub const CACHE_PLACEHOLDERS: [&str; 2] = ["{cache_bytes}", "{cache_mib}"];
+pub use crate::model::launch::CACHE_PLACEHOLDERS;
 
 /// `cache_resize:`: a statement that names the new size.
 fn cache_resize_of(f: &Fields, cx: &mut Cx) -> Option<String> {
@@ -1512,12 +1366,7 @@ fn cache_resize_of(f: &Fields, cx: &mut Cx) -> Option<String> {
     Some(text)
 }
 
-/// `cache_resize:` with the new size filled in.
-pub fn fill_cache_resize(statement: &str, cache: Bytes) -> String {
-    statement
-        .replace("{cache_bytes}", &cache.0.to_string())
-        .replace("{cache_mib}", &(cache.0 >> 20).max(1).to_string())
-}
+pub use crate::model::launch::fill_cache_resize;
 
 /// `command:` names at least the program.
 fn check_command_not_empty(f: &Fields, cx: &mut Cx, command: &[String]) {
@@ -1528,6 +1377,15 @@ fn check_command_not_empty(f: &Fields, cx: &mut Cx, command: &[String]) {
             "the command is empty",
             Some("an argv array like [\"{binary}\", --port, \"{port}\"]".into()),
         );
+    }
+}
+
+impl crate::render::EngineFiles for Engine {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn config_files(&self) -> &[ConfigFile] {
+        &self.config_files
     }
 }
 

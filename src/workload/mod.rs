@@ -15,6 +15,7 @@ pub mod bounds;
 pub mod candles;
 pub mod clock;
 pub mod config;
+pub mod dataset;
 pub mod dist;
 pub mod driver;
 pub mod histo;
@@ -30,6 +31,7 @@ pub mod tools;
 pub mod tpcc;
 pub mod ycsb;
 
+pub use dataset::{Dataset, Load};
 pub use dist::Distribution;
 pub use keys::InsertOrder;
 

@@ -52,21 +52,25 @@ impl Scram {
     }
 
     /// The final message answering the server's first (`r=..,s=..,i=..`).
-    pub fn client_final(&mut self, server_first: &[u8]) -> Result<Vec<u8>, String> {
-        let text = std::str::from_utf8(server_first).map_err(|e| e.to_string())?;
+    pub fn client_final(&mut self, server_first: &[u8]) -> Result<Vec<u8>, Malformed> {
+        let text = std::str::from_utf8(server_first).map_err(|e| Malformed(e.to_string()))?;
         let field = |k: &str| {
             text.split(',')
                 .find_map(|kv| kv.strip_prefix(k)?.strip_prefix('='))
-                .ok_or_else(|| format!("the server's SCRAM reply has no `{k}`"))
+                .ok_or_else(|| Malformed(format!("the server's SCRAM reply has no `{k}`")))
         };
         let r = field("r")?;
         if !r.starts_with(&self.nonce) {
-            return Err("the server's SCRAM nonce does not extend ours".into());
+            return Err(Malformed(
+                "the server's SCRAM nonce does not extend ours".into(),
+            ));
         }
-        let salt = B64.decode(field("s")?).map_err(|e| e.to_string())?;
+        let salt = B64
+            .decode(field("s")?)
+            .map_err(|e| Malformed(e.to_string()))?;
         let rounds: u32 = field("i")?
             .parse()
-            .map_err(|_| "a bad SCRAM iteration count")?;
+            .map_err(|_| Malformed("a bad SCRAM iteration count".into()))?;
         let mut salted = [0u8; 32];
         pbkdf2::pbkdf2_hmac::<Sha256>(self.password.as_bytes(), &salt, rounds, &mut salted);
         let client_key = hmac(&salted, b"Client Key");

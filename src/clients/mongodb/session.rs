@@ -128,7 +128,7 @@ impl Session {
             .clone()
             .unwrap_or_else(|| "admin".into());
         let ep = self.ep.clone();
-        let failed = |e: String| {
+        let failed = |e: wire::Malformed| {
             fail(
                 &ep,
                 format!("authentication of user `{user}` on `{db}` failed: {e}"),
@@ -148,7 +148,7 @@ impl Session {
         let r = self.command_doc(&db, &next, "saslContinue").await?;
         scram
             .verify(&payload(&r).map_err(&failed)?)
-            .map_err(|e| failed(e.0))?;
+            .map_err(&failed)?;
         if !r.get_bool("done").unwrap_or(false) {
             let last =
                 doc! {"saslContinue": 1, "conversationId": conv, "payload": binary(Vec::new())};
@@ -431,10 +431,12 @@ fn binary(bytes: Vec<u8>) -> Bson {
     })
 }
 
-fn payload(d: &Document) -> Result<Vec<u8>, String> {
+fn payload(d: &Document) -> Result<Vec<u8>, wire::Malformed> {
     match d.get("payload") {
         Some(Bson::Binary(b)) => Ok(b.bytes.clone()),
         Some(Bson::String(s)) => Ok(s.clone().into_bytes()),
-        _ => Err("the server's SCRAM reply has no payload".into()),
+        _ => Err(wire::Malformed(
+            "the server's SCRAM reply has no payload".into(),
+        )),
     }
 }

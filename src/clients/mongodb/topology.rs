@@ -609,17 +609,19 @@ pub struct Shard {
     pub host: String,
 }
 
-fn parse_shards(reply: &Document) -> Result<Vec<Shard>, String> {
+fn parse_shards(reply: &Document) -> Result<Vec<Shard>, Malformed> {
     let list = reply
         .get_array("shards")
-        .map_err(|_| "listShards: a reply without shards")?;
+        .map_err(|_| Malformed("listShards: a reply without shards".into()))?;
     list.iter()
         .map(|s| match s {
             Bson::Document(s) => Ok(Shard {
                 id: s.get_str("_id").unwrap_or_default().to_string(),
                 host: s.get_str("host").unwrap_or_default().to_string(),
             }),
-            _ => Err("listShards: a shard that is not a document".to_string()),
+            _ => Err(Malformed(
+                "listShards: a shard that is not a document".into(),
+            )),
         })
         .collect()
 }

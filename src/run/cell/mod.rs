@@ -198,7 +198,7 @@ impl CacheResize {
         cap: Bytes,
     ) -> (String, Option<String>) {
         let want = self.cache_for(cap);
-        let statement = crate::spec::engine::fill_cache_resize(&self.statement, want);
+        let statement = crate::model::launch::fill_cache_resize(&self.statement, want);
         let failed = facts.execute(port, &statement).await.err();
         let now = facts.cache_size(port).await;
         let shown = now.map_or("not reported".to_string(), |b| Bytes(b).to_string());
@@ -300,7 +300,7 @@ pub struct CellWork {
     /// One server, a replica set or a sharded cluster.
     pub topology: crate::model::Topology,
     /// How a sharded cluster's members form it.
-    pub sharding: Option<crate::spec::engine::ShardingSpec>,
+    pub sharding: Option<crate::model::cluster::ShardingSpec>,
     /// Sent to a replica set's primary once every secondary answers,
     /// `{set_members}` unfilled.
     pub initiate: Vec<String>,
@@ -421,6 +421,35 @@ struct Running {
 }
 
 impl Running {
+    /// A cell about to run in `sandbox`, nothing started yet.
+    fn new(
+        work: &CellWork,
+        sandbox: Box<dyn Sandbox + Sync>,
+        replicas: Vec<Box<dyn Sandbox + Sync>>,
+        epoch: Instant,
+    ) -> Running {
+        Running {
+            stats: sandbox.stats_reader(),
+            sandbox: Some(sandbox),
+            record: base_record(work),
+            stage_start: Instant::now(),
+            stage: String::new(),
+            sampler: None,
+            port: 0,
+            engine_pid: None,
+            launch: None,
+            hog: None,
+            thp: None,
+            phase_time: Duration::ZERO,
+            oom_at_start: 0,
+            epoch,
+            abort: None,
+            topology: Topology::new(work, replicas),
+            links: None,
+            isolation: None,
+        }
+    }
+
     /// The ports the client is given: the server's, or the relays' in
     /// front of them when the environment has a network.
     fn client_ports(&self) -> Vec<u16> {
@@ -494,26 +523,7 @@ pub async fn run_cell(
     writer: &dyn CellWriter,
 ) -> anyhow::Result<CellRecord> {
     let epoch = Instant::now();
-    let mut r = Running {
-        stats: sandbox.stats_reader(),
-        sandbox: Some(sandbox),
-        record: base_record(work),
-        stage_start: Instant::now(),
-        stage: String::new(),
-        sampler: None,
-        port: 0,
-        engine_pid: None,
-        launch: None,
-        hog: None,
-        thp: None,
-        phase_time: Duration::ZERO,
-        oom_at_start: 0,
-        epoch,
-        abort: None,
-        topology: Topology::new(work, replicas),
-        links: None,
-        isolation: None,
-    };
+    let mut r = Running::new(work, sandbox, replicas, epoch);
     std::fs::create_dir_all(&ctx.cell_dir)?;
     let outcome = lifecycle(work, ctx, &mut r, writer).await;
     // The data disk, while it is still mounted.
@@ -757,27 +767,13 @@ async fn lifecycle(
 
     if !r.topology.is_empty() {
         r.enter(ctx, "replicas");
-        let (port, record) = (r.port, &mut r.record);
-        r.topology.start(work, ctx, port, record, writer).await?;
-        let label = r
-            .sampler
-            .as_ref()
-            .map(|s| s.phase_label())
-            .unwrap_or_default();
-        let record = &mut r.record;
-        let lag = (r.epoch, label);
-        r.topology
-            .initiate(work, ctx, port, record, writer, lag)
-            .await?;
+        start_members(work, ctx, r, writer).await?;
     }
     r.record.topology_ready_s = Some(r.epoch.elapsed().as_secs_f64());
 
     if let Some(leave) = work.hog_leave {
         r.enter(ctx, "hog");
-        let mut ledger = Ledger::open(&ledger::default_root(), &format!("{}-hog", ctx.sandbox_id))?;
-        let hog = Hog::start(&work.exe, leave, Some(&mut ledger), HOG_TIMEOUT).await?;
-        r.record.fidelity.hog_locked_bytes = Some(hog.locked().as_u64());
-        r.hog = Some((hog, ledger));
+        start_hog(work, ctx, r, leave).await?;
     }
 
     if let Some(net) = &work.network {
@@ -812,6 +808,44 @@ async fn lifecycle(
 
     r.enter(ctx, "collect");
     collect(work, ctx, r).await?;
+    Ok(())
+}
+
+/// The stage `replicas`: the other members of the topology started, then
+/// the replica set or cluster formed (its lag sampled from here on).
+async fn start_members(
+    work: &CellWork,
+    ctx: &CellCtx,
+    r: &mut Running,
+    writer: &dyn CellWriter,
+) -> Result<(), Stop> {
+    let (port, record) = (r.port, &mut r.record);
+    r.topology.start(work, ctx, port, record, writer).await?;
+    let label = r
+        .sampler
+        .as_ref()
+        .map(|s| s.phase_label())
+        .unwrap_or_default();
+    let record = &mut r.record;
+    let lag = (r.epoch, label);
+    r.topology
+        .initiate(work, ctx, port, record, writer, lag)
+        .await?;
+    Ok(())
+}
+
+/// The stage `hog`: the memory hog started under its own ledger, leaving
+/// `leave` of the host's memory, and the memory it locked recorded.
+async fn start_hog(
+    work: &CellWork,
+    ctx: &CellCtx,
+    r: &mut Running,
+    leave: Bytes,
+) -> Result<(), Stop> {
+    let mut ledger = Ledger::open(&ledger::default_root(), &format!("{}-hog", ctx.sandbox_id))?;
+    let hog = Hog::start(&work.exe, leave, Some(&mut ledger), HOG_TIMEOUT).await?;
+    r.record.fidelity.hog_locked_bytes = Some(hog.locked().as_u64());
+    r.hog = Some((hog, ledger));
     Ok(())
 }
 
@@ -881,12 +915,12 @@ mod tests {
             Bytes::from_mib(1),
             "never 0"
         );
-        let s = crate::spec::engine::fill_cache_resize(&r.statement, Bytes::from_mib(60));
+        let s = crate::model::launch::fill_cache_resize(&r.statement, Bytes::from_mib(60));
         assert_eq!(s, "SET GLOBAL rocksdb_block_cache_size = 62914560");
         let wt =
             r#"{"setParameter": 1, "wiredTigerEngineRuntimeConfig": "cache_size={cache_mib}M"}"#;
         assert_eq!(
-            crate::spec::engine::fill_cache_resize(wt, Bytes::from_mib(60)),
+            crate::model::launch::fill_cache_resize(wt, Bytes::from_mib(60)),
             r#"{"setParameter": 1, "wiredTigerEngineRuntimeConfig": "cache_size=60M"}"#
         );
     }

@@ -329,7 +329,7 @@ async fn check_restored(
 /// `dataset.records` (redis counts one key more, the load generator's
 /// index); `None` for loads whose count is another thing.
 fn expected_count(key: &crate::snapshot::SnapshotKey) -> Option<(u64, u64)> {
-    use crate::spec::scenario::LoadWorkload;
+    use crate::workload::GeneratorKind as LoadWorkload;
     let n = key.dataset.records;
     (key.load.workload == LoadWorkload::Ycsb).then_some((n, n + 1))
 }

@@ -4,11 +4,11 @@
 
 use super::{CellCtx, CellWork, CellWriter, Leader, ReplicaWork, Stop, member};
 use crate::metrics::{fidelity, procfs};
+use crate::model::cluster::{PRIMARY_PORT, SET_NAME};
 use crate::model::{EngineLaunch, Role};
 use crate::results::model::{CellRecord, LagSample};
 use crate::sandbox::stats::StatsReader;
 use crate::sandbox::{EngineId, EngineStatus, Sandbox};
-use crate::spec::engine::{PRIMARY_PORT, SET_NAME};
 use std::path::Path;
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};

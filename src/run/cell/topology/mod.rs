@@ -16,11 +16,11 @@
 use super::{CellCtx, CellWork, CellWriter, Leader, ReplicaWork, Stop};
 use crate::metrics::sampler::{StatsSource, Target};
 use crate::model::Role;
+use crate::model::cluster::{SET_MEMBERS, SET_NAME};
 use crate::results::model::{CellRecord, MemberFidelity};
 use crate::run::disk;
 use crate::sandbox::stats::StatsReader;
 use crate::sandbox::{CgroupStats, Sandbox};
-use crate::spec::engine::{SET_MEMBERS, SET_NAME};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -123,7 +123,7 @@ impl Topology {
             Some(spec) if spec.routers => {
                 let config_set = shards::initiate_sets(work, ctx, self, primary, spec).await?;
                 for i in routers {
-                    let fills = [(crate::spec::engine::CONFIG_SET, config_set.clone())];
+                    let fills = [(crate::model::cluster::CONFIG_SET, config_set.clone())];
                     let rr = &mut self.members[i];
                     members::start(work, ctx, rr, record, writer, primary, &fills).await?;
                 }

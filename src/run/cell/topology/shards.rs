@@ -16,11 +16,11 @@
 use super::{CellCtx, CellWork, IN_SYNC_TIMEOUT, Stop, Topology, initiate_set};
 use crate::clients::redis_cluster::shard_slots;
 use crate::model::Role;
-use crate::run::cell::FactsError;
-use crate::spec::engine::{
+use crate::model::cluster::{
     COLLECTION, DATABASE, MEMBER_COUNT, SET_NAME, SHARD_KEY, SHARD_PRIMARY_ID, SHARD_SET,
     SHARD_SLOTS, ShardingSpec,
 };
+use crate::run::cell::FactsError;
 use std::time::{Duration, Instant};
 
 /// One replica set of a cluster with routers: the config servers, or a

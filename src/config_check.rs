@@ -21,7 +21,7 @@ use std::process::{Child, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// The longest a check that must exit may run.
-pub const CHECK_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const CHECK_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Lines of the engine's output a failure shows from its start and its
 /// end (mariadbd prints the error first and then its whole help text).

@@ -17,7 +17,7 @@ pub fn list<T: fmt::Display>(items: &[T]) -> String {
 }
 
 /// A host-sized amount, rounded for reading: `23.5GiB`, `512.0MiB`.
-pub fn approx(b: Bytes) -> String {
+pub(crate) fn approx(b: Bytes) -> String {
     if b.0 >= Bytes::GIB {
         format!("{:.1}GiB", b.as_gib_f64())
     } else {
@@ -26,7 +26,7 @@ pub fn approx(b: Bytes) -> String {
 }
 
 /// A span for reading, whole seconds: `40s`, `7m04s`, `1h57m44s`.
-pub fn span(d: crate::units::Duration) -> String {
+pub(crate) fn span(d: crate::units::Duration) -> String {
     let s = d.std().as_secs_f64().round() as u64;
     match (s / 3600, s / 60 % 60, s % 60) {
         (0, 0, sec) => format!("{sec}s"),

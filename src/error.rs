@@ -4,7 +4,7 @@
 /// in this exits with code 2, and is raised before anything is created.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct BadInput(pub String);
+pub(crate) struct BadInput(pub String);
 
 /// A regression found by `compare`: exit code 1.
 #[derive(Debug, thiserror::Error)]
@@ -22,17 +22,17 @@ pub fn exit_code_for(err: &anyhow::Error) -> u8 {
 }
 
 /// Shorthand for returning bad input from a command.
-pub fn bad_input(msg: impl Into<String>) -> anyhow::Error {
+pub(crate) fn bad_input(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(BadInput(msg.into()))
 }
 
 /// The longest input value quoted in a message, in characters.
-pub const EXCERPT_CHARS: usize = 80;
+pub(crate) const EXCERPT_CHARS: usize = 80;
 
 /// A value as a message quotes it: whole when short, else its start and
 /// its length, so that an error never echoes a whole file or a 100 MB
 /// argument.
-pub fn excerpt(s: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn excerpt(s: &str) -> std::borrow::Cow<'_, str> {
     match s.char_indices().nth(EXCERPT_CHARS) {
         None => s.into(),
         Some((cut, _)) => format!("{}... ({} bytes)", &s[..cut], s.len()).into(),
@@ -40,7 +40,7 @@ pub fn excerpt(s: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// The longest line of an error printed to the terminal, in characters.
-pub const MAX_LINE_CHARS: usize = 2000;
+pub(crate) const MAX_LINE_CHARS: usize = 2000;
 
 /// An error text with every overlong line cut (a backstop for values
 /// quoted by code that does not use `excerpt`, clap's included).

@@ -58,7 +58,7 @@ pub struct HostFacts {
 }
 
 /// v1 controllers benchcage uses.
-pub const V1_CONTROLLERS: &[&str] = &[
+pub(crate) const V1_CONTROLLERS: &[&str] = &[
     "cpuset", "cpu", "cpuacct", "memory", "blkio", "pids", "freezer",
 ];
 
@@ -132,7 +132,7 @@ impl HostFacts {
     }
 
     /// Read the facts from a root holding `proc/` and `sys/` (tests use a temp dir).
-    pub fn probe_at(root: &Path) -> HostFacts {
+    pub(crate) fn probe_at(root: &Path) -> HostFacts {
         let online = online_cpus(root);
         let meminfo = std::fs::read_to_string(root.join("proc/meminfo")).unwrap_or_default();
         let kb = |key: &str| meminfo_value(&meminfo, key);
@@ -179,7 +179,7 @@ impl HostFacts {
     }
 
     /// The record a run stores.
-    pub fn info(&self) -> crate::results::model::HostInfo {
+    pub(crate) fn info(&self) -> crate::results::model::HostInfo {
         crate::results::model::HostInfo {
             hostname: self.hostname.clone(),
             cpu_model: self.cpu_model.clone(),
@@ -199,7 +199,7 @@ impl HostFacts {
 }
 
 /// Layout, controllers and swap accounting from a cgroup mount root.
-pub fn cgroup_facts(cg: &Path, cmdline: &str) -> (CgroupLayout, Vec<String>, bool) {
+pub(crate) fn cgroup_facts(cg: &Path, cmdline: &str) -> (CgroupLayout, Vec<String>, bool) {
     let v2_root = cg.join("cgroup.controllers");
     if v2_root.exists() {
         let ctrls = read_words(&v2_root);

@@ -59,7 +59,7 @@ pub fn spawn(
 }
 
 /// True when stderr is a terminal (the default for showing the bar).
-pub fn stderr_is_terminal() -> bool {
+pub(crate) fn stderr_is_terminal() -> bool {
     use std::io::IsTerminal;
     std::io::stderr().is_terminal()
 }
@@ -86,7 +86,7 @@ enum Draw {
 /// A transfer whose size is learnt as it goes (image pulls: each layer
 /// announces its size when it starts): a bar on a terminal, otherwise
 /// plain lines so that logs stay readable.
-pub struct ByteBar {
+pub(crate) struct ByteBar {
     draw: Draw,
     label: String,
     /// What the bytes are (`downloading`, `extracting`), when said.

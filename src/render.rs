@@ -137,7 +137,7 @@ impl MemberContext {
 }
 
 /// `3.2` -> 302, `2.0.2` -> 200, `10.11` -> 1011.
-pub fn version_num(v: &str) -> u64 {
+pub(crate) fn version_num(v: &str) -> u64 {
     let mut parts = v.split(['.', '-']).map(|p| {
         p.chars()
             .take_while(char::is_ascii_digit)
@@ -342,7 +342,10 @@ fn tera_message(e: &tera::Error) -> String {
 }
 
 /// Render every config file of an engine from templates under `home/templates`.
-pub fn render_all(home: &Path, input: &RenderInput) -> Result<Vec<RenderedConfig>, RenderError> {
+pub(crate) fn render_all(
+    home: &Path,
+    input: &RenderInput,
+) -> Result<Vec<RenderedConfig>, RenderError> {
     let mut out = Vec::new();
     for cf in input.engine.config_files() {
         let path = home.join("templates").join(&cf.template);

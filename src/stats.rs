@@ -25,11 +25,11 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 /// Bootstrap replicates per interval.
-pub const REPLICATES: usize = 2000;
+pub(crate) const REPLICATES: usize = 2000;
 /// The seed of every interval, so that intervals are reproducible.
-pub const SEED: u64 = 0x0b5e_55ed;
+pub(crate) const SEED: u64 = 0x0b5e_55ed;
 /// A series shorter than this is taken as its mean: too short to resample.
-pub const MIN_SERIES: usize = 4;
+pub(crate) const MIN_SERIES: usize = 4;
 
 /// One repetition of one side: the figure the report shows, and the
 /// per-second values of the phase it came from (empty when there are none).
@@ -60,7 +60,7 @@ pub enum Blocks {
 
 /// The measured ratio and its interval.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RatioInterval {
+pub(crate) struct RatioInterval {
     pub ratio: f64,
     pub lo: f64,
     pub hi: f64,
@@ -79,7 +79,7 @@ fn mean(xs: &[f64]) -> f64 {
 }
 
 /// Lag-1 autocorrelation of `xs` (0 for a constant or too short series).
-pub fn lag1_autocorrelation(xs: &[f64]) -> f64 {
+pub(crate) fn lag1_autocorrelation(xs: &[f64]) -> f64 {
     if xs.len() < 3 {
         return 0.0;
     }
@@ -94,7 +94,7 @@ pub fn lag1_autocorrelation(xs: &[f64]) -> f64 {
 
 /// The block length for a series of `n` values with lag-1
 /// autocorrelation `rho`: at least 1, at most half the series.
-pub fn block_length(n: usize, rho: f64) -> usize {
+pub(crate) fn block_length(n: usize, rho: f64) -> usize {
     if n < 2 {
         return 1;
     }
@@ -165,7 +165,7 @@ fn varies(side: &[Obs]) -> bool {
 /// its seconds follow an AR(1) process: the variance of independent draws
 /// times `(1+ρ)/(1-ρ)`, with ρ's small-sample bias corrected (Kendall's
 /// `(1+4ρ)/n`). 0 for a series too short to tell.
-pub fn ar1_relative_variance(xs: &[f64]) -> f64 {
+pub(crate) fn ar1_relative_variance(xs: &[f64]) -> f64 {
     let n = xs.len();
     let m = mean(xs);
     if n < MIN_SERIES || m <= 0.0 {
@@ -206,7 +206,7 @@ fn quantile(xs: &[f64], q: f64) -> f64 {
 
 /// The ratio a/b with its 95% percentile-bootstrap interval; `None` when
 /// a side is empty or b is not above 0.
-pub fn ratio_interval(a: &[Obs], b: &[Obs], blocks: Blocks) -> Option<RatioInterval> {
+pub(crate) fn ratio_interval(a: &[Obs], b: &[Obs], blocks: Blocks) -> Option<RatioInterval> {
     if a.is_empty() || b.is_empty() {
         return None;
     }

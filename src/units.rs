@@ -19,7 +19,7 @@ fn unit_err(msg: impl Into<String>) -> UnitError {
 }
 
 /// Largest size benchcage accepts (1 PiB): anything above is a typo.
-pub const MAX_BYTES: u64 = 1 << 50;
+pub(crate) const MAX_BYTES: u64 = 1 << 50;
 
 /// A size in bytes.
 ///
@@ -32,9 +32,9 @@ pub const MAX_BYTES: u64 = 1 << 50;
 pub struct Bytes(pub u64);
 
 impl Bytes {
-    pub const KIB: u64 = 1024;
+    pub(crate) const KIB: u64 = 1024;
     pub const MIB: u64 = 1024 * 1024;
-    pub const GIB: u64 = 1024 * 1024 * 1024;
+    pub(crate) const GIB: u64 = 1024 * 1024 * 1024;
 
     pub fn from_mib(m: u64) -> Self {
         Bytes(m * Self::MIB)
@@ -46,10 +46,10 @@ impl Bytes {
         self.0
     }
     /// Size in GiB as a float, for engines that take `cacheSizeGB: 1.5`.
-    pub fn as_gib_f64(self) -> f64 {
+    pub(crate) fn as_gib_f64(self) -> f64 {
         self.0 as f64 / Self::GIB as f64
     }
-    pub fn as_mib_f64(self) -> f64 {
+    pub(crate) fn as_mib_f64(self) -> f64 {
         self.0 as f64 / Self::MIB as f64
     }
     /// Multiply by a factor (e.g. an environment's `scale`), rounding down to
@@ -172,7 +172,7 @@ enum NumOrStr {
 pub struct Share(pub f64);
 
 impl Share {
-    pub fn fraction(self) -> f64 {
+    pub(crate) fn fraction(self) -> f64 {
         self.0
     }
     pub fn of(self, b: Bytes) -> Bytes {
@@ -392,19 +392,19 @@ pub struct Rate(u64);
 
 impl Rate {
     /// At most 1 Tbit/s: anything faster is a typo.
-    pub const MAX_BITS: u64 = 1_000_000_000_000;
+    pub(crate) const MAX_BITS: u64 = 1_000_000_000_000;
 
     pub fn from_bits_per_sec(bits: u64) -> Self {
         Rate(bits.clamp(1, Self::MAX_BITS))
     }
-    pub fn bits_per_sec(self) -> u64 {
+    pub(crate) fn bits_per_sec(self) -> u64 {
         self.0
     }
-    pub fn bytes_per_sec(self) -> f64 {
+    pub(crate) fn bytes_per_sec(self) -> f64 {
         self.0 as f64 / 8.0
     }
     /// How long `bytes` take on a link of this rate.
-    pub fn time_for(self, bytes: usize) -> std::time::Duration {
+    pub(crate) fn time_for(self, bytes: usize) -> std::time::Duration {
         std::time::Duration::from_secs_f64(bytes as f64 * 8.0 / self.0 as f64)
     }
 }
@@ -480,7 +480,7 @@ impl<'de> Deserialize<'de> for Rate {
 }
 
 /// Largest CPU number accepted in a set (Linux's NR_CPUS default is 8192).
-pub const MAX_CPU: u32 = 8191;
+pub(crate) const MAX_CPU: u32 = 8191;
 
 /// A set of CPU numbers in the kernel's list syntax: `2`, `0-3`, `0-3,6`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -502,10 +502,10 @@ impl CpuSet {
     pub fn contains(&self, cpu: u32) -> bool {
         self.0.contains(&cpu)
     }
-    pub fn intersection(&self, other: &CpuSet) -> CpuSet {
+    pub(crate) fn intersection(&self, other: &CpuSet) -> CpuSet {
         CpuSet(self.0.intersection(&other.0).copied().collect())
     }
-    pub fn is_subset(&self, other: &CpuSet) -> bool {
+    pub(crate) fn is_subset(&self, other: &CpuSet) -> bool {
         self.0.is_subset(&other.0)
     }
     /// The kernel list form, ranges collapsed: `0-3,6`.

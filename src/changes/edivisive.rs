@@ -94,7 +94,7 @@ pub fn detect(series: &[f64], opts: &Options) -> Vec<ChangePoint> {
 /// sorted values and their prefix sums, and those to the points before
 /// it from a Fenwick tree over the ranks (a year of nightly series, with
 /// its permutation tests, in milliseconds; `benchcage site`).
-pub fn best_split(x: &[f64], min_size: usize) -> Option<(usize, f64)> {
+pub(crate) fn best_split(x: &[f64], min_size: usize) -> Option<(usize, f64)> {
     let n = x.len();
     let min_size = min_size.max(2);
     if n < 2 * min_size {

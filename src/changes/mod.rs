@@ -99,7 +99,7 @@ pub struct Series {
 
 /// The series in `rows`: only phases that are results (ok and valid),
 /// the mean over a run's repetitions as that run's value.
-pub fn series_of(rows: &[FlatRow]) -> Vec<Series> {
+pub(crate) fn series_of(rows: &[FlatRow]) -> Vec<Series> {
     type Sums = BTreeMap<(String, String), (f64, usize)>;
     let mut by_key: BTreeMap<SeriesKey, Sums> = BTreeMap::new();
     for r in rows {
@@ -172,7 +172,7 @@ pub struct Change {
 impl Change {
     /// An alarm: the newest change of its series, a recent regression
     /// that nobody acknowledged.
-    pub fn is_alarm(&self) -> bool {
+    pub(crate) fn is_alarm(&self) -> bool {
         self.newest && self.regression && self.recent && !self.acknowledged
     }
 
@@ -182,7 +182,7 @@ impl Change {
 }
 
 /// The id of a change of `series` at `run_id`.
-pub fn change_id(series: &SeriesKey, run_id: &str) -> String {
+pub(crate) fn change_id(series: &SeriesKey, run_id: &str) -> String {
     let mut h = Sha256::new();
     h.update(series.label().as_bytes());
     h.update(b"|");
@@ -275,7 +275,7 @@ fn mean(x: &[f64]) -> f64 {
 /// The 95% percentile interval of mean(b) / mean(a) - 1 over 2,000
 /// resamples of each side (nights are independent runs: a plain
 /// bootstrap).
-pub fn ratio_interval(a: &[f64], b: &[f64], seed: u64) -> (f64, f64) {
+pub(crate) fn ratio_interval(a: &[f64], b: &[f64], seed: u64) -> (f64, f64) {
     let mut g = StdRng::seed_from_u64(seed);
     let mut resample = |x: &[f64]| {
         let s: f64 = (0..x.len()).map(|_| x[g.random_range(0..x.len())]).sum();

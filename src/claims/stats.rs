@@ -8,7 +8,7 @@ use crate::model::claim::{Expect, Verdict};
 /// it is on the other, `Inconclusive` when it crosses. For `a ~ b` the
 /// claimed side is the band `[1/(1+t), 1+t]`; it is reversed only when the
 /// whole interval is outside the band.
-pub fn decide(expect: Expect, lo: f64, hi: f64) -> Verdict {
+pub(crate) fn decide(expect: Expect, lo: f64, hi: f64) -> Verdict {
     match expect {
         Expect::Greater if lo > 1.0 => Verdict::Holds,
         Expect::Greater if hi < 1.0 => Verdict::Reversed,

@@ -12,7 +12,7 @@ use std::path::Path;
 /// Decide `claims` on the run in `run_dir` and write its `claims.json`;
 /// prints the table. Nothing when there are no claims; a failure is a
 /// warning, the results stand.
-pub fn decide(run_dir: &Path, claims: &[Claim]) {
+pub(crate) fn decide(run_dir: &Path, claims: &[Claim]) {
     if claims.is_empty() {
         return;
     }
@@ -85,7 +85,7 @@ pub fn table(record: &ClaimsRecord) -> String {
 }
 
 /// What `plan` prints of the claims a run will check.
-pub fn describe_plan(o: &mut String, claims: &[Claim]) {
+pub(crate) fn describe_plan(o: &mut String, claims: &[Claim]) {
     if claims.is_empty() {
         return;
     }

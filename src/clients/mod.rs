@@ -14,7 +14,7 @@ pub mod redis_cluster;
 mod resp;
 
 /// How long one protocol round trip may take before the probe gives up.
-pub const PING_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const PING_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A failed client call, per protocol, so callers can tell a refused
 /// connection from a server error.
@@ -91,7 +91,7 @@ impl Cell {
     }
 
     /// The value as a float; a decimal text (MySQL `DECIMAL`) parses.
-    pub fn float(&self) -> Option<f64> {
+    pub(crate) fn float(&self) -> Option<f64> {
         match self {
             Cell::Int(i) => Some(*i as f64),
             Cell::Float(f) => Some(*f),
@@ -145,7 +145,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// The rows of a [`Step::Rows`]; none for any other step.
-    pub fn into_rows(self) -> Vec<Vec<Cell>> {
+    pub(crate) fn into_rows(self) -> Vec<Vec<Cell>> {
         match self {
             Outcome::Rows(r) => r,
             _ => Vec::new(),
@@ -202,7 +202,7 @@ impl Endpoint {
     }
 
     /// The loopback endpoint a probe logs in to: its user and database.
-    pub fn for_probe(probe: &Probe, port: u16) -> Self {
+    pub(crate) fn for_probe(probe: &Probe, port: u16) -> Self {
         Endpoint {
             user: probe.user().map(str::to_string),
             database: probe.database().map(str::to_string),
@@ -216,7 +216,7 @@ impl Endpoint {
     }
 
     /// Refuse anything but a loopback address (the network rule).
-    pub fn check_loopback(&self) -> Result<(), ClientError> {
+    pub(crate) fn check_loopback(&self) -> Result<(), ClientError> {
         if is_loopback_host(&self.host) {
             Ok(())
         } else {
@@ -226,7 +226,7 @@ impl Endpoint {
 }
 
 /// True for `127.x.y.z`, `::1` and `localhost`.
-pub fn is_loopback_host(host: &str) -> bool {
+pub(crate) fn is_loopback_host(host: &str) -> bool {
     let h = host.trim_start_matches('[').trim_end_matches(']');
     if h.eq_ignore_ascii_case("localhost") {
         return true;
@@ -240,13 +240,13 @@ pub fn is_loopback_host(host: &str) -> bool {
 /// handshake and login, the schema's statements, the existence check):
 /// the MongoDB store's round-trip bound. Inside a phase, operations have
 /// their own bound (`workload::driver::OP_TIMEOUT`).
-pub const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Environment variable, in seconds, that replaces [`SETUP_TIMEOUT`]
 /// (tests shorten it); a value that is not a positive number is ignored.
-pub const SETUP_TIMEOUT_ENV: &str = "BENCHCAGE_SETUP_TIMEOUT";
+pub(crate) const SETUP_TIMEOUT_ENV: &str = "BENCHCAGE_SETUP_TIMEOUT";
 
 /// [`SETUP_TIMEOUT`], or what [`SETUP_TIMEOUT_ENV`] says.
-pub fn setup_timeout() -> Duration {
+pub(crate) fn setup_timeout() -> Duration {
     std::env::var(SETUP_TIMEOUT_ENV)
         .ok()
         .and_then(|v| v.trim().parse::<f64>().ok())

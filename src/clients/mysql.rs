@@ -81,7 +81,7 @@ pub async fn analyze_database(ep: &Endpoint, db: &str) -> Result<(), ClientError
 
 /// `CHECKSUM TABLE table`: the live checksum of its rows (a full scan),
 /// equal for equal rows in one storage engine; empty for a missing table.
-pub async fn table_checksum(ep: &Endpoint, table: &str) -> Result<String, ClientError> {
+pub(crate) async fn table_checksum(ep: &Endpoint, table: &str) -> Result<String, ClientError> {
     let mut conn = MyConn::connect(ep).await?;
     let row: Option<(String, Option<u64>)> = conn
         .conn
@@ -97,7 +97,7 @@ pub async fn table_checksum(ep: &Endpoint, table: &str) -> Result<String, Client
 
 /// Every row of `sql` (text protocol, no parameters) by column name, each
 /// value as text (`NULL` is empty): `SHOW SLAVE STATUS`, `SHOW BINARY LOGS`.
-pub async fn query_named(
+pub(crate) async fn query_named(
     ep: &Endpoint,
     sql: &str,
 ) -> Result<Vec<std::collections::BTreeMap<String, String>>, ClientError> {
@@ -212,7 +212,7 @@ impl MyConn {
     }
 
     /// Runs prepared statement `id`; returns its rows, decoded.
-    pub async fn query_rows(
+    pub(crate) async fn query_rows(
         &mut self,
         id: usize,
         params: &[Param<'_>],
@@ -238,7 +238,7 @@ impl MyConn {
 impl MyConn {
     /// Turns autocommit off: the first statement after a `COMMIT` opens
     /// the next transaction, which saves [`Step::Begin`] its round trip.
-    pub async fn autocommit_off(&mut self) -> Result<(), ClientError> {
+    pub(crate) async fn autocommit_off(&mut self) -> Result<(), ClientError> {
         self.exec_text("SET autocommit = 0").await?;
         self.autocommit = false;
         Ok(())

@@ -337,7 +337,7 @@ impl RedisConn {
     }
 
     /// `HGETALL key`: number of fields returned (0 when the key is missing).
-    pub async fn hgetall_len(&mut self, key: &str) -> Result<usize, ClientError> {
+    pub(crate) async fn hgetall_len(&mut self, key: &str) -> Result<usize, ClientError> {
         let mut c = ::redis::cmd("HGETALL");
         c.arg(key);
         self.send(&[&c]).await?;
@@ -349,7 +349,7 @@ impl RedisConn {
 
     /// `EXISTS key` then `HSET key field value` in one pipeline; reports
     /// whether the key existed (an update of a missing record is an error).
-    pub async fn hset_existing(
+    pub(crate) async fn hset_existing(
         &mut self,
         key: &str,
         field: &str,
@@ -366,7 +366,7 @@ impl RedisConn {
     }
 
     /// `ZRANGEBYSCORE zkey min +inf LIMIT 0 count`.
-    pub async fn zrange_from(
+    pub(crate) async fn zrange_from(
         &mut self,
         zkey: &str,
         min: f64,
@@ -389,7 +389,7 @@ impl RedisConn {
     /// `ZADD index score key`: every command in one pipeline (one round
     /// trip). Not atomic: an error fails the call, but commands before it
     /// may have been applied.
-    pub async fn hset_many<'a, P>(
+    pub(crate) async fn hset_many<'a, P>(
         &mut self,
         records: impl Iterator<Item = (&'a str, P, Option<(&'a str, f64)>)>,
     ) -> Result<(), ClientError>
@@ -416,13 +416,13 @@ impl RedisConn {
 }
 
 /// Whether `INFO cluster` says the server runs in cluster mode.
-pub fn cluster_enabled(info: &str) -> bool {
+pub(crate) fn cluster_enabled(info: &str) -> bool {
     info.lines().any(|l| l.trim() == "cluster_enabled:1")
 }
 
 /// The number of keys and a sha256 of every key and value, in key order:
 /// equal for equal data, whichever servers held it.
-pub fn digest_of(mut entries: Vec<(Vec<u8>, Vec<u8>)>) -> (u64, String) {
+pub(crate) fn digest_of(mut entries: Vec<(Vec<u8>, Vec<u8>)>) -> (u64, String) {
     use sha2::Digest;
     entries.sort();
     let mut h = sha2::Sha256::new();

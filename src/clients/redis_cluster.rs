@@ -8,7 +8,7 @@ use super::redis::{RedisConn, cluster_enabled, digest_of};
 use super::{ClientError, Endpoint};
 
 /// How many hash slots a Redis Cluster has.
-pub const SLOTS: u16 = 16384;
+pub(crate) const SLOTS: u16 = 16384;
 
 /// CRC16/XMODEM (polynomial 0x1021, initial 0), as Redis Cluster hashes
 /// keys.
@@ -39,13 +39,13 @@ pub fn slot(key: &[u8]) -> u16 {
 
 /// The slots `shard` of `shards` serves when a cluster is formed: an
 /// even share, in order (5461 + 5461 + 5462 for three).
-pub fn shard_slots(shard: u32, shards: u32) -> std::ops::Range<u16> {
+pub(crate) fn shard_slots(shard: u32, shards: u32) -> std::ops::Range<u16> {
     let at = |s: u32| (s as u64 * SLOTS as u64 / shards.max(1) as u64) as u16;
     at(shard)..at(shard + 1)
 }
 
 /// Whether the server at `ep` runs in cluster mode.
-pub async fn is_cluster(ep: &Endpoint) -> Result<bool, ClientError> {
+pub(crate) async fn is_cluster(ep: &Endpoint) -> Result<bool, ClientError> {
     let mut c = RedisConn::connect(ep).await?;
     Ok(cluster_enabled(&c.cmd(&["INFO", "cluster"]).await?))
 }
@@ -113,7 +113,7 @@ macro_rules! loop_moved {
 }
 
 /// A connection to every primary of a cluster, and which serves each slot.
-pub struct RedisCluster {
+pub(crate) struct RedisCluster {
     seed: Endpoint,
     /// The primaries' endpoints (the seed's credentials).
     nodes: Vec<Endpoint>,
@@ -144,7 +144,7 @@ impl RedisCluster {
 
     /// Reads the slot map again (after `MOVED`), keeping the connections
     /// to primaries that still are.
-    pub async fn refresh(&mut self) -> Result<(), ClientError> {
+    pub(crate) async fn refresh(&mut self) -> Result<(), ClientError> {
         let mut seed = RedisConn::connect(&self.seed).await?;
         let text = seed.cmd(&["CLUSTER", "NODES"]).await?;
         let found = primaries(&text);
@@ -189,12 +189,12 @@ impl RedisCluster {
     }
 
     /// The primaries, as endpoints.
-    pub fn primaries(&self) -> &[Endpoint] {
+    pub(crate) fn primaries(&self) -> &[Endpoint] {
         &self.nodes
     }
 
     /// The index of the node serving `key`.
-    pub fn node_of(&self, key: &[u8]) -> usize {
+    pub(crate) fn node_of(&self, key: &[u8]) -> usize {
         self.owner[slot(key) as usize] as usize
     }
 
@@ -207,12 +207,12 @@ impl RedisCluster {
     }
 
     /// `HGETALL key`: number of fields returned.
-    pub async fn hgetall_len(&mut self, key: &str) -> Result<usize, ClientError> {
+    pub(crate) async fn hgetall_len(&mut self, key: &str) -> Result<usize, ClientError> {
         loop_moved!(self, key, |c| c.hgetall_len(key))
     }
 
     /// `EXISTS key` and `HSET key field value` on the key's node.
-    pub async fn hset_existing(
+    pub(crate) async fn hset_existing(
         &mut self,
         key: &str,
         field: &str,
@@ -227,7 +227,11 @@ impl RedisCluster {
     }
 
     /// `ZADD zkey score1 member1 score2 member2 ...` on the set's node.
-    pub async fn zadd(&mut self, zkey: &str, members: &[(f64, &str)]) -> Result<(), ClientError> {
+    pub(crate) async fn zadd(
+        &mut self,
+        zkey: &str,
+        members: &[(f64, &str)],
+    ) -> Result<(), ClientError> {
         let mut argv = vec!["ZADD".to_string(), zkey.to_string()];
         for (score, m) in members {
             argv.push(score.to_string());
@@ -238,7 +242,7 @@ impl RedisCluster {
     }
 
     /// `ZRANGEBYSCORE zkey min +inf LIMIT 0 count` on the set's node.
-    pub async fn zrange_from(
+    pub(crate) async fn zrange_from(
         &mut self,
         zkey: &str,
         min: f64,
@@ -250,7 +254,7 @@ impl RedisCluster {
     /// `HSET` of every record, one pipeline per node holding some of
     /// them; the whole batch again once after a redirect (HSET sets the
     /// same values twice).
-    pub async fn hset_many<'a>(
+    pub(crate) async fn hset_many<'a>(
         &mut self,
         records: &[(&'a str, Vec<(&'a str, &'a str)>)],
     ) -> Result<(), ClientError> {
@@ -295,7 +299,7 @@ impl RedisCluster {
     }
 
     /// The keys on every primary (`DBSIZE`), summed.
-    pub async fn dbsize(&mut self) -> Result<u64, ClientError> {
+    pub(crate) async fn dbsize(&mut self) -> Result<u64, ClientError> {
         let mut n = 0;
         for i in 0..self.nodes.len() {
             n += self

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 /// Exit code of `benchcage claims` when a claim came out reversed.
-pub const EXIT_REVERSED: u8 = 1;
+pub(crate) const EXIT_REVERSED: u8 = 1;
 
 pub async fn run(home: &Path, args: &ClaimsArgs) -> anyhow::Result<ExitCode> {
     let root = args.results.root(home);

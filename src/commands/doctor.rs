@@ -148,7 +148,7 @@ impl Check {
 
 /// On v2: whose tree it is, where benchcage's groups go (a subtree systemd
 /// delegated, or the mount itself), and the controllers available there.
-pub fn delegation_checks(place: &V2Place) -> Vec<Check> {
+pub(crate) fn delegation_checks(place: &V2Place) -> Vec<Check> {
     let base = match place.base() {
         Ok(b) => b,
         Err(_) => {
@@ -187,7 +187,7 @@ pub fn delegation_checks(place: &V2Place) -> Vec<Check> {
 }
 
 /// The controllers benchcage's subtree has, and what is missing.
-pub fn subtree_check(available: &[String], delegated: bool) -> Check {
+pub(crate) fn subtree_check(available: &[String], delegated: bool) -> Check {
     let missing: Vec<&str> = V2_CONTROLLERS_WANTED
         .iter()
         .copied()
@@ -245,7 +245,7 @@ fn swap_check(host: &HostFacts) -> Check {
 }
 
 /// Transparent huge pages: TokuMX refuses to start under `always`.
-pub fn thp_check(host: &HostFacts) -> Check {
+pub(crate) fn thp_check(host: &HostFacts) -> Check {
     use crate::sandbox::thp::{ThpFiles, ThpMode};
     let file = ThpFiles::current().enabled_path();
     match &host.thp {
@@ -336,7 +336,7 @@ fn rlim(v: u64) -> String {
 
 /// The daemon's version, cgroup driver and cgroup version, or why it
 /// cannot be reached.
-pub async fn docker_daemon_check() -> Check {
+pub(crate) async fn docker_daemon_check() -> Check {
     match crate::sandbox::docker::daemon_report().await {
         Ok(d) => Check::new(
             "docker",
@@ -357,7 +357,7 @@ pub async fn docker_daemon_check() -> Check {
 }
 
 /// Docker reachability from the socket alone (no daemon call).
-pub fn docker_socket_check() -> Check {
+pub(crate) fn docker_socket_check() -> Check {
     if let Ok(h) = std::env::var("DOCKER_HOST")
         && !h.is_empty()
     {

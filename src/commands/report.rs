@@ -44,7 +44,7 @@ pub async fn run(home: &Path, args: &ReportArgs) -> anyhow::Result<ExitCode> {
 
 /// Resolve run ids (in the results folder `root`) or folders and load
 /// them; an unknown run is bad input.
-pub fn load_runs(root: &Path, args: &[String]) -> anyhow::Result<Vec<RunData>> {
+pub(crate) fn load_runs(root: &Path, args: &[String]) -> anyhow::Result<Vec<RunData>> {
     let dirs: Vec<PathBuf> = args
         .iter()
         .map(|a| layout::resolve_run(root, a).map_err(|e| bad_input(e.to_string())))

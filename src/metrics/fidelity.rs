@@ -76,7 +76,10 @@ pub fn phase_io(
 }
 
 /// Every engine thread must be allowed exactly the planned server CPUs.
-pub fn thread_cpu_violations(threads: &BTreeMap<String, String>, expected: &CpuSet) -> Vec<String> {
+pub(crate) fn thread_cpu_violations(
+    threads: &BTreeMap<String, String>,
+    expected: &CpuSet,
+) -> Vec<String> {
     if threads.is_empty() {
         return vec!["no engine thread could be read from /proc".to_string()];
     }
@@ -98,7 +101,7 @@ pub fn thread_cpu_violations(threads: &BTreeMap<String, String>, expected: &CpuS
 
 /// The memory cap read back from the kernel must be the planned one
 /// (rounded down to a page).
-pub fn memory_limit_violation(planned: u64, read_back: u64) -> Option<String> {
+pub(crate) fn memory_limit_violation(planned: u64, read_back: u64) -> Option<String> {
     let rounded = planned / PAGE * PAGE;
     (read_back != rounded && read_back != planned).then(|| {
         format!(
@@ -125,7 +128,7 @@ pub fn cache_violation(cache: Option<u64>, cap: u64) -> Option<String> {
 
 /// A hog must still hold what it locked at the start (5% slack for the
 /// kernel's accounting).
-pub fn hog_violation(expected: u64, locked_now: Option<u64>) -> Option<String> {
+pub(crate) fn hog_violation(expected: u64, locked_now: Option<u64>) -> Option<String> {
     match locked_now {
         None => Some("the memory hog is gone: the data could sit in the page cache".into()),
         Some(now) if now.saturating_mul(100) < expected.saturating_mul(95) => Some(format!(
@@ -138,10 +141,10 @@ pub fn hog_violation(expected: u64, locked_now: Option<u64>) -> Option<String> {
 }
 
 /// How every OOM-kill violation starts (to replace it with a larger count).
-pub const OOM_VIOLATION_PREFIX: &str = "the kernel OOM-killed";
+pub(crate) const OOM_VIOLATION_PREFIX: &str = "the kernel OOM-killed";
 
 /// OOM kills and restarts of the engine during the cell.
-pub fn supervision_violations(oom_kills: u64, restarts: u64) -> Vec<String> {
+pub(crate) fn supervision_violations(oom_kills: u64, restarts: u64) -> Vec<String> {
     let mut out = Vec::new();
     if oom_kills > 0 {
         out.push(format!(
@@ -165,7 +168,7 @@ pub fn supervision_violations(oom_kills: u64, restarts: u64) -> Vec<String> {
 /// takes a tenth of the server's CPU time is already a deviation from the
 /// environment. Interrupt time is not counted, and steal time is
 /// counted apart (see `procfs::CpuTimes`).
-pub const CONTENTION_LIMIT: f64 = 0.10;
+pub(crate) const CONTENTION_LIMIT: f64 = 0.10;
 
 /// CPU-seconds per server CPU that foreign work must also exceed before a
 /// phase counts as shared. `/proc/stat` counts in ticks of 10 ms, so each
@@ -174,24 +177,24 @@ pub const CONTENTION_LIMIT: f64 = 0.10;
 /// milliseconds that noise alone is over 10%. A quarter second per CPU is
 /// more than ten times that error, and any neighbour that matters (a CPU
 /// hog takes 30-50% of a 4 s phase, 1.2 s or more) clears it.
-pub const CONTENTION_FLOOR_S_PER_CPU: f64 = 0.25;
+pub(crate) const CONTENTION_FLOOR_S_PER_CPU: f64 = 0.25;
 
 /// A share rounded to three decimals, for stable records.
-pub fn round3(x: f64) -> f64 {
+pub(crate) fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
 /// The share of the server CPUs' capacity (`wall_s` x `cpus`) that went to
 /// anything but the server's cgroup: the CPUs' busy time minus the
 /// server's own CPU time. `None` when nothing was measured.
-pub fn foreign_share(busy_s: f64, server_s: f64, wall_s: f64, cpus: usize) -> Option<f64> {
+pub(crate) fn foreign_share(busy_s: f64, server_s: f64, wall_s: f64, cpus: usize) -> Option<f64> {
     let capacity = wall_s * cpus as f64;
     (capacity > 0.0).then(|| round3(((busy_s - server_s) / capacity).clamp(0.0, 1.0)))
 }
 
 /// The share of the server CPUs' capacity that the hypervisor gave to
 /// other guests (steal time). `None` when nothing was measured.
-pub fn steal_share(steal_s: f64, wall_s: f64, cpus: usize) -> Option<f64> {
+pub(crate) fn steal_share(steal_s: f64, wall_s: f64, cpus: usize) -> Option<f64> {
     let capacity = wall_s * cpus as f64;
     (capacity > 0.0).then(|| round3((steal_s / capacity).clamp(0.0, 1.0)))
 }
@@ -436,7 +439,7 @@ mod tests {
 
 /// The server reported another version than the one listed: `12` matches
 /// `12`, `12.22` and `12.22-beta`; not `13.1` or `120`.
-pub fn version_violation(listed: &str, reported: &str) -> Option<String> {
+pub(crate) fn version_violation(listed: &str, reported: &str) -> Option<String> {
     let rest = reported.strip_prefix(listed);
     let ok = rest.is_some_and(|r| r.is_empty() || r.starts_with(['.', '-', ' ', '+']));
     (!ok).then(|| {

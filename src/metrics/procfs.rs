@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The real proc root.
-pub const PROC: &str = "/proc";
+pub(crate) const PROC: &str = "/proc";
 
 /// One `Key:   value` field of a `/proc/<pid>/status`-like file.
 fn status_field(text: &str, key: &str) -> Option<String> {
@@ -24,7 +24,7 @@ fn status_kib(text: &str, key: &str) -> Option<u64> {
 
 /// `Cpus_allowed_list` of every thread of every pid, keyed `pid/tid`.
 /// Processes or threads that exit while being read are skipped.
-pub fn thread_cpus(proc_root: &Path, pids: &[u32]) -> BTreeMap<String, String> {
+pub(crate) fn thread_cpus(proc_root: &Path, pids: &[u32]) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for pid in pids {
         let Ok(tasks) = std::fs::read_dir(proc_root.join(pid.to_string()).join("task")) else {
@@ -52,7 +52,7 @@ fn user_hz() -> f64 {
 
 /// What `cpus` did with their time, in seconds, from `/proc/stat`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CpuTimes {
+pub(crate) struct CpuTimes {
     /// Running anything of this machine's: user, nice and system time.
     /// Interrupt and softirq time are left out: on the server's CPUs much
     /// of it is the engine's own network traffic, not someone else's work.
@@ -64,7 +64,7 @@ pub struct CpuTimes {
 
 /// Busy and stolen seconds of `cpus` so far; `None` when `/proc/stat` is
 /// unreadable or lacks one of them.
-pub fn cpu_times(proc_root: &Path, cpus: &crate::units::CpuSet) -> Option<CpuTimes> {
+pub(crate) fn cpu_times(proc_root: &Path, cpus: &crate::units::CpuSet) -> Option<CpuTimes> {
     let text = std::fs::read_to_string(proc_root.join("stat")).ok()?;
     let (busy, steal) = busy_ticks(&text, cpus)?;
     Some(CpuTimes {
@@ -97,7 +97,7 @@ fn busy_ticks(stat: &str, cpus: &crate::units::CpuSet) -> Option<(u64, u64)> {
 /// Nanoseconds each thread of `pids` waited on a run queue, runnable but
 /// not running (`/proc/<pid>/task/<tid>/schedstat`, second field), keyed
 /// by tid. Threads that exit while being read are skipped.
-pub fn run_delay_ns(proc_root: &Path, pids: &[u32]) -> BTreeMap<u32, u64> {
+pub(crate) fn run_delay_ns(proc_root: &Path, pids: &[u32]) -> BTreeMap<u32, u64> {
     let mut out = BTreeMap::new();
     for pid in pids {
         let Ok(tasks) = std::fs::read_dir(proc_root.join(pid.to_string()).join("task")) else {
@@ -123,7 +123,7 @@ pub fn locked_bytes(proc_root: &Path, pid: u32) -> Option<u64> {
 }
 
 /// Peak resident memory (`VmHWM`) of this process, in bytes.
-pub fn self_peak_rss(proc_root: &Path) -> Option<u64> {
+pub(crate) fn self_peak_rss(proc_root: &Path) -> Option<u64> {
     let text = std::fs::read_to_string(proc_root.join("self").join("status")).ok()?;
     status_kib(&text, "VmHWM")
 }

@@ -33,7 +33,7 @@ impl Target {
 
 /// Where the sampler reads kernel counters from.
 #[async_trait::async_trait]
-pub trait StatsSource: Send + Sync {
+pub(crate) trait StatsSource: Send + Sync {
     /// Counters of one cgroup; an error skips that sample (the cgroup may be
     /// gone already while the sampler stops).
     async fn stats(&self, target: Target) -> anyhow::Result<CgroupStats>;
@@ -47,7 +47,7 @@ pub trait StatsSource: Send + Sync {
 }
 
 /// One sample from the kernel counters of one cgroup.
-pub fn to_sample(t_ms: u64, target: Target, phase: &str, s: &CgroupStats) -> ResourceSample {
+pub(crate) fn to_sample(t_ms: u64, target: Target, phase: &str, s: &CgroupStats) -> ResourceSample {
     sample_of(t_ms, target.name(), phase, s)
 }
 
@@ -71,7 +71,7 @@ fn sample_of(t_ms: u64, cgroup: &str, phase: &str, s: &CgroupStats) -> ResourceS
 }
 
 /// A running sampler. Stop it with [`Sampler::finish`] to get its series.
-pub struct Sampler {
+pub(crate) struct Sampler {
     stop: CancellationToken,
     join: JoinHandle<Vec<ResourceSample>>,
     phase: Arc<Mutex<String>>,
@@ -102,14 +102,14 @@ impl Sampler {
     }
 
     /// Label the samples that follow with this stage or phase.
-    pub fn set_phase(&self, name: &str) {
+    pub(crate) fn set_phase(&self, name: &str) {
         let mut p = self.phase.lock().unwrap_or_else(|e| e.into_inner());
         *p = name.to_string();
     }
 
     /// The label of the samples being taken, shared (the replication lag
     /// samples carry it too).
-    pub fn phase_label(&self) -> Arc<Mutex<String>> {
+    pub(crate) fn phase_label(&self) -> Arc<Mutex<String>> {
         self.phase.clone()
     }
 

@@ -71,7 +71,7 @@ pub enum Expect {
 }
 
 /// The tolerance of `a ~ b` when the claim gives none.
-pub const DEFAULT_TOLERANCE: f64 = 0.10;
+pub(crate) const DEFAULT_TOLERANCE: f64 = 0.10;
 
 impl Expect {
     /// Parse `a > b`, `a < b`, `a ~ b` (spaces optional).
@@ -212,7 +212,7 @@ pub struct ClaimsRecord {
 
 impl ClaimsRecord {
     /// Whether any claim came out reversed.
-    pub fn any_reversed(&self) -> bool {
+    pub(crate) fn any_reversed(&self) -> bool {
         self.claims.iter().any(|o| o.verdict == Verdict::Reversed)
     }
 }

@@ -18,7 +18,7 @@ pub struct ImageRecord {
 impl ImageRecord {
     /// `mongo:3.2.6 (mongo@sha256:..., id sha256:...)`; an image without a
     /// registry digest says it was built here.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         if self.repo_digests.is_empty() {
             format!(
                 "{} (id {}, built here: no registry digest)",

@@ -16,7 +16,7 @@ pub enum KnobValue {
 
 impl KnobValue {
     /// Canonical text: `12GiB`, `1s`, `true`, `42`, the word or the string.
-    pub fn canonical(&self) -> String {
+    pub(crate) fn canonical(&self) -> String {
         match self {
             KnobValue::Size(b) => b.to_string(),
             KnobValue::Duration(d) => d.to_string(),

@@ -4,7 +4,7 @@
 
 /// The database the benchmark's data goes in when the probe names none
 /// (MySQL, MongoDB).
-pub const DATA_DATABASE: &str = "benchcage";
+pub(crate) const DATA_DATABASE: &str = "benchcage";
 
 /// A protocol-level probe (a TCP connect is not enough).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -40,7 +40,7 @@ impl Probe {
 
     /// The database the benchmark's data goes in: the probe's own, else
     /// [`DATA_DATABASE`]; Redis has none.
-    pub fn data_database(&self) -> Option<&str> {
+    pub(crate) fn data_database(&self) -> Option<&str> {
         match self {
             Probe::Redis => None,
             Probe::Postgres { database, .. } => Some(database.as_str()),

@@ -56,7 +56,7 @@ impl SettleMemory {
 
 /// The environment a settle sweep's cell ran in, without the cap tag the
 /// planner appends (`ram-sweep-mem25pct` -> `ram-sweep`); other names as is.
-pub fn without_settle_tag(environment: &str) -> &str {
+pub(crate) fn without_settle_tag(environment: &str) -> &str {
     let Some((base, tag)) = environment.rsplit_once("-mem") else {
         return environment;
     };

@@ -59,7 +59,7 @@ pub enum Role {
 
 impl Role {
     /// Every role's name, as `name` gives it.
-    pub const NAMES: &'static [&'static str] = &[
+    pub(crate) const NAMES: &'static [&'static str] = &[
         "primary",
         "secondary",
         "config_server",
@@ -92,7 +92,7 @@ pub struct Member {
 }
 
 /// The most members one cell may have.
-pub const MAX_MEMBERS: u32 = 64;
+pub(crate) const MAX_MEMBERS: u32 = 64;
 
 impl Topology {
     /// Its members in start order: config servers, shards, routers; a
@@ -163,7 +163,7 @@ impl Topology {
 
     /// How many shards, routers and config servers it has (0 for a
     /// replica set or one server).
-    pub fn sharded_counts(&self) -> (u32, u32, u32) {
+    pub(crate) fn sharded_counts(&self) -> (u32, u32, u32) {
         match *self {
             Topology::Sharded {
                 shards,
@@ -185,7 +185,7 @@ impl Topology {
     }
 
     /// A shape that cannot run, in words.
-    pub fn problem(&self) -> Option<String> {
+    pub(crate) fn problem(&self) -> Option<String> {
         let n = self.members().len() as u32;
         match *self {
             Topology::ReplicaSet { members } if members < 2 => Some(format!(

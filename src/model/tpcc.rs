@@ -26,7 +26,7 @@ impl DocumentSchema {
     }
 
     /// Whether orders embed their lines.
-    pub fn embeds_lines(self) -> bool {
+    pub(crate) fn embeds_lines(self) -> bool {
         self == DocumentSchema::Denormalized
     }
 

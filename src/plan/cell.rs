@@ -251,7 +251,7 @@ impl PlannedCell {
     /// The launch of a replica set's secondary: the primary's, with the
     /// engine's `replication.replica_init` instead of `init` when it
     /// gives one; `{primary_port}` is left for the run to fill.
-    pub fn replica_launch(
+    pub(crate) fn replica_launch(
         &self,
         port: u16,
         data_dir: &Path,
@@ -276,7 +276,7 @@ impl PlannedCell {
     /// The launch of a sharded cluster's router: the engine's
     /// `sharding.router_command` instead of its command, and no `init` (a
     /// router keeps no data); `{config_set}` is left for the run to fill.
-    pub fn router_launch(
+    pub(crate) fn router_launch(
         &self,
         port: u16,
         data_dir: &Path,
@@ -320,7 +320,7 @@ impl PlannedCell {
 
     /// `arg` as `plan` shows it: `{binary}` and `{bin_dir}` filled, the
     /// per-run values left as `{port}`, `{data_dir}`, `{config_dir}`.
-    pub fn shown_arg(&self, arg: &str) -> String {
+    pub(crate) fn shown_arg(&self, arg: &str) -> String {
         self.fill(
             arg,
             "{port}",
@@ -335,7 +335,7 @@ impl PlannedCell {
 
     /// `arg` of a config check (no `{port}`): the placeholders filled with
     /// a host `binary`, whatever the cell's backend.
-    pub fn fill_with_binary(
+    pub(crate) fn fill_with_binary(
         &self,
         arg: &str,
         binary: &Path,
@@ -374,7 +374,7 @@ impl PlannedCell {
     }
 
     /// Write the rendered configs into `config_dir`; returns their paths.
-    pub fn write_configs(&self, config_dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    pub(crate) fn write_configs(&self, config_dir: &Path) -> std::io::Result<Vec<PathBuf>> {
         std::fs::create_dir_all(config_dir)?;
         let mut out = Vec::new();
         for c in &self.configs {

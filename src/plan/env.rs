@@ -59,7 +59,7 @@ impl EnvPlan<'_> {
 
     /// The memory a cell may use: the cap, else what the hog leaves,
     /// else the host's RAM.
-    pub fn effective_memory(&self, host_memory: Bytes) -> Bytes {
+    pub(crate) fn effective_memory(&self, host_memory: Bytes) -> Bytes {
         self.env.memory.or(self.hog_leave()).unwrap_or(host_memory)
     }
 }

@@ -91,7 +91,7 @@ const SNAPSHOT_RESTART_S: f64 = 5.0;
 /// cell whose snapshot key an earlier cell of the plan loads restores
 /// it instead of loading; the first saves it (the cache as it is now is
 /// not read: the estimate is the plan's alone).
-pub fn of_cells(project: &crate::spec::Project, cells: &[PlannedCell]) -> Estimate {
+pub(crate) fn of_cells(project: &crate::spec::Project, cells: &[PlannedCell]) -> Estimate {
     let mut seen = std::collections::BTreeSet::new();
     let per_cell: Vec<Estimate> = cells
         .iter()

@@ -29,24 +29,24 @@ use crate::workload::candles;
 use crate::workload::mix::{Mix, OpKind};
 
 /// A YCSB key as stored: `user` and up to 19 digits of a hashed number.
-pub const KEY_BYTES: u64 = 23;
+pub(crate) const KEY_BYTES: u64 = 23;
 /// A sysbench row on disk: measured 247 B on InnoDB and 382 B on MyRocks
 /// (its WAL and uncompacted files included) for 1000000 rows of 188 bytes
 /// (`id`, `k`, `c` CHAR(120), `pad` CHAR(60)) and the `k` index.
-pub const SYSBENCH_ROW_BYTES: u64 = 400;
+pub(crate) const SYSBENCH_ROW_BYTES: u64 = 400;
 /// A pgbench scale unit on disk: measured 15.7 MB of tables and indexes and
 /// 13.5 MB of WAL per unit (`pgbench -i -s 10` on PostgreSQL 15).
-pub const PGBENCH_SCALE_BYTES: u64 = 30_000_000;
+pub(crate) const PGBENCH_SCALE_BYTES: u64 = 30_000_000;
 /// TPC-C's initial rows per warehouse (clause 4.3.3.1): stock 100000 x
 /// 306 B, customer 30000 x 655 B, history 30000 x 46 B, orders 30000 x
 /// 24 B, order lines 300000 x 54 B, new orders 9000 x 8 B; the items
 /// (100000 x 82 B, once) are left out.
-pub const TPCC_WAREHOUSE_ROW_BYTES: u64 =
+pub(crate) const TPCC_WAREHOUSE_ROW_BYTES: u64 =
     100_000 * 306 + 30_000 * 655 + 30_000 * 46 + 30_000 * 24 + 300_000 * 54 + 9_000 * 8;
 /// A TPC-C warehouse on disk: its rows and their indexes, at 1.5 times the
 /// rows as sysbench's rows take on InnoDB (247 B for 188) and YCSB's on
 /// most engines.
-pub const TPCC_WAREHOUSE_BYTES: u64 = TPCC_WAREHOUSE_ROW_BYTES * 3 / 2;
+pub(crate) const TPCC_WAREHOUSE_BYTES: u64 = TPCC_WAREHOUSE_ROW_BYTES * 3 / 2;
 
 /// A cell's data on disk, estimated.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -90,7 +90,7 @@ impl Footprint {
     /// The most records a dataset may have for the estimate to fit `free`,
     /// the rest of the cell's data kept; `None` without a loaded dataset or
     /// when even the rest does not fit.
-    pub fn records_that_fit(&self, free: Bytes) -> Option<u64> {
+    pub(crate) fn records_that_fit(&self, free: Bytes) -> Option<u64> {
         if self.loaded == 0 || self.record_bytes == 0 {
             return None;
         }

@@ -65,7 +65,7 @@ fn canonical(typed: &BTreeMap<String, KnobValue>) -> BTreeMap<String, String> {
 
 impl Knobs {
     /// Canonical text of each knob, as cells and records show them.
-    pub fn canonical(&self) -> BTreeMap<String, String> {
+    pub(crate) fn canonical(&self) -> BTreeMap<String, String> {
         self.typed
             .iter()
             .map(|(k, v)| (k.clone(), v.canonical()))

@@ -25,7 +25,12 @@ impl PlannedMember {
     /// What its templates see as `member`, as member `index` of `count`,
     /// in a cluster whose engine does (`sets`) or does not make its config
     /// servers and shards replica sets.
-    pub fn context(&self, index: usize, count: usize, sets: bool) -> crate::render::MemberContext {
+    pub(crate) fn context(
+        &self,
+        index: usize,
+        count: usize,
+        sets: bool,
+    ) -> crate::render::MemberContext {
         crate::render::MemberContext {
             name: self.name.clone(),
             role: self.role.name().to_string(),
@@ -39,7 +44,7 @@ impl PlannedMember {
     /// The replica set it belongs to: every member of a replica set to
     /// `benchcage`; in a cluster whose engine makes sets of them (MongoDB),
     /// the config servers to `cfg` and each shard's members to `shard<N>`.
-    pub fn set_name(&self, count: usize, sets: bool) -> Option<String> {
+    pub(crate) fn set_name(&self, count: usize, sets: bool) -> Option<String> {
         match self.role {
             Role::Primary | Role::Secondary => (count > 1).then(|| "benchcage".to_string()),
             Role::ConfigServer if sets => Some("cfg".into()),
@@ -210,7 +215,7 @@ fn diag(
 /// Why the members' CPUs could not be assigned: too few to split, or a
 /// `member_cpus` list that does not fit (its field, why, what to do).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CpuProblem {
+pub(crate) enum CpuProblem {
     Short(CpuShortfall),
     List {
         field: String,
@@ -224,7 +229,7 @@ pub enum CpuProblem {
 /// CPUs left split evenly between the other members ([`split_cpus`]; all
 /// of the server's when none are left and they may share). Listed sets
 /// may overlap only when `share`.
-pub fn assign_cpus(
+pub(crate) fn assign_cpus(
     server: &CpuSet,
     members: &[crate::model::Member],
     share: bool,
@@ -304,7 +309,7 @@ pub fn assign_cpus(
 
 /// Why the members' CPUs could not be split.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CpuShortfall {
+pub(crate) struct CpuShortfall {
     pub members: usize,
     pub cpus: usize,
 }
@@ -323,7 +328,7 @@ impl std::fmt::Display for CpuShortfall {
 /// members get one more when they do not divide). With `share` every
 /// member gets all of them when there are too few; without, too few is
 /// an error.
-pub fn split_cpus(
+pub(crate) fn split_cpus(
     server: &CpuSet,
     members: usize,
     share: bool,

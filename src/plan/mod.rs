@@ -51,7 +51,7 @@ pub use identity::{CellIdentity, LimitsIdentity, WorkloadIdentity};
 pub use program::{HostBinaryError, host_binary, resolve_binary};
 
 /// Memory kept free beside the hog so the host stays responsive.
-pub const HOG_MARGIN: Bytes = crate::sandbox::hog::SAFETY_MARGIN;
+pub(crate) const HOG_MARGIN: Bytes = crate::sandbox::hog::SAFETY_MARGIN;
 
 /// A planned scenario.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -108,7 +108,7 @@ pub struct CommandPlan {
 /// its server reports the version (`reports_own_version`), and where its
 /// binary comes from (a fetched version names its package).
 #[derive(Debug, Clone, PartialEq)]
-pub struct VersionSource {
+pub(crate) struct VersionSource {
     pub reports_own_version: bool,
     pub source: Option<crate::model::Source>,
 }
@@ -116,18 +116,18 @@ pub struct VersionSource {
 impl CommandPlan {
     /// The engine versions the cells run that the fetch cache under
     /// `root` lacks, each once, in cell order.
-    pub fn pending_fetches(&self, root: &Path) -> Vec<crate::fetch::Pending> {
+    pub(crate) fn pending_fetches(&self, root: &Path) -> Vec<crate::fetch::Pending> {
         fetches::pending(&self.project, &self.plan.cells, root)
     }
 
     /// The scenario's file, as the specs name it (relative to the home).
-    pub fn scenario_file(&self) -> &str {
+    pub(crate) fn scenario_file(&self) -> &str {
         &self.scenario.origin.file
     }
 
     /// What the specs say of `engine@version`; `None` for an engine they
     /// do not hold.
-    pub fn version_source(&self, engine: &str, version: &str) -> Option<VersionSource> {
+    pub(crate) fn version_source(&self, engine: &str, version: &str) -> Option<VersionSource> {
         let e = self.project.engines.get(engine)?;
         Some(VersionSource {
             reports_own_version: e.reports_own_version,
@@ -140,7 +140,7 @@ impl CommandPlan {
 
 /// The scenario (name or path) of the project under `home` and its plan
 /// on `host`, with the `--set` flags parsed and applied.
-pub fn plan_command_line(
+pub(crate) fn plan_command_line(
     home: &Path,
     scenario: &str,
     set_flags: &[String],
@@ -179,7 +179,7 @@ pub fn plan_command_line(
 
 /// What `validate` found: errors (exit 2) and warnings.
 #[derive(Debug, Default)]
-pub struct Validation {
+pub(crate) struct Validation {
     pub errors: Diagnostics,
     /// Binaries not installed on this host, each once: no fault of the
     /// specs (a run of a scenario that uses the engine still refuses).
@@ -199,7 +199,7 @@ impl Validation {
 
 /// Plan every scenario of `project` on this host: CPUs, RAM, hog, swap
 /// accounting, cache under the cap; a binary not installed is a warning.
-pub fn validate_on_host(project: &Project, host: &HostFacts) -> Validation {
+pub(crate) fn validate_on_host(project: &Project, host: &HostFacts) -> Validation {
     let mut all = Validation::default();
     for s in project.scenarios.values() {
         all.absorb(validate_scenario(project, s, host));
@@ -209,7 +209,7 @@ pub fn validate_on_host(project: &Project, host: &HostFacts) -> Validation {
 
 /// Plan one scenario as `validate` does: a binary not installed is a
 /// warning, everything else that `plan` refuses an error.
-pub fn validate_scenario(project: &Project, s: &Scenario, host: &HostFacts) -> Validation {
+pub(crate) fn validate_scenario(project: &Project, s: &Scenario, host: &HostFacts) -> Validation {
     let mut missing = Diagnostics::default();
     let flags = PlanFlags {
         host_checks: true,

@@ -27,7 +27,7 @@ impl Sets<'_> {
     }
 
     /// Whether a `--set` gave knob `key`.
-    pub fn sets_knob(&self, key: &str) -> bool {
+    pub(crate) fn sets_knob(&self, key: &str) -> bool {
         self.knobs.iter().any(|(k, _)| k == key)
     }
 }

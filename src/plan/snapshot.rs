@@ -94,7 +94,7 @@ pub(super) fn of(e: &Entry, s: &Scenario, parts: &Parts) -> Option<SnapshotPlan>
 /// the load of an earlier cell of this run, or loaded (and saved for the
 /// cells after it), with why no entry of the cache or earlier cell of the
 /// same engine serves it. Cells that load and have no snapshot get `None`.
-pub fn sources(
+pub(crate) fn sources(
     cells: &[PlannedCell],
     cache: &crate::snapshot::store::Cache,
 ) -> Vec<Option<String>> {

@@ -14,13 +14,13 @@ use tera::Value;
 use tera::ast::{Expr, ExprVal, Forloop, Node};
 
 /// The most bytes a config file may render to.
-pub const MAX_OUTPUT_BYTES: u64 = 1024 * 1024;
+pub(crate) const MAX_OUTPUT_BYTES: u64 = 1024 * 1024;
 /// The most nodes a render may visit, loops unrolled.
-pub const MAX_WORK: u64 = 1_000_000;
+pub(crate) const MAX_WORK: u64 = 1_000_000;
 /// The most items a `range` may give.
-pub const MAX_RANGE: u64 = 10_000;
+pub(crate) const MAX_RANGE: u64 = 10_000;
 /// The deepest nesting of blocks (`if`, `for`) and of brackets in a tag.
-pub const MAX_NESTING: usize = 32;
+pub(crate) const MAX_NESTING: usize = 32;
 /// How much longer escaping can make a value (a control character
 /// becomes `\xNN`).
 const ESCAPE_FACTOR: u64 = 4;
@@ -74,7 +74,7 @@ const TESTS: &[&str] = &[
 
 /// The upper bounds of one render.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Cost {
+pub(crate) struct Cost {
     pub work: u64,
     pub output: u64,
 }
@@ -84,7 +84,7 @@ pub struct Cost {
 /// only report it (as `RenderError::Template`).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{0}")]
-pub struct Refused(pub String);
+pub(crate) struct Refused(pub String);
 
 impl From<String> for Refused {
     fn from(s: String) -> Refused {
@@ -133,7 +133,7 @@ pub fn check(ast: &[Node], context: &Value) -> Result<Cost, Refused> {
 
 /// Refuse deep nesting by reading the text: Tera's parser recurses once
 /// per level of blocks or brackets and would overflow the stack first.
-pub fn check_nesting(text: &str) -> Result<(), Refused> {
+pub(crate) fn check_nesting(text: &str) -> Result<(), Refused> {
     const OPEN: &[&str] = &["if", "for", "macro", "block", "filter", "raw"];
     let deep = || format!("blocks or brackets nest deeper than {MAX_NESTING} levels");
     let mut blocks = 0usize;

@@ -80,7 +80,7 @@ pub fn steps(rows: &[FlatRow], setup: &BTreeMap<String, String>) -> Steps {
 /// Every step of `run`'s versions compared on `metrics`, as
 /// `compare --by-version` prints it and the report's Versions section
 /// marks it; `None` when no engine ran at two versions on one setup.
-pub fn compare_run(
+pub(crate) fn compare_run(
     run: &RunData,
     threshold: Threshold,
     metrics: &[Metric],

@@ -70,7 +70,7 @@ impl Metric {
         }
     }
     /// Throughput: higher is better. Latencies: lower is better.
-    pub fn higher_is_better(self) -> bool {
+    pub(crate) fn higher_is_better(self) -> bool {
         self == Metric::Throughput
     }
     /// The row's value; `None` for a latency the tool did not report.
@@ -170,7 +170,7 @@ impl Seconds {
 
 /// Where a row is matched: hardware class, cell group, phase, its
 /// threads, operation kind. Rows of two hardware classes never match.
-pub type MatchKey = (String, String, String, u32, String);
+pub(crate) type MatchKey = (String, String, String, u32, String);
 
 /// A phase of a cell group at one thread count, on one hardware class.
 type PhaseKey = (String, String, String, u32);
@@ -197,7 +197,7 @@ fn phase_key(r: &FlatRow) -> PhaseKey {
 /// Rows of runs recorded before hardware classes (an empty class) take
 /// the class of the other rows when those all ran on one class; with
 /// several, they stay apart (unknown hardware compares with nothing).
-pub fn fill_unknown_classes<'a>(rows: impl IntoIterator<Item = &'a mut FlatRow>) {
+pub(crate) fn fill_unknown_classes<'a>(rows: impl IntoIterator<Item = &'a mut FlatRow>) {
     let mut rows: Vec<&mut FlatRow> = rows.into_iter().collect();
     let known: BTreeSet<String> = rows
         .iter()
@@ -236,7 +236,7 @@ fn values(obs: &[Obs]) -> Vec<f64> {
 }
 
 /// (cell group, phase, threads) with a phase that is not a result.
-pub fn failed_phases<'a>(rows: impl IntoIterator<Item = &'a FlatRow>) -> BTreeSet<PhaseKey> {
+pub(crate) fn failed_phases<'a>(rows: impl IntoIterator<Item = &'a FlatRow>) -> BTreeSet<PhaseKey> {
     rows.into_iter()
         .filter(|r| r.status != Verdict::Ok)
         .map(phase_key)
@@ -244,7 +244,7 @@ pub fn failed_phases<'a>(rows: impl IntoIterator<Item = &'a FlatRow>) -> BTreeSe
 }
 
 /// Baseline from one run: the mean of its repetitions.
-pub fn base_from_run(
+pub(crate) fn base_from_run(
     rows: &[FlatRow],
     metric: Metric,
     seconds: &Seconds,
@@ -262,7 +262,7 @@ pub fn base_from_run(
 /// the runs' means; every run's repetitions, scaled so that their mean is
 /// that best, give its spread (the spread between nights, which one
 /// night's own seconds do not show).
-pub fn base_best_of(
+pub(crate) fn base_best_of(
     runs: &[Vec<FlatRow>],
     metric: Metric,
     seconds: &Seconds,

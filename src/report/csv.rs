@@ -5,7 +5,7 @@ use crate::report::{Exporter, ReportError, ReportInput};
 use crate::results::flat::{COLUMNS, COST_COLUMNS, flatten};
 
 /// RFC 4180 CSV of `FlatRow`s.
-pub struct Csv;
+pub(crate) struct Csv;
 
 impl Exporter for Csv {
     fn export(&self, input: &ReportInput) -> Result<String, ReportError> {

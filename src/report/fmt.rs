@@ -2,10 +2,10 @@
 //! units, readable at a glance.
 
 /// What a table shows for a value that is not known or not a result.
-pub const DASH: &str = "—";
+pub(crate) const DASH: &str = "—";
 
 /// `format` of a value that may be missing; [`DASH`] when it is.
-pub fn or_dash<T>(v: Option<T>, format: impl FnOnce(T) -> String) -> String {
+pub(crate) fn or_dash<T>(v: Option<T>, format: impl FnOnce(T) -> String) -> String {
     v.map_or_else(|| DASH.into(), format)
 }
 
@@ -40,7 +40,7 @@ pub fn small(v: f64) -> String {
 }
 
 /// An integer with thousands separators: `1,234,567`.
-pub fn thousands(v: i64) -> String {
+pub(crate) fn thousands(v: i64) -> String {
     let digits = v.unsigned_abs().to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
@@ -53,7 +53,7 @@ pub fn thousands(v: i64) -> String {
 }
 
 /// A number in compact form for axes: `950`, `12k`, `1.5M`, `0.25`.
-pub fn compact(v: f64) -> String {
+pub(crate) fn compact(v: f64) -> String {
     let a = v.abs();
     let (x, suffix) = if a >= 1e9 {
         (v / 1e9, "G")
@@ -68,7 +68,7 @@ pub fn compact(v: f64) -> String {
 }
 
 /// A float with at most 3 significant decimals and no trailing zeros.
-pub fn trim_float(x: f64) -> String {
+pub(crate) fn trim_float(x: f64) -> String {
     if x == 0.0 {
         return "0".into();
     }
@@ -90,7 +90,7 @@ pub fn trim_float(x: f64) -> String {
 }
 
 /// [`ms`] of a value a tool may not have reported; `—` when it did not.
-pub fn ms_or_dash(us: Option<f64>) -> String {
+pub(crate) fn ms_or_dash(us: Option<f64>) -> String {
     or_dash(us, ms)
 }
 
@@ -113,7 +113,7 @@ pub fn ms(us: f64) -> String {
 }
 
 /// Latency given in microseconds with its own unit, for axes: `850µs`, `1.2ms`, `3s`.
-pub fn micros(us: f64) -> String {
+pub(crate) fn micros(us: f64) -> String {
     if us >= 1e6 {
         format!("{}s", trim_float(us / 1e6))
     } else if us >= 1e3 {
@@ -136,12 +136,12 @@ pub fn bytes(b: f64) -> String {
 }
 
 /// A byte count that may be missing, with a binary unit; `—` when it is.
-pub fn bytes_or_dash(b: Option<u64>) -> String {
+pub(crate) fn bytes_or_dash(b: Option<u64>) -> String {
     or_dash(b, |b| bytes(b as f64))
 }
 
 /// A byte rate: `12 MiB/s`.
-pub fn bytes_per_sec(b: f64) -> String {
+pub(crate) fn bytes_per_sec(b: f64) -> String {
     format!("{}/s", bytes(b))
 }
 
@@ -160,7 +160,7 @@ pub fn percent(frac: f64) -> String {
 
 /// An RFC 3339 time to the second, for people: `2026-11-30 05:37:58 UTC`
 /// (other offsets are kept as written).
-pub fn timestamp(rfc3339: &str) -> String {
+pub(crate) fn timestamp(rfc3339: &str) -> String {
     if rfc3339.len() < 19 || !rfc3339.is_char_boundary(19) {
         return rfc3339.to_string();
     }

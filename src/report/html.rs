@@ -10,7 +10,7 @@ use crate::results::flat::Verdict;
 use std::fmt::Write as _;
 
 /// The full report as a single HTML page.
-pub struct Html;
+pub(crate) struct Html;
 
 impl Exporter for Html {
     fn export(&self, input: &ReportInput) -> Result<String, ReportError> {
@@ -20,7 +20,7 @@ impl Exporter for Html {
 
 /// The reports' style sheet (inline in every page; the results site
 /// reuses it).
-pub const CSS: &str = r#"
+pub(crate) const CSS: &str = r#"
 :root{--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--soft:#f6f8fa;--card:#fff;--accent:#0969da;--bad:#cf222e;--badbg:#ffebe9;--ok:#1a7f37;--okbg:#dafbe1;--warn:#9a6700;--warnbg:#fff8c5}
 *{box-sizing:border-box}
 html{-webkit-text-size-adjust:100%}

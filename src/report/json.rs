@@ -4,7 +4,7 @@ use crate::report::{Exporter, ReportError, ReportInput};
 use crate::results::flat::{FlatRow, flatten};
 
 /// Pretty JSON array of `FlatRow`s.
-pub struct Json;
+pub(crate) struct Json;
 
 impl Exporter for Json {
     fn export(&self, input: &ReportInput) -> Result<String, ReportError> {

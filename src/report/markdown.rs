@@ -6,7 +6,7 @@ use crate::report::{Exporter, ReportError, ReportInput};
 use std::fmt::Write as _;
 
 /// The tables of the HTML report, as Markdown.
-pub struct Markdown;
+pub(crate) struct Markdown;
 
 impl Exporter for Markdown {
     fn export(&self, input: &ReportInput) -> Result<String, ReportError> {

@@ -36,7 +36,7 @@ pub struct ReportInput {
 
 /// A report that could not be produced.
 #[derive(Debug, thiserror::Error)]
-pub enum ReportError {
+pub(crate) enum ReportError {
     #[error("cannot serialize the report: {0}")]
     Serialize(#[from] serde_json::Error),
     #[error(transparent)]
@@ -44,7 +44,7 @@ pub enum ReportError {
 }
 
 /// Turns runs into one report file's text.
-pub trait Exporter {
+pub(crate) trait Exporter {
     /// The whole report.
     fn export(&self, input: &ReportInput) -> Result<String, ReportError>;
 }
@@ -84,7 +84,7 @@ impl Format {
         }
     }
     /// The exporter for this format.
-    pub fn exporter(self) -> Box<dyn Exporter> {
+    pub(crate) fn exporter(self) -> Box<dyn Exporter> {
         match self {
             Format::Html => Box::new(html::Html),
             Format::Markdown => Box::new(markdown::Markdown),
@@ -95,11 +95,11 @@ impl Format {
 }
 
 /// Number of past runs the trend shows.
-pub const TREND_RUNS: usize = 12;
+pub(crate) const TREND_RUNS: usize = 12;
 
 /// The report input for `runs`, with the past runs of the scenario from
 /// the history at `history_db` when exactly one run is reported.
-pub fn input_with_history(
+pub(crate) fn input_with_history(
     runs: Vec<RunData>,
     history_db: &Path,
 ) -> Result<ReportInput, HistoryError> {
@@ -124,7 +124,7 @@ pub fn input_with_history(
 /// `<run folder>/report.<ext>`; returns the path written. What `benchcage
 /// run` calls when a run ends. A history that cannot be read only costs
 /// the trend.
-pub fn write_run_report(
+pub(crate) fn write_run_report(
     run: RunData,
     history_db: &Path,
     format: Format,
@@ -142,7 +142,11 @@ pub fn write_run_report(
 }
 
 /// Render `input` in `format` and write it atomically to `path`.
-pub fn write_report(input: &ReportInput, format: Format, path: &Path) -> Result<(), ReportError> {
+pub(crate) fn write_report(
+    input: &ReportInput,
+    format: Format,
+    path: &Path,
+) -> Result<(), ReportError> {
     let text = format.exporter().export(input)?;
     write_atomic(path, text.as_bytes())?;
     Ok(())

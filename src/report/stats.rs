@@ -10,7 +10,7 @@ pub fn mean(v: &[f64]) -> f64 {
 }
 
 /// Smallest and largest value; (∞, -∞) for no values.
-pub fn min_max(v: &[f64]) -> (f64, f64) {
+pub(crate) fn min_max(v: &[f64]) -> (f64, f64) {
     (
         v.iter().copied().fold(f64::INFINITY, f64::min),
         v.iter().copied().fold(f64::NEG_INFINITY, f64::max),

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A failed atomic write, naming the file.
 #[derive(Debug, thiserror::Error)]
-pub enum AtomicWriteError {
+pub(crate) enum AtomicWriteError {
     #[error("cannot write {path}: {source}")]
     Io {
         path: PathBuf,
@@ -33,7 +33,7 @@ static COUNTER: AtomicU64 = AtomicU64::new(0);
 /// Write `bytes` to `path` atomically: temp file in the same folder, fsync,
 /// rename over `path`, fsync the folder. Creates the folder if missing. On
 /// any error the temp file is removed and `path` is left as it was.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AtomicWriteError> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AtomicWriteError> {
     let io_err = |source| AtomicWriteError::Io {
         path: path.to_path_buf(),
         source,
@@ -56,7 +56,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AtomicWriteError> {
 /// is complete (`cell.json`) last: renames in one folder reach the journal
 /// in order, so it is never there without the files before it. On an
 /// error every temp file is removed; files renamed before it stay whole.
-pub fn write_all_atomic(files: &[(PathBuf, Vec<u8>)]) -> Result<(), AtomicWriteError> {
+pub(crate) fn write_all_atomic(files: &[(PathBuf, Vec<u8>)]) -> Result<(), AtomicWriteError> {
     let mut temps: Vec<(PathBuf, &Path)> = Vec::with_capacity(files.len());
     let cleanup = |temps: &[(PathBuf, &Path)]| {
         for (tmp, _) in temps {
@@ -124,7 +124,10 @@ pub fn write_all_atomic(files: &[(PathBuf, Vec<u8>)]) -> Result<(), AtomicWriteE
 
 /// Serialize `value` as pretty JSON (with a final newline), as
 /// [`write_all_atomic`] takes it.
-pub fn json_bytes<T: Serialize>(path: &Path, value: &T) -> Result<Vec<u8>, AtomicWriteError> {
+pub(crate) fn json_bytes<T: Serialize>(
+    path: &Path,
+    value: &T,
+) -> Result<Vec<u8>, AtomicWriteError> {
     let mut bytes =
         serde_json::to_vec_pretty(value).map_err(|source| AtomicWriteError::Serialize {
             path: path.to_path_buf(),
@@ -155,7 +158,10 @@ fn temp_path(dir: &Path, path: &Path) -> PathBuf {
 
 /// Serialize `value` as pretty JSON (with a final newline) and write it
 /// atomically.
-pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), AtomicWriteError> {
+pub(crate) fn write_json_atomic<T: Serialize>(
+    path: &Path,
+    value: &T,
+) -> Result<(), AtomicWriteError> {
     write_atomic(path, &json_bytes(path, value)?)
 }
 

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 /// Operation kind of the row of a phase that recorded no operation kinds
 /// (it failed before any operation finished).
-pub const NO_OP: &str = "-";
+pub(crate) const NO_OP: &str = "-";
 
 /// How a phase counts in reports: only `Ok` phases are results.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -82,7 +82,7 @@ pub fn phase_verdict(cell: &CellRecord, index: usize) -> (Verdict, String) {
 /// link over its rate),
 /// which void only that phase (its own status says so): a phase measured
 /// on quiet CPUs stays a result when another phase of the cell was not.
-pub fn cell_violations(cell: &CellRecord) -> Vec<String> {
+pub(crate) fn cell_violations(cell: &CellRecord) -> Vec<String> {
     let per_phase: Vec<&String> = cell
         .fidelity
         .phase_io
@@ -186,7 +186,7 @@ pub struct FlatRow {
 
 /// Column names of `FlatRow`'s first fields, in field order: the history's
 /// columns, and the start of the CSV header.
-pub const COLUMNS: [&str; 35] = [
+pub(crate) const COLUMNS: [&str; 35] = [
     "run_id",
     "run_started_at",
     "scenario",
@@ -226,7 +226,7 @@ pub const COLUMNS: [&str; 35] = [
 
 /// Column names of `FlatRow`'s cost fields, in field order: the CSV
 /// header after `COLUMNS`.
-pub const COST_COLUMNS: [&str; 7] = [
+pub(crate) const COST_COLUMNS: [&str; 7] = [
     "phase_ops",
     "major_faults",
     "read_bytes",
@@ -238,7 +238,7 @@ pub const COST_COLUMNS: [&str; 7] = [
 
 impl FlatRow {
     /// The cost fields as text, in `COST_COLUMNS` order; `None` is empty.
-    pub fn cost_values(&self) -> [String; 7] {
+    pub(crate) fn cost_values(&self) -> [String; 7] {
         let int = |v: Option<u64>| v.map(|b| b.to_string()).unwrap_or_default();
         let float = |v: Option<f64>| v.map(|b| b.to_string()).unwrap_or_default();
         [
@@ -443,7 +443,7 @@ fn per(amount: Option<u64>, basis: f64) -> Option<f64> {
 /// The cells of a run in the order people read them: engine, version by
 /// version, environment by its numbers, settle cap by size, threads,
 /// repetition (not plan order, not text order).
-pub fn cells_in_order(run: &RunData) -> Vec<&CellData> {
+pub(crate) fn cells_in_order(run: &RunData) -> Vec<&CellData> {
     let mut cells: Vec<&CellData> = run.cells.iter().collect();
     cells.sort_by(|a, b| {
         let (a, b) = (&a.record, &b.record);
@@ -461,7 +461,7 @@ pub fn cells_in_order(run: &RunData) -> Vec<&CellData> {
 
 /// What one phase cost the server, as the kernel counted it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PhaseCost {
+pub(crate) struct PhaseCost {
     /// The memory cap during the phase.
     pub memory_limit_bytes: Option<u64>,
     pub major_faults: Option<u64>,
@@ -471,7 +471,7 @@ pub struct PhaseCost {
 /// The cost of the cell's phase at `index`: the run's own counters around
 /// the phase (`fidelity.phase_io`), else the server's samples labelled
 /// with the phase (older runs), else nothing.
-pub fn phase_cost(cell: &CellData, index: usize) -> PhaseCost {
+pub(crate) fn phase_cost(cell: &CellData, index: usize) -> PhaseCost {
     let usable = |b: &u64| *b > 0 && *b < UNLIMITED_CAP;
     let phase = &cell.record.phases[index];
     let stem = phase_stem(index, &phase.name, phase.threads);
@@ -505,7 +505,7 @@ pub fn phase_cost(cell: &CellData, index: usize) -> PhaseCost {
 /// What a cell ran on apart from its engine's version (engine,
 /// environment, backend, threads, limits, knobs): cells of two versions
 /// with the same setup are what `compare --by-version` pairs.
-pub fn setup_group(rec: &CellRecord) -> String {
+pub(crate) fn setup_group(rec: &CellRecord) -> String {
     let canonical = serde_json::json!({
         "engine": rec.engine,
         "environment": rec.environment,
@@ -520,7 +520,7 @@ pub fn setup_group(rec: &CellRecord) -> String {
 /// The cell's group: `CellRecord::group` when the run recorded one, else
 /// a stable hash of what distinguishes one configuration from another
 /// (everything but the repetition index).
-pub fn cell_group(rec: &CellRecord) -> String {
+pub(crate) fn cell_group(rec: &CellRecord) -> String {
     if !rec.group.is_empty() {
         return rec.group.clone();
     }
@@ -538,7 +538,7 @@ pub fn cell_group(rec: &CellRecord) -> String {
 
 /// The cell's label without its repetition part (`rep 2`, `r0`), with
 /// either ` / ` or `/` between the parts.
-pub fn group_label(rec: &CellRecord) -> String {
+pub(crate) fn group_label(rec: &CellRecord) -> String {
     let sep = if rec.label.contains(" / ") {
         " / "
     } else {
@@ -563,13 +563,13 @@ pub fn group_label(rec: &CellRecord) -> String {
 
 /// Caps at or above this are "unlimited" (v1 reads back a page-rounded
 /// i64::MAX).
-pub const UNLIMITED_CAP: u64 = 1 << 60;
+pub(crate) const UNLIMITED_CAP: u64 = 1 << 60;
 
 /// The memory cap the measured phases ran under (the cell's settled cap;
 /// a phase's own cap is `phase_cost`): the one the run recorded,
 /// else the smallest cap the kernel reported in the server's samples (a
 /// settle step only ever shrinks it), else the planned `memory` limit.
-pub fn memory_cap(cell: &CellData) -> Option<u64> {
+pub(crate) fn memory_cap(cell: &CellData) -> Option<u64> {
     let usable = |b: &u64| *b > 0 && *b < UNLIMITED_CAP;
     cell.record
         .memory_limit_bytes

@@ -470,7 +470,7 @@ fn read_row(r: &Row<'_>) -> rusqlite::Result<FlatRow> {
 
 /// Which runs `list_runs` returns.
 #[derive(Debug, Clone, Default)]
-pub struct RunFilter {
+pub(crate) struct RunFilter {
     /// `engine` or `engine@version`.
     pub engine: Option<String>,
     pub scenario: Option<String>,
@@ -480,7 +480,7 @@ pub struct RunFilter {
 
 /// One run as `benchcage history` lists it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RunSummary {
+pub(crate) struct RunSummary {
     pub run_id: String,
     pub scenario: String,
     pub status: RunStatus,
@@ -496,7 +496,10 @@ pub struct RunSummary {
 }
 
 /// Runs matching `filter`, newest first. Empty when there is no history.
-pub fn list_runs(db_path: &Path, filter: &RunFilter) -> Result<Vec<RunSummary>, HistoryError> {
+pub(crate) fn list_runs(
+    db_path: &Path,
+    filter: &RunFilter,
+) -> Result<Vec<RunSummary>, HistoryError> {
     let Some(conn) = open_existing(db_path)? else {
         return Ok(Vec::new());
     };
@@ -574,7 +577,7 @@ pub fn list_runs(db_path: &Path, filter: &RunFilter) -> Result<Vec<RunSummary>, 
 /// The last `n` runs with status `finished` of `scenario` that started
 /// before `before` (RFC 3339; all when `None`), excluding `exclude`;
 /// newest first.
-pub fn last_finished_runs(
+pub(crate) fn last_finished_runs(
     db_path: &Path,
     scenario: &str,
     n: usize,
@@ -620,7 +623,7 @@ pub fn rows_of_runs(db_path: &Path, run_ids: &[String]) -> Result<Vec<FlatRow>, 
 }
 
 /// Every row of every run in the history, in run start order.
-pub fn all_rows(db_path: &Path) -> Result<Vec<FlatRow>, HistoryError> {
+pub(crate) fn all_rows(db_path: &Path) -> Result<Vec<FlatRow>, HistoryError> {
     let ids: Vec<String> = list_runs(db_path, &RunFilter::default())?
         .into_iter()
         .map(|r| r.run_id)

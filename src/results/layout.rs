@@ -18,25 +18,25 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 /// The run's own record.
-pub const RUN_FILE: &str = "run.json";
+pub(crate) const RUN_FILE: &str = "run.json";
 /// Folder of cells inside a run folder.
-pub const CELLS_DIR: &str = "cells";
+pub(crate) const CELLS_DIR: &str = "cells";
 /// The cell's record.
-pub const CELL_FILE: &str = "cell.json";
+pub(crate) const CELL_FILE: &str = "cell.json";
 /// See [`CellPaths::sealed`].
-pub const SEALED_FILE: &str = "sealed";
+pub(crate) const SEALED_FILE: &str = "sealed";
 /// See [`CellPaths::late_dir`].
-pub const LATE_DIR: &str = "late";
+pub(crate) const LATE_DIR: &str = "late";
 /// Folder of phase results inside a cell folder.
-pub const PHASES_DIR: &str = "phases";
+pub(crate) const PHASES_DIR: &str = "phases";
 /// Per-second resource samples of the server.
-pub const SAMPLES_FILE: &str = "samples.json";
+pub(crate) const SAMPLES_FILE: &str = "samples.json";
 /// The cell's fidelity record.
-pub const FIDELITY_FILE: &str = "fidelity.json";
+pub(crate) const FIDELITY_FILE: &str = "fidelity.json";
 /// The write-up's claims decided by the run, when its scenario has claims.
-pub const CLAIMS_FILE: &str = "claims.json";
+pub(crate) const CLAIMS_FILE: &str = "claims.json";
 /// The history database, directly under `results/`.
-pub const HISTORY_FILE: &str = "history.sqlite";
+pub(crate) const HISTORY_FILE: &str = "history.sqlite";
 
 /// `results/` under the project home.
 pub fn results_root(home: &Path) -> PathBuf {
@@ -64,10 +64,10 @@ impl RunPaths {
     pub fn run_json(&self) -> PathBuf {
         self.dir.join(RUN_FILE)
     }
-    pub fn claims_json(&self) -> PathBuf {
+    pub(crate) fn claims_json(&self) -> PathBuf {
         self.dir.join(CLAIMS_FILE)
     }
-    pub fn cells_dir(&self) -> PathBuf {
+    pub(crate) fn cells_dir(&self) -> PathBuf {
         self.dir.join(CELLS_DIR)
     }
     /// Paths of one cell of this run.
@@ -90,13 +90,13 @@ impl CellPaths {
     }
     /// Present when the run's submitter decided the cell without it (its
     /// Slurm job ended first, e.g. NODE_FAIL); holds the reason.
-    pub fn sealed(&self) -> PathBuf {
+    pub(crate) fn sealed(&self) -> PathBuf {
         self.dir.join(SEALED_FILE)
     }
     /// Where a sealed cell's own process writes what it does after the
     /// seal, so that nothing it measured is lost and nothing overwrites
     /// the verdict: `late/cell.json`, `late/phases/...`.
-    pub fn late_dir(&self) -> PathBuf {
+    pub(crate) fn late_dir(&self) -> PathBuf {
         self.dir.join(LATE_DIR)
     }
     /// `path` (inside this cell's folder) as the cell's own process must
@@ -107,7 +107,7 @@ impl CellPaths {
             _ => path.to_path_buf(),
         }
     }
-    pub fn phases_dir(&self) -> PathBuf {
+    pub(crate) fn phases_dir(&self) -> PathBuf {
         self.dir.join(PHASES_DIR)
     }
     /// `phases/<nn>-<name>-t<threads>.json` for the phase at `index`
@@ -127,13 +127,13 @@ impl CellPaths {
 /// `<nn>-<name>-t<threads>` of the phase at 0-based `index`: its file name
 /// without `.json`, the key of `FidelityRecord::phase_io`, the stem of its
 /// raw outputs. (A thread sweep runs one phase name at several thread counts.)
-pub fn phase_stem(index: usize, name: &str, threads: u32) -> String {
+pub(crate) fn phase_stem(index: usize, name: &str, threads: u32) -> String {
     format!("{:02}-{}-t{threads}", index + 1, file_safe(name))
 }
 
 /// Whether a resource sample's `phase` label names this phase: the run
 /// labels measured phases `<name> t<threads>`, the load phase by its name.
-pub fn sample_in_phase(label: &str, name: &str, threads: u32) -> bool {
+pub(crate) fn sample_in_phase(label: &str, name: &str, threads: u32) -> bool {
     label == name
         || label
             .strip_prefix(name)
@@ -143,7 +143,7 @@ pub fn sample_in_phase(label: &str, name: &str, threads: u32) -> bool {
 
 /// A phase name made safe for a file name: anything but letters, digits,
 /// `.`, `_` and `-` becomes `-`.
-pub fn file_safe(name: &str) -> String {
+pub(crate) fn file_safe(name: &str) -> String {
     let s: String = name
         .chars()
         .map(|c| {
@@ -220,15 +220,15 @@ pub enum LayoutError {
 
 /// The largest `run.json` or `cell.json` read. Parsed, a record takes
 /// many times its size in memory (a 304 MB cell.json took 4.7 GB).
-pub const MAX_RECORD: crate::units::Bytes = crate::units::Bytes(64 << 20);
+pub(crate) const MAX_RECORD: crate::units::Bytes = crate::units::Bytes(64 << 20);
 /// The largest `samples.json` read (one sample per group and second).
-pub const MAX_SAMPLES: crate::units::Bytes = crate::units::Bytes(256 << 20);
+pub(crate) const MAX_SAMPLES: crate::units::Bytes = crate::units::Bytes(256 << 20);
 
 /// Run ids under `results_root` (folders with a `run.json`), oldest
 /// first by the start their record gives (ids of runs started in the same
 /// second before ids carried milliseconds do not sort by time), then by
 /// id; a record without a readable start sorts first.
-pub fn list_run_ids(results_root: &Path) -> Vec<String> {
+pub(crate) fn list_run_ids(results_root: &Path) -> Vec<String> {
     let Ok(entries) = fs::read_dir(results_root) else {
         return Vec::new();
     };
@@ -256,7 +256,7 @@ fn started_at(run_json: &Path) -> Option<chrono::DateTime<chrono::FixedOffset>> 
 }
 
 /// The folder of a run given as a run id (under `results_root`) or a path.
-pub fn resolve_run(results_root: &Path, arg: &str) -> Result<PathBuf, LayoutError> {
+pub(crate) fn resolve_run(results_root: &Path, arg: &str) -> Result<PathBuf, LayoutError> {
     let as_path = PathBuf::from(arg);
     if as_path.join(RUN_FILE).is_file() {
         return Ok(as_path);

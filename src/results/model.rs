@@ -173,7 +173,7 @@ impl PhaseResult {
 
     /// The first distinct errors of each operation kind that had any, in
     /// words: `READ: msg; UPDATE: msg | msg`. `None` without errors.
-    pub fn first_errors(&self) -> Option<String> {
+    pub(crate) fn first_errors(&self) -> Option<String> {
         let parts: Vec<String> = self
             .ops
             .iter()
@@ -194,7 +194,7 @@ pub struct Headline {
 
 impl Headline {
     /// TPC-C's NEW ORDER transactions per minute.
-    pub fn tpmc(value: f64) -> Headline {
+    pub(crate) fn tpmc(value: f64) -> Headline {
         Headline {
             name: "tpmC".into(),
             value,
@@ -216,7 +216,7 @@ mod headline_field {
         tpmc: Option<f64>,
     }
 
-    pub fn serialize<S: Serializer>(h: &Option<Headline>, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(h: &Option<Headline>, s: S) -> Result<S::Ok, S::Error> {
         Fields {
             headline: h.clone(),
             tpmc: None,
@@ -224,7 +224,9 @@ mod headline_field {
         .serialize(s)
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Headline>, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Headline>, D::Error> {
         let f = Fields::deserialize(d)?;
         Ok(f.headline.or(f.tpmc.map(Headline::tpmc)))
     }
@@ -709,7 +711,7 @@ impl CellRecord {
     /// `environment` without that tag, from the recorded cap. Records
     /// written before the settle step was recorded fall back to reading a
     /// tag out of the name ([`without_settle_tag`]).
-    pub fn sweep_environment(&self) -> &str {
+    pub(crate) fn sweep_environment(&self) -> &str {
         let Some(settle) = &self.settle else {
             return without_settle_tag(&self.environment);
         };

@@ -63,14 +63,14 @@ fn tokens(s: &str) -> Vec<Token> {
 
 /// Compare two labels with their numbers by value; labels equal in value
 /// (`07` and `7`) fall back to text order, so the order is total.
-pub fn natural_cmp(a: &str, b: &str) -> Ordering {
+pub(crate) fn natural_cmp(a: &str, b: &str) -> Ordering {
     tokens(a).cmp(&tokens(b)).then_with(|| a.cmp(b))
 }
 
 /// A string key that sorts in `natural_cmp` order (for `BTreeMap`s of
 /// series, environments and versions).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Natural(pub String);
+pub(crate) struct Natural(pub String);
 
 impl Ord for Natural {
     fn cmp(&self, other: &Self) -> Ordering {

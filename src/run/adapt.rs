@@ -36,7 +36,7 @@ pub fn keys_of(cell: &PlannedCell) -> (String, String) {
 
 /// Check every generator config of a cell before anything is created:
 /// a config the load generator would refuse is bad input.
-pub fn check_configs(work: &CellWork) -> Result<(), Unrunnable> {
+pub(crate) fn check_configs(work: &CellWork) -> Result<(), Unrunnable> {
     for step in work.load.iter().chain(work.phases.iter()) {
         for &t in &step.threads {
             step.exec

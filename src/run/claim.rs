@@ -20,15 +20,15 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// Environment variable that moves the claims folder (unit tests).
-pub const DIR_ENV: &str = "BENCHCAGE_CPU_CLAIMS";
+pub(crate) const DIR_ENV: &str = "BENCHCAGE_CPU_CLAIMS";
 /// Claims folder when `$BENCHCAGE_CPU_CLAIMS` is not set.
-pub const DEFAULT_DIR: &str = "/run/benchcage/cpus";
+pub(crate) const DEFAULT_DIR: &str = "/run/benchcage/cpus";
 const SUFFIX: &str = "cpus";
 /// How often a waiting run looks again.
 const POLL: Duration = Duration::from_millis(250);
 
 /// The claims folder in effect.
-pub fn default_dir() -> PathBuf {
+pub(crate) fn default_dir() -> PathBuf {
     std::env::var_os(DIR_ENV)
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(DEFAULT_DIR))
@@ -36,7 +36,7 @@ pub fn default_dir() -> PathBuf {
 
 /// One claim file.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Claim {
+pub(crate) struct Claim {
     pub run: String,
     pub owner_pid: i32,
     pub owner_start: u64,
@@ -46,7 +46,7 @@ pub struct Claim {
 
 /// A held claim; the file goes when it is dropped.
 #[derive(Debug)]
-pub struct Held {
+pub(crate) struct Held {
     path: PathBuf,
 }
 
@@ -58,7 +58,7 @@ impl Drop for Held {
 
 /// What a claim that must wait found in its way.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Busy {
+pub(crate) struct Busy {
     pub run: String,
     pub owner_pid: i32,
     /// The CPUs both want.
@@ -77,7 +77,7 @@ impl std::fmt::Display for Busy {
 
 /// Why no claim was taken.
 #[derive(Debug, thiserror::Error)]
-pub enum ClaimError {
+pub(crate) enum ClaimError {
     #[error("CPU claims in {path}: {source}")]
     Io {
         path: PathBuf,
@@ -90,7 +90,7 @@ pub enum ClaimError {
 /// Take `cpus` for `id` (a cell's sandbox id) of `run`, waiting while a
 /// live run holds any of them; `waiting` is told once, with who holds
 /// them. Gives up when `stop` is cancelled.
-pub async fn acquire(
+pub(crate) async fn acquire(
     dir: &Path,
     id: &str,
     run: &str,
@@ -117,7 +117,7 @@ pub async fn acquire(
 }
 
 /// One attempt: the claim, or who is in the way.
-pub fn try_acquire(
+pub(crate) fn try_acquire(
     dir: &Path,
     id: &str,
     run: &str,

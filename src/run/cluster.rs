@@ -31,7 +31,7 @@ const CANCEL_WAIT: Duration = Duration::from_secs(60);
 
 /// Where and how the jobs are submitted (`run --on slurm` flags).
 #[derive(Debug, Clone, Default)]
-pub struct SlurmOptions {
+pub(crate) struct SlurmOptions {
     pub partition: Option<String>,
     pub account: Option<String>,
     /// At most this many jobs queued or running at once (0: no limit).
@@ -105,7 +105,7 @@ enum Step {
 }
 
 /// Submit, follow and gather every cell of `cells` as Slurm jobs.
-pub async fn run_on_slurm(
+pub(crate) async fn run_on_slurm(
     info: RunInfo,
     cells: Vec<CellWork>,
     results_root: &Path,
@@ -621,7 +621,7 @@ fn secs(a: &str, b: &str) -> Option<f64> {
 /// start (submitted, and its node free of the cell before it) to
 /// benchcage starting on the node, and from the cell's end (its record's
 /// last write) to gathered here. `(key, to start, to gathered)`.
-pub fn overheads(state: &ClusterState, paths: &RunPaths) -> Vec<(String, f64, f64)> {
+pub(crate) fn overheads(state: &ClusterState, paths: &RunPaths) -> Vec<(String, f64, f64)> {
     type Seen = (String, String, String, chrono::DateTime<chrono::Utc>);
     let mut seen: Vec<Seen> = state
         .jobs

@@ -6,11 +6,11 @@ use std::path::Path;
 
 /// Free space a run needs on the results disk before it starts: phase
 /// files, samples, configs, and the engine's log.
-pub const MIN_FREE: Bytes = Bytes(64 << 20);
+pub(crate) const MIN_FREE: Bytes = Bytes(64 << 20);
 
 /// An error in words when the results disk has less than `need` free.
 /// Callers only report it.
-pub fn check_free(path: &Path, need: Bytes) -> anyhow::Result<Bytes> {
+pub(crate) fn check_free(path: &Path, need: Bytes) -> anyhow::Result<Bytes> {
     let free = crate::host::disk_available(path)
         .map_err(|e| anyhow::anyhow!("free space of {}: {e}", path.display()))?;
     if free < need {
@@ -24,7 +24,7 @@ pub fn check_free(path: &Path, need: Bytes) -> anyhow::Result<Bytes> {
 
 /// Write-ahead and redo logs: on disk, but not the data set. A memory cap
 /// "as a share of the data" is a share of tables and indexes.
-pub const LOG_NAMES: &[&str] = &[
+pub(crate) const LOG_NAMES: &[&str] = &[
     "pg_wal",
     "#innodb_redo",
     "ib_logfile0",
@@ -35,7 +35,7 @@ pub const LOG_NAMES: &[&str] = &[
 /// Total size of the files under `dir` (the engine's data on disk), like
 /// `du --apparent-size`, without write-ahead logs ([`LOG_NAMES`]);
 /// unreadable entries are skipped.
-pub fn dir_size(dir: &Path) -> u64 {
+pub(crate) fn dir_size(dir: &Path) -> u64 {
     let mut total = 0;
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -57,17 +57,17 @@ pub fn dir_size(dir: &Path) -> u64 {
 }
 
 /// Bytes held back in a run's folder for its final run record.
-pub const RESERVE_BYTES: usize = 1 << 20;
+pub(crate) const RESERVE_BYTES: usize = 1 << 20;
 
 /// The file that holds them: hidden, never a cell.
-pub const RESERVE_FILE: &str = ".reserve";
+pub(crate) const RESERVE_FILE: &str = ".reserve";
 
 /// Room held on the results disk while a run's cells write: a cell that
 /// fills the disk would otherwise leave no room to mark the run failed
 /// (its record would say `running` for ever). Dropping it frees the room
 /// just before the final record is written.
 #[derive(Debug)]
-pub struct Reserve(Option<std::path::PathBuf>);
+pub(crate) struct Reserve(Option<std::path::PathBuf>);
 
 impl Reserve {
     /// Hold [`RESERVE_BYTES`] in `dir`; holds nothing when the disk has

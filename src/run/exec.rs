@@ -18,7 +18,7 @@ const CHILD_GRACE: Duration = Duration::from_secs(5);
 
 /// The store URL of the cell's engine on its ports (several: a sharded
 /// cluster's routers).
-pub type StoreUrlFn = Arc<dyn Fn(&[u16]) -> String + Send + Sync>;
+pub(crate) type StoreUrlFn = Arc<dyn Fn(&[u16]) -> String + Send + Sync>;
 
 /// The built-in load generator as a child process.
 pub struct DriveExec {
@@ -36,7 +36,7 @@ pub struct DriveExec {
 impl DriveExec {
     /// The config of one run: the engine's store on `ports`, `threads`
     /// connections (for the load too).
-    pub fn config_for(&self, ports: &[u16], threads: u32) -> DriveConfig {
+    pub(crate) fn config_for(&self, ports: &[u16], threads: u32) -> DriveConfig {
         let mut c = self.config.clone();
         c.store = Some((self.store)(ports));
         c.threads = Threads::One(threads);
@@ -114,7 +114,7 @@ impl PhaseExec for DriveExec {
 
 /// Spawn `cmd` in the client group, output to `log_path`, progress lines
 /// parsed for the live view; on cancel SIGINT, then SIGKILL after a grace.
-pub async fn run_child(
+pub(crate) async fn run_child(
     mut cmd: std::process::Command,
     env: &PhaseEnv,
     log_path: &std::path::Path,
@@ -182,7 +182,7 @@ pub async fn run_child(
 
 /// The rate in a progress line: `... 12345.6 ops/s ...`, YCSB's
 /// `... 1234.5 current ops/sec ...` or sysbench's `tps: 123.4`.
-pub fn parse_rate(line: &str) -> Option<f64> {
+pub(crate) fn parse_rate(line: &str) -> Option<f64> {
     let words: Vec<&str> = line.split_whitespace().collect();
     for (i, w) in words.iter().enumerate() {
         let w = w.trim_end_matches([',', ';']);

@@ -11,13 +11,13 @@ use std::fmt;
 
 /// A validated run id.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct RunId(String);
+pub(crate) struct RunId(String);
 
 /// A name that is not a run id (bad input: exit code 2); the message
 /// shows the form ids have.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{0}")]
-pub struct NotARunId(pub String);
+pub(crate) struct NotARunId(pub String);
 
 impl RunId {
     /// A fresh id for a run starting at `now`.

@@ -14,13 +14,13 @@ use std::path::Path;
 
 /// The held lock of one run; released when dropped (or the process dies).
 #[derive(Debug)]
-pub struct RunLock {
+pub(crate) struct RunLock {
     _lock: Flock<File>,
 }
 
 /// Why a run could not be locked.
 #[derive(Debug, thiserror::Error)]
-pub enum LockError {
+pub(crate) enum LockError {
     /// Another live process holds the run.
     #[error("run `{run}` is still live{}; wait for it to end, or stop it first (Ctrl-C in its terminal, or `kill -TERM` its pid)", holder.map(|p| format!(" (benchcage pid {p})")).unwrap_or_default())]
     Held { run: String, holder: Option<u32> },
@@ -34,7 +34,7 @@ pub enum LockError {
 impl RunLock {
     /// Lock the run folder `dir` (created if missing) for run `run`,
     /// without waiting.
-    pub fn acquire(dir: &Path, run: &str) -> Result<RunLock, LockError> {
+    pub(crate) fn acquire(dir: &Path, run: &str) -> Result<RunLock, LockError> {
         let io = |source| LockError::Io {
             path: dir.to_path_buf(),
             source,

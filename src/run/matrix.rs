@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 
 /// What the run records about itself, known before the first cell.
 #[derive(Debug, Clone, Default)]
-pub struct RunInfo {
+pub(crate) struct RunInfo {
     pub scenario: String,
     pub scenario_hash: String,
     pub spec_hashes: BTreeMap<String, String>,
@@ -41,13 +41,13 @@ pub struct RunInfo {
 }
 
 /// Creates the sandbox of a cell (cgroup or docker backend).
-pub type SandboxFactory =
+pub(crate) type SandboxFactory =
     Box<dyn Fn(&CellWork, &str) -> anyhow::Result<Box<dyn Sandbox + Sync>> + Send + Sync>;
 
 /// Gets what a cell needs before its sandbox exists (on the docker
 /// backend: its image, pulled when missing). An error fails the cell with
 /// nothing created for it.
-pub type PrepareFn = Box<
+pub(crate) type PrepareFn = Box<
     dyn for<'a> Fn(&'a CellWork) -> futures::future::BoxFuture<'a, anyhow::Result<()>>
         + Send
         + Sync,
@@ -55,7 +55,7 @@ pub type PrepareFn = Box<
 
 /// How the matrix ended.
 #[derive(Debug, Clone, Default)]
-pub struct MatrixOutcome {
+pub(crate) struct MatrixOutcome {
     pub run_id: String,
     pub dir: PathBuf,
     pub finished: usize,
@@ -73,7 +73,7 @@ pub struct MatrixOutcome {
 
 /// Phases of a finished cell that failed or were OOM-killed (an invalid
 /// phase ran to its end: its fidelity flag says what is wrong with it).
-pub fn failed_phases(rec: &CellRecord) -> usize {
+pub(crate) fn failed_phases(rec: &CellRecord) -> usize {
     rec.phases
         .iter()
         .filter(|p| {
@@ -86,7 +86,7 @@ pub fn failed_phases(rec: &CellRecord) -> usize {
 }
 
 /// Writes cell files atomically (temp, fsync, rename, fsync folder).
-pub struct AtomicWriter;
+pub(crate) struct AtomicWriter;
 
 impl CellWriter for AtomicWriter {
     fn phase(
@@ -142,7 +142,7 @@ fn cell_paths(cell_dir: &Path) -> CellPaths {
 pub use crate::sandbox::roots::work_root;
 
 /// Run (or resume) the matrix of `cells` and write the run's records.
-pub async fn run_matrix(
+pub(crate) async fn run_matrix(
     info: RunInfo,
     cells: Vec<CellWork>,
     results_root: &Path,
@@ -271,7 +271,7 @@ async fn matrix_body(
 /// one job of a cluster run (`run --on slurm`) does on its node. The run's
 /// submitter holds the run and writes its record; this writes only the
 /// cell's folder.
-pub async fn run_one_cell(
+pub(crate) async fn run_one_cell(
     cells: &[CellWork],
     index: usize,
     results_root: &Path,

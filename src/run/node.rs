@@ -9,7 +9,7 @@ use crate::units::{Bytes, CpuSet};
 /// This node's record for the Slurm job of this process: the job id and
 /// node name from the job's environment, the CPUs this process may run on
 /// (`/proc/self/status`), the memory Slurm allocated (`scontrol`).
-pub async fn slurm_node(host: &HostInfo) -> NodeRecord {
+pub(crate) async fn slurm_node(host: &HostInfo) -> NodeRecord {
     let started_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     let job_id = std::env::var("SLURM_JOB_ID").unwrap_or_default();
     let name = std::env::var("SLURMD_NODENAME")
@@ -62,7 +62,7 @@ pub async fn remote_client(node: &NodeRecord) -> Result<crate::model::RemoteClie
 }
 
 /// `Cpus_allowed_list:` of a `/proc/PID/status` text.
-pub fn allowed_cpus(status: &str) -> Option<CpuSet> {
+pub(crate) fn allowed_cpus(status: &str) -> Option<CpuSet> {
     status
         .lines()
         .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))

@@ -13,7 +13,7 @@ use crate::sandbox::ledger;
 use std::path::{Path, PathBuf};
 
 /// The benchcage process that writes a run's record: this one.
-pub fn this_process() -> (i32, Option<u64>) {
+pub(crate) fn this_process() -> (i32, Option<u64>) {
     let pid = std::process::id() as i32;
     (pid, ledger::process_start_time(pid))
 }
@@ -21,7 +21,7 @@ pub fn this_process() -> (i32, Option<u64>) {
 /// Whether the process recorded as the run's owner is still that process.
 /// A record without an owner (written before owners were recorded) counts
 /// as live: nothing says it is dead.
-pub fn owner_alive(rec: &RunRecord) -> bool {
+pub(crate) fn owner_alive(rec: &RunRecord) -> bool {
     match (rec.owner_pid, rec.owner_start) {
         (Some(pid), Some(start)) => ledger::is_alive(pid, start),
         _ => true,
@@ -30,7 +30,7 @@ pub fn owner_alive(rec: &RunRecord) -> bool {
 
 /// A run that said `running` although its benchcage is gone.
 #[derive(Debug, Clone, PartialEq)]
-pub struct DeadRun {
+pub(crate) struct DeadRun {
     pub run_id: String,
     pub run_json: PathBuf,
     pub owner_pid: i32,
@@ -39,7 +39,7 @@ pub struct DeadRun {
 /// Every run under `results_root` whose record says `running` and whose
 /// owner is dead. With `dry_run` false, each record is rewritten
 /// atomically as `interrupted`, with a note saying how to resume.
-pub fn mark_dead_runs(results_root: &Path, dry_run: bool) -> Vec<Result<DeadRun, String>> {
+pub(crate) fn mark_dead_runs(results_root: &Path, dry_run: bool) -> Vec<Result<DeadRun, String>> {
     let mut out = Vec::new();
     for id in layout::list_run_ids(results_root) {
         let path = RunPaths::new(results_root, &id).run_json();
@@ -65,7 +65,7 @@ pub fn mark_dead_runs(results_root: &Path, dry_run: bool) -> Vec<Result<DeadRun,
 
 /// Runs under `results_root` that say `running` and whose owner is alive
 /// (or unknown): their work folders are in use.
-pub fn live_runs(results_root: &Path) -> Vec<String> {
+pub(crate) fn live_runs(results_root: &Path) -> Vec<String> {
     layout::list_run_ids(results_root)
         .into_iter()
         .filter(|id| {
@@ -103,7 +103,7 @@ fn mark_interrupted(path: &Path, mut rec: RunRecord) -> Result<(), String> {
 /// first. Skipped: a run with a ledger in `ledger_root` (a live run is
 /// provisioning, or a dead one's leftovers were not all removed) and any
 /// run in `live`. Only empty folders are removed, never their contents.
-pub fn remove_empty_work_dirs(
+pub(crate) fn remove_empty_work_dirs(
     work_root: &Path,
     ledger_root: &Path,
     live: &[String],

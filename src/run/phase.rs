@@ -11,7 +11,8 @@ use tokio_util::sync::CancellationToken;
 
 /// Puts a child process into the client group (pinned to the client CPUs,
 /// outside the server's budget) before it is spawned.
-pub type PlaceHook = Arc<dyn Fn(&mut std::process::Command) -> std::io::Result<()> + Send + Sync>;
+pub(crate) type PlaceHook =
+    Arc<dyn Fn(&mut std::process::Command) -> std::io::Result<()> + Send + Sync>;
 
 /// What a phase gets from the cell.
 #[derive(Clone)]

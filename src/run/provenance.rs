@@ -35,7 +35,7 @@ pub fn git_rev(home: &Path) -> String {
 }
 
 /// sha256 of a file's bytes, hex.
-pub fn file_hash(path: &Path) -> std::io::Result<String> {
+pub(crate) fn file_hash(path: &Path) -> std::io::Result<String> {
     Ok(hex::encode(Sha256::digest(std::fs::read(path)?)))
 }
 

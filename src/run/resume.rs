@@ -11,7 +11,7 @@ use std::path::Path;
 /// (program, global flags, `run`, scenario and every flag but `--resume`)
 /// followed by `--resume RUN`, quoted so that a POSIX shell reads back the
 /// same words. Without a command line, a template the user fills in.
-pub fn resume_command(argv: &[String], run_id: &str) -> String {
+pub(crate) fn resume_command(argv: &[String], run_id: &str) -> String {
     if argv.is_empty() {
         return format!("benchcage run <same scenario and flags> --resume {run_id}");
     }
@@ -23,7 +23,7 @@ pub fn resume_command(argv: &[String], run_id: &str) -> String {
 
 /// `s` as one shell word: bare when it holds only characters no shell
 /// treats specially, else in single quotes (a `'` becomes `'\''`).
-pub fn shell_quote(s: &str) -> String {
+pub(crate) fn shell_quote(s: &str) -> String {
     let plain = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
     if !s.is_empty() && s.chars().all(plain) {
         s.to_string()
@@ -46,13 +46,13 @@ pub enum CellState {
 }
 
 impl CellState {
-    pub fn is_done(&self) -> bool {
+    pub(crate) fn is_done(&self) -> bool {
         matches!(self, CellState::Finished)
     }
 }
 
 /// The state of each cell key in `cells_dir` (`results/<run>/cells`).
-pub fn cell_states(cells_dir: &Path, keys: &[String]) -> BTreeMap<String, CellState> {
+pub(crate) fn cell_states(cells_dir: &Path, keys: &[String]) -> BTreeMap<String, CellState> {
     keys.iter()
         .map(|k| (k.clone(), cell_state(&cells_dir.join(k))))
         .collect()
@@ -84,7 +84,7 @@ pub fn to_run(keys: &[String], states: &BTreeMap<String, CellState>) -> Vec<Stri
 
 /// Keys the resumed plan has that the original run did not: the scenario,
 /// an engine spec, a template or an override changed since.
-pub fn unknown_keys(planned: &[String], recorded: &[String]) -> Vec<String> {
+pub(crate) fn unknown_keys(planned: &[String], recorded: &[String]) -> Vec<String> {
     planned
         .iter()
         .filter(|k| !recorded.contains(k))

@@ -13,7 +13,7 @@ use crate::workload::tools::{ReplicaSeeds, Tool, ToolConfig, ToolTarget, run_too
 use std::sync::{Arc, Mutex};
 
 /// The executor of a tool phase, running the tool config the plan made.
-pub fn tool_exec(
+pub(crate) fn tool_exec(
     cell: Arc<PlannedCell>,
     config: ToolConfig,
     phase: PlannedPhase,

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 /// Pauses from 1 ms, growing (doubling, or by a quarter) up to `max`.
 #[derive(Debug, Clone)]
-pub struct Backoff {
+pub(crate) struct Backoff {
     next: Duration,
     max: Duration,
     /// Each pause is the last times `grow.0 / grow.1`.
@@ -15,11 +15,11 @@ pub struct Backoff {
 }
 
 /// The first pause.
-pub const FIRST: Duration = Duration::from_millis(1);
+pub(crate) const FIRST: Duration = Duration::from_millis(1);
 
 impl Backoff {
     /// Pauses from [`FIRST`], doubling up to `max`.
-    pub fn up_to(max: Duration) -> Backoff {
+    pub(crate) fn up_to(max: Duration) -> Backoff {
         Backoff {
             next: FIRST.min(max),
             max,
@@ -31,7 +31,7 @@ impl Backoff {
     /// `max`: for a wait that nothing signals (a port that starts to
     /// answer), the look after the thing happened comes at most a quarter
     /// of the wait later, where doubling can add the whole wait again.
-    pub fn gently_up_to(max: Duration) -> Backoff {
+    pub(crate) fn gently_up_to(max: Duration) -> Backoff {
         Backoff {
             grow: (5, 4),
             ..Backoff::up_to(max)
@@ -39,7 +39,7 @@ impl Backoff {
     }
 
     /// The next pause, then grow it.
-    pub fn next_pause(&mut self) -> Duration {
+    pub(crate) fn next_pause(&mut self) -> Duration {
         let now = self.next;
         self.next = (self.next * self.grow.0 / self.grow.1).min(self.max);
         now

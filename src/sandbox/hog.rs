@@ -23,17 +23,17 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 /// Kept free on top of `leave`: MemAvailable is an estimate, and the
 /// kernel, benchcage and the hog itself need room while locking. `plan`
 /// keeps the same margin, so a plan that fits is a hog that starts.
-pub const SAFETY_MARGIN: Bytes = Bytes(256 * Bytes::MIB);
+pub(crate) const SAFETY_MARGIN: Bytes = Bytes(256 * Bytes::MIB);
 /// The least a hog may leave: below it the host (kernel, sshd, benchcage,
 /// the engine) has no room, whatever the spec or the flag says.
-pub const MIN_LEAVE: Bytes = Bytes(512 * Bytes::MIB);
+pub(crate) const MIN_LEAVE: Bytes = Bytes(512 * Bytes::MIB);
 /// How often the holding hog checks that its parent is alive. It does
 /// nothing else: locked pages stay resident without being touched again
 /// (a hog that re-wrote 14 GiB every second took 20-40% of a CPU beside
 /// the engine it was meant to leave alone).
-pub const WATCH_PERIOD: Duration = Duration::from_secs(1);
+pub(crate) const WATCH_PERIOD: Duration = Duration::from_secs(1);
 /// The first stdout line of a hog that locked its memory starts with this.
-pub const LOCKED_PREFIX: &str = "locked ";
+pub(crate) const LOCKED_PREFIX: &str = "locked ";
 
 fn hog_err(msg: impl Into<String>) -> SandboxError {
     SandboxError::Hog(msg.into())
@@ -103,7 +103,7 @@ pub enum BadLeave {
 }
 
 /// Refuses a `leave` under [`MIN_LEAVE`].
-pub fn check_leave(leave: Bytes) -> Result<(), BadLeave> {
+pub(crate) fn check_leave(leave: Bytes) -> Result<(), BadLeave> {
     if leave < MIN_LEAVE {
         return Err(BadLeave::TooLittle(leave));
     }
@@ -183,7 +183,7 @@ impl Locked {
 
     /// Write every page once: each is then the hog's own, never the shared
     /// zero page.
-    pub fn touch(&mut self) {
+    pub(crate) fn touch(&mut self) {
         let mut off = 0;
         while off < self.len {
             // SAFETY: off < len, inside our mapping.
@@ -211,7 +211,7 @@ impl Drop for Locked {
 /// The hog's first line: what it locked, what it leaves for everything
 /// else and the safety margin it keeps on top, both, so that the sum is
 /// what is really left (`leaving 22538MiB + 256MiB margin`).
-pub fn locked_line(lock: Bytes, leave: Bytes, pid: u32) -> String {
+pub(crate) fn locked_line(lock: Bytes, leave: Bytes, pid: u32) -> String {
     format!(
         "{LOCKED_PREFIX}{} bytes ({lock}), leaving {leave} + {SAFETY_MARGIN} safety margin ({} in all) unlocked; pid {pid}; Ctrl-C releases it",
         lock.0,

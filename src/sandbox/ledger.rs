@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 /// Environment variable that moves the ledger folder (tests use a temp dir).
 pub const ROOT_ENV: &str = "BENCHCAGE_STATE_DIR";
 /// Ledger folder when `$BENCHCAGE_STATE_DIR` is not set.
-pub const DEFAULT_ROOT: &str = "/var/lib/benchcage/ledger";
+pub(crate) const DEFAULT_ROOT: &str = "/var/lib/benchcage/ledger";
 const SUFFIX: &str = "ledger";
 
 /// The ledger folder in effect.
@@ -88,7 +88,7 @@ pub enum Resource {
 
 impl Resource {
     /// A one-line description for reports.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Resource::Cgroup { dirs } => format!(
                 "cgroup {}",
@@ -171,7 +171,7 @@ pub fn process_cgroup(pid: i32) -> Option<String> {
 
 /// Whether `pid` is the same live process that started at `start_time`
 /// (a zombie counts as gone: it holds no memory and no cgroup).
-pub fn is_alive(pid: i32, start_time: u64) -> bool {
+pub(crate) fn is_alive(pid: i32, start_time: u64) -> bool {
     if process_start_time(pid) != Some(start_time) {
         return false;
     }
@@ -239,7 +239,7 @@ impl Ledger {
     /// Append several resources with one write and one fsync; call BEFORE
     /// creating any of them. Teardown walks them in reverse, as if each
     /// had been recorded alone; one that is never made is skipped there.
-    pub fn record_all(&mut self, resources: Vec<Resource>) -> Result<(), SandboxError> {
+    pub(crate) fn record_all(&mut self, resources: Vec<Resource>) -> Result<(), SandboxError> {
         let mut lines = String::new();
         for resource in resources {
             let entry = Entry {
@@ -283,7 +283,7 @@ impl Ledger {
 }
 
 /// Entries of a ledger file; a torn last line (crash mid-write) is skipped.
-pub fn read_entries(path: &Path) -> Result<Vec<Entry>, SandboxError> {
+pub(crate) fn read_entries(path: &Path) -> Result<Vec<Entry>, SandboxError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -301,7 +301,7 @@ const MAX_LEDGER_BYTES: u64 = 1 << 20;
 /// Another run's ledger file as read by reaping: its entries, or why it
 /// cannot be trusted as a whole (then nothing in it is acted on).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct LedgerRead {
+pub(crate) struct LedgerRead {
     pub entries: Vec<Entry>,
     pub problem: Option<String>,
 }
@@ -309,7 +309,7 @@ pub struct LedgerRead {
 /// Read a ledger written by another process, strictly: every complete line
 /// must be an entry of run `run` with one owner. Only a torn last line (no
 /// newline: a crash mid-write) may fail to parse; it is skipped.
-pub fn read_ledger(path: &Path, run: &str) -> LedgerRead {
+pub(crate) fn read_ledger(path: &Path, run: &str) -> LedgerRead {
     let problem = |p: String| LedgerRead {
         entries: Vec::new(),
         problem: Some(p),
@@ -379,7 +379,7 @@ pub struct ReapReport {
 
 impl ReapReport {
     /// Everything in the ledger is gone: the file may be deleted.
-    pub fn is_done(&self) -> bool {
+    pub(crate) fn is_done(&self) -> bool {
         self.leaked.is_empty()
             && self.deferred.is_empty()
             && self.refused.is_empty()
@@ -389,7 +389,7 @@ impl ReapReport {
 
 /// How far reaping trusts the entries it is given.
 #[derive(Debug, Clone, Copy)]
-pub enum Trust<'a> {
+pub(crate) enum Trust<'a> {
     /// Entries this process recorded itself (a sandbox's own teardown).
     Own,
     /// Another process's ledger of run `run`: act only inside `roots`, and
@@ -490,7 +490,7 @@ fn check_cgroup(pid: i32, recorded: Option<&str>) -> Result<(), NotOurs> {
 pub struct NotRemoved(pub String);
 
 /// Remove one resource, within `deadline`.
-pub async fn reap_resource(r: &Resource, deadline: Instant) -> Result<(), NotRemoved> {
+pub(crate) async fn reap_resource(r: &Resource, deadline: Instant) -> Result<(), NotRemoved> {
     match r {
         Resource::Cgroup { dirs } => remove::remove_group(dirs, deadline)
             .await
@@ -535,7 +535,7 @@ pub async fn reap_resource(r: &Resource, deadline: Instant) -> Result<(), NotRem
 
 /// Remove everything in `entries` (recorded by this process), newest
 /// first, within `budget`.
-pub async fn reap_entries(entries: &[Entry], budget: Duration) -> ReapReport {
+pub(crate) async fn reap_entries(entries: &[Entry], budget: Duration) -> ReapReport {
     reap_with(entries, Trust::Own, budget).await
 }
 
@@ -544,7 +544,7 @@ pub async fn reap_entries(entries: &[Entry], budget: Duration) -> ReapReport {
 /// dirs go last: a process that writes into one (a replica's
 /// `pg_basebackup`, killed with its cgroup) would refill it while it is
 /// removed.
-pub async fn reap_with(entries: &[Entry], trust: Trust<'_>, budget: Duration) -> ReapReport {
+pub(crate) async fn reap_with(entries: &[Entry], trust: Trust<'_>, budget: Duration) -> ReapReport {
     let deadline = Instant::now() + budget;
     let mut report = ReapReport::default();
     let is_dir = |e: &&Entry| matches!(e.resource, Resource::DataDir { .. });
@@ -660,7 +660,9 @@ impl ReapReport {
 /// The ledgers under `root` to reap: those whose owner is dead (pid gone
 /// or reused), and every one that cannot be read (kept and reported).
 /// Errors when `root` is not a private folder of root's.
-pub fn dead_ledgers(root: &Path) -> Result<Vec<(PathBuf, String, LedgerRead)>, SandboxError> {
+pub(crate) fn dead_ledgers(
+    root: &Path,
+) -> Result<Vec<(PathBuf, String, LedgerRead)>, SandboxError> {
     roots::check_state_dir(root)?;
     let dir = match std::fs::read_dir(root) {
         Ok(d) => d,

@@ -326,7 +326,7 @@ pub trait Sandbox: Send {
 }
 
 /// Run ids become directory names: keep them to a safe alphabet.
-pub fn check_run_id(run_id: &str) -> Result<(), SandboxError> {
+pub(crate) fn check_run_id(run_id: &str) -> Result<(), SandboxError> {
     let ok = !run_id.is_empty()
         && run_id.len() <= 128
         && !run_id.starts_with('.')

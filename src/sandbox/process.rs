@@ -34,7 +34,7 @@ pub struct Identity {
 }
 
 /// Look up a local user by name.
-pub fn lookup_user(name: &str) -> Result<Identity, SandboxError> {
+pub(crate) fn lookup_user(name: &str) -> Result<Identity, SandboxError> {
     match nix::unistd::User::from_name(name) {
         Ok(Some(u)) => Ok(Identity {
             uid: u.uid.as_raw(),
@@ -53,7 +53,7 @@ pub fn lookup_user(name: &str) -> Result<Identity, SandboxError> {
 
 /// Error unless `id` can reach `path`: every ancestor directory needs the
 /// search bit for the user (the engine runs unprivileged and chdirs there).
-pub fn check_reachable(path: &Path, user: &str, id: Identity) -> Result<(), SandboxError> {
+pub(crate) fn check_reachable(path: &Path, user: &str, id: Identity) -> Result<(), SandboxError> {
     unreachable_dir(path, user, id).map_or(Ok(()), |why| {
         Err(SandboxError::DataDir {
             path: path.to_path_buf(),
@@ -66,7 +66,11 @@ pub fn check_reachable(path: &Path, user: &str, id: Identity) -> Result<(), Sand
 
 /// Error unless the engine's binary is reachable for `id` (a program
 /// installed in a private home, e.g. root's Python, is not).
-pub fn check_program_reachable(path: &Path, user: &str, id: Identity) -> Result<(), SandboxError> {
+pub(crate) fn check_program_reachable(
+    path: &Path,
+    user: &str,
+    id: Identity,
+) -> Result<(), SandboxError> {
     unreachable_dir(path, user, id).map_or(Ok(()), |why| {
         Err(SandboxError::User {
             user: user.to_string(),
@@ -126,7 +130,7 @@ impl ClientPlacer {
 
     /// The same placer, its processes also in the network namespace whose
     /// file is `netns` (the kernel emulation of the cell's network).
-    pub fn in_netns(mut self, netns: Option<PathBuf>) -> Self {
+    pub(crate) fn in_netns(mut self, netns: Option<PathBuf>) -> Self {
         self.netns = netns;
         self
     }
@@ -269,7 +273,7 @@ pub fn spawn(l: &Launch<'_>) -> Result<tokio::process::Child, SandboxError> {
 }
 
 /// Run a one-shot command (an `init` step) to its end.
-pub async fn run_to_end(l: &Launch<'_>) -> Result<ExitStatus, SandboxError> {
+pub(crate) async fn run_to_end(l: &Launch<'_>) -> Result<ExitStatus, SandboxError> {
     spawn(l)?
         .wait()
         .await
@@ -280,7 +284,7 @@ pub async fn run_to_end(l: &Launch<'_>) -> Result<ExitStatus, SandboxError> {
 }
 
 /// An exit status as [`EngineStatus`].
-pub fn status_of(s: ExitStatus) -> EngineStatus {
+pub(crate) fn status_of(s: ExitStatus) -> EngineStatus {
     EngineStatus::Exited {
         code: s.code(),
         signal: s.signal(),
@@ -288,7 +292,7 @@ pub fn status_of(s: ExitStatus) -> EngineStatus {
 }
 
 /// Human form of a status: `exit code 1`, `signal 9`.
-pub fn describe(s: EngineStatus) -> String {
+pub(crate) fn describe(s: EngineStatus) -> String {
     match s {
         EngineStatus::Exited { code: Some(c), .. } => format!("exit code {c}"),
         EngineStatus::Exited {
@@ -391,7 +395,7 @@ pub fn cpus_allowed(pid: u32) -> BTreeMap<u32, String> {
 /// Check that every thread of `pid` may run on exactly `want` (read back
 /// from /proc/<pid>/task/*/status) and record the leader's list as
 /// `Cpus_allowed_list`.
-pub fn read_back_cpus_allowed(
+pub(crate) fn read_back_cpus_allowed(
     pid: u32,
     want: &crate::units::CpuSet,
     out: &mut BTreeMap<String, String>,

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 const MAX_PAUSE: Duration = Duration::from_millis(200);
 
 /// Lines of engine log carried by a readiness error.
-pub const LOG_TAIL_LINES: usize = 20;
+pub(crate) const LOG_TAIL_LINES: usize = 20;
 
 /// Wait until the engine answers its probe; returns the server version it
 /// reported. Fails early when the engine exits, and at the launch's

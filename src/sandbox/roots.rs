@@ -39,16 +39,16 @@ impl From<&str> for NotOurs {
 }
 
 /// Environment variable that moves the work root.
-pub const WORK_ENV: &str = "BENCHCAGE_WORK";
+pub(crate) const WORK_ENV: &str = "BENCHCAGE_WORK";
 /// Environment variable that sets the free space `plan` counts on in the
 /// work root instead of what the filesystem reports (a compressing
 /// filesystem holds more than it says; tests pin it).
-pub const WORK_FREE_ENV: &str = "BENCHCAGE_WORK_FREE";
+pub(crate) const WORK_FREE_ENV: &str = "BENCHCAGE_WORK_FREE";
 /// Mode of the folders benchcage creates on the way to a data dir: others
 /// may traverse them (the engine's user must), not list them.
-pub const SEARCHABLE: u32 = 0o711;
+pub(crate) const SEARCHABLE: u32 = 0o711;
 /// Mode of a state dir benchcage creates.
-pub const PRIVATE: u32 = 0o700;
+pub(crate) const PRIVATE: u32 = 0o700;
 
 /// Where engine data and config dirs go: a work folder beside the system
 /// temp dir, never on the results disk (a full results disk must not kill
@@ -85,7 +85,7 @@ impl Roots {
 
     /// Ok when `path` is strictly below the work root, also once symlinks
     /// in its parent are resolved.
-    pub fn check_work_path(&self, path: &Path) -> Result<(), NotOurs> {
+    pub(crate) fn check_work_path(&self, path: &Path) -> Result<(), NotOurs> {
         let outside = || {
             format!(
                 "outside benchcage's work root {} (set {WORK_ENV} to the root the run used)",
@@ -110,7 +110,7 @@ impl Roots {
     }
 
     /// Ok when `dir` is a cgroup of run `run`: `<mount>/benchcage/<run>[/..]`.
-    pub fn check_cgroup_dir(&self, dir: &Path, run: &str) -> Result<(), NotOurs> {
+    pub(crate) fn check_cgroup_dir(&self, dir: &Path, run: &str) -> Result<(), NotOurs> {
         let ok = is_plain_absolute(dir)
             && self
                 .cgroups
@@ -141,7 +141,7 @@ fn is_plain_absolute(p: &Path) -> bool {
 /// Error unless `dir` (when it exists) is a directory owned by the user
 /// benchcage runs as and private to it: anyone else who can write there
 /// could forge a ledger and have `cleanup` delete or kill what it names.
-pub fn check_state_dir(dir: &Path) -> Result<(), SandboxError> {
+pub(crate) fn check_state_dir(dir: &Path) -> Result<(), SandboxError> {
     let meta = match std::fs::symlink_metadata(dir) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -182,14 +182,14 @@ fn state_err(dir: &Path, detail: String) -> SandboxError {
 }
 
 /// Create the state dir private (mode 700) when it is missing, then check it.
-pub fn ensure_state_dir(dir: &Path) -> Result<(), SandboxError> {
+pub(crate) fn ensure_state_dir(dir: &Path) -> Result<(), SandboxError> {
     create_dirs(dir, PRIVATE).map_err(|e| state_err(dir, e.to_string()))?;
     check_state_dir(dir)
 }
 
 /// Create `dir` and its missing parents; every folder created here gets
 /// `mode` (whatever the umask). Existing folders are left as they are.
-pub fn create_dirs(dir: &Path, mode: u32) -> std::io::Result<()> {
+pub(crate) fn create_dirs(dir: &Path, mode: u32) -> std::io::Result<()> {
     let missing: Vec<&Path> = dir.ancestors().take_while(|d| !d.exists()).collect();
     for d in missing.into_iter().rev() {
         match std::fs::create_dir(d) {

@@ -52,7 +52,7 @@ impl StatsReader {
 
     /// Read the server from a group known only now (a container's), which
     /// the kernel log names `memcg`.
-    pub fn set_server(&self, dirs: BTreeMap<String, PathBuf>, memcg: String) {
+    pub(crate) fn set_server(&self, dirs: BTreeMap<String, PathBuf>, memcg: String) {
         self.groups().server = Server {
             dirs,
             memcg: Some(memcg),

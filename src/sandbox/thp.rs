@@ -30,11 +30,11 @@ use std::path::{Path, PathBuf};
 /// Environment variable that moves the THP folder (tests use a temp dir).
 pub const ROOT_ENV: &str = "BENCHCAGE_THP_ROOT";
 /// Where the kernel has THP's settings.
-pub const DEFAULT_ROOT: &str = "/sys/kernel/mm/transparent_hugepage";
+pub(crate) const DEFAULT_ROOT: &str = "/sys/kernel/mm/transparent_hugepage";
 /// Whether anonymous memory gets huge pages: always, madvise, never.
-pub const ENABLED: &str = "enabled";
+pub(crate) const ENABLED: &str = "enabled";
 /// Whether the kernel compacts memory to hand out huge pages.
-pub const DEFRAG: &str = "defrag";
+pub(crate) const DEFRAG: &str = "defrag";
 
 /// The mode of `enabled`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -199,7 +199,7 @@ pub fn write_mode(path: &Path, mode: ThpMode) -> Result<(), ThpError> {
 
 /// A change benchcage made: `file` was `old` and is now `never`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ThpChange {
+pub(crate) struct ThpChange {
     pub file: PathBuf,
     pub old: ThpMode,
 }
@@ -207,7 +207,10 @@ pub struct ThpChange {
 /// Select `never` in `files`' `enabled`, the old mode in `ledger` first.
 /// Returns the change to undo; `None` when it already was `never` (or
 /// the kernel has no THP), and nothing was written.
-pub fn turn_off(files: &ThpFiles, ledger: &mut Ledger) -> Result<Option<ThpChange>, SandboxError> {
+pub(crate) fn turn_off(
+    files: &ThpFiles,
+    ledger: &mut Ledger,
+) -> Result<Option<ThpChange>, SandboxError> {
     let file = files.enabled_path();
     if !file.exists() {
         return Ok(None);
@@ -225,7 +228,7 @@ pub fn turn_off(files: &ThpFiles, ledger: &mut Ledger) -> Result<Option<ThpChang
 }
 
 /// Whether the `never` a run selected in `file` is still there to undo.
-pub fn change_in_place(file: &Path, old: ThpMode) -> bool {
+pub(crate) fn change_in_place(file: &Path, old: ThpMode) -> bool {
     old != ThpMode::Never && read_mode(file).ok() == Some(ThpMode::Never)
 }
 

@@ -26,7 +26,7 @@ pub use publish::MARKER;
 
 /// A series' last runs that count as recent for an alarm: the default
 /// of `benchcage changes --window`.
-pub const WINDOW: usize = 5;
+pub(crate) const WINDOW: usize = 5;
 
 /// What `build` wrote.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,7 +69,7 @@ pub enum SiteError {
 
 impl SiteError {
     /// A problem with what the user passed (exit 2), not with the host.
-    pub fn is_bad_input(&self) -> bool {
+    pub(crate) fn is_bad_input(&self) -> bool {
         matches!(
             self,
             SiteError::NoResults { .. }

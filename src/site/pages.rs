@@ -60,7 +60,7 @@ pub fn render(d: &Data) -> Vec<(String, String)> {
 }
 
 /// The file of an engine's page.
-pub fn engine_file(engine: &str) -> String {
+pub(crate) fn engine_file(engine: &str) -> String {
     format!("engine-{}.html", file_safe(engine))
 }
 

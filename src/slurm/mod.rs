@@ -46,13 +46,13 @@ pub struct JobInfo {
 
 impl JobInfo {
     /// Still queued or running: its cell is not decided yet.
-    pub fn is_active(&self) -> bool {
+    pub(crate) fn is_active(&self) -> bool {
         is_active(&self.state)
     }
 }
 
 /// Job states in which the job has not ended.
-pub fn is_active(state: &str) -> bool {
+pub(crate) fn is_active(state: &str) -> bool {
     matches!(
         state,
         "PENDING"
@@ -70,12 +70,12 @@ pub fn is_active(state: &str) -> bool {
 
 /// The script every job runs: its arguments, exec'd, so that the job's
 /// signals (scancel's SIGTERM) reach benchcage itself.
-pub const EXEC_SCRIPT: &str =
+pub(crate) const EXEC_SCRIPT: &str =
     "#!/bin/sh\n# benchcage: one cell of a run, as the arguments say.\nexec \"$@\"\n";
 
 /// `sinfo` answers: a cluster is reachable from here. Its error says what
 /// to do otherwise.
-pub async fn check_cluster() -> Result<(), String> {
+pub(crate) async fn check_cluster() -> Result<(), String> {
     let out = Command::new("sinfo")
         .args(["--noheader", "--format=%P %a %D %t"])
         .output()
@@ -223,7 +223,7 @@ pub async fn submit(job: &Submit) -> anyhow::Result<u64> {
 /// sbatch's arguments for `job`: a whole node, never requeued (a
 /// benchmark restarted elsewhere is a different measurement), the job's
 /// environment exported as it is here.
-pub fn sbatch_args(job: &Submit) -> Vec<String> {
+pub(crate) fn sbatch_args(job: &Submit) -> Vec<String> {
     let mut a = vec![
         "--parsable".to_string(),
         "--exclusive".into(),
@@ -248,7 +248,7 @@ pub fn sbatch_args(job: &Submit) -> Vec<String> {
 }
 
 /// `12345` or `12345;cluster` as `sbatch --parsable` prints it.
-pub fn parse_job_id(stdout: &str) -> anyhow::Result<u64> {
+pub(crate) fn parse_job_id(stdout: &str) -> anyhow::Result<u64> {
     let first = stdout.trim().split(';').next().unwrap_or_default();
     first
         .parse()
@@ -306,7 +306,7 @@ pub async fn query(ids: &[u64]) -> anyhow::Result<BTreeMap<u64, JobInfo>> {
 }
 
 /// `squeue --format=%i|%T|%N|%r` lines.
-pub fn parse_squeue(text: &str) -> BTreeMap<u64, JobInfo> {
+pub(crate) fn parse_squeue(text: &str) -> BTreeMap<u64, JobInfo> {
     text.lines()
         .filter_map(|l| {
             let mut f = l.trim().split('|');
@@ -328,7 +328,7 @@ pub fn parse_squeue(text: &str) -> BTreeMap<u64, JobInfo> {
 
 /// `sacct --parsable2 --format=JobID,State,NodeList` lines; `CANCELLED
 /// by 0` is `CANCELLED`.
-pub fn parse_sacct(text: &str) -> BTreeMap<u64, JobInfo> {
+pub(crate) fn parse_sacct(text: &str) -> BTreeMap<u64, JobInfo> {
     text.lines()
         .filter_map(|l| {
             let mut f = l.trim().split('|');
@@ -350,7 +350,7 @@ pub fn parse_sacct(text: &str) -> BTreeMap<u64, JobInfo> {
 /// Each node's compact state as `sinfo -N` gives it (`idle`, `alloc*`,
 /// `down*`, ...): a trailing `*` means slurmctld gets no answer from the
 /// node's slurmd.
-pub async fn node_states() -> anyhow::Result<BTreeMap<String, String>> {
+pub(crate) async fn node_states() -> anyhow::Result<BTreeMap<String, String>> {
     let out = Command::new("sinfo")
         .args(["-N", "--noheader", "--format=%N|%t"])
         .output()
@@ -365,7 +365,7 @@ pub async fn node_states() -> anyhow::Result<BTreeMap<String, String>> {
 
 /// `sinfo -N --format=%N|%t` lines (a node in two partitions is listed
 /// twice, with one state).
-pub fn parse_node_states(text: &str) -> BTreeMap<String, String> {
+pub(crate) fn parse_node_states(text: &str) -> BTreeMap<String, String> {
     text.lines()
         .filter_map(|l| {
             let (node, state) = l.trim().split_once('|')?;
@@ -375,7 +375,7 @@ pub fn parse_node_states(text: &str) -> BTreeMap<String, String> {
 }
 
 /// What is wrong with a node in `state`, or `None` when it serves jobs.
-pub fn node_trouble(state: &str) -> Option<&'static str> {
+pub(crate) fn node_trouble(state: &str) -> Option<&'static str> {
     let base = state.trim_end_matches(['*', '~', '#', '!', '%', '$', '@', '^', '-']);
     if base.starts_with("down") {
         Some("down")
@@ -393,7 +393,7 @@ pub fn node_trouble(state: &str) -> Option<&'static str> {
 /// Whether a pending job's `reason` says it waits for nodes that cannot
 /// take it (down, drained, not responding, or a partition that is down),
 /// rather than for its turn.
-pub fn waits_for_unavailable_nodes(reason: &str) -> bool {
+pub(crate) fn waits_for_unavailable_nodes(reason: &str) -> bool {
     [
         "ReqNodeNotAvail",
         "NodeDown",
@@ -407,7 +407,7 @@ pub fn waits_for_unavailable_nodes(reason: &str) -> bool {
 
 /// Why a job that ended in `state` ended, in words a user can act on;
 /// empty for states that say it themselves.
-pub fn end_hint(state: &str) -> &'static str {
+pub(crate) fn end_hint(state: &str) -> &'static str {
     match state {
         "CANCELLED" => " (cancelled: scancel)",
         "NODE_FAIL" => {
@@ -423,7 +423,7 @@ pub fn end_hint(state: &str) -> &'static str {
 
 /// Cancel `ids` (SIGTERM to the job, SIGKILL after the cluster's
 /// KillWait). An id that already ended is no error.
-pub async fn cancel(ids: &[u64]) -> anyhow::Result<()> {
+pub(crate) async fn cancel(ids: &[u64]) -> anyhow::Result<()> {
     if ids.is_empty() {
         return Ok(());
     }
@@ -443,7 +443,7 @@ pub async fn cancel(ids: &[u64]) -> anyhow::Result<()> {
 
 /// The trackable resources of job `id` (`scontrol show job -o`), as
 /// `(cpus, memory bytes)`.
-pub async fn job_tres(id: &str) -> Option<(Option<u32>, Option<u64>)> {
+pub(crate) async fn job_tres(id: &str) -> Option<(Option<u32>, Option<u64>)> {
     let out = Command::new("scontrol")
         .args(["show", "job", "-o", id])
         .output()
@@ -456,7 +456,7 @@ pub async fn job_tres(id: &str) -> Option<(Option<u32>, Option<u64>)> {
 }
 
 /// `TRES=cpu=2,mem=24105M,node=1,billing=2` from `scontrol show job -o`.
-pub fn parse_tres(text: &str) -> Option<(Option<u32>, Option<u64>)> {
+pub(crate) fn parse_tres(text: &str) -> Option<(Option<u32>, Option<u64>)> {
     let tres = text
         .split_whitespace()
         .find_map(|w| w.strip_prefix("TRES="))?;
@@ -473,7 +473,7 @@ pub fn parse_tres(text: &str) -> Option<(Option<u32>, Option<u64>)> {
 }
 
 /// `24105M`, `2G`, `512K`, or megabytes without a suffix (Slurm's unit).
-pub fn parse_slurm_size(v: &str) -> Option<u64> {
+pub(crate) fn parse_slurm_size(v: &str) -> Option<u64> {
     let (num, mult) = match v.chars().last()? {
         'K' => (&v[..v.len() - 1], 1u64 << 10),
         'M' => (&v[..v.len() - 1], 1 << 20),

@@ -29,7 +29,7 @@ fn device_of(path: &Path) -> Option<u64> {
 
 /// Whether `a` and `b` are on one filesystem (a reflink, or at least a
 /// local copy, can join them).
-pub fn same_filesystem(a: &Path, b: &Path) -> bool {
+pub(crate) fn same_filesystem(a: &Path, b: &Path) -> bool {
     matches!((device_of(a), device_of(b)), (Some(x), Some(y)) if x == y)
 }
 
@@ -62,7 +62,7 @@ fn installed(program: &str) -> bool {
 }
 
 /// The archive file for `dir_entry`: zstd when installed, gzip otherwise.
-pub fn archive_path(entry: &Path) -> PathBuf {
+pub(crate) fn archive_path(entry: &Path) -> PathBuf {
     if installed("zstd") {
         entry.join("data.tar.zst")
     } else {
@@ -86,7 +86,7 @@ pub fn pack(src: &Path, file: &Path) -> Result<(), SnapshotError> {
 }
 
 /// Unpack the archive `file` into `dst` (created), owners and modes kept.
-pub fn unpack(file: &Path, dst: &Path) -> Result<(), SnapshotError> {
+pub(crate) fn unpack(file: &Path, dst: &Path) -> Result<(), SnapshotError> {
     std::fs::create_dir_all(dst).map_err(io_err(dst))?;
     let (file, dst) = (file.display().to_string(), dst.display().to_string());
     run(&[
@@ -102,7 +102,7 @@ pub fn unpack(file: &Path, dst: &Path) -> Result<(), SnapshotError> {
 
 /// Bytes the files under `dir` take on disk (allocated blocks, so a
 /// sparse file counts what it holds; reflinked blocks count in full).
-pub fn disk_usage(dir: &Path) -> u64 {
+pub(crate) fn disk_usage(dir: &Path) -> u64 {
     let mut total = 0;
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -132,7 +132,7 @@ pub fn disk_usage(dir: &Path) -> u64 {
 /// a journal commit per file (`fdatasync` per file cost ~1 ms each on
 /// ext4: over a second for a PostgreSQL data dir of 1000 files); clean
 /// pages are all `POSIX_FADV_DONTNEED` needs.
-pub fn evict(dir: &Path) -> Result<u64, SnapshotError> {
+pub(crate) fn evict(dir: &Path) -> Result<u64, SnapshotError> {
     use nix::fcntl::{PosixFadviseAdvice, posix_fadvise};
     let files = regular_files(dir)?;
     for path in &files {

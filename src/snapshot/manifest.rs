@@ -11,7 +11,7 @@ use std::io::Read;
 use std::path::Path;
 
 /// The manifest's file name in an entry.
-pub const MANIFEST: &str = "manifest.json";
+pub(crate) const MANIFEST: &str = "manifest.json";
 
 /// One file of an entry.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -42,7 +42,7 @@ impl Manifest {
     }
 
     /// The manifest of one file, under `name`.
-    pub fn of_file(path: &Path, name: &str) -> Result<Manifest, SnapshotError> {
+    pub(crate) fn of_file(path: &Path, name: &str) -> Result<Manifest, SnapshotError> {
         Ok(Manifest {
             files: BTreeMap::from([(name.to_string(), sum(path)?)]),
         })
@@ -50,7 +50,11 @@ impl Manifest {
 
     /// How the files `names` (those that exist, or that the manifest
     /// lists) in `dir` differ from the manifest.
-    pub fn check_files(&self, dir: &Path, names: &[&str]) -> Result<Vec<String>, SnapshotError> {
+    pub(crate) fn check_files(
+        &self,
+        dir: &Path,
+        names: &[&str],
+    ) -> Result<Vec<String>, SnapshotError> {
         let mut now = Manifest::default();
         for name in names {
             let path = dir.join(name);

@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 /// would no longer reproduce). 3: the key holds how the data dir was made
 /// (init argv, command, config files); an entry of format 2 may hold data
 /// made another way (issue 34, point 7), so none of them matches.
-pub const KEY_FORMAT: u32 = 3;
+pub(crate) const KEY_FORMAT: u32 = 3;
 
 /// What makes two loads give the same data dir. Two cells whose keys are
 /// equal may share one load.
@@ -141,7 +141,7 @@ impl SnapshotKey {
     }
 
     /// `postgres@16 / 100000 records` for listings.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!(
             "{}@{} ({}) / {} records x {} fields x {} B, {} loaders",
             self.engine,

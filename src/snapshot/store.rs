@@ -32,19 +32,19 @@ use std::path::{Path, PathBuf};
 pub const ROOT_ENV: &str = "BENCHCAGE_SNAPSHOTS";
 /// The value of [`ROOT_ENV`] that turns snapshots off, as `run
 /// --no-snapshots` does.
-pub const OFF: &str = "off";
+pub(crate) const OFF: &str = "off";
 /// Environment variable that caps the cache's size.
-pub const LIMIT_ENV: &str = "BENCHCAGE_SNAPSHOT_LIMIT";
+pub(crate) const LIMIT_ENV: &str = "BENCHCAGE_SNAPSHOT_LIMIT";
 /// An entry's record, written last.
-pub const META: &str = "meta.json";
+pub(crate) const META: &str = "meta.json";
 /// A quarantined entry's folder name starts with this.
-pub const QUARANTINE: &str = ".quarantine-";
+pub(crate) const QUARANTINE: &str = ".quarantine-";
 /// Why an entry was quarantined, in its folder.
-pub const REASON: &str = "reason.txt";
+pub(crate) const REASON: &str = "reason.txt";
 /// Free room a snapshot must leave on the results disk, when the cache is
 /// on it: at least this, and at least [`RESULTS_DISK_SHARE`] of the disk.
-pub const RESULTS_DISK_FLOOR: Bytes = Bytes(2 << 30);
-pub const RESULTS_DISK_SHARE: f64 = 0.10;
+pub(crate) const RESULTS_DISK_FLOOR: Bytes = Bytes(2 << 30);
+pub(crate) const RESULTS_DISK_SHARE: f64 = 0.10;
 
 /// What an entry holds and how it was made.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -123,13 +123,13 @@ fn now() -> String {
 }
 
 /// Whether the environment turns snapshots off (`BENCHCAGE_SNAPSHOTS=off`).
-pub fn off_by_env() -> bool {
+pub(crate) fn off_by_env() -> bool {
     std::env::var(ROOT_ENV).is_ok_and(|v| v.trim() == OFF)
 }
 
 impl Cache {
     /// The cache as the environment places and sizes it.
-    pub fn from_env() -> Result<Cache, String> {
+    pub(crate) fn from_env() -> Result<Cache, String> {
         if off_by_env() {
             return Err(format!(
                 "{ROOT_ENV}={OFF} turns the snapshot cache off; unset it, or set it to the cache's folder"
@@ -191,7 +191,7 @@ impl Cache {
     /// Why a snapshot of `data_dir` under `id` would not be saved, asked
     /// before the engine is stopped for it: already there, over the limit,
     /// or too big for the results disk the cache shares.
-    pub fn would_skip(&self, id: &str, data_dir: &Path, results: &Path) -> Option<Skipped> {
+    pub(crate) fn would_skip(&self, id: &str, data_dir: &Path, results: &Path) -> Option<Skipped> {
         if self.find(id).is_some() {
             return Some(Skipped::AlreadySaved);
         }
@@ -336,7 +336,7 @@ impl Cache {
 
     /// Keep `digest` as the records' digest of the entry `id`, which had
     /// none (digested at its first verified restore).
-    pub fn set_digest(&self, id: &str, digest: &str) -> Result<(), SnapshotError> {
+    pub(crate) fn set_digest(&self, id: &str, digest: &str) -> Result<(), SnapshotError> {
         let lease = self.lease(id)?;
         let dir = self.entry_dir(id);
         let Some(mut meta) = read_meta(&dir) else {
@@ -352,7 +352,7 @@ impl Cache {
     /// A shared hold on the entry `id` (restores share it; a removal
     /// waits for none and skips a held entry). `Gone` when the entry is no
     /// longer there.
-    pub fn lease(&self, id: &str) -> Result<Lease, SnapshotError> {
+    pub(crate) fn lease(&self, id: &str) -> Result<Lease, SnapshotError> {
         let dir = self.entry_dir(id);
         let gone = || SnapshotError::Gone { id: id.to_string() };
         let file = std::fs::File::open(&dir).map_err(|_| gone())?;
@@ -370,7 +370,7 @@ impl Cache {
     /// Move the entry `id` out of the cache's ids, with `reason` beside it
     /// (`cache ls` shows it; the next prune removes it), so that the next
     /// load of its key saves a new one. Waits for restores that hold it.
-    pub fn quarantine(&self, id: &str, reason: &str) -> Result<(), SnapshotError> {
+    pub(crate) fn quarantine(&self, id: &str, reason: &str) -> Result<(), SnapshotError> {
         let dir = self.entry_dir(id);
         let Ok(file) = std::fs::File::open(&dir) else {
             return Ok(());
@@ -410,7 +410,7 @@ impl Cache {
     /// Remove least recently used entries until they take at most `keep`
     /// bytes; the removed ones, in order.
     /// Quarantined entries count and go first.
-    pub fn prune_to(&self, keep: u64) -> Vec<Meta> {
+    pub(crate) fn prune_to(&self, keep: u64) -> Vec<Meta> {
         let mut entries = self.entries();
         let mut used: u64 = entries.iter().map(|m| m.stored_bytes).sum();
         let quarantined = self.quarantined();
@@ -460,7 +460,7 @@ impl Cache {
 
 /// A restore's shared hold on an entry's folder; released when dropped.
 #[derive(Debug)]
-pub struct Lease {
+pub(crate) struct Lease {
     lock: Flock<std::fs::File>,
     dir: PathBuf,
 }

@@ -26,7 +26,7 @@ use super::writeup::{Reproduces, entry_matches};
 use crate::model::claim::{Expect, Metric};
 
 /// The name of the load phase in claims and results.
-pub const LOAD_PHASE: &str = "load";
+pub(crate) const LOAD_PHASE: &str = "load";
 
 /// A claim as written; `check` verifies its names against the scenario.
 #[derive(Debug, Clone, PartialEq)]
@@ -150,7 +150,7 @@ fn known_ops() -> Vec<&'static str> {
 /// `name`), else the entries of that engine; none when nothing here plays
 /// that engine (a run says the claim was not measured). `Err` when `name`
 /// is neither.
-pub fn side_entries<'s>(
+pub(crate) fn side_entries<'s>(
     r: &Reproduces,
     s: &'s Scenario,
     name: &str,

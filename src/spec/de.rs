@@ -74,7 +74,7 @@ impl<'n> Fields<'n> {
     }
 
     /// Position of a field's value, or of the mapping.
-    pub fn pos_of(&self, key: &str) -> Pos {
+    pub(crate) fn pos_of(&self, key: &str) -> Pos {
         self.get(key).map(|n| n.pos).unwrap_or(self.pos)
     }
 
@@ -112,7 +112,7 @@ impl<'n> Fields<'n> {
 
     /// Which one of two mutually exclusive fields is present; reports
     /// both or neither (with `hint` as an example).
-    pub fn exactly_one(
+    pub(crate) fn exactly_one(
         &self,
         cx: &mut Cx,
         a: &'static str,
@@ -345,14 +345,19 @@ pub fn word<'a>(node: &Node, cx: &mut Cx, path: &str, known: &[&'a str]) -> Opti
 }
 
 /// Read a word from a fixed list (as `word` does) and give its value.
-pub fn choice<T: Copy>(node: &Node, cx: &mut Cx, path: &str, table: &[(&str, T)]) -> Option<T> {
+pub(crate) fn choice<T: Copy>(
+    node: &Node,
+    cx: &mut Cx,
+    path: &str,
+    table: &[(&str, T)],
+) -> Option<T> {
     let known: Vec<&str> = table.iter().map(|(k, _)| *k).collect();
     let w = word(node, cx, path, &known)?;
     table.iter().find(|(k, _)| *k == w).map(|(_, v)| *v)
 }
 
 /// Either a single value or a list of them (`threads: 4` or `threads: [1, 4]`).
-pub fn one_or_many<T: FromNode>(node: &Node, cx: &mut Cx, path: &str) -> Option<Vec<T>> {
+pub(crate) fn one_or_many<T: FromNode>(node: &Node, cx: &mut Cx, path: &str) -> Option<Vec<T>> {
     match &node.kind {
         NodeKind::Seq(_) => Vec::<T>::from_node(node, cx, path),
         _ => T::from_node(node, cx, path).map(|v| vec![v]),
@@ -360,7 +365,7 @@ pub fn one_or_many<T: FromNode>(node: &Node, cx: &mut Cx, path: &str) -> Option<
 }
 
 /// `name:` inside a spec, when given, must match the file name.
-pub fn check_spec_name(f: &Fields, cx: &mut Cx, name: &str) {
+pub(crate) fn check_spec_name(f: &Fields, cx: &mut Cx, name: &str) {
     if let Some(n) = f.opt::<String>(cx, "name")
         && n != name
     {
@@ -374,7 +379,7 @@ pub fn check_spec_name(f: &Fields, cx: &mut Cx, name: &str) {
 }
 
 /// A name made of ASCII letters, digits and the `extra` characters.
-pub fn check_ident(f: &Fields, cx: &mut Cx, key: &str, value: &str, extra: &str) {
+pub(crate) fn check_ident(f: &Fields, cx: &mut Cx, key: &str, value: &str, extra: &str) {
     if value.is_empty()
         || !value
             .chars()

@@ -46,7 +46,7 @@ pub struct DefaultCacheRule {
 
 /// What the engine will choose in one cell.
 #[derive(Debug, Clone, PartialEq)]
-pub struct DefaultCache {
+pub(crate) struct DefaultCache {
     pub bytes: Bytes,
     /// In words, with the rule and its source.
     pub text: String,
@@ -62,7 +62,7 @@ impl DefaultCacheRule {
     }
 
     /// The cache under a cap (`None`: no cap) on a host with `host_ram`.
-    pub fn choose(&self, label: &str, cap: Option<Bytes>, host_ram: Bytes) -> DefaultCache {
+    pub(crate) fn choose(&self, label: &str, cap: Option<Bytes>, host_ram: Bytes) -> DefaultCache {
         let (ram, basis) = match cap {
             Some(c) if self.reads_cgroup => (c, format!("the {c} cap (it reads the cgroup limit)")),
             Some(c) => (
@@ -146,7 +146,7 @@ impl FromNode for DefaultCacheRule {
 }
 
 /// The rule that holds for a cell, if the engine documents one.
-pub fn rule_for<'r>(
+pub(crate) fn rule_for<'r>(
     rules: &'r [DefaultCacheRule],
     version: &str,
     knobs: &BTreeMap<String, String>,

@@ -77,7 +77,7 @@ impl Diagnostics {
         self.0.extend(other.0);
     }
     /// `Ok(v)` when nothing was reported, else every diagnostic.
-    pub fn into_result<T>(mut self, v: T) -> Result<T, Diagnostics> {
+    pub(crate) fn into_result<T>(mut self, v: T) -> Result<T, Diagnostics> {
         if self.0.is_empty() {
             Ok(v)
         } else {
@@ -161,7 +161,7 @@ impl Cx {
 }
 
 /// `did you mean `x`?` when a known word is close to the unknown one.
-pub fn did_you_mean(word: &str, known: &[&str]) -> Option<String> {
+pub(crate) fn did_you_mean(word: &str, known: &[&str]) -> Option<String> {
     known
         .iter()
         .map(|k| (strsim::jaro_winkler(word, k), *k))
@@ -171,7 +171,7 @@ pub fn did_you_mean(word: &str, known: &[&str]) -> Option<String> {
 }
 
 /// A hint for an unknown word: the closest known one, and the full list.
-pub fn unknown_hint(word: &str, known: &[&str]) -> String {
+pub(crate) fn unknown_hint(word: &str, known: &[&str]) -> String {
     let list = known
         .iter()
         .map(|k| format!("`{k}`"))
@@ -202,7 +202,7 @@ pub struct Origin {
 
 impl Origin {
     /// Position of a field, or of its closest parent that has one.
-    pub fn pos(&self, field: &str) -> Pos {
+    pub(crate) fn pos(&self, field: &str) -> Pos {
         let mut f = field.to_string();
         loop {
             if let Some(p) = self.positions.get(&f) {

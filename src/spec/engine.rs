@@ -70,27 +70,27 @@ use std::collections::BTreeMap;
 
 /// Bytes on disk per raw byte for an engine whose spec gives no
 /// `disk_factor`: more than any shipped engine's.
-pub const DEFAULT_DISK_FACTOR: f64 = 3.0;
+pub(crate) const DEFAULT_DISK_FACTOR: f64 = 3.0;
 
 /// The user an engine (and its `init` commands) runs as when its spec has
 /// no `user:`. `nobody` exists on every Debian system and in every image
 /// built from one, owns no files, and needs no account created on the host;
 /// the sandbox makes the engine's data and config dirs (in benchcage's work
 /// dir, removed at teardown) this user's. `user: root` keeps root.
-pub const DEFAULT_USER: &str = "nobody";
+pub(crate) const DEFAULT_USER: &str = "nobody";
 
 /// The longest an engine may take to become ready.
-pub const MAX_READINESS: std::time::Duration = std::time::Duration::from_secs(3600);
+pub(crate) const MAX_READINESS: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// Placeholders an engine's argv may use.
-pub const PLACEHOLDERS: &[&str] = &["binary", "bin_dir", "port", "data_dir", "config_dir"];
+pub(crate) const PLACEHOLDERS: &[&str] = &["binary", "bin_dir", "port", "data_dir", "config_dir"];
 
 /// Placeholders a `config_check` argv may use: no port, since a check
 /// listens on nothing.
-pub const CHECK_PLACEHOLDERS: &[&str] = &["binary", "bin_dir", "data_dir", "config_dir"];
+pub(crate) const CHECK_PLACEHOLDERS: &[&str] = &["binary", "bin_dir", "data_dir", "config_dir"];
 
 /// The longest `stays_up` of a config check.
-pub const MAX_STAYS_UP: std::time::Duration = std::time::Duration::from_secs(60);
+pub(crate) const MAX_STAYS_UP: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// An engine spec (`engines/<name>.yaml`).
 #[derive(Debug, Clone, PartialEq)]
@@ -1391,7 +1391,7 @@ impl crate::render::EngineFiles for Engine {
 
 impl Engine {
     /// Read an engine from its YAML tree, reporting every problem.
-    pub fn from_node(name: &str, node: &Node, cx: &mut Cx) -> Option<Engine> {
+    pub(crate) fn from_node(name: &str, node: &Node, cx: &mut Cx) -> Option<Engine> {
         let f = Fields::open(node, cx, "", ENGINE_FIELDS)?;
         check_spec_name(&f, cx, name);
         let versions = versions_from_node(&f, cx);
@@ -1502,17 +1502,20 @@ impl Engine {
     }
 
     /// Version names in file order.
-    pub fn version_names(&self) -> Vec<&str> {
+    pub(crate) fn version_names(&self) -> Vec<&str> {
         self.versions.iter().map(|(v, _)| v.as_str()).collect()
     }
 
     /// Knob names, sorted.
-    pub fn knob_names(&self) -> Vec<&str> {
+    pub(crate) fn knob_names(&self) -> Vec<&str> {
         self.knobs.keys().map(String::as_str).collect()
     }
     /// Bool knobs that are both true but declared in conflict: (the knob
     /// whose `conflicts_with` names the other, the other), each pair once.
-    pub fn conflicting_knobs(&self, values: &BTreeMap<String, KnobValue>) -> Vec<(String, String)> {
+    pub(crate) fn conflicting_knobs(
+        &self,
+        values: &BTreeMap<String, KnobValue>,
+    ) -> Vec<(String, String)> {
         let on = |k: &str| values.get(k) == Some(&KnobValue::Bool(true));
         let mut out: Vec<(String, String)> = Vec::new();
         for (k, knob) in &self.knobs {
@@ -1678,7 +1681,7 @@ fn check_store_knobs(
 }
 
 /// `--set` keys that address the environment, not a knob.
-pub const ENV_OVERRIDE_ROOTS: &[&str] = &[
+pub(crate) const ENV_OVERRIDE_ROOTS: &[&str] = &[
     "backend",
     "cache",
     "scale",
@@ -1691,13 +1694,13 @@ pub const ENV_OVERRIDE_ROOTS: &[&str] = &[
 ];
 
 /// Check that every `{...}` in an argument is a known placeholder.
-pub fn check_placeholders(arg: &str, config_names: &[String]) -> Result<(), String> {
+pub(crate) fn check_placeholders(arg: &str, config_names: &[String]) -> Result<(), String> {
     check_placeholders_among(arg, PLACEHOLDERS, config_names)
 }
 
 /// Check that every `{...}` in an argument is one of `known` or
 /// `{config:NAME}` of a config file.
-pub fn check_placeholders_among(
+pub(crate) fn check_placeholders_among(
     arg: &str,
     known: &[&str],
     config_names: &[String],

@@ -29,12 +29,12 @@ use crate::units::{Bytes, CpuSet, Duration, Share, SizeOrShare};
 use std::collections::BTreeMap;
 
 /// Smallest memory cap accepted: below this no engine starts.
-pub const MIN_MEMORY: Bytes = Bytes(16 * Bytes::MIB);
+pub(crate) const MIN_MEMORY: Bytes = Bytes(16 * Bytes::MIB);
 /// Smallest data disk accepted (`server.disk.size`): below this an ext4
 /// filesystem holds little more than its own journal.
-pub const MIN_DISK: Bytes = Bytes(16 * Bytes::MIB);
+pub(crate) const MIN_DISK: Bytes = Bytes(16 * Bytes::MIB);
 /// Cache used when an environment names none: half the memory cap.
-pub const DEFAULT_CACHE_SHARE: f64 = 0.5;
+pub(crate) const DEFAULT_CACHE_SHARE: f64 = 0.5;
 
 /// Who sizes the engine's cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
@@ -132,7 +132,7 @@ pub struct Server {
 }
 
 /// The error of a data disk under [`MIN_DISK`], for the spec and `--set`.
-pub fn disk_floor_problem(size: Bytes) -> Option<(String, String)> {
+pub(crate) fn disk_floor_problem(size: Bytes) -> Option<(String, String)> {
     (size < MIN_DISK).then(|| {
         (
             format!("a data disk of {size} is too small: its filesystem would hold little but its own journal"),
@@ -153,7 +153,7 @@ fn disk_from_node(n: &Node, cx: &mut Cx) -> Option<Bytes> {
 
 /// The most steal a phase may be allowed: beyond it the server had less
 /// than a tenth of the CPUs the environment promised.
-pub const MAX_STEAL_ALLOWANCE: f64 = 0.9;
+pub(crate) const MAX_STEAL_ALLOWANCE: f64 = 0.9;
 
 /// The client (load generator) side.
 #[derive(Debug, Clone, PartialEq)]
@@ -376,7 +376,7 @@ fn scale_of(f: &Fields, cx: &mut Cx) -> f64 {
 
 impl Environment {
     /// Read an environment from its YAML tree, reporting every problem.
-    pub fn from_node(name: &str, node: &Node, cx: &mut Cx) -> Option<Environment> {
+    pub(crate) fn from_node(name: &str, node: &Node, cx: &mut Cx) -> Option<Environment> {
         let f = Fields::open(
             node,
             cx,
@@ -450,7 +450,7 @@ impl Environment {
 
     /// Checks that need no host: CPU sets apart, cache under the cap, the
     /// hog leaving room for the cap. Reported against this spec's origin.
-    pub fn static_checks(&self) -> Vec<super::diag::Diagnostic> {
+    pub(crate) fn static_checks(&self) -> Vec<super::diag::Diagnostic> {
         let mut out = Vec::new();
         let overlap = self.server.cpus.intersection(&self.client.cpus);
         if !overlap.is_empty() {

@@ -22,7 +22,7 @@ use crate::model::Probe;
 pub use crate::model::facts::{FactQuery, Facts};
 
 /// `facts:` of an engine spec over the probe's defaults; problems go to `cx`.
-pub fn facts_from_node(node: Option<&Node>, probe: &Probe, cx: &mut Cx) -> Facts {
+pub(crate) fn facts_from_node(node: Option<&Node>, probe: &Probe, cx: &mut Cx) -> Facts {
     let mut facts = Facts::defaults(probe);
     let Some(node) = node else {
         return facts;

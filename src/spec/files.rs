@@ -13,7 +13,7 @@ pub use crate::bounded::{MAX_SPEC_BYTES, MAX_TEMPLATE_BYTES, ReadError, read_bou
 
 /// The `.yaml` and `.yml` entries of a folder, sorted. Entries of any type
 /// are listed: `read_bounded` tells a user what is wrong with each.
-pub fn yaml_files(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn yaml_files(dir: &Path) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|d| {
             d.flatten()
@@ -27,7 +27,7 @@ pub fn yaml_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Spec names that two files claim (`x.yaml` and `x.yml`), with both files.
-pub fn ambiguous(files: &[PathBuf]) -> Vec<(String, Vec<PathBuf>)> {
+pub(crate) fn ambiguous(files: &[PathBuf]) -> Vec<(String, Vec<PathBuf>)> {
     let mut by_name: std::collections::BTreeMap<String, Vec<PathBuf>> = Default::default();
     for f in files {
         by_name

@@ -57,7 +57,7 @@ pub struct KnobVersions {
 
 /// Why a knob or its value does not apply to a cell.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Lacks {
+pub(crate) enum Lacks {
     /// The version lacks the knob: "from 3.0 on", "before 4.2".
     Version(String),
     /// The version lacks the value.
@@ -101,7 +101,7 @@ impl KnobVersions {
     }
 
     /// The default of `version`, when it is not the knob's `default:`.
-    pub fn default_of(&self, version: &str) -> Option<&str> {
+    pub(crate) fn default_of(&self, version: &str) -> Option<&str> {
         let have = version_num(version);
         self.default_before
             .iter()
@@ -111,7 +111,7 @@ impl KnobVersions {
     }
 
     /// Whether `version` has the knob at all.
-    pub fn version_lacks(&self, version: &str) -> Option<Lacks> {
+    pub(crate) fn version_lacks(&self, version: &str) -> Option<Lacks> {
         let have = version_num(version);
         if let Some(f) = &self.from
             && have < version_num(f)
@@ -127,7 +127,7 @@ impl KnobVersions {
     }
 
     /// Whether `version` takes `value`.
-    pub fn value_lacks(&self, version: &str, value: &str) -> Option<Lacks> {
+    pub(crate) fn value_lacks(&self, version: &str, value: &str) -> Option<Lacks> {
         let have = version_num(version);
         if let Some(f) = self.values_from.get(value)
             && have < version_num(f)
@@ -144,7 +144,7 @@ impl KnobVersions {
 
     /// Whether the other knobs have what this one needs; `values` are the
     /// cell's knobs in canonical text.
-    pub fn when_lacks(&self, values: &BTreeMap<String, String>) -> Option<Lacks> {
+    pub(crate) fn when_lacks(&self, values: &BTreeMap<String, String>) -> Option<Lacks> {
         self.when.iter().find_map(|(k, needs)| {
             (values.get(k) != Some(needs)).then(|| Lacks::When {
                 knob: k.clone(),
@@ -156,7 +156,7 @@ impl KnobVersions {
 
 impl Lacks {
     /// Words for a refusal: "`compression` is from 3.0 on".
-    pub fn describe(&self, knob: &str) -> String {
+    pub(crate) fn describe(&self, knob: &str) -> String {
         match self {
             Lacks::Version(w) => format!("has no knob `{knob}` (it is {w})"),
             Lacks::Value(w) => format!("does not take {knob} {w}"),

@@ -64,7 +64,7 @@ impl Kind {
         }
     }
     /// The kind of a spec file from its parent folder.
-    pub fn of_path(p: &Path) -> Option<Kind> {
+    pub(crate) fn of_path(p: &Path) -> Option<Kind> {
         let parent = p.parent()?.file_name()?.to_str()?;
         [Kind::Environment, Kind::Engine, Kind::Scenario]
             .into_iter()
@@ -73,7 +73,7 @@ impl Kind {
 }
 
 /// Spec file name to spec name: `scenarios/quickstart.yaml` -> `quickstart`.
-pub fn spec_name(p: &Path) -> String {
+pub(crate) fn spec_name(p: &Path) -> String {
     p.file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("")
@@ -85,7 +85,7 @@ fn display_path(home: &Path, p: &Path) -> String {
 }
 
 /// Read a spec file (a regular file, bounded); a problem goes into `diags`.
-pub fn read_spec(shown: &str, path: &Path, diags: &mut Diagnostics) -> Option<String> {
+pub(crate) fn read_spec(shown: &str, path: &Path, diags: &mut Diagnostics) -> Option<String> {
     match files::read_bounded(path, files::MAX_SPEC_BYTES) {
         Ok(t) => Some(t),
         Err(e) => {
@@ -109,7 +109,7 @@ fn parse_file(home: &Path, path: &Path, kind: Kind, diags: &mut Diagnostics) -> 
 
 /// A spec of any kind, parsed.
 #[derive(Debug, Clone)]
-pub enum Parsed {
+pub(crate) enum Parsed {
     Environment(Environment),
     /// Boxed: an engine spec is the largest of the three.
     Engine(Box<Engine>),
@@ -117,7 +117,7 @@ pub enum Parsed {
 }
 
 /// Parse spec text (`shown` is the file name used in messages).
-pub fn parse_text(
+pub(crate) fn parse_text(
     shown: &str,
     name: &str,
     text: &str,
@@ -187,7 +187,7 @@ impl Project {
 
     /// Load every spec that can be loaded, and every problem found: the
     /// project holds the specs that are fine.
-    pub fn load_all(home: &Path) -> (Project, Diagnostics) {
+    pub(crate) fn load_all(home: &Path) -> (Project, Diagnostics) {
         let mut diags = Diagnostics::default();
         let mut project = Project {
             home: home.to_path_buf(),
@@ -268,7 +268,10 @@ impl Project {
 
     /// The spec files (as shown in messages) that `scenario` needs: its own
     /// file and those of its engines and environments.
-    pub fn files_needed_by(&self, scenario: &Scenario) -> std::collections::BTreeSet<String> {
+    pub(crate) fn files_needed_by(
+        &self,
+        scenario: &Scenario,
+    ) -> std::collections::BTreeSet<String> {
         let mut keys: Vec<String> = Vec::new();
         for e in &scenario.matrix.engines {
             keys.push(format!("engines/{}", e.engine));
@@ -287,7 +290,7 @@ impl Project {
     }
 
     /// Whether `shown` (as in a diagnostic) is a spec file of this home.
-    pub fn is_spec_file(&self, shown: &str) -> bool {
+    pub(crate) fn is_spec_file(&self, shown: &str) -> bool {
         self.files
             .values()
             .flatten()
@@ -297,7 +300,11 @@ impl Project {
     /// Split the problems of a home into those a command that runs
     /// `scenario` must stop for and those it only warns about: a broken
     /// spec the scenario does not use stops nothing.
-    pub fn split_for(&self, scenario: &Scenario, diags: Diagnostics) -> (Diagnostics, Diagnostics) {
+    pub(crate) fn split_for(
+        &self,
+        scenario: &Scenario,
+        diags: Diagnostics,
+    ) -> (Diagnostics, Diagnostics) {
         let needed = self.files_needed_by(scenario);
         let (mut fatal, mut warn) = (Diagnostics::default(), Diagnostics::default());
         for d in diags.0 {
@@ -329,7 +336,7 @@ impl Project {
 
     /// Parse one scenario file that may live outside scenarios/ and check it
     /// against this project.
-    pub fn load_scenario_file(&self, path: &Path) -> Result<Scenario, Diagnostics> {
+    pub(crate) fn load_scenario_file(&self, path: &Path) -> Result<Scenario, Diagnostics> {
         let mut diags = Diagnostics::default();
         let parsed = parse_file(&self.home, path, Kind::Scenario, &mut diags);
         let Some(Parsed::Scenario(s)) = parsed else {
@@ -392,7 +399,7 @@ impl Project {
 
     /// References of a scenario (engines, versions, environments, knobs) and
     /// knob values.
-    pub fn check_scenario(&self, s: &Scenario) -> Diagnostics {
+    pub(crate) fn check_scenario(&self, s: &Scenario) -> Diagnostics {
         let mut diags = Diagnostics::default();
         self.check_engine_refs(s, &mut diags);
         check_labels(self, s, &mut diags);

@@ -8,7 +8,7 @@ use crate::model::{Backend, IoLimits, SwapPolicy, ThpPolicy};
 use crate::units::{Bytes, CpuSet, Share, SizeOrShare};
 
 /// Environment fields `--set` and `set:` accept.
-pub const ENV_KEYS: &[&str] = &[
+pub(crate) const ENV_KEYS: &[&str] = &[
     "backend",
     "server.cpus",
     "server.memory",
@@ -40,7 +40,7 @@ pub const ENV_KEYS: &[&str] = &[
 
 /// An environment as a cell sees it: scaled, then overridden.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CellEnv {
+pub(crate) struct CellEnv {
     pub backend: Backend,
     pub server_cpus: CpuSet,
     pub client_cpus: CpuSet,
@@ -318,7 +318,7 @@ fn parse_u64(v: &str) -> Result<u64, (String, Option<String>)> {
 }
 
 /// Parse a scale factor.
-pub fn parse_scale(v: &str) -> Result<f64, (String, Option<String>)> {
+pub(crate) fn parse_scale(v: &str) -> Result<f64, (String, Option<String>)> {
     match v.trim().parse::<f64>() {
         Ok(s) if s > 0.0 && s <= 64.0 => Ok(s),
         _ => Err((
@@ -329,12 +329,12 @@ pub fn parse_scale(v: &str) -> Result<f64, (String, Option<String>)> {
 }
 
 /// Is this key an environment field (rather than a knob)?
-pub fn is_env_key(key: &str) -> bool {
+pub(crate) fn is_env_key(key: &str) -> bool {
     ENV_KEYS.contains(&key) || key.contains('.') || super::engine::ENV_OVERRIDE_ROOTS.contains(&key)
 }
 
 /// Check an environment override without applying it.
-pub fn check_env_key(key: &str, value: &str) -> Result<(), (String, Option<String>)> {
+pub(crate) fn check_env_key(key: &str, value: &str) -> Result<(), (String, Option<String>)> {
     let mut scratch = CellEnv {
         backend: Backend::Cgroup,
         server_cpus: CpuSet::default(),
@@ -359,7 +359,9 @@ pub fn check_env_key(key: &str, value: &str) -> Result<(), (String, Option<Strin
 }
 
 /// Split `k=v` flags; a flag without `=` is an error.
-pub fn parse_set_flags(flags: &[String]) -> Result<Vec<(String, String)>, super::Diagnostics> {
+pub(crate) fn parse_set_flags(
+    flags: &[String],
+) -> Result<Vec<(String, String)>, super::Diagnostics> {
     let mut out = Vec::new();
     let mut diags = super::Diagnostics::default();
     for f in flags {

@@ -100,7 +100,7 @@ impl Matrix {
 
     /// The engine entries that have a cell in environment `env` (an index
     /// into `environments`), in the order of `engines`.
-    pub fn engines_in(&self, env: usize) -> impl Iterator<Item = &EngineRef> {
+    pub(crate) fn engines_in(&self, env: usize) -> impl Iterator<Item = &EngineRef> {
         self.engines
             .iter()
             .enumerate()
@@ -288,7 +288,7 @@ pub enum YcsbWorkload {
 
 impl YcsbWorkload {
     /// The default request distribution of the workload (docs/DESIGN.md, "Workloads").
-    pub fn default_distribution(&self) -> Distribution {
+    pub(crate) fn default_distribution(&self) -> Distribution {
         match self {
             YcsbWorkload::D => Distribution::Latest,
             _ => Distribution::Zipfian,
@@ -1372,7 +1372,7 @@ fn phase_length(f: &Fields, cx: &mut Cx) -> Option<Length> {
 
 impl Scenario {
     /// Read a scenario from its YAML tree, reporting every problem.
-    pub fn from_node(name: &str, node: &Node, cx: &mut Cx) -> Option<Scenario> {
+    pub(crate) fn from_node(name: &str, node: &Node, cx: &mut Cx) -> Option<Scenario> {
         let f = Fields::open(
             node,
             cx,

@@ -16,7 +16,7 @@ use crate::units::Duration;
 use crate::workload::bounds;
 
 /// Scenario fields `--set` reaches, besides `phases.NAME.FIELD`.
-pub const SCENARIO_KEYS: &[&str] = &[
+pub(crate) const SCENARIO_KEYS: &[&str] = &[
     "records",
     "dataset.records",
     "dataset.field_count",
@@ -38,7 +38,7 @@ pub const SCENARIO_KEYS: &[&str] = &[
 const PHASE_FIELDS: &[&str] = &["threads", "duration", "operations", "warmup"];
 
 /// Is `key` a scenario field (not an environment field or a knob)?
-pub fn is_scenario_key(key: &str) -> bool {
+pub(crate) fn is_scenario_key(key: &str) -> bool {
     SCENARIO_KEYS.contains(&key) || key.starts_with("phases.")
 }
 

@@ -47,7 +47,7 @@ impl Node {
         }
     }
     /// What kind of node this is, in words, for error messages.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match &self.kind {
             NodeKind::Null => "nothing (null)".into(),
             NodeKind::Scalar { text, .. } => format!("`{}`", crate::error::excerpt(text)),
@@ -65,13 +65,13 @@ pub struct SyntaxError {
 }
 
 /// The deepest nesting of lists and mappings a spec may have.
-pub const MAX_DEPTH: usize = 64;
+pub(crate) const MAX_DEPTH: usize = 64;
 /// The most values a spec may hold, aliases counted as what they expand to.
-pub const MAX_NODES: u64 = 100_000;
+pub(crate) const MAX_NODES: u64 = 100_000;
 /// The most scalar bytes a spec may hold, aliases counted as expanded.
-pub const MAX_EXPANDED_BYTES: u64 = 4 * 1024 * 1024;
+pub(crate) const MAX_EXPANDED_BYTES: u64 = 4 * 1024 * 1024;
 /// The longest single scalar.
-pub const MAX_SCALAR_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_SCALAR_BYTES: usize = 64 * 1024;
 
 /// What a node (with everything under it) costs: values and scalar bytes.
 #[derive(Debug, Clone, Copy, Default)]

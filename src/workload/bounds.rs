@@ -28,49 +28,49 @@ use crate::units::Bytes;
 /// and memory checks, a fixed ceiling: servers refuse far fewer
 /// connections by default (PostgreSQL `max_connections` 100, MariaDB 151,
 /// redis `maxclients` 10000), and the shipped write-ups go to 1024.
-pub const MAX_THREADS: u32 = 4096;
+pub(crate) const MAX_THREADS: u32 = 4096;
 /// The most records a dataset may have, inserts included: YCSB's
 /// scrambled zipfian draws from this many items, so records beyond it are
 /// never read or updated.
-pub const MAX_RECORDS: u64 = SCRAMBLED_ITEM_COUNT;
+pub(crate) const MAX_RECORDS: u64 = SCRAMBLED_ITEM_COUNT;
 /// The most operations a phase may count: 10^12 is 11 days at a million
 /// operations a second.
-pub const MAX_OPERATIONS: u64 = 1_000_000_000_000;
+pub(crate) const MAX_OPERATIONS: u64 = 1_000_000_000_000;
 /// The highest target rate: the pacing clock counts nanoseconds, so one
 /// thread cannot be paced faster than 10^9 operations a second.
-pub const MAX_TARGET: f64 = 1e9;
+pub(crate) const MAX_TARGET: f64 = 1e9;
 /// The lowest target rate: one operation every 1000 s.
-pub const MIN_TARGET: f64 = 1e-3;
+pub(crate) const MIN_TARGET: f64 = 1e-3;
 /// The most fields a record may have: InnoDB tables hold at most 1017
 /// columns, one of them the key.
-pub const MAX_FIELDS: u32 = 1016;
+pub(crate) const MAX_FIELDS: u32 = 1016;
 /// The largest record (fields x field length): MongoDB's 16 MiB document
 /// limit, the smallest of the stores'.
-pub const MAX_RECORD_BYTES: u64 = 16 << 20;
+pub(crate) const MAX_RECORD_BYTES: u64 = 16 << 20;
 /// The most digits a key number is padded to: MongoDB before 4.2 refuses
 /// index keys over 1024 bytes, and a key is `user` and the digits.
-pub const MAX_KEY_PADDING: usize = 1000;
+pub(crate) const MAX_KEY_PADDING: usize = 1000;
 /// The most records one insert may carry.
-pub const MAX_BATCH: u64 = 100_000;
+pub(crate) const MAX_BATCH: u64 = 100_000;
 /// The longest scan, in records.
-pub const MAX_SCAN: u64 = 100_000;
+pub(crate) const MAX_SCAN: u64 = 100_000;
 /// The longest timed phase (or warm-up): a week. A worker keeps one count
 /// per operation kind and second, so the series grows with it.
-pub const MAX_PHASE_SECS: u64 = 7 * 24 * 3600;
+pub(crate) const MAX_PHASE_SECS: u64 = 7 * 24 * 3600;
 
 /// Open files kept for everything but connections: stdio, logs, the
 /// runtime, the results.
-pub const FD_RESERVE: u64 = 64;
+pub(crate) const FD_RESERVE: u64 = 64;
 /// A connection's own memory: socket and client buffers, the task, and
 /// its recorder at short latencies (measured: about 85 KiB a worker
 /// against `null://`, with 4096 workers in 370 MB).
-pub const CONN_BYTES: u64 = 128 << 10;
+pub(crate) const CONN_BYTES: u64 = 128 << 10;
 /// A key and its `String`, as the generator holds it.
-pub const KEY_BYTES: u64 = 64;
+pub(crate) const KEY_BYTES: u64 = 64;
 
 /// What the generator may use on this host.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Capacity {
+pub(crate) struct Capacity {
     /// Memory the generator's workers may take together.
     pub memory: Bytes,
     /// Where `memory` comes from, in words for messages ("half of the
@@ -114,7 +114,7 @@ fn mem_available() -> Option<Bytes> {
 }
 
 /// The hard limit on open files of this process.
-pub fn open_files_limit() -> u64 {
+pub(crate) fn open_files_limit() -> u64 {
     use nix::sys::resource::{Resource, getrlimit};
     match getrlimit(Resource::RLIMIT_NOFILE) {
         Ok((_, hard)) if hard != nix::sys::resource::RLIM_INFINITY => hard,
@@ -125,7 +125,7 @@ pub fn open_files_limit() -> u64 {
 
 /// Raise the soft open files limit to the hard one, so that as many
 /// connections as [`Capacity::open_files`] allows can be opened.
-pub fn raise_open_files() {
+pub(crate) fn raise_open_files() {
     use nix::sys::resource::{Resource, getrlimit, setrlimit};
     if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE)
         && soft < hard
@@ -136,7 +136,7 @@ pub fn raise_open_files() {
 
 /// A refusal: what is wrong and what to do.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Refusal {
+pub(crate) struct Refusal {
     pub message: String,
     pub hint: Option<String>,
 }
@@ -161,7 +161,7 @@ impl std::fmt::Display for Refusal {
 
 /// What one worker of a phase holds, to size it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct WorkerShape {
+pub(crate) struct WorkerShape {
     /// Operation kinds it records (5 for YCSB, 4 for candles).
     pub kinds: usize,
     /// A target rate: latencies from the intended start are kept too.
@@ -181,7 +181,7 @@ pub struct WorkerShape {
 /// every histogram grown to [`OP_TIMEOUT`] and a count per kind and
 /// second, its connection, the keys, value offsets and request of a load
 /// batch, and a scan's reply.
-pub fn worker_bytes(s: &WorkerShape) -> u64 {
+pub(crate) fn worker_bytes(s: &WorkerShape) -> u64 {
     let max_ns = OP_TIMEOUT.as_nanos() as u64;
     let recorder = super::histo::recorder_bytes(s.kinds, s.paced, max_ns, s.seconds);
     let per_record = s
@@ -195,14 +195,14 @@ pub fn worker_bytes(s: &WorkerShape) -> u64 {
 }
 
 /// The most threads of this shape the capacity allows.
-pub fn most_threads(s: &WorkerShape, cap: &Capacity) -> u32 {
+pub(crate) fn most_threads(s: &WorkerShape, cap: &Capacity) -> u32 {
     let by_files = cap.open_files.saturating_sub(FD_RESERVE);
     let by_memory = cap.memory.0 / worker_bytes(s).max(1);
     (MAX_THREADS as u64).min(by_files).min(by_memory) as u32
 }
 
 /// Ok when `threads` is between 1 and [`MAX_THREADS`].
-pub fn check_thread_count(threads: u32) -> Result<(), Refusal> {
+pub(crate) fn check_thread_count(threads: u32) -> Result<(), Refusal> {
     if threads == 0 || threads > MAX_THREADS {
         return Err(Refusal::new(
             format!("{threads} threads is out of range"),
@@ -214,7 +214,7 @@ pub fn check_thread_count(threads: u32) -> Result<(), Refusal> {
 
 /// Ok when `threads` workers of shape `s` fit the capacity: the fixed
 /// ceiling, the open files, the memory.
-pub fn check_threads(threads: u32, s: &WorkerShape, cap: &Capacity) -> Result<(), Refusal> {
+pub(crate) fn check_threads(threads: u32, s: &WorkerShape, cap: &Capacity) -> Result<(), Refusal> {
     check_thread_count(threads)?;
     let most = most_threads(s, cap);
     let need_files = threads as u64 + FD_RESERVE;
@@ -252,7 +252,7 @@ pub fn check_threads(threads: u32, s: &WorkerShape, cap: &Capacity) -> Result<()
 
 /// Ok when a dataset of `records`, plus `inserts` records a phase adds,
 /// stays within [`MAX_RECORDS`].
-pub fn check_records(records: u64, inserts: u64) -> Result<(), Refusal> {
+pub(crate) fn check_records(records: u64, inserts: u64) -> Result<(), Refusal> {
     if records > MAX_RECORDS {
         return Err(Refusal::new(
             format!(
@@ -276,7 +276,7 @@ pub fn check_records(records: u64, inserts: u64) -> Result<(), Refusal> {
 }
 
 /// Ok when `operations` is between 1 and [`MAX_OPERATIONS`].
-pub fn check_operations(operations: u64) -> Result<(), Refusal> {
+pub(crate) fn check_operations(operations: u64) -> Result<(), Refusal> {
     if operations == 0 || operations > MAX_OPERATIONS {
         return Err(Refusal::new(
             format!("{operations} operations is out of range"),
@@ -289,7 +289,7 @@ pub fn check_operations(operations: u64) -> Result<(), Refusal> {
 }
 
 /// Ok when a target rate is a finite number in [`MIN_TARGET`]..=[`MAX_TARGET`].
-pub fn check_target(target: f64) -> Result<(), Refusal> {
+pub(crate) fn check_target(target: f64) -> Result<(), Refusal> {
     if !(target.is_finite() && (MIN_TARGET..=MAX_TARGET).contains(&target)) {
         // 1e-300 in full is 300 zeros: far from 1, the exponent form.
         let shown = if target.is_finite() && (1e-3..1e15).contains(&target.abs()) {
@@ -308,7 +308,7 @@ pub fn check_target(target: f64) -> Result<(), Refusal> {
 }
 
 /// Ok when a phase length in seconds is at most [`MAX_PHASE_SECS`].
-pub fn check_seconds(what: &str, secs: f64) -> Result<(), Refusal> {
+pub(crate) fn check_seconds(what: &str, secs: f64) -> Result<(), Refusal> {
     if secs > MAX_PHASE_SECS as f64 {
         return Err(Refusal::new(
             format!("a {what} of {secs}s is longer than a week"),
@@ -321,7 +321,7 @@ pub fn check_seconds(what: &str, secs: f64) -> Result<(), Refusal> {
 }
 
 /// Ok when the record shape is within [`MAX_FIELDS`] and [`MAX_RECORD_BYTES`].
-pub fn check_record_shape(field_count: u32, field_length: u32) -> Result<(), Refusal> {
+pub(crate) fn check_record_shape(field_count: u32, field_length: u32) -> Result<(), Refusal> {
     if field_count == 0 || field_length == 0 {
         return Err(Refusal {
             message: "field_count and field_length must be at least 1".into(),
@@ -348,7 +348,7 @@ pub fn check_record_shape(field_count: u32, field_length: u32) -> Result<(), Ref
 }
 
 /// Ok when `batch` is between 1 and [`MAX_BATCH`].
-pub fn check_batch(batch: u64) -> Result<(), Refusal> {
+pub(crate) fn check_batch(batch: u64) -> Result<(), Refusal> {
     if batch == 0 || batch > MAX_BATCH {
         return Err(Refusal::new(
             format!("batch {batch} is out of range"),
@@ -362,7 +362,7 @@ pub fn check_batch(batch: u64) -> Result<(), Refusal> {
 /// document or hash store keeps them.
 /// Counted per power of ten, so that a count no check refused yet (a
 /// billion fields) costs nothing to size.
-pub fn ycsb_record_bytes(field_count: u32, field_length: u32) -> u64 {
+pub(crate) fn ycsb_record_bytes(field_count: u32, field_length: u32) -> u64 {
     let n = field_count as u64;
     let mut names = 0u64;
     let mut low = 0u64;

@@ -26,15 +26,15 @@ use tokio_util::sync::CancellationToken;
 /// Collection or table name.
 pub const COLLECTION: &str = "candles";
 /// Candles per insert batch in the load phase.
-pub const BATCH: u64 = 500;
+pub(crate) const BATCH: u64 = 500;
 /// The most bytes of one candle as a JSON document (about 270).
-pub const RECORD_BYTES: u64 = 300;
+pub(crate) const RECORD_BYTES: u64 = 300;
 /// Tickers sampled for by-ticker queries.
-pub const TICKER_SAMPLE: usize = 200;
+pub(crate) const TICKER_SAMPLE: usize = 200;
 /// Random intervals for interval queries.
-pub const INTERVALS: usize = 10;
+pub(crate) const INTERVALS: usize = 10;
 /// Length of one query interval.
-pub const INTERVAL_SECS: i64 = 600;
+pub(crate) const INTERVAL_SECS: i64 = 600;
 /// One candle per ticker per minute.
 const STEP_SECS: i64 = 60;
 /// 2026-11-02 00:00:00 UTC, the first candle.
@@ -44,7 +44,7 @@ pub use super::config::CandleQuery;
 
 impl CandleQuery {
     /// The most candles one query of this kind reads back from `records`.
-    pub fn reply_records(self, records: u64) -> u64 {
+    pub(crate) fn reply_records(self, records: u64) -> u64 {
         let l = Layout::new(records);
         match self {
             CandleQuery::ByTicker => records.div_ceil(l.tickers),
@@ -55,11 +55,11 @@ impl CandleQuery {
 }
 
 /// Operation kind names.
-pub const NAMES: [&str; 4] = ["BY_TICKER", "INTERVAL", "DAY", "INSERT"];
+pub(crate) const NAMES: [&str; 4] = ["BY_TICKER", "INTERVAL", "DAY", "INSERT"];
 
 /// One trade candle.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Candle {
+pub(crate) struct Candle {
     pub ticker: String,
     pub exchange: &'static str,
     pub period: &'static str,
@@ -78,7 +78,7 @@ pub struct Candle {
 
 /// How candles are laid out: `tickers` interleaved, one per minute each.
 #[derive(Debug, Clone, Copy)]
-pub struct Layout {
+pub(crate) struct Layout {
     pub records: u64,
     pub tickers: u64,
 }
@@ -126,24 +126,24 @@ impl Layout {
     }
 
     /// Last candle's time.
-    pub fn last_ts(&self) -> i64 {
+    pub(crate) fn last_ts(&self) -> i64 {
         BASE_TS + ((self.records.max(1) - 1) / self.tickers) as i64 * STEP_SECS
     }
 
     /// Days the data spans.
-    pub fn days(&self) -> Vec<i64> {
+    pub(crate) fn days(&self) -> Vec<i64> {
         (BASE_TS.div_euclid(86_400)..=self.last_ts().div_euclid(86_400)).collect()
     }
 
     /// Candles of ticker `t` the load wrote: one per minute, the last
     /// minute holding only the first `records % tickers` tickers.
-    pub fn per_ticker(&self, t: u64) -> u64 {
+    pub(crate) fn per_ticker(&self, t: u64) -> u64 {
         self.records / self.tickers + u64::from(t < self.records % self.tickers)
     }
 
     /// Candles the load wrote with `from <= ts < to`: every candle of the
     /// minutes in that range, candle `i` being minute `i / tickers`.
-    pub fn in_range(&self, from: i64, to: i64) -> u64 {
+    pub(crate) fn in_range(&self, from: i64, to: i64) -> u64 {
         let minute = |ts: i64| ((ts - BASE_TS).max(0) as u64).div_ceil(STEP_SECS as u64);
         let first = minute(from).saturating_mul(self.tickers).min(self.records);
         let end = minute(to).saturating_mul(self.tickers).min(self.records);
@@ -151,7 +151,7 @@ impl Layout {
     }
 
     /// Candles the load wrote on `day` (days since the epoch).
-    pub fn on_day(&self, day: i64) -> u64 {
+    pub(crate) fn on_day(&self, day: i64) -> u64 {
         self.in_range(day * 86_400, (day + 1) * 86_400)
     }
 }
@@ -168,7 +168,7 @@ impl Candle {
 }
 
 /// A store holding candles.
-pub trait CandleStore: Send + Sync + 'static {
+pub(crate) trait CandleStore: Send + Sync + 'static {
     type Conn: CandleConn;
     fn connect(&self) -> impl Future<Output = Result<Self::Conn, StoreError>> + Send;
     /// Drops and recreates the collection or table with its three indexes.
@@ -178,7 +178,7 @@ pub trait CandleStore: Send + Sync + 'static {
 }
 
 /// Candle operations of one connection; queries return the records read.
-pub trait CandleConn: Send + 'static {
+pub(crate) trait CandleConn: Send + 'static {
     fn insert(&mut self, batch: &[Candle]) -> impl Future<Output = Result<(), StoreError>> + Send;
     fn by_ticker(&mut self, ticker: &str) -> impl Future<Output = Result<u64, StoreError>> + Send;
     fn interval(
@@ -190,7 +190,7 @@ pub trait CandleConn: Send + 'static {
 }
 
 /// Candles as MongoDB documents.
-pub struct MongoCandles {
+pub(crate) struct MongoCandles {
     pub ep: Endpoint,
     pub opts: MongoOptions,
 }
@@ -244,12 +244,12 @@ impl CandleConn for MongoConn {
 }
 
 /// Candles as PostgreSQL rows.
-pub struct PgCandles {
+pub(crate) struct PgCandles {
     pub ep: Endpoint,
 }
 
 /// A PostgreSQL connection with the candle statements prepared.
-pub struct PgCandleConn {
+pub(crate) struct PgCandleConn {
     conn: PgConn,
     by_ticker: usize,
     interval: usize,
@@ -261,7 +261,7 @@ pub struct PgCandleConn {
 const PG_COLUMNS: &str =
     "ticker, exchange, period, ts, day, open, high, low, close, volume, trades, vwap, note";
 /// Columns of one candle row.
-pub const PG_NCOLS: usize = 13;
+pub(crate) const PG_NCOLS: usize = 13;
 
 impl CandleStore for PgCandles {
     type Conn = PgCandleConn;
@@ -396,7 +396,7 @@ impl<C: CandleConn> Worker for LoadWorker<C> {
 /// candles the load wrote for it, known from the layout alone (never
 /// asked of the server): an answer with fewer is truncated.
 #[derive(Debug, Clone)]
-pub struct Sample {
+pub(crate) struct Sample {
     /// Ticker symbol and its candles.
     pub tickers: Vec<(String, u64)>,
     /// `from..to` and its candles.

@@ -33,13 +33,13 @@ impl Instant {
 
     /// Nanoseconds from `earlier` to this, zero if `earlier` is later.
     #[inline]
-    pub fn nanos_since(self, earlier: Instant) -> u64 {
+    pub(crate) fn nanos_since(self, earlier: Instant) -> u64 {
         let d = self.saturating_duration_since(earlier);
         d.as_secs() * 1_000_000_000 + u64::from(d.subsec_nanos())
     }
 
     /// The same moment as a `std::time::Instant`, for timers.
-    pub fn to_std(self) -> std::time::Instant {
+    pub(crate) fn to_std(self) -> std::time::Instant {
         let (q, s) = *anchor();
         if self.0 >= q {
             s + (self.0 - q)

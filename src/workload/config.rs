@@ -530,7 +530,7 @@ impl DriveConfig {
     /// Fields that only some generators read and that a plan writes for
     /// every one (the dataset's record shape, `queries`, `collections`,
     /// `data_length`) are left out of the others without a word.
-    pub fn typed(&self, errs: &mut Problems) -> WorkloadConfig {
+    pub(crate) fn typed(&self, errs: &mut Problems) -> WorkloadConfig {
         self.only_tpcc(errs);
         let generator = match self.workload.generator() {
             GeneratorKind::Ycsb => Generator::Ycsb(self.ycsb(errs)),

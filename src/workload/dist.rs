@@ -5,12 +5,12 @@ use super::keys::fnv64;
 use super::rng::Rng;
 
 /// YCSB's default zipfian constant.
-pub const ZIPFIAN_CONSTANT: f64 = 0.99;
+pub(crate) const ZIPFIAN_CONSTANT: f64 = 0.99;
 /// Item count of YCSB's `ScrambledZipfianGenerator`: draws are made over
 /// this many items and hashed onto the key space.
-pub const SCRAMBLED_ITEM_COUNT: u64 = 10_000_000_000;
+pub(crate) const SCRAMBLED_ITEM_COUNT: u64 = 10_000_000_000;
 /// zeta(SCRAMBLED_ITEM_COUNT, 0.99), precomputed by YCSB.
-pub const SCRAMBLED_ZETAN: f64 = 26.469_028_201_783_02;
+pub(crate) const SCRAMBLED_ZETAN: f64 = 26.469_028_201_783_02;
 
 /// The request distribution named in a scenario.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -52,7 +52,7 @@ const ZETA_EXACT_TERMS: u64 = 100_000;
 /// start of a phase). After [`ZETA_EXACT_TERMS`] terms the tail is taken
 /// from the Euler-Maclaurin formula, whose error there is below 1e-20 of
 /// the sum.
-pub fn zeta(from: u64, to: u64, theta: f64, initial: f64) -> f64 {
+pub(crate) fn zeta(from: u64, to: u64, theta: f64, initial: f64) -> f64 {
     let exact_to = to.min(from.saturating_add(ZETA_EXACT_TERMS));
     let mut sum = initial;
     for i in from..exact_to {
@@ -72,7 +72,7 @@ pub fn zeta(from: u64, to: u64, theta: f64, initial: f64) -> f64 {
 /// YCSB's `ZipfianGenerator`: item 0 is the most popular. The item count
 /// may grow; zeta is then extended incrementally.
 #[derive(Debug, Clone)]
-pub struct Zipfian {
+pub(crate) struct Zipfian {
     theta: f64,
     alpha: f64,
     zeta2: f64,
@@ -105,7 +105,7 @@ impl Zipfian {
     }
 
     /// Grows the item count (never shrinks, like YCSB's default).
-    pub fn grow_to(&mut self, count: u64) {
+    pub(crate) fn grow_to(&mut self, count: u64) {
         if count > self.count {
             self.zetan = zeta(self.count, count, self.theta, self.zetan);
             self.count = count;
@@ -131,7 +131,7 @@ impl Zipfian {
 
 /// Chooses record numbers for operations on existing records.
 #[derive(Debug, Clone)]
-pub enum KeyChooser {
+pub(crate) enum KeyChooser {
     Uniform,
     /// Scrambled zipfian over `items` (records plus expected inserts).
     Zipfian {

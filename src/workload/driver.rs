@@ -14,7 +14,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// One connection's stream of operations.
-pub trait Worker: Send + 'static {
+pub(crate) trait Worker: Send + 'static {
     /// Chooses the next operation and returns its kind index; `None` when
     /// this worker has nothing more to do.
     fn plan(&mut self) -> Option<usize>;
@@ -31,7 +31,7 @@ pub trait Worker: Send + 'static {
 
 /// When the operation just run was sent, finished and meant to start.
 #[derive(Debug, Clone, Copy)]
-pub struct Timing {
+pub(crate) struct Timing {
     /// Its kind, as `plan` returned it.
     pub kind: usize,
     pub sent: Instant,
@@ -62,7 +62,7 @@ impl Timing {
     /// Records a call made inside this operation, from `sent` to `done`,
     /// under `kind` (see [`Recorder::inner_ok`]); a failed inner call
     /// failed the operation with `r`'s error.
-    pub fn record_inner(
+    pub(crate) fn record_inner(
         &self,
         rec: &mut Recorder,
         kind: usize,
@@ -99,7 +99,7 @@ pub enum Stop {
 
 /// How to run one phase.
 #[derive(Debug, Clone)]
-pub struct PhasePlan {
+pub(crate) struct PhasePlan {
     pub stop: Stop,
     /// Run, unrecorded, this long first.
     pub warmup: Duration,
@@ -134,7 +134,7 @@ impl PhasePlan {
 
 /// What the workers recorded.
 #[derive(Debug)]
-pub struct PhaseOutcome {
+pub(crate) struct PhaseOutcome {
     pub rec: Recorder,
     /// Measured window (warm-up excluded).
     pub elapsed: Duration,
@@ -214,7 +214,7 @@ fn claim(remaining: &AtomicU64) -> u64 {
 /// under tight IO limits; it bounds the load and phases that run a number
 /// of operations. A timed phase hits its own, clearer deadline first
 /// (`run::cell::PHASE_GRACE`).
-pub const OP_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const OP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// When a phase measures and how it ends, the same for every worker.
 #[derive(Debug, Clone, Copy)]
@@ -386,7 +386,7 @@ fn flush_progress(ctl: &Control, rec: &Recorder, flushed: u64) -> u64 {
 }
 
 /// Runs `workers` (already connected) through one phase.
-pub async fn run_phase<W: Worker>(
+pub(crate) async fn run_phase<W: Worker>(
     workers: Vec<W>,
     names: &[&'static str],
     plan: &PhasePlan,
@@ -563,7 +563,7 @@ impl Budget {
 
 /// The phase's result: successes counted apart from failures, and a
 /// failed status when the errors exceed the budget or it was interrupted.
-pub fn phase_result(
+pub(crate) fn phase_result(
     name: &str,
     workload: &str,
     threads: u32,

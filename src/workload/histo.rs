@@ -9,10 +9,10 @@ use std::collections::BTreeMap;
 
 /// Distinct error messages kept per kind: the first few, for the phase
 /// result and the report (issue 34).
-pub const ERROR_SAMPLES: usize = 3;
+pub(crate) const ERROR_SAMPLES: usize = 3;
 /// The most characters of one kept error message (a server's message may
 /// be of any length).
-pub const ERROR_SAMPLE_CHARS: usize = 300;
+pub(crate) const ERROR_SAMPLE_CHARS: usize = 300;
 
 /// `msg` cut to [`ERROR_SAMPLE_CHARS`] characters, marked when cut.
 fn clip(msg: String) -> String {
@@ -53,7 +53,7 @@ impl KindRec {
 
 /// Outcomes of one worker (or, after merging, of a whole phase).
 #[derive(Debug, Clone)]
-pub struct Recorder {
+pub(crate) struct Recorder {
     names: Vec<&'static str>,
     kinds: Vec<KindRec>,
     /// Per second: successes per kind, then errors, then inner calls
@@ -134,7 +134,13 @@ impl Recorder {
     /// read-modify-write): counted and timed under its own kind, as YCSB's
     /// `DBWrapper` measures every call, but not again in the phase totals
     /// or in the per-second operations.
-    pub fn inner_ok(&mut self, kind: usize, sent_ns: u64, intended_ns: Option<u64>, second: usize) {
+    pub(crate) fn inner_ok(
+        &mut self,
+        kind: usize,
+        sent_ns: u64,
+        intended_ns: Option<u64>,
+        second: usize,
+    ) {
         self.ok(kind, 1, sent_ns, intended_ns, second);
         self.inner_ok += 1;
         let slot = self.names.len() + 1;
@@ -143,13 +149,13 @@ impl Recorder {
 
     /// A failed call made inside another operation, which failed with it:
     /// an error of `kind`, not again in the phase totals.
-    pub fn inner_error(&mut self, kind: usize, msg: &dyn std::fmt::Display) {
+    pub(crate) fn inner_error(&mut self, kind: usize, msg: &dyn std::fmt::Display) {
         self.count_error(kind, 1, msg);
         self.inner_errors += 1;
     }
 
     /// Adds another recorder of the same kinds.
-    pub fn merge(&mut self, other: &Recorder) {
+    pub(crate) fn merge(&mut self, other: &Recorder) {
         for (a, b) in self.kinds.iter_mut().zip(&other.kinds) {
             a.ok += b.ok;
             a.errors += b.errors;
@@ -174,7 +180,7 @@ impl Recorder {
     }
 
     /// Successful operations over every kind (inner calls not again).
-    pub fn total_ok(&self) -> u64 {
+    pub(crate) fn total_ok(&self) -> u64 {
         self.kinds.iter().map(|k| k.ok).sum::<u64>() - self.inner_ok
     }
 
@@ -185,7 +191,7 @@ impl Recorder {
 
     /// Per-kind statistics over a window of `secs` seconds; kinds that
     /// never ran are left out.
-    pub fn op_stats(&self, secs: f64) -> BTreeMap<String, OpStats> {
+    pub(crate) fn op_stats(&self, secs: f64) -> BTreeMap<String, OpStats> {
         self.names
             .iter()
             .zip(&self.kinds)
@@ -233,7 +239,7 @@ impl Recorder {
 /// latencies are kept too), plus the per-second series. A worker's
 /// recorder holds only what it saw, so this is the worst case: one slow
 /// answer of each kind grows every histogram to its full range.
-pub fn recorder_bytes(kinds: usize, intended: bool, max_ns: u64, seconds: u64) -> u64 {
+pub(crate) fn recorder_bytes(kinds: usize, intended: bool, max_ns: u64, seconds: u64) -> u64 {
     let h = Histogram::<u64>::new_with_bounds(1, max_ns.max(2), 3)
         .expect("3 significant digits over a range of at least 2 is valid");
     let hist = (h.distinct_values() * std::mem::size_of::<u64>()) as u64;

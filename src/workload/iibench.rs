@@ -38,18 +38,18 @@ pub const TABLE: &str = "purchases_index";
 pub const DATABASE: &str = "iibench";
 /// Rows per insert when the config names none (iibench-mongodb's
 /// `numDocumentsPerInsert`).
-pub const BATCH: u64 = 1000;
+pub(crate) const BATCH: u64 = 1000;
 /// Longest `data` (MySQL's `VARCHAR(4000)` of iiBench's table).
-pub const MAX_DATA_LENGTH: u32 = 4000;
+pub(crate) const MAX_DATA_LENGTH: u32 = 4000;
 const CASH_REGISTERS: u64 = 1000;
 const CUSTOMERS: u64 = 100_000;
 const PRODUCTS: u64 = 10_000;
 const MAX_PRICE: f64 = 500.0;
 /// Operation kind names: every row is an INSERT.
-pub const NAMES: [&str; 1] = ["INSERT"];
+pub(crate) const NAMES: [&str; 1] = ["INSERT"];
 const INSERT: usize = 0;
 /// The three secondary indexes: name and columns, in order.
-pub const INDEXES: [(&str, &[&str]); 3] = [
+pub(crate) const INDEXES: [(&str, &[&str]); 3] = [
     ("marketsegment", &["price", "customerid"]),
     (
         "registersegment",
@@ -58,12 +58,12 @@ pub const INDEXES: [(&str, &[&str]); 3] = [
     ("pdc", &["price", "dateandtime", "customerid"]),
 ];
 /// Columns a client binds per row (the key is the server's).
-pub const SQL_NCOLS: usize = 6;
+pub(crate) const SQL_NCOLS: usize = 6;
 const COLUMNS: &str = "dateandtime, cashregisterid, customerid, productid, price, data";
 
 /// The most bytes of one row with `data_length` bytes of `data`, as a
 /// MongoDB document with its `_id`.
-pub fn record_bytes(data_length: u32) -> u64 {
+pub(crate) fn record_bytes(data_length: u32) -> u64 {
     160 + u64::from(data_length)
 }
 
@@ -113,7 +113,7 @@ fn now_ms() -> i64 {
 }
 
 /// A store holding iiBench rows.
-pub trait IiStore: Send + Sync + 'static {
+pub(crate) trait IiStore: Send + Sync + 'static {
     type Conn: IiConn;
     fn connect(&self) -> impl Future<Output = Result<Self::Conn, StoreError>> + Send;
     /// Drops the table and creates it with its indexes.
@@ -127,12 +127,12 @@ pub trait IiStore: Send + Sync + 'static {
 }
 
 /// Inserts of one connection.
-pub trait IiConn: Send + 'static {
+pub(crate) trait IiConn: Send + 'static {
     fn insert(&mut self, rows: &[Row]) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 
 /// Rows as MongoDB documents.
-pub struct MongoIi {
+pub(crate) struct MongoIi {
     pub ep: Endpoint,
     pub opts: MongoOptions,
 }
@@ -216,7 +216,7 @@ fn pg_create() -> String {
 }
 
 /// Rows in a PostgreSQL table.
-pub struct PgIi {
+pub(crate) struct PgIi {
     pub ep: Endpoint,
 }
 
@@ -248,7 +248,7 @@ impl IiStore for PgIi {
 
 /// Rows in a MySQL or MariaDB table, in the storage engine the URL or
 /// config names.
-pub struct MyIi {
+pub(crate) struct MyIi {
     pub ep: Endpoint,
     pub engine: Option<String>,
 }
@@ -301,7 +301,7 @@ impl IiStore for MyIi {
 }
 
 /// A SQL connection with a multi-row INSERT prepared per batch size.
-pub struct SqlIiConn<C> {
+pub(crate) struct SqlIiConn<C> {
     conn: C,
     /// The SQL function from Unix seconds to a timestamp.
     from_unix: &'static str,

@@ -9,7 +9,7 @@ const FNV_PRIME_64: u64 = 1_099_511_628_211;
 /// YCSB's `Utils.fnvhash64`: FNV-1 over the 8 little-endian bytes, made
 /// non-negative like Java's `Math.abs`.
 #[inline]
-pub fn fnv64(mut val: u64) -> u64 {
+pub(crate) fn fnv64(mut val: u64) -> u64 {
     let mut h = FNV_OFFSET_BASIS_64;
     for _ in 0..8 {
         let octet = val & 0xff;
@@ -66,7 +66,7 @@ impl KeyFormat {
 }
 
 /// Field names `field0..field{n-1}`, computed once.
-pub fn field_names(n: u32) -> Vec<String> {
+pub(crate) fn field_names(n: u32) -> Vec<String> {
     (0..n).map(|i| format!("field{i}")).collect()
 }
 
@@ -115,7 +115,7 @@ impl ValuePool {
 
     /// A random offset for [`ValuePool::at`].
     #[inline]
-    pub fn offset(&self, rng: &mut Rng) -> usize {
+    pub(crate) fn offset(&self, rng: &mut Rng) -> usize {
         rng.below(POOL as u64) as usize
     }
 

@@ -56,7 +56,7 @@ pub struct Mix {
 
 /// What is wrong with a custom mix's proportions.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum MixProblem {
+pub(crate) enum MixProblem {
     /// A proportion below 0 (or not a number).
     Negative,
     /// Every proportion is 0.
@@ -79,7 +79,7 @@ impl std::fmt::Display for MixProblem {
 
 /// The one rule for a custom mix, for a scenario's `mix:` and for `drive`
 /// alike (docs/workloads.md): each proportion is at least 0, and they sum to 1.
-pub fn check_proportions(proportions: &[f64; 5]) -> Vec<MixProblem> {
+pub(crate) fn check_proportions(proportions: &[f64; 5]) -> Vec<MixProblem> {
     let mut out = Vec::new();
     if proportions.iter().any(|p| !p.is_finite() || *p < 0.0) {
         out.push(MixProblem::Negative);
@@ -124,7 +124,7 @@ impl Mix {
     }
 
     /// From a scenario map like `{read: 0.9, update: 0.05, insert: 0.05}`.
-    pub fn from_map(m: &BTreeMap<String, f64>) -> Result<Mix, BadMix> {
+    pub(crate) fn from_map(m: &BTreeMap<String, f64>) -> Result<Mix, BadMix> {
         let mut p = [0.0; 5];
         for (k, v) in m {
             let kind = OpKind::ALL

@@ -50,7 +50,7 @@ impl DriveConfig {
 
     /// Checks everything up front against `cap`: nothing is connected or
     /// allocated for a config that fails here.
-    pub fn validate_on(&self, cap: &bounds::Capacity) -> Result<Validated, WorkloadError> {
+    pub(crate) fn validate_on(&self, cap: &bounds::Capacity) -> Result<Validated, WorkloadError> {
         let mut errs = Problems::default();
         let target = self.store_target(&mut errs)?;
         let mut misplaced = Problems::default();
@@ -103,7 +103,7 @@ impl DriveConfig {
     /// engine is (candles only on mongodb and postgres, a batch within one
     /// SQL INSERT). Counts, lengths, the mix and what the host holds were
     /// checked when the scenario was validated and planned.
-    pub fn check_planned(&self) -> Result<(), WorkloadError> {
+    pub(crate) fn check_planned(&self) -> Result<(), WorkloadError> {
         let mut errs = Problems::default();
         let target = self.store_target(&mut errs)?;
         let generator = self.typed(&mut Problems::default()).generator;

@@ -4,7 +4,7 @@ use crate::results::model::PhaseResult;
 use std::fmt::Write;
 
 /// The `[OVERALL]` and per-kind lines of one phase.
-pub fn ycsb_text(r: &PhaseResult) -> String {
+pub(crate) fn ycsb_text(r: &PhaseResult) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,

@@ -27,19 +27,19 @@ use tokio_util::sync::CancellationToken;
 
 pub use super::config::COLLECTIONS;
 /// Most collections a scenario may ask for.
-pub const MAX_COLLECTIONS: u32 = 1024;
+pub(crate) const MAX_COLLECTIONS: u32 = 1024;
 /// Loaders when the config names none (write-up 002).
-pub const LOADERS: u32 = 8;
+pub(crate) const LOADERS: u32 = 8;
 /// Documents per insert in the load (write-up 002).
-pub const BATCH: u64 = 1000;
+pub(crate) const BATCH: u64 = 1000;
 /// Documents of one range query (sysbench's `oltp-range-size`).
-pub const RANGE_SIZE: u64 = 100;
+pub(crate) const RANGE_SIZE: u64 = 100;
 /// Point selects per transaction (sysbench's `oltp-point-selects`).
-pub const POINT_SELECTS: usize = 10;
+pub(crate) const POINT_SELECTS: usize = 10;
 /// The most bytes of one document: `_id`, `k`, 119 bytes of `c`, 59 of `pad`.
-pub const RECORD_BYTES: u64 = 230;
+pub(crate) const RECORD_BYTES: u64 = 230;
 /// Operation kind names: the transaction and the load's inserts.
-pub const NAMES: [&str; 2] = ["TRANSACTION", "INSERT"];
+pub(crate) const NAMES: [&str; 2] = ["TRANSACTION", "INSERT"];
 const TRANSACTION: usize = 0;
 const INSERT: usize = 1;
 

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
 /// Operation kind names, indexed by `OpKind as usize`.
-pub const NAMES: [&str; 5] = ["READ", "UPDATE", "INSERT", "SCAN", "READ-MODIFY-WRITE"];
+pub(crate) const NAMES: [&str; 5] = ["READ", "UPDATE", "INSERT", "SCAN", "READ-MODIFY-WRITE"];
 
 /// The schema of YCSB's records, in MySQL storage engine `engine`.
 pub fn schema(y: &config::Ycsb, engine: Option<&str>) -> Schema {
@@ -112,7 +112,7 @@ enum Planned {
 }
 
 /// One connection running the measured mix.
-pub struct YcsbWorker<C> {
+pub(crate) struct YcsbWorker<C> {
     conn: C,
     rng: Rng,
     chooser: KeyChooser,
@@ -243,7 +243,7 @@ impl<C: StoreConn> Worker for YcsbWorker<C> {
 /// at a time from a shared counter, one insert each when `size` is 1, one
 /// batch otherwise. Record `n`'s values depend on the seed and `n` only,
 /// so every batch size and thread count writes the same data.
-pub struct LoadWorker<C> {
+pub(crate) struct LoadWorker<C> {
     conn: C,
     shared: Arc<Shared>,
     next: Arc<AtomicU64>,

@@ -209,7 +209,7 @@ impl MongoConn {
 
     /// False under `w: 0`: writes are not acknowledged, so the count of
     /// documents a write matched is unknown (reported as 0).
-    pub fn writes_acknowledged(&self) -> bool {
+    pub(crate) fn writes_acknowledged(&self) -> bool {
         !self.s.opts.write_concern.unacknowledged()
     }
 
@@ -310,7 +310,7 @@ impl MongoConn {
     }
 
     /// Inserts JSON documents in one ordered insert.
-    pub async fn insert_json_many(
+    pub(crate) async fn insert_json_many(
         &mut self,
         coll: &str,
         docs: &[serde_json::Value],
@@ -786,7 +786,7 @@ impl MongoConn {
     }
 
     /// Creates an index on `keys` (field, 1 or -1) in order.
-    pub async fn create_index(
+    pub(crate) async fn create_index(
         &mut self,
         coll: &str,
         keys: &[(&str, i32)],
@@ -851,7 +851,7 @@ impl MongoConn {
 /// Most `getMore` batches one query may ask for: far beyond any
 /// collection a benchmark reads (a batch holds up to 16 MB), far below
 /// what a server whose cursor never ends would take (issue 34).
-pub const MAX_CURSOR_BATCHES: u64 = 100_000;
+pub(crate) const MAX_CURSOR_BATCHES: u64 = 100_000;
 
 /// How far one query follows its cursor: at most [`MAX_CURSOR_BATCHES`]
 /// batches and the options' `cursor_time`.

@@ -24,12 +24,12 @@ pub struct WriteConcern {
 
 impl WriteConcern {
     /// True when nothing was asked (the server's default applies).
-    pub fn is_default(&self) -> bool {
+    pub(crate) fn is_default(&self) -> bool {
         self.w.is_none() && self.j.is_none()
     }
 
     /// True for `w: 0` without `j`: the server sends no acknowledgement.
-    pub fn unacknowledged(&self) -> bool {
+    pub(crate) fn unacknowledged(&self) -> bool {
         self.w == Some(W::Nodes(0)) && self.j != Some(true)
     }
 }
@@ -76,11 +76,11 @@ impl ReadPreference {
 pub const STORE_OPTIONS: &[&str] = &["w", "journal", "readPreference"];
 
 /// How long one round trip may take unless the URL says otherwise.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long one query's cursor may be followed unless the options say
 /// otherwise: far beyond reading any collection a benchmark loads.
-pub const DEFAULT_CURSOR_TIME: Duration = Duration::from_secs(600);
+pub(crate) const DEFAULT_CURSOR_TIME: Duration = Duration::from_secs(600);
 
 /// Options of a connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,7 +122,7 @@ impl std::fmt::Display for W {
 impl MongoOptions {
     /// What writes wait for and where reads go, in words:
     /// `writes w: 1, j: true; reads primary`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let wc = self.write_concern;
         let writes = if wc.is_default() {
             "writes with the server's default write concern".to_string()

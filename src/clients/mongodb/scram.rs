@@ -17,7 +17,7 @@ fn hmac(key: &[u8], data: &[u8]) -> Vec<u8> {
 }
 
 /// A fresh client nonce.
-pub fn nonce() -> String {
+pub(crate) fn nonce() -> String {
     let mut b = [0u8; 24];
     if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
         let _ = std::io::Read::read_exact(&mut f, &mut b);
@@ -26,7 +26,7 @@ pub fn nonce() -> String {
 }
 
 /// The client's side of one conversation.
-pub struct Scram {
+pub(crate) struct Scram {
     password: String,
     first_bare: String,
     nonce: String,
@@ -47,12 +47,12 @@ impl Scram {
     }
 
     /// `n,,n=user,r=nonce`.
-    pub fn client_first(&self) -> Vec<u8> {
+    pub(crate) fn client_first(&self) -> Vec<u8> {
         format!("n,,{}", self.first_bare).into_bytes()
     }
 
     /// The final message answering the server's first (`r=..,s=..,i=..`).
-    pub fn client_final(&mut self, server_first: &[u8]) -> Result<Vec<u8>, Malformed> {
+    pub(crate) fn client_final(&mut self, server_first: &[u8]) -> Result<Vec<u8>, Malformed> {
         let text = std::str::from_utf8(server_first).map_err(|e| Malformed(e.to_string()))?;
         let field = |k: &str| {
             text.split(',')

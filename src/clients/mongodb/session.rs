@@ -13,20 +13,20 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// First wire version with OP_MSG (MongoDB 3.6).
-pub const WIRE_OP_MSG: i32 = 6;
+pub(crate) const WIRE_OP_MSG: i32 = 6;
 /// First wire version with `find` / `getMore` commands (MongoDB 3.2).
-pub const WIRE_FIND_COMMAND: i32 = 4;
+pub(crate) const WIRE_FIND_COMMAND: i32 = 4;
 /// First wire version with `insert` / `update` / `delete` / `createIndexes`
 /// commands (MongoDB 2.6).
-pub const WIRE_WRITE_COMMANDS: i32 = 2;
+pub(crate) const WIRE_WRITE_COMMANDS: i32 = 2;
 
 /// The largest message a server takes or sends unless its `isMaster`
 /// says otherwise (`maxMessageSizeBytes`; every release has said 48 MB).
-pub const DEFAULT_MAX_MESSAGE: usize = 48_000_000;
+pub(crate) const DEFAULT_MAX_MESSAGE: usize = 48_000_000;
 /// The most a server's `maxMessageSizeBytes` is believed: a reply's
 /// length is allocated before its bytes arrive, so a server that
 /// announces 2 GB must not get 2 GB reserved (issue 34).
-pub const MAX_MESSAGE_CEILING: usize = 128 * 1024 * 1024;
+pub(crate) const MAX_MESSAGE_CEILING: usize = 128 * 1024 * 1024;
 
 /// How requests travel to this server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,7 +158,7 @@ impl Session {
     }
 
     /// Runs a command given as a document; returns the checked reply.
-    pub async fn command_doc(
+    pub(crate) async fn command_doc(
         &mut self,
         db: &str,
         cmd: &Document,
@@ -176,7 +176,7 @@ impl Session {
     }
 
     /// A fresh request id.
-    pub fn next_request(&mut self) -> i32 {
+    pub(crate) fn next_request(&mut self) -> i32 {
         self.next_id = self.next_id.wrapping_add(1);
         self.next_id
     }
@@ -200,7 +200,7 @@ impl Session {
 
     /// Starts a command on `db` in the server's protocol; add its fields
     /// to `self.out` and finish with [`Session::end_command`].
-    pub fn begin_command(&mut self, db: &str, read: bool) -> (Msg, Doc) {
+    pub(crate) fn begin_command(&mut self, db: &str, read: bool) -> (Msg, Doc) {
         let id = self.next_request();
         let m = match self.protocol() {
             Protocol::OpMsg => wire::op_msg(&mut self.out, id),
@@ -219,7 +219,7 @@ impl Session {
 
     /// Closes a command begun by [`Session::begin_command`]: OP_MSG names
     /// its database (and a read preference other than primary) inside.
-    pub fn end_command(&mut self, m: Msg, mut d: Doc, db: &str, read: bool) {
+    pub(crate) fn end_command(&mut self, m: Msg, mut d: Doc, db: &str, read: bool) {
         if self.protocol() == Protocol::OpMsg {
             d.str(&mut self.out, "$db", db);
             let pref = self.opts.read_preference;
@@ -249,7 +249,7 @@ impl Session {
 
     /// Sends the request in `self.out` and expects no reply (the legacy
     /// write opcodes and OP_KILL_CURSORS).
-    pub async fn send_only(&mut self, what: &str) -> Result<(), ClientError> {
+    pub(crate) async fn send_only(&mut self, what: &str) -> Result<(), ClientError> {
         let timeout = self.opts.timeout;
         self.unanswered = wire::Header::parse(&self.out).map(|h| h.op);
         let stream = self
@@ -315,7 +315,7 @@ impl Session {
 
     /// The first document of the reply, checked: `ok: 0` and an OP_REPLY
     /// query failure become the server's message as an error.
-    pub fn command_reply(&self, r: &Reply, what: &str) -> Result<&RawDocument, ClientError> {
+    pub(crate) fn command_reply(&self, r: &Reply, what: &str) -> Result<&RawDocument, ClientError> {
         let doc = self.first_doc(r, what)?;
         if r.flags & wire::REPLY_QUERY_FAILURE != 0 && self.inbuf_is_reply() {
             return Err(fail(
@@ -342,7 +342,7 @@ impl Session {
     }
 
     /// The first document of a reply, unchecked.
-    pub fn first_doc(&self, r: &Reply, what: &str) -> Result<&RawDocument, ClientError> {
+    pub(crate) fn first_doc(&self, r: &Reply, what: &str) -> Result<&RawDocument, ClientError> {
         let bytes = wire::documents(&self.inbuf, r.docs)
             .next()
             .ok_or_else(|| fail(&self.ep, format!("{what}: an empty reply")))?
@@ -409,7 +409,7 @@ fn transient(doc: &RawDocument) -> bool {
 }
 
 /// `errmsg (code N)` or `$err` of a failed reply.
-pub fn server_error(doc: &RawDocument) -> String {
+pub(crate) fn server_error(doc: &RawDocument) -> String {
     let msg = doc
         .get_str("errmsg")
         .or_else(|_| doc.get_str("$err"))

@@ -31,12 +31,12 @@ use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
 /// The database a statement runs on unless its `"$db"` names another.
-pub const ADMIN_DB: &str = "admin";
+pub(crate) const ADMIN_DB: &str = "admin";
 
 /// The `priority` of a replica set's first member; the others keep
 /// MongoDB's default of 1, so the first wins the elections and is the
 /// primary the client connects to.
-pub const FIRST_MEMBER_PRIORITY: i32 = 2;
+pub(crate) const FIRST_MEMBER_PRIORITY: i32 = 2;
 
 /// How to write a statement, for error messages.
 const STATEMENT_HINT: &str = "a MongoDB statement is one command as a JSON object, its name \
@@ -130,7 +130,7 @@ pub enum SetKind {
 /// The replica set config `replSetInitiate` takes: `_id` the set's name,
 /// members `_id` 0..n at `127.0.0.1:PORT` in the order of `ports`, the
 /// first with priority [`FIRST_MEMBER_PRIORITY`] and the others 1.
-pub fn replica_set_config(set_name: &str, ports: &[u16], kind: SetKind) -> Value {
+pub(crate) fn replica_set_config(set_name: &str, ports: &[u16], kind: SetKind) -> Value {
     let members: Vec<Value> = ports
         .iter()
         .enumerate()
@@ -197,7 +197,7 @@ pub enum MemberState {
 
 impl MemberState {
     /// The state numbered `code` (MongoDB's "Replica Set Member States").
-    pub fn from_code(code: i32) -> MemberState {
+    pub(crate) fn from_code(code: i32) -> MemberState {
         match code {
             0 => MemberState::Startup,
             1 => MemberState::Primary,

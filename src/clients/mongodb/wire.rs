@@ -13,24 +13,24 @@ pub const OP_REPLY: i32 = 1;
 pub const OP_UPDATE: i32 = 2001;
 pub const OP_INSERT: i32 = 2002;
 pub const OP_QUERY: i32 = 2004;
-pub const OP_GET_MORE: i32 = 2005;
-pub const OP_DELETE: i32 = 2006;
-pub const OP_KILL_CURSORS: i32 = 2007;
+pub(crate) const OP_GET_MORE: i32 = 2005;
+pub(crate) const OP_DELETE: i32 = 2006;
+pub(crate) const OP_KILL_CURSORS: i32 = 2007;
 pub const OP_MSG: i32 = 2013;
 
 /// Bytes of the standard header: messageLength, requestID, responseTo, opCode.
 pub const HEADER_LEN: usize = 16;
 
 /// OP_QUERY flag: reads may go to a secondary (`SecondaryOk`, bit 2).
-pub const QUERY_SECONDARY_OK: i32 = 1 << 2;
+pub(crate) const QUERY_SECONDARY_OK: i32 = 1 << 2;
 /// OP_INSERT flag: go on past a failed document (`ContinueOnError`, bit 0).
-pub const INSERT_CONTINUE_ON_ERROR: i32 = 1;
+pub(crate) const INSERT_CONTINUE_ON_ERROR: i32 = 1;
 /// OP_DELETE flag: remove only the first match (`SingleRemove`, bit 0).
-pub const DELETE_SINGLE_REMOVE: i32 = 1;
+pub(crate) const DELETE_SINGLE_REMOVE: i32 = 1;
 /// OP_REPLY flag: the cursor of an OP_GET_MORE is gone (bit 0).
-pub const REPLY_CURSOR_NOT_FOUND: i32 = 1;
+pub(crate) const REPLY_CURSOR_NOT_FOUND: i32 = 1;
 /// OP_REPLY flag: the query failed; the one document is `{$err: ...}` (bit 1).
-pub const REPLY_QUERY_FAILURE: i32 = 1 << 1;
+pub(crate) const REPLY_QUERY_FAILURE: i32 = 1 << 1;
 
 // BSON element types (bsonspec.org).
 const T_DOUBLE: u8 = 0x01;
@@ -65,7 +65,7 @@ pub struct Doc {
 
 impl Doc {
     /// Opens a top-level document at the end of `buf`.
-    pub fn begin(buf: &mut Vec<u8>) -> Doc {
+    pub(crate) fn begin(buf: &mut Vec<u8>) -> Doc {
         let start = buf.len();
         buf.extend_from_slice(&[0; 4]);
         Doc { start, index: 0 }
@@ -133,7 +133,7 @@ impl Doc {
     }
 
     /// Opens the next element of an array as an embedded document.
-    pub fn push_doc(&mut self, buf: &mut Vec<u8>) -> Doc {
+    pub(crate) fn push_doc(&mut self, buf: &mut Vec<u8>) -> Doc {
         let mut b = itoa::Buffer::new();
         let name = b.format(self.index);
         self.index += 1;
@@ -143,7 +143,7 @@ impl Doc {
 
     /// Writes the key of the next array element, a document that the
     /// caller writes whole right after.
-    pub fn push_key(&mut self, buf: &mut Vec<u8>) {
+    pub(crate) fn push_key(&mut self, buf: &mut Vec<u8>) {
         let mut b = itoa::Buffer::new();
         let name = b.format(self.index);
         self.index += 1;
@@ -171,13 +171,13 @@ impl Doc {
 
 /// A message being written: the header is reserved by [`Msg::begin`] and
 /// its length filled in by [`Msg::end`].
-pub struct Msg {
+pub(crate) struct Msg {
     start: usize,
 }
 
 impl Msg {
     /// Clears `buf` and writes the header of a request `id` with `op`.
-    pub fn begin(buf: &mut Vec<u8>, id: i32, op: i32) -> Msg {
+    pub(crate) fn begin(buf: &mut Vec<u8>, id: i32, op: i32) -> Msg {
         buf.clear();
         put_i32(buf, 0);
         put_i32(buf, id);
@@ -194,7 +194,7 @@ impl Msg {
 
 /// OP_MSG up to its body: flagBits 0, then section kind 0 (the body
 /// document follows).
-pub fn op_msg(buf: &mut Vec<u8>, id: i32) -> Msg {
+pub(crate) fn op_msg(buf: &mut Vec<u8>, id: i32) -> Msg {
     let m = Msg::begin(buf, id, OP_MSG);
     put_i32(buf, 0);
     buf.push(0);
@@ -203,7 +203,14 @@ pub fn op_msg(buf: &mut Vec<u8>, id: i32) -> Msg {
 
 /// OP_QUERY up to its query document: flags, fullCollectionName,
 /// numberToSkip, numberToReturn.
-pub fn op_query(buf: &mut Vec<u8>, id: i32, flags: i32, ns: &str, skip: i32, ret: i32) -> Msg {
+pub(crate) fn op_query(
+    buf: &mut Vec<u8>,
+    id: i32,
+    flags: i32,
+    ns: &str,
+    skip: i32,
+    ret: i32,
+) -> Msg {
     let m = Msg::begin(buf, id, OP_QUERY);
     put_i32(buf, flags);
     put_cstring(buf, ns);
@@ -214,7 +221,7 @@ pub fn op_query(buf: &mut Vec<u8>, id: i32, flags: i32, ns: &str, skip: i32, ret
 
 /// OP_QUERY of a command on `<db>.$cmd` up to the command document
 /// (numberToSkip 0, numberToReturn -1: one reply, no cursor).
-pub fn op_query_cmd(buf: &mut Vec<u8>, id: i32, flags: i32, db: &str) -> Msg {
+pub(crate) fn op_query_cmd(buf: &mut Vec<u8>, id: i32, flags: i32, db: &str) -> Msg {
     let m = Msg::begin(buf, id, OP_QUERY);
     put_i32(buf, flags);
     buf.extend_from_slice(db.as_bytes());
@@ -225,7 +232,7 @@ pub fn op_query_cmd(buf: &mut Vec<u8>, id: i32, flags: i32, db: &str) -> Msg {
 }
 
 /// OP_INSERT up to its documents: flags, fullCollectionName.
-pub fn op_insert(buf: &mut Vec<u8>, id: i32, flags: i32, ns: &str) -> Msg {
+pub(crate) fn op_insert(buf: &mut Vec<u8>, id: i32, flags: i32, ns: &str) -> Msg {
     let m = Msg::begin(buf, id, OP_INSERT);
     put_i32(buf, flags);
     put_cstring(buf, ns);
@@ -234,7 +241,7 @@ pub fn op_insert(buf: &mut Vec<u8>, id: i32, flags: i32, ns: &str) -> Msg {
 
 /// OP_UPDATE up to its selector: ZERO, fullCollectionName, flags
 /// (bit 0 Upsert, bit 1 MultiUpdate). The selector and update follow.
-pub fn op_update(buf: &mut Vec<u8>, id: i32, ns: &str, flags: i32) -> Msg {
+pub(crate) fn op_update(buf: &mut Vec<u8>, id: i32, ns: &str, flags: i32) -> Msg {
     let m = Msg::begin(buf, id, OP_UPDATE);
     put_i32(buf, 0);
     put_cstring(buf, ns);
@@ -243,7 +250,7 @@ pub fn op_update(buf: &mut Vec<u8>, id: i32, ns: &str, flags: i32) -> Msg {
 }
 
 /// OP_DELETE up to its selector: ZERO, fullCollectionName, flags.
-pub fn op_delete(buf: &mut Vec<u8>, id: i32, ns: &str, flags: i32) -> Msg {
+pub(crate) fn op_delete(buf: &mut Vec<u8>, id: i32, ns: &str, flags: i32) -> Msg {
     let m = Msg::begin(buf, id, OP_DELETE);
     put_i32(buf, 0);
     put_cstring(buf, ns);
@@ -252,7 +259,7 @@ pub fn op_delete(buf: &mut Vec<u8>, id: i32, ns: &str, flags: i32) -> Msg {
 }
 
 /// A whole OP_GET_MORE: ZERO, fullCollectionName, numberToReturn, cursorID.
-pub fn op_get_more(buf: &mut Vec<u8>, id: i32, ns: &str, ret: i32, cursor: i64) {
+pub(crate) fn op_get_more(buf: &mut Vec<u8>, id: i32, ns: &str, ret: i32, cursor: i64) {
     let m = Msg::begin(buf, id, OP_GET_MORE);
     put_i32(buf, 0);
     put_cstring(buf, ns);
@@ -262,7 +269,7 @@ pub fn op_get_more(buf: &mut Vec<u8>, id: i32, ns: &str, ret: i32, cursor: i64) 
 }
 
 /// A whole OP_KILL_CURSORS: ZERO, numberOfCursorIDs, cursorIDs.
-pub fn op_kill_cursors(buf: &mut Vec<u8>, id: i32, cursors: &[i64]) {
+pub(crate) fn op_kill_cursors(buf: &mut Vec<u8>, id: i32, cursors: &[i64]) {
     let m = Msg::begin(buf, id, OP_KILL_CURSORS);
     put_i32(buf, 0);
     put_i32(buf, cursors.len() as i32);

@@ -204,7 +204,7 @@ impl PgConn {
     }
 
     /// Runs prepared statement `id`; returns its rows, decoded.
-    pub async fn query_rows(
+    pub(crate) async fn query_rows(
         &mut self,
         id: usize,
         params: &[Param<'_>],

@@ -22,19 +22,19 @@ use crate::report::fmt;
 
 /// Colors per series, in order (Tableau 10: distinct and color-blind safe
 /// for the first few).
-pub const PALETTE: [&str; 10] = [
+pub(crate) const PALETTE: [&str; 10] = [
     "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
     "#9c755f", "#bab0ac",
 ];
 
 /// Dash patterns that tell apart series of one color (same engine@version
 /// in different environments or runs).
-pub const DASHES: [&str; 4] = ["", "7 4", "2 3", "9 3 2 3"];
+pub(crate) const DASHES: [&str; 4] = ["", "7 4", "2 3", "9 3 2 3"];
 
 /// Default width of a chart's coordinate system; the SVG scales to its box.
-pub const WIDTH: f64 = 600.0;
+pub(crate) const WIDTH: f64 = 600.0;
 /// Width for a chart that has a row to itself.
-pub const WIDE: f64 = 1080.0;
+pub(crate) const WIDE: f64 = 1080.0;
 const CHAR_W: f64 = 6.8;
 
 /// How one series looks: its name in the legend, color and dash.
@@ -69,7 +69,7 @@ pub enum Unit {
 
 impl Unit {
     /// A tick label.
-    pub fn tick(self, v: f64) -> String {
+    pub(crate) fn tick(self, v: f64) -> String {
         match self {
             Unit::Plain if v.abs() < 10_000.0 => fmt::trim_float(v),
             Unit::Plain | Unit::Ops | Unit::PerSec => fmt::compact(v),
@@ -117,7 +117,7 @@ impl Axis {
         }
     }
     /// A categorical axis.
-    pub fn categories(label: impl Into<String>, categories: Vec<String>) -> Self {
+    pub(crate) fn categories(label: impl Into<String>, categories: Vec<String>) -> Self {
         Axis {
             label: label.into(),
             scale: Scale::Linear,
@@ -221,7 +221,7 @@ impl Chart {
     }
     /// Give the chart a row to itself: a wider coordinate system so that
     /// its text keeps its size.
-    pub fn widen(&mut self) {
+    pub(crate) fn widen(&mut self) {
         match self {
             Chart::Xy(c) => c.width = WIDE,
             Chart::Bar(c) => c.width = WIDE,
@@ -244,7 +244,7 @@ impl Chart {
 }
 
 /// Escape text for XML and HTML.
-pub fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

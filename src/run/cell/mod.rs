@@ -43,7 +43,7 @@ use topology::Topology;
 
 /// Builds the engine launch for a port, data dir, config dir and log path,
 /// with the rendered config files (file name -> content) to write first.
-pub type LaunchFn = Arc<
+pub(crate) type LaunchFn = Arc<
     dyn Fn(u16, &Path, &Path, &Path) -> anyhow::Result<(EngineLaunch, Vec<(String, String)>)>
         + Send
         + Sync,
@@ -123,7 +123,7 @@ pub struct ReplicaState {
 /// Builds a member's launch: port, data dir, config dir, log path, and
 /// the run's placeholders filled in its argv and init (`{primary_port}`,
 /// `{set_name}`, `{config_set}`).
-pub type ReplicaLaunchFn = Arc<
+pub(crate) type ReplicaLaunchFn = Arc<
     dyn Fn(
             u16,
             &Path,
@@ -181,7 +181,7 @@ pub struct CacheResize {
 impl CacheResize {
     /// The cache for `cap`: the planned cache's share of the planned cap,
     /// rounded down to a MiB, at least 1 MiB.
-    pub fn cache_for(&self, cap: Bytes) -> Bytes {
+    pub(crate) fn cache_for(&self, cap: Bytes) -> Bytes {
         let share = self.planned_cache.0 as f64 / self.planned_cap.0.max(1) as f64;
         let bytes = (cap.0 as f64 * share) as u64;
         Bytes((bytes >> 20).max(1) << 20)
@@ -312,7 +312,7 @@ pub struct CellWork {
 
 impl CellWork {
     /// Every CPU the cell uses: its server's, its client's, its members'.
-    pub fn all_cpus(&self) -> crate::units::CpuSet {
+    pub(crate) fn all_cpus(&self) -> crate::units::CpuSet {
         crate::units::CpuSet::new(
             self.limits
                 .server_cpus
@@ -358,16 +358,16 @@ pub struct CellCtx {
 const HOG_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// How long teardown may take, whatever happened before.
-pub const TEARDOWN_BUDGET: Duration = Duration::from_secs(60);
+pub(crate) const TEARDOWN_BUDGET: Duration = Duration::from_secs(60);
 /// SIGTERM grace before SIGKILL (none when the user pressed Ctrl-C twice).
-pub const STOP_GRACE: Duration = Duration::from_secs(10);
+pub(crate) const STOP_GRACE: Duration = Duration::from_secs(10);
 /// How long a timed phase may run past its length before it is stopped
 /// (issue 15, D4: a frozen engine hung a 12 s phase for over 100 s). A
 /// healthy engine's last operations take milliseconds, and the load
 /// generator then writes its result; 15 s covers a slow disk. It is below
 /// the operation timeout ([`crate::workload::driver::OP_TIMEOUT`]), so a
 /// frozen engine fails a timed phase with this clear reason.
-pub const PHASE_GRACE: Duration = Duration::from_secs(15);
+pub(crate) const PHASE_GRACE: Duration = Duration::from_secs(15);
 /// How long a stopped phase gets to hand back its result before it is
 /// abandoned (its load generator is killed with it).
 const CANCEL_GRACE: Duration = Duration::from_secs(8);
@@ -867,7 +867,7 @@ fn cell_work_dir(ctx: &CellCtx) -> PathBuf {
 }
 
 /// Lifecycle stages that are benchcage's own work (not load, not phases).
-pub const OWN_STAGES: &[&str] = &[
+pub(crate) const OWN_STAGES: &[&str] = &[
     "provision",
     "render",
     "restore",
@@ -884,7 +884,7 @@ pub const OWN_STAGES: &[&str] = &[
 
 /// Seconds a cell spent in benchcage's own stages: its overhead beside the
 /// engine's load and the measured phases.
-pub fn own_overhead_s(rec: &CellRecord) -> f64 {
+pub(crate) fn own_overhead_s(rec: &CellRecord) -> f64 {
     OWN_STAGES.iter().filter_map(|s| rec.stage_s.get(*s)).sum()
 }
 

@@ -9,7 +9,7 @@ use std::path::Path;
 /// Give a freshly made v1 cpuset parent its parent's CPUs and nodes.
 /// v1 creates cpuset groups empty, and attaching a task to a group with an
 /// empty `cpuset.mems` fails with ENOSPC, so every level must be filled.
-pub fn v1_inherit(parent: &Path, dir: &Path) -> Result<(), SandboxError> {
+pub(crate) fn v1_inherit(parent: &Path, dir: &Path) -> Result<(), SandboxError> {
     for name in [V1_CPUSET_CPUS, V1_CPUSET_MEMS] {
         if files::read_trim(&dir.join(name))?.is_empty() {
             files::write(&dir.join(name), &files::read_trim(&parent.join(name))?)?;

@@ -26,7 +26,7 @@ const DELEGATE_XATTRS: [&str; 2] = ["trusted.delegate", "user.delegate"];
 
 /// What the v2 tree looks like from this process.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct V2Place {
+pub(crate) struct V2Place {
     /// The cgroup2 mount (`/sys/fs/cgroup`).
     pub mount: PathBuf,
     /// This process's group, relative to the mount (`system.slice/x.scope`).
@@ -130,7 +130,7 @@ pub fn nearest_delegated(own: &Path, delegated: impl Fn(&Path) -> bool) -> Optio
 /// Whether `dir` is a group of run `run` in a subtree systemd delegated
 /// (`<mount>/<delegated>/benchcage/<run>/...`): where a run that restarted
 /// itself in its own scope left its groups, for `cleanup` started elsewhere.
-pub fn in_delegated_top(dir: &Path, run: &str) -> bool {
+pub(crate) fn in_delegated_top(dir: &Path, run: &str) -> bool {
     let mount = Path::new(super::hierarchy::V2_MOUNT);
     let Ok(rel) = dir.strip_prefix(mount) else {
         return false;

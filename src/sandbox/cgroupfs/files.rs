@@ -5,49 +5,49 @@ use crate::sandbox::SandboxError;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-pub const CGROUP_PROCS: &str = "cgroup.procs";
+pub(crate) const CGROUP_PROCS: &str = "cgroup.procs";
 
-pub const V1_CPUSET_CPUS: &str = "cpuset.cpus";
-pub const V1_CPUSET_MEMS: &str = "cpuset.mems";
-pub const V2_CPUSET_CPUS: &str = "cpuset.cpus";
-pub const V2_CPUSET_MEMS: &str = "cpuset.mems";
-pub const V2_CPUSET_MEMS_EFFECTIVE: &str = "cpuset.mems.effective";
+pub(crate) const V1_CPUSET_CPUS: &str = "cpuset.cpus";
+pub(crate) const V1_CPUSET_MEMS: &str = "cpuset.mems";
+pub(crate) const V2_CPUSET_CPUS: &str = "cpuset.cpus";
+pub(crate) const V2_CPUSET_MEMS: &str = "cpuset.mems";
+pub(crate) const V2_CPUSET_MEMS_EFFECTIVE: &str = "cpuset.mems.effective";
 
-pub const V1_MEMORY_LIMIT: &str = "memory.limit_in_bytes";
-pub const V1_MEMSW_LIMIT: &str = "memory.memsw.limit_in_bytes";
-pub const V1_MEMORY_USAGE: &str = "memory.usage_in_bytes";
-pub const V1_MEMORY_MAX_USAGE: &str = "memory.max_usage_in_bytes";
-pub const V1_MEMORY_FAILCNT: &str = "memory.failcnt";
-pub const V1_MEMSW_FAILCNT: &str = "memory.memsw.failcnt";
-pub const V1_MEMORY_OOM_CONTROL: &str = "memory.oom_control";
-pub const V1_MEMORY_FORCE_EMPTY: &str = "memory.force_empty";
-pub const MEMORY_STAT: &str = "memory.stat";
-pub const V2_MEMORY_MAX: &str = "memory.max";
-pub const V2_MEMORY_SWAP_MAX: &str = "memory.swap.max";
-pub const V2_MEMORY_CURRENT: &str = "memory.current";
-pub const V2_MEMORY_PEAK: &str = "memory.peak";
-pub const V2_MEMORY_EVENTS: &str = "memory.events";
-pub const V2_MEMORY_RECLAIM: &str = "memory.reclaim";
+pub(crate) const V1_MEMORY_LIMIT: &str = "memory.limit_in_bytes";
+pub(crate) const V1_MEMSW_LIMIT: &str = "memory.memsw.limit_in_bytes";
+pub(crate) const V1_MEMORY_USAGE: &str = "memory.usage_in_bytes";
+pub(crate) const V1_MEMORY_MAX_USAGE: &str = "memory.max_usage_in_bytes";
+pub(crate) const V1_MEMORY_FAILCNT: &str = "memory.failcnt";
+pub(crate) const V1_MEMSW_FAILCNT: &str = "memory.memsw.failcnt";
+pub(crate) const V1_MEMORY_OOM_CONTROL: &str = "memory.oom_control";
+pub(crate) const V1_MEMORY_FORCE_EMPTY: &str = "memory.force_empty";
+pub(crate) const MEMORY_STAT: &str = "memory.stat";
+pub(crate) const V2_MEMORY_MAX: &str = "memory.max";
+pub(crate) const V2_MEMORY_SWAP_MAX: &str = "memory.swap.max";
+pub(crate) const V2_MEMORY_CURRENT: &str = "memory.current";
+pub(crate) const V2_MEMORY_PEAK: &str = "memory.peak";
+pub(crate) const V2_MEMORY_EVENTS: &str = "memory.events";
+pub(crate) const V2_MEMORY_RECLAIM: &str = "memory.reclaim";
 
-pub const PIDS_MAX: &str = "pids.max";
+pub(crate) const PIDS_MAX: &str = "pids.max";
 
-pub const V1_BLKIO_READ_BPS: &str = "blkio.throttle.read_bps_device";
-pub const V1_BLKIO_WRITE_BPS: &str = "blkio.throttle.write_bps_device";
-pub const V1_BLKIO_READ_IOPS: &str = "blkio.throttle.read_iops_device";
-pub const V1_BLKIO_WRITE_IOPS: &str = "blkio.throttle.write_iops_device";
-pub const V1_BLKIO_SERVICE_BYTES: &str = "blkio.throttle.io_service_bytes_recursive";
-pub const V2_IO_MAX: &str = "io.max";
-pub const V2_IO_STAT: &str = "io.stat";
+pub(crate) const V1_BLKIO_READ_BPS: &str = "blkio.throttle.read_bps_device";
+pub(crate) const V1_BLKIO_WRITE_BPS: &str = "blkio.throttle.write_bps_device";
+pub(crate) const V1_BLKIO_READ_IOPS: &str = "blkio.throttle.read_iops_device";
+pub(crate) const V1_BLKIO_WRITE_IOPS: &str = "blkio.throttle.write_iops_device";
+pub(crate) const V1_BLKIO_SERVICE_BYTES: &str = "blkio.throttle.io_service_bytes_recursive";
+pub(crate) const V2_IO_MAX: &str = "io.max";
+pub(crate) const V2_IO_STAT: &str = "io.stat";
 
-pub const V1_CPUACCT_USAGE: &str = "cpuacct.usage";
-pub const V2_CPU_STAT: &str = "cpu.stat";
+pub(crate) const V1_CPUACCT_USAGE: &str = "cpuacct.usage";
+pub(crate) const V2_CPU_STAT: &str = "cpu.stat";
 
-pub const V1_FREEZER_STATE: &str = "freezer.state";
-pub const V2_CGROUP_FREEZE: &str = "cgroup.freeze";
-pub const V2_CGROUP_EVENTS: &str = "cgroup.events";
-pub const V2_CGROUP_KILL: &str = "cgroup.kill";
-pub const V2_SUBTREE_CONTROL: &str = "cgroup.subtree_control";
-pub const V2_CONTROLLERS: &str = "cgroup.controllers";
+pub(crate) const V1_FREEZER_STATE: &str = "freezer.state";
+pub(crate) const V2_CGROUP_FREEZE: &str = "cgroup.freeze";
+pub(crate) const V2_CGROUP_EVENTS: &str = "cgroup.events";
+pub(crate) const V2_CGROUP_KILL: &str = "cgroup.kill";
+pub(crate) const V2_SUBTREE_CONTROL: &str = "cgroup.subtree_control";
+pub(crate) const V2_CONTROLLERS: &str = "cgroup.controllers";
 
 /// Read a cgroup file as text.
 pub fn read(path: &Path) -> Result<String, SandboxError> {
@@ -58,7 +58,7 @@ pub fn read(path: &Path) -> Result<String, SandboxError> {
 }
 
 /// Read a cgroup file, trimmed.
-pub fn read_trim(path: &Path) -> Result<String, SandboxError> {
+pub(crate) fn read_trim(path: &Path) -> Result<String, SandboxError> {
     Ok(read(path)?.trim().to_string())
 }
 

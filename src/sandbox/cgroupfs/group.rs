@@ -45,7 +45,7 @@ impl Group {
     }
 
     /// Whether this group lives in the v2 hierarchy.
-    pub fn is_v2(&self) -> bool {
+    pub(crate) fn is_v2(&self) -> bool {
         self.dirs.contains_key("unified")
     }
 
@@ -146,7 +146,7 @@ impl Group {
     }
 
     /// The memory directory (v1 memory controller, or the v2 group).
-    pub fn memory_dir(&self) -> Option<&Path> {
+    pub(crate) fn memory_dir(&self) -> Option<&Path> {
         self.dirs
             .get("unified")
             .or_else(|| self.dirs.get("memory"))
@@ -155,7 +155,7 @@ impl Group {
 
     /// Set the memory cap of the live group (swap policy kept), e.g.
     /// after the load.
-    pub fn set_memory_cap(&self, cap: Bytes, swap: SwapPolicy) -> Result<(), SandboxError> {
+    pub(crate) fn set_memory_cap(&self, cap: Bytes, swap: SwapPolicy) -> Result<(), SandboxError> {
         match self.memory_dir() {
             Some(d) if self.is_v2() => memory::apply_v2(d, cap, swap),
             Some(d) => memory::apply_v1(d, cap, swap),

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Where the unified hierarchy is mounted.
-pub const V2_MOUNT: &str = "/sys/fs/cgroup";
+pub(crate) const V2_MOUNT: &str = "/sys/fs/cgroup";
 
 /// The v1 controllers a sandbox uses, each in its own directory tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -146,7 +146,7 @@ impl Hierarchy {
 
     /// Directories of any group by its path from the mount (e.g. a
     /// container's `system.slice/docker-<id>.scope` from /proc/<pid>/cgroup).
-    pub fn mount_dirs(&self, relative: &Path) -> BTreeMap<String, PathBuf> {
+    pub(crate) fn mount_dirs(&self, relative: &Path) -> BTreeMap<String, PathBuf> {
         match self {
             Hierarchy::V1 { mounts } => mounts
                 .iter()

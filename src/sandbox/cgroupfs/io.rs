@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 /// `major:minor` of the whole disk holding `path` (or its nearest existing
 /// ancestor). Throttles on a partition are mapped to its disk, because the
 /// block layer throttles whole devices.
-pub fn data_device(path: &Path, sys_dev_block: &Path) -> Result<String, SandboxError> {
+pub(crate) fn data_device(path: &Path, sys_dev_block: &Path) -> Result<String, SandboxError> {
     let mut probe: PathBuf = path.to_path_buf();
     while !probe.exists() {
         if !probe.pop() {
@@ -50,7 +50,7 @@ fn v1_pairs(io: &IoLimits) -> [(&'static str, Option<u64>); 4] {
 }
 
 /// The v2 `io.max` line for the limits, `None` when nothing is throttled.
-pub fn v2_line(dev: &str, io: &IoLimits) -> Option<String> {
+pub(crate) fn v2_line(dev: &str, io: &IoLimits) -> Option<String> {
     let fields: Vec<String> = [
         ("rbps", io.read_bps),
         ("wbps", io.write_bps),
@@ -64,7 +64,7 @@ pub fn v2_line(dev: &str, io: &IoLimits) -> Option<String> {
 }
 
 /// Apply v1 throttles for `dev`.
-pub fn apply_v1(dir: &Path, dev: &str, io: &IoLimits) -> Result<(), SandboxError> {
+pub(crate) fn apply_v1(dir: &Path, dev: &str, io: &IoLimits) -> Result<(), SandboxError> {
     for (name, value) in v1_pairs(io) {
         if let Some(v) = value {
             files::write(&dir.join(name), &format!("{dev} {v}"))?;
@@ -74,7 +74,7 @@ pub fn apply_v1(dir: &Path, dev: &str, io: &IoLimits) -> Result<(), SandboxError
 }
 
 /// Apply v2 throttles for `dev`.
-pub fn apply_v2(dir: &Path, dev: &str, io: &IoLimits) -> Result<(), SandboxError> {
+pub(crate) fn apply_v2(dir: &Path, dev: &str, io: &IoLimits) -> Result<(), SandboxError> {
     match v2_line(dev, io) {
         Some(line) => files::write(&dir.join(V2_IO_MAX), &line),
         None => Ok(()),
@@ -82,7 +82,7 @@ pub fn apply_v2(dir: &Path, dev: &str, io: &IoLimits) -> Result<(), SandboxError
 }
 
 /// Read v1 throttles back.
-pub fn read_back_v1(
+pub(crate) fn read_back_v1(
     dir: &Path,
     label: &str,
     dev: &str,
@@ -112,7 +112,7 @@ pub fn read_back_v1(
 }
 
 /// Read v2 throttles back.
-pub fn read_back_v2(
+pub(crate) fn read_back_v2(
     dir: &Path,
     label: &str,
     dev: &str,

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The v1 memory+swap value for a cap and a swap policy.
-pub fn v1_memsw(memory: Bytes, swap: SwapPolicy) -> u64 {
+pub(crate) fn v1_memsw(memory: Bytes, swap: SwapPolicy) -> u64 {
     match swap {
         SwapPolicy::Off => memory.0,
         SwapPolicy::Limit(s) => memory.0 + s.0,
@@ -17,7 +17,7 @@ pub fn v1_memsw(memory: Bytes, swap: SwapPolicy) -> u64 {
 }
 
 /// The v2 `memory.swap.max` value for a swap policy.
-pub fn v2_swap_max(swap: SwapPolicy) -> u64 {
+pub(crate) fn v2_swap_max(swap: SwapPolicy) -> u64 {
     match swap {
         SwapPolicy::Off => 0,
         SwapPolicy::Limit(s) => s.0,
@@ -25,7 +25,7 @@ pub fn v2_swap_max(swap: SwapPolicy) -> u64 {
 }
 
 /// Set the cap (v1: limit before memsw, since memsw may never be below it).
-pub fn apply_v1(dir: &Path, memory: Bytes, swap: SwapPolicy) -> Result<(), SandboxError> {
+pub(crate) fn apply_v1(dir: &Path, memory: Bytes, swap: SwapPolicy) -> Result<(), SandboxError> {
     let memsw = dir.join(V1_MEMSW_LIMIT);
     // memsw files are missing when the kernel runs without swap accounting.
     if !memsw.exists() {
@@ -48,7 +48,7 @@ pub fn apply_v1(dir: &Path, memory: Bytes, swap: SwapPolicy) -> Result<(), Sandb
 }
 
 /// Set the cap on v2.
-pub fn apply_v2(dir: &Path, memory: Bytes, swap: SwapPolicy) -> Result<(), SandboxError> {
+pub(crate) fn apply_v2(dir: &Path, memory: Bytes, swap: SwapPolicy) -> Result<(), SandboxError> {
     files::write(&dir.join(V2_MEMORY_MAX), &memory.0.to_string())?;
     if dir.join(V2_MEMORY_SWAP_MAX).exists() {
         files::write(
@@ -84,7 +84,7 @@ fn expect(
 
 /// Read the v1 cap back (the kernel rounds to pages: a cap that is not a
 /// multiple of the page size is a mismatch, reported as such).
-pub fn read_back_v1(
+pub(crate) fn read_back_v1(
     dir: &Path,
     label: &str,
     memory: Bytes,
@@ -96,7 +96,7 @@ pub fn read_back_v1(
 }
 
 /// Read the v2 cap back.
-pub fn read_back_v2(
+pub(crate) fn read_back_v2(
     dir: &Path,
     label: &str,
     memory: Bytes,
@@ -109,7 +109,7 @@ pub fn read_back_v2(
 
 /// Drop the group's page cache so that the next phase starts cold
 /// (v1 charges cache to whoever touched it first).
-pub fn drop_cache(dir: &Path, v2: bool) -> Result<(), SandboxError> {
+pub(crate) fn drop_cache(dir: &Path, v2: bool) -> Result<(), SandboxError> {
     if v2 {
         let usage = files::read_u64(&dir.join(V2_MEMORY_CURRENT))?;
         // memory.reclaim answers EAGAIN when it could not reclaim it all; that is fine.
@@ -130,7 +130,7 @@ pub fn drop_cache(dir: &Path, v2: bool) -> Result<(), SandboxError> {
 const HOST_DROP_CACHES: &str = "/proc/sys/vm/drop_caches";
 
 /// Drop the host's clean page cache (for a group without a memory cgroup).
-pub fn drop_host_cache() -> Result<(), SandboxError> {
+pub(crate) fn drop_host_cache() -> Result<(), SandboxError> {
     files::write(Path::new(HOST_DROP_CACHES), "1")
 }
 

@@ -7,11 +7,11 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 /// The kernel log buffer, one record per read.
-pub const KMSG: &str = "/dev/kmsg";
+pub(crate) const KMSG: &str = "/dev/kmsg";
 
 /// Count the kernel's `oom-kill:` records whose killed task or OOM domain
 /// was `memcg` (e.g. `/docker/<id>`), from the kernel log buffer.
-pub fn kernel_oom_kills(kmsg: &Path, memcg: &str) -> u64 {
+pub(crate) fn kernel_oom_kills(kmsg: &Path, memcg: &str) -> u64 {
     let Ok(mut f) = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)

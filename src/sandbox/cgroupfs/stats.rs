@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Read memory, CPU and IO counters of a group given its directories.
-pub fn read_cgroup_stats(dirs: &BTreeMap<String, PathBuf>) -> Result<CgroupStats, SandboxError> {
+pub(crate) fn read_cgroup_stats(
+    dirs: &BTreeMap<String, PathBuf>,
+) -> Result<CgroupStats, SandboxError> {
     match dirs.get("unified") {
         Some(dir) => read_v2(dir),
         None => read_v1(dirs),

@@ -9,7 +9,7 @@ use crate::clients::Endpoint;
 use crate::clients::mongodb::{MongoConn, MongoOptions};
 
 /// Database used when the URL names none.
-pub const DEFAULT_DB: &str = "ycsb";
+pub(crate) const DEFAULT_DB: &str = "ycsb";
 
 /// Records in a MongoDB collection.
 pub struct MongoStore {

@@ -7,7 +7,7 @@ use crate::clients::mysql::MyConn;
 use crate::clients::{Endpoint, setup_step};
 
 /// Database used when the URL names none.
-pub const DEFAULT_DB: &str = "ycsb";
+pub(crate) const DEFAULT_DB: &str = "ycsb";
 
 /// Records in a MySQL or MariaDB table.
 pub struct MyStore {

@@ -12,11 +12,11 @@ use std::future::Future;
 
 /// Most parameters one statement may have (PostgreSQL's and MySQL's
 /// protocols count them in 16 bits).
-pub const MAX_PARAMS: usize = 65_535;
+pub(crate) const MAX_PARAMS: usize = 65_535;
 
 /// `(m1, m2), (m3, m4)`: the `VALUES` list of `rows` rows of `cols`
 /// placeholders, numbered on from 1.
-pub fn values_rows(rows: usize, cols: usize, mark: fn(usize) -> String) -> String {
+pub(crate) fn values_rows(rows: usize, cols: usize, mark: fn(usize) -> String) -> String {
     let row = |r: usize| {
         let marks: Vec<String> = (1..=cols).map(|c| mark(r * cols + c)).collect();
         format!("({})", marks.join(", "))
@@ -131,7 +131,7 @@ impl<C: SqlClient> SqlStoreConn<C> {
 }
 
 /// `CREATE TABLE` of the YCSB records with a suffix (`ENGINE=...`).
-pub fn create_table(schema: &Schema, suffix: &str) -> String {
+pub(crate) fn create_table(schema: &Schema, suffix: &str) -> String {
     let cols: Vec<String> = schema.fields.iter().map(|f| format!("{f} TEXT")).collect();
     format!(
         "CREATE TABLE {TABLE} (ycsb_key VARCHAR(255) PRIMARY KEY, {}){suffix}",

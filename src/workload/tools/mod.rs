@@ -46,7 +46,7 @@ impl ToolConfig {
     /// prepare, pgbench init) that can take far longer than the measured
     /// run: 64M sysbench rows take many minutes. Each step is bounded by
     /// its own limit instead of the phase's length.
-    pub fn has_setup(&self) -> bool {
+    pub(crate) fn has_setup(&self) -> bool {
         match &self.tool {
             Tool::Sysbench(c) => c.prepare,
             Tool::Pgbench(c) => c.init,
@@ -58,7 +58,7 @@ impl ToolConfig {
     /// Whether the tool runs a phase's warmup: sysbench and pgbench run
     /// themselves for the warmup first, with the same threads, and that run
     /// is not counted. YCSB and commands start measuring at once.
-    pub fn runs_warmup(&self) -> bool {
+    pub(crate) fn runs_warmup(&self) -> bool {
         matches!(self.tool, Tool::Sysbench(_) | Tool::Pgbench(_))
     }
 
@@ -66,7 +66,7 @@ impl ToolConfig {
     /// set-up (sysbench prepare, pgbench init) before the `first` only and
     /// sysbench's cleanup after the `last` only, so every count runs on the
     /// same tables, prepared once, as the write-ups ran them.
-    pub fn in_sweep(&self, first: bool, last: bool) -> ToolConfig {
+    pub(crate) fn in_sweep(&self, first: bool, last: bool) -> ToolConfig {
         let mut c = self.clone();
         match &mut c.tool {
             Tool::Sysbench(s) => {
@@ -190,7 +190,7 @@ pub(crate) async fn sql_counts(
 /// load) left with fewer rows than it must have, in words (`CUSTOMER 0 of
 /// 30000, STOCK 0 of 100000`); `None` when every one is whole. Tools exit
 /// 0 after a set-up whose workers failed, so the rows are read back.
-pub fn short_of(found: &BTreeMap<String, u64>, want: &[(String, u64)]) -> Option<String> {
+pub(crate) fn short_of(found: &BTreeMap<String, u64>, want: &[(String, u64)]) -> Option<String> {
     let short: Vec<String> = want
         .iter()
         .filter_map(|(t, w)| {
@@ -378,7 +378,7 @@ impl Parsed {
     /// The phase result, with totals summed over kinds. YCSB also counts a
     /// read-modify-write's read under READ and its update under UPDATE;
     /// those are taken out of the totals so each operation counts once.
-    pub fn into_result(self, workload: &str, threads: u32, raw: Vec<String>) -> PhaseResult {
+    pub(crate) fn into_result(self, workload: &str, threads: u32, raw: Vec<String>) -> PhaseResult {
         let rmw = self.ops.get("READ-MODIFY-WRITE");
         let (inner_ok, inner_errors) = rmw.map_or((0, 0), |o| (2 * o.count, o.errors));
         let total_ops = self.ops.values().map(|o| o.count).sum::<u64>();

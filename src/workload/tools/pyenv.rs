@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The record written last into a made environment.
-pub const RECORD: &str = "benchcage-env.json";
+pub(crate) const RECORD: &str = "benchcage-env.json";
 
 /// What a made environment holds, as its interpreter reported it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -56,7 +56,7 @@ pub struct PyEnv {
 }
 
 /// Whether `v` reads as a release number pip can pin: `3.13.0`.
-pub fn is_version(v: &str) -> bool {
+pub(crate) fn is_version(v: &str) -> bool {
     !v.is_empty()
         && v.split('.')
             .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))

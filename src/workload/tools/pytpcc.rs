@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The program py-tpcc's users run.
-pub const PROGRAM: &str = "tpcc.py";
+pub(crate) const PROGRAM: &str = "tpcc.py";
 /// The config file benchcage writes, in the tool's output folder.
 pub const CONFIG_FILE: &str = "pytpcc-mongodb.cfg";
 /// The driver py-tpcc loads for `mongodb`, relative to its directory.
@@ -100,7 +100,7 @@ impl PytpccConfig {
 /// warehouse a minute. Write-up 004's MongoDB 4.4 loaded 1000 warehouses
 /// in 259 minutes (3.9 a minute, 100 clients on 40 CPUs); a load at an
 /// eighth of that on one CPU still finishes, and one slower is stuck.
-pub const LOAD_FLOOR_PER_MIN: f64 = 0.5;
+pub(crate) const LOAD_FLOOR_PER_MIN: f64 = 0.5;
 
 /// The least time any py-tpcc step is given: an hour.
 const MIN_LIMIT: Duration = Duration::from_secs(3600);
@@ -109,7 +109,7 @@ const MIN_LIMIT: Duration = Duration::from_secs(3600);
 /// warehouses at the floor rate (`min_load_rate`, else
 /// [`LOAD_FLOOR_PER_MIN`]), the transactions 4x the phase's duration,
 /// each at least an hour.
-pub fn time_limit(c: &PytpccConfig, duration: Duration) -> Duration {
+pub(crate) fn time_limit(c: &PytpccConfig, duration: Duration) -> Duration {
     let timed = duration.max(Duration::from_secs(60)) * 4;
     if !c.load {
         return timed;
@@ -120,7 +120,7 @@ pub fn time_limit(c: &PytpccConfig, duration: Duration) -> Duration {
 /// A load's limit: `warehouses` at `rate` (else [`LOAD_FLOOR_PER_MIN`])
 /// a minute, never under 4x the phase's `duration` nor an hour, in
 /// whole minutes.
-pub fn load_limit(warehouses: u64, rate: Option<f64>, duration: Duration) -> Duration {
+pub(crate) fn load_limit(warehouses: u64, rate: Option<f64>, duration: Duration) -> Duration {
     let rate = rate.unwrap_or(LOAD_FLOOR_PER_MIN);
     let minutes = (warehouses as f64 / rate).ceil().min(1e8) as u64;
     Duration::from_secs(minutes * 60)
@@ -138,7 +138,10 @@ pub struct Located {
 /// Finds `tpcc.py`: the config's `path` (the script or its directory), or
 /// `tpcc.py` on `search` (PATH's directories), symlinks resolved so that
 /// its drivers are beside it.
-pub fn locate(path: Option<&Path>, search: Option<&std::ffi::OsStr>) -> Result<Located, ToolError> {
+pub(crate) fn locate(
+    path: Option<&Path>,
+    search: Option<&std::ffi::OsStr>,
+) -> Result<Located, ToolError> {
     let given = match path {
         Some(p) if p.is_dir() => p.join(PROGRAM),
         Some(p) => p.to_path_buf(),

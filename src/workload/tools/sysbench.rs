@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Where Debian installs the bundled tests.
-pub const TEST_DIR: &str = "/usr/share/sysbench";
+pub(crate) const TEST_DIR: &str = "/usr/share/sysbench";
 /// Prefix of each hook line.
 pub const MARKER: &str = "BENCHCAGE-JSON ";
 
@@ -73,7 +73,7 @@ impl SysbenchConfig {
 }
 
 /// The wrapper script: loads the test, then installs the JSON hooks.
-pub fn wrapper_lua(test_script: &Path) -> String {
+pub(crate) fn wrapper_lua(test_script: &Path) -> String {
     let path = test_script
         .display()
         .to_string()
@@ -118,7 +118,7 @@ fn ms_to_us(v: f64) -> f64 {
 }
 
 /// Reads the hook's JSON lines; `None` when there are none.
-pub fn parse_hook(text: &str) -> Result<Option<Parsed>, Unreadable> {
+pub(crate) fn parse_hook(text: &str) -> Result<Option<Parsed>, Unreadable> {
     let mut series = Vec::new();
     let mut cumulative: Option<HookStat> = None;
     for line in text.lines() {
@@ -181,7 +181,7 @@ fn capture(re: &str, text: &str) -> Option<f64> {
 }
 
 /// Reads sysbench's default text report.
-pub fn parse_text(text: &str) -> Result<Parsed, Unreadable> {
+pub(crate) fn parse_text(text: &str) -> Result<Parsed, Unreadable> {
     let events = capture(r"(?m)^\s*transactions:\s+(\d+)", text)
         .or_else(|| capture(r"(?m)^\s*total number of events:\s+(\d+)", text))
         .ok_or("no `transactions:` or `total number of events:` line")?;

@@ -94,7 +94,7 @@ fn key2(r: &[Cell]) -> (u64, u64) {
 }
 
 /// The facts of a SQL database, read with grouped queries.
-pub async fn sql_facts<C: SqlConn>(c: &mut C) -> Result<Facts, StoreError> {
+pub(crate) async fn sql_facts<C: SqlConn>(c: &mut C) -> Result<Facts, StoreError> {
     let mut f = Facts::default();
     let int = |x: &Cell| x.int().unwrap_or(0);
     for r in c.select("SELECT w_id, w_ytd FROM warehouse").await? {

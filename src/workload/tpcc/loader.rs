@@ -63,7 +63,7 @@ impl Rows {
     }
 
     /// The `Col::Time` columns.
-    pub fn date_columns(&self) -> impl Iterator<Item = &'static str> {
+    pub(crate) fn date_columns(&self) -> impl Iterator<Item = &'static str> {
         self.table
             .cols
             .iter()
@@ -94,13 +94,13 @@ fn chunks(n: u64) -> impl Iterator<Item = (u64, u64)> {
 
 /// Rows a load of `warehouses` inserts, before order lines (whose count
 /// is random); for the progress bar.
-pub fn planned_rows(warehouses: u64) -> u64 {
+pub(crate) fn planned_rows(warehouses: u64) -> u64 {
     let per_district = CUSTOMERS * 2 + ORDERS + (ORDERS - NEW_ORDERS_FROM + 1) + ORDERS * 10;
     ITEMS + warehouses * (1 + DISTRICTS + ITEMS + DISTRICTS * per_district)
 }
 
 /// The rows of `job`, generated from `seed`.
-pub fn generate(job: Job, seed: u64) -> Vec<Rows> {
+pub(crate) fn generate(job: Job, seed: u64) -> Vec<Rows> {
     let stream = match job {
         Job::Items { from, .. } => from,
         Job::Warehouse { w } => w << 40,

@@ -41,21 +41,21 @@ use tokio_util::sync::CancellationToken;
 use txn::{Kind, NewOrderEnd, Terminal, TpccConn};
 
 /// Items (and stock rows per warehouse).
-pub const ITEMS: u64 = 100_000;
+pub(crate) const ITEMS: u64 = 100_000;
 /// Districts per warehouse.
-pub const DISTRICTS: u64 = 10;
+pub(crate) const DISTRICTS: u64 = 10;
 /// Customers (and initial orders) per district.
-pub const CUSTOMERS: u64 = 3000;
+pub(crate) const CUSTOMERS: u64 = 3000;
 /// Initial orders per district.
 pub const ORDERS: u64 = 3000;
 /// The first initial order still undelivered (a new order): 2101..3000.
-pub const NEW_ORDERS_FROM: u64 = 2101;
+pub(crate) const NEW_ORDERS_FROM: u64 = 2101;
 pub use super::config::MAX_WAREHOUSES;
 
 /// Operation kinds: the five transactions, then the rolled-back NEW
 /// ORDERs and the transactions run again after a deadlock (both counted
 /// inside the transactions, not again in the totals).
-pub const NAMES: [&str; 7] = [
+pub(crate) const NAMES: [&str; 7] = [
     "NEW_ORDER",
     "PAYMENT",
     "ORDER_STATUS",
@@ -82,9 +82,9 @@ const BACKOFF_MS: u64 = 2;
 const BACKOFF_MAX_MS: u64 = 500;
 /// The most bytes a load job holds per row, on average (for the bound on
 /// loader threads).
-pub const LOAD_ROW_BYTES: u64 = 400;
+pub(crate) const LOAD_ROW_BYTES: u64 = 400;
 /// The most rows one load job holds (a district's orders and lines).
-pub const LOAD_JOB_ROWS: u64 = 36_000;
+pub(crate) const LOAD_JOB_ROWS: u64 = 36_000;
 
 /// A store holding TPC-C's tables or collections.
 pub trait TpccStore: Send + Sync + 'static {
@@ -224,7 +224,7 @@ impl<C: TpccConn> Worker for TerminalWorker<C> {
 }
 
 /// NEW ORDER transactions per minute of a phase.
-pub fn tpmc(r: &PhaseResult) -> f64 {
+pub(crate) fn tpmc(r: &PhaseResult) -> f64 {
     let n = r.ops.get(NAMES[0]).map_or(0, |o| o.count);
     if r.duration_s > 0.0 {
         n as f64 * 60.0 / r.duration_s

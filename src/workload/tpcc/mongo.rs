@@ -29,7 +29,7 @@ use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Database used when the URL names none (py-tpcc's `name` default).
-pub const DB: &str = "tpcc";
+pub(crate) const DB: &str = "tpcc";
 /// Documents per cursor batch and per load insert.
 const BATCH: usize = 1000;
 /// The first wire version with multi-document transactions (4.0).

@@ -5,11 +5,11 @@
 use crate::workload::rng::Rng;
 
 /// NURand's `A` for customer last names (0..999).
-pub const A_LAST: u64 = 255;
+pub(crate) const A_LAST: u64 = 255;
 /// NURand's `A` for customer ids (1..3000).
-pub const A_CUSTOMER: u64 = 1023;
+pub(crate) const A_CUSTOMER: u64 = 1023;
 /// NURand's `A` for item ids (1..100,000).
-pub const A_ITEM: u64 = 8191;
+pub(crate) const A_ITEM: u64 = 8191;
 
 /// The run-time constants `C` of NURand (clause 2.1.6.1). The load and the
 /// run use `C` values for last names 65..119 apart (not 96 or 112), so the
@@ -23,7 +23,7 @@ pub struct Constants {
 }
 
 /// The constants of the load.
-pub const LOAD: Constants = Constants {
+pub(crate) const LOAD: Constants = Constants {
     c_last: 157,
     c_id: 259,
     ol_i_id: 7911,
@@ -45,7 +45,7 @@ const ALPHANUMERIC: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWX
 
 /// TPC-C's random generator over the project's deterministic PRNG.
 #[derive(Debug, Clone)]
-pub struct TpccRng {
+pub(crate) struct TpccRng {
     pub rng: Rng,
 }
 
@@ -64,34 +64,34 @@ impl TpccRng {
 
     /// `NURand(A, x, y) = (((random(0, A) | random(x, y)) + C) % (y - x + 1)) + x`.
     #[inline]
-    pub fn nurand(&mut self, a: u64, c: u64, x: u64, y: u64) -> u64 {
+    pub(crate) fn nurand(&mut self, a: u64, c: u64, x: u64, y: u64) -> u64 {
         (((self.uniform(0, a) | self.uniform(x, y)) + c) % (y - x + 1)) + x
     }
 
     /// A customer id of the run, NURand(1023, 1, 3000).
-    pub fn customer_id(&mut self, k: &Constants, per_district: u64) -> u64 {
+    pub(crate) fn customer_id(&mut self, k: &Constants, per_district: u64) -> u64 {
         self.nurand(A_CUSTOMER, k.c_id, 1, per_district)
     }
 
     /// An item id of the run, NURand(8191, 1, 100000).
-    pub fn item_id(&mut self, k: &Constants, items: u64) -> u64 {
+    pub(crate) fn item_id(&mut self, k: &Constants, items: u64) -> u64 {
         self.nurand(A_ITEM, k.ol_i_id, 1, items)
     }
 
     /// A last name number of the run, NURand(255, 0, 999), scaled to
     /// `names` when a test loads fewer customers.
-    pub fn last_name_number(&mut self, k: &Constants, names: u64) -> u64 {
+    pub(crate) fn last_name_number(&mut self, k: &Constants, names: u64) -> u64 {
         self.nurand(A_LAST, k.c_last, 0, names - 1)
     }
 
     /// A fixed-point amount in `lo..=hi` cents, as a float with two
     /// decimals.
-    pub fn money(&mut self, lo_cents: u64, hi_cents: u64) -> f64 {
+    pub(crate) fn money(&mut self, lo_cents: u64, hi_cents: u64) -> f64 {
         self.uniform(lo_cents, hi_cents) as f64 / 100.0
     }
 
     /// Random letters and digits, `lo..=hi` long.
-    pub fn astring(&mut self, lo: u64, hi: u64) -> String {
+    pub(crate) fn astring(&mut self, lo: u64, hi: u64) -> String {
         let n = self.uniform(lo, hi) as usize;
         let mut s = String::with_capacity(n);
         for _ in 0..n {
@@ -102,7 +102,7 @@ impl TpccRng {
     }
 
     /// Random digits, `lo..=hi` long.
-    pub fn nstring(&mut self, lo: u64, hi: u64) -> String {
+    pub(crate) fn nstring(&mut self, lo: u64, hi: u64) -> String {
         let n = self.uniform(lo, hi) as usize;
         (0..n)
             .map(|_| (b'0' + self.rng.below(10) as u8) as char)
@@ -125,7 +125,7 @@ impl TpccRng {
 
     /// Item or stock data, 26..50 characters; 10% hold "ORIGINAL" at a
     /// random position.
-    pub fn data_original(&mut self) -> String {
+    pub(crate) fn data_original(&mut self) -> String {
         let mut s = self.astring(26, 50);
         if self.uniform(1, 10) == 1 {
             let at = self.uniform(0, s.len() as u64 - 8) as usize;
@@ -135,13 +135,13 @@ impl TpccRng {
     }
 
     /// A tax rate, 0.0000..0.2000.
-    pub fn tax(&mut self) -> f64 {
+    pub(crate) fn tax(&mut self) -> f64 {
         self.uniform(0, 2000) as f64 / 10_000.0
     }
 }
 
 /// The last name of number `n` (0..999): its three digits as syllables.
-pub fn last_name(n: u64) -> String {
+pub(crate) fn last_name(n: u64) -> String {
     let mut s = String::with_capacity(15);
     s.push_str(SYLLABLES[(n / 100 % 10) as usize]);
     s.push_str(SYLLABLES[(n / 10 % 10) as usize]);

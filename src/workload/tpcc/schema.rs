@@ -94,7 +94,7 @@ pub const CUSTOMER: Table = Table {
     indexes: &[("customer_name", &["c_w_id", "c_d_id", "c_last", "c_first"])],
 };
 
-pub const HISTORY: Table = Table {
+pub(crate) const HISTORY: Table = Table {
     name: "history",
     cols: &[
         ("h_c_id", Int),

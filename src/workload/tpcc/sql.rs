@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 
 /// Database used on MySQL when the URL names none.
-pub const MYSQL_DB: &str = "tpcc";
+pub(crate) const MYSQL_DB: &str = "tpcc";
 /// Most rows in one load `INSERT`.
 const LOAD_ROWS: usize = 1000;
 

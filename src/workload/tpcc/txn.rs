@@ -29,7 +29,7 @@ pub const MIX: [(Kind, u64); 5] = [
 ];
 
 /// An item id no item has: the last line of a NEW ORDER that rolls back.
-pub const UNUSED_ITEM: u64 = ITEMS + 1;
+pub(crate) const UNUSED_ITEM: u64 = ITEMS + 1;
 
 /// One order line of a NEW ORDER.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -138,7 +138,7 @@ pub trait TpccConn: Send + 'static {
 /// One terminal: a home warehouse and district, and the inputs it drew
 /// for the transaction it runs next (buffers reused).
 #[derive(Debug, Clone)]
-pub struct Terminal {
+pub(crate) struct Terminal {
     pub rng: TpccRng,
     pub warehouses: u64,
     pub w_id: u64,
@@ -169,7 +169,7 @@ impl Terminal {
     }
 
     /// Draws the next transaction in the mix and its inputs.
-    pub fn draw(&mut self) -> Kind {
+    pub(crate) fn draw(&mut self) -> Kind {
         let mut roll = self.rng.uniform(1, 100);
         let mut kind = Kind::NewOrder;
         for (k, share) in MIX {

@@ -36,7 +36,7 @@ LAYERS = [
     ["clients", "fetch"],
     ["model", "render", "display", "network"],
     ["units", "images", "stats", "bounded"],
-    ["progress", "error", "slurm", "lib"],
+    ["progress", "error", "systool", "slurm", "lib"],
 ]
 RANK = {m: i for i, layer in enumerate(LAYERS) for m in layer}
 

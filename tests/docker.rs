@@ -1761,7 +1761,14 @@ async fn the_shipped_mongodb_and_tokumx_scenarios_fail_here_only_for_their_image
         }
         let s = Scratch::on_disk("shipped-mongo");
         // Not the write-up's disk: the host's free space is not the point.
-        let mut args = vec!["run", scenario, "--pull", "never", "--set", "server.disk=none"];
+        let mut args = vec![
+            "run",
+            scenario,
+            "--pull",
+            "never",
+            "--set",
+            "server.disk=none",
+        ];
         if !only.is_empty() {
             args.extend(["--env", only]);
         }

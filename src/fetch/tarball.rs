@@ -52,6 +52,43 @@ pub fn same_release(reported: &str, release: &str) -> bool {
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
 }
 
+/// The product of the release the spec pins (`pinned`, release `want`),
+/// when the file's `name` reads as that same release; else why not.
+fn name_of_release(name: &str, pinned: &str, want: &str, what: &str) -> Result<String, String> {
+    let product = release::release_of_name(pinned)
+        .map(|(p, _)| p)
+        .unwrap_or_default();
+    match release::release_of_name(name) {
+        None => Err(
+            "its name does not read as a release tarball's (PRODUCT-VERSION-linux-x86_64[-FLAVOR].tar.gz or PRODUCT-linux-x86_64[-DISTRO]-VERSION.tgz)".into(),
+        ),
+        Some((p, v)) if p != product || v != want => Err(format!(
+            "its name says {p} {v}, and {what} is {product} {want}"
+        )),
+        Some(_) => Ok(product),
+    }
+}
+
+/// The release `binary --version` printed (its `version_line`), when it
+/// is `want`; else why the tarball is not that release.
+fn release_printed(
+    printed: &str,
+    version_line: &str,
+    want: &str,
+    binary: &str,
+) -> Result<String, String> {
+    match reported_release(printed, version_line) {
+        Some(got) if same_release(&got, want) => Ok(got),
+        Some(got) => Err(format!(
+            "its {binary} --version says it is {got}, not {want}; nothing was imported"
+        )),
+        None => Err(format!(
+            "its {binary} --version printed no `{version_line}` line ({}); nothing was imported",
+            crate::error::excerpt(printed.trim())
+        )),
+    }
+}
+
 /// Import `file` as `engine@version` from its tarball `source` into the
 /// cache under `root`: `binary` is the version's `bin/NAME`. A file already
 /// imported (the same sha256, every file whole) is left as it is; another
@@ -84,22 +121,7 @@ pub fn import(
         ),
     };
     let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let product = release::release_of_name(pinned)
-        .map(|(p, _)| p)
-        .unwrap_or_default();
-    match release::release_of_name(name) {
-        None => {
-            return Err(bad(
-                "its name does not read as a release tarball's (PRODUCT-VERSION-linux-x86_64[-FLAVOR].tar.gz or PRODUCT-linux-x86_64[-DISTRO]-VERSION.tgz)".into(),
-            ));
-        }
-        Some((p, v)) if p != product || v != *want => {
-            return Err(bad(format!(
-                "its name says {p} {v}, and {what} is {product} {want}"
-            )));
-        }
-        Some(_) => {}
-    }
+    let product = name_of_release(name, pinned, want, &what).map_err(bad)?;
     let server = server_name(binary).unwrap_or("mongod");
     let released = |err| FetchError::Release {
         what: what.clone(),
@@ -144,20 +166,12 @@ pub fn import(
             other => other,
         })?;
         let printed = format!("{out}{err}");
-        match reported_release(&printed, version_line) {
-            Some(got) if same_release(&got, want) => Ok(cache::Filled {
-                checksum: checksum.clone(),
-                bytes,
-                reported_version: Some(got),
-            }),
-            Some(got) => Err(bad(format!(
-                "its {binary} --version says it is {got}, not {want}; nothing was imported"
-            ))),
-            None => Err(bad(format!(
-                "its {binary} --version printed no `{version_line}` line ({}); nothing was imported",
-                crate::error::excerpt(printed.trim())
-            ))),
-        }
+        let got = release_printed(&printed, version_line, want, binary).map_err(bad)?;
+        Ok(cache::Filled {
+            checksum: checksum.clone(),
+            bytes,
+            reported_version: Some(got),
+        })
     })?;
     Ok(Fetched {
         install,

@@ -52,6 +52,12 @@ impl Probe {
     /// (`postgres://USER@127.0.0.1:PORT/DB`). MongoDB's leaves the database
     /// to the store, which picks [`DATA_DATABASE`] as well.
     pub fn url(&self, port: u16) -> String {
+        self.url_at(&format!("127.0.0.1:{port}"))
+    }
+
+    /// The probe's URL at `hosts`: `HOST:PORT`, or a seed list
+    /// `HOST:P1,HOST:P2` (a cluster's routers).
+    pub fn url_at(&self, hosts: &str) -> String {
         let (scheme, database) = match self {
             Probe::Redis => ("redis", None),
             Probe::Postgres { .. } => ("postgres", self.data_database()),
@@ -60,7 +66,7 @@ impl Probe {
         };
         let user = self.user().map(|u| format!("{u}@")).unwrap_or_default();
         let path = database.map(|d| format!("/{d}")).unwrap_or_default();
-        format!("{scheme}://{user}127.0.0.1:{port}{path}")
+        format!("{scheme}://{user}{hosts}{path}")
     }
 }
 

@@ -164,11 +164,24 @@ impl PlannedCell {
     /// (`mongodb://127.0.0.1:PORT/?w=1&journal=true`); several ports make a
     /// seed list (`mongodb://127.0.0.1:P1,127.0.0.1:P2`: a cluster's routers).
     pub(crate) fn store_url(&self, ports: &[u16]) -> String {
-        let url = self.local_store_url(ports);
-        match &self.remote_client {
-            Some(r) => url.replace("127.0.0.1", &r.address),
-            None => url,
+        let host = self
+            .remote_client
+            .as_ref()
+            .map_or("127.0.0.1", |r| r.address.as_str());
+        let hosts: Vec<String> = match ports {
+            [] => vec![format!("{host}:0")],
+            _ => ports.iter().map(|p| format!("{host}:{p}")).collect(),
+        };
+        let base = self.readiness.probe.url_at(&hosts.join(","));
+        if self.store_options.is_empty() {
+            return base;
         }
+        let query: Vec<String> = self
+            .store_options
+            .iter()
+            .map(|o| format!("{}={}", o.option, o.value))
+            .collect();
+        format!("{base}/?{}", query.join("&"))
     }
 
     /// Put the client on another node: the load generator's store URL
@@ -188,28 +201,6 @@ impl PlannedCell {
             self.command.extend(args);
         }
         self.remote_client = Some(remote);
-    }
-
-    fn local_store_url(&self, ports: &[u16]) -> String {
-        let port = ports.first().copied().unwrap_or(0);
-        let mut base = self.readiness.probe.url(port);
-        if ports.len() > 1 {
-            let more: Vec<String> = ports[1..]
-                .iter()
-                .map(|p| format!("127.0.0.1:{p}"))
-                .collect();
-            let at = format!("127.0.0.1:{port}");
-            base = base.replacen(&at, &format!("{at},{}", more.join(",")), 1);
-        }
-        if self.store_options.is_empty() {
-            return base;
-        }
-        let query: Vec<String> = self
-            .store_options
-            .iter()
-            .map(|o| format!("{}={}", o.option, o.value))
-            .collect();
-        format!("{base}/?{}", query.join("&"))
     }
 
     /// The launch description for the sandbox, placeholders filled:

@@ -473,34 +473,31 @@ fn write_up_000_puts_tokumx_on_4_vcpus_against_mongodb_on_2_and_nothing_else_the
     );
 }
 
+/// The disk lines of a write-up scenario's deviations, with `sets`.
+fn disk_lines(scenario: &str, sets: &[(&str, &str)]) -> Vec<(String, String)> {
+    deviations(scenario, sets)
+        .into_iter()
+        .filter(|(_, t)| t.contains("disk"))
+        .collect()
+}
+
 #[test]
 fn a_write_ups_disk_is_compared_with_the_cells_data_disk() {
+    let differs = |text: &str| vec![("differs".to_string(), text.to_string())];
     // 000's VMs had 20 GB disks, which every cell has: no disk line.
-    let got = deviations("000-tokumx-reality", &[]);
-    assert!(!got.iter().any(|(_, t)| t.contains("disk")), "{got:#?}");
+    assert_eq!(disk_lines("000-tokumx-reality", &[]), []);
     // Another size is named, with both figures.
-    let got = deviations("000-tokumx-reality", &[("server.disk.size", "10GiB")]);
-    let disk: Vec<_> = got.iter().filter(|(_, t)| t.contains("disk")).collect();
     assert_eq!(
-        disk,
-        [&(
-            "differs".to_string(),
-            "vm-1g, vm-256m, vm-4cpu: data disk 10GiB instead of the write-up's 20GiB".to_string()
-        )],
-        "{got:#?}"
+        disk_lines("000-tokumx-reality", &[("server.disk.size", "10GiB")]),
+        differs("vm-1g, vm-256m, vm-4cpu: data disk 10GiB instead of the write-up's 20GiB")
     );
     // 003's machines had 300 GB SSDs, which every cell has: no disk line;
     // a cell without one is named.
-    let got = deviations("003-mongodb-3.2", &[]);
-    assert!(!got.iter().any(|(_, t)| t.contains("disk")), "{got:#?}");
-    let got = deviations("003-mongodb-3.2", &[("server.disk", "none")]);
-    let disk: Vec<_> = got.iter().filter(|(_, t)| t.contains("disk")).collect();
+    assert_eq!(disk_lines("003-mongodb-3.2", &[]), []);
     assert_eq!(
-        disk,
-        [&(
-            "differs".to_string(),
-            "c4-16g, c8-32g: disk: the write-up's machine had 300GiB, this cell's data dir has no size limit (`server.disk.size: 300GiB` gives it one)".to_string()
-        )],
-        "{got:#?}"
+        disk_lines("003-mongodb-3.2", &[("server.disk", "none")]),
+        differs(
+            "c4-16g, c8-32g: disk: the write-up's machine had 300GiB, this cell's data dir has no size limit (`server.disk.size: 300GiB` gives it one)"
+        )
     );
 }

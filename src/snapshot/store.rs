@@ -42,8 +42,11 @@ pub(crate) const QUARANTINE: &str = ".quarantine-";
 /// Why an entry was quarantined, in its folder.
 pub(crate) const REASON: &str = "reason.txt";
 /// Free room a snapshot must leave on the results disk, when the cache is
-/// on it: at least this, and at least [`RESULTS_DISK_SHARE`] of the disk.
+/// on it: [`RESULTS_DISK_SHARE`] of the disk, but at least the floor and
+/// at most the ceiling. Without the ceiling a 2 TB disk with 150 GB free
+/// would never take a snapshot (it kept 200 GB).
 pub(crate) const RESULTS_DISK_FLOOR: Bytes = Bytes(2 << 30);
+pub(crate) const RESULTS_DISK_CEILING: Bytes = Bytes(10 << 30);
 pub(crate) const RESULTS_DISK_SHARE: f64 = 0.10;
 
 /// What an entry holds and how it was made.
@@ -103,7 +106,7 @@ impl std::fmt::Display for Skipped {
             ),
             Skipped::ResultsDiskLow { free, keep } => write!(
                 f,
-                "not saved: the snapshot cache is on the results disk, which has {free} free and must keep {keep} ({ROOT_ENV} moves the cache)"
+                "not saved: the snapshot cache is on the results disk, which has {free} free and must keep {keep} free (a tenth of it, 2 to 10 GiB; {ROOT_ENV} moves the cache)"
             ),
             Skipped::AlreadySaved => write!(f, "not saved: another run saved the same key first"),
         }
@@ -543,11 +546,19 @@ fn results_disk_low(root: &Path, results: &Path, need: u64) -> Option<Skipped> {
     let st = nix::sys::statvfs::statvfs(p).ok()?;
     let size = st.blocks() * st.fragment_size();
     let free = st.blocks_available() * st.fragment_size();
-    let keep = Bytes(((size as f64 * RESULTS_DISK_SHARE) as u64).max(RESULTS_DISK_FLOOR.0));
+    let keep = results_disk_keep(size);
     (free.saturating_sub(need) < keep.0).then_some(Skipped::ResultsDiskLow {
         free: Bytes(free),
         keep,
     })
+}
+
+/// What a save must leave free on a results disk of `size` bytes.
+fn results_disk_keep(size: u64) -> Bytes {
+    Bytes(
+        ((size as f64 * RESULTS_DISK_SHARE) as u64)
+            .clamp(RESULTS_DISK_FLOOR.0, RESULTS_DISK_CEILING.0),
+    )
 }
 
 fn read_meta(dir: &Path) -> Option<Meta> {
@@ -576,6 +587,16 @@ fn remove_if_dead(path: &Path, rest: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_save_on_the_results_disk_keeps_a_tenth_of_it_free_between_2_and_10_gib() {
+        const GIB: u64 = 1 << 30;
+        assert_eq!(results_disk_keep(10 * GIB), Bytes(2 * GIB));
+        assert_eq!(results_disk_keep(50 * GIB), Bytes(5 * GIB));
+        // The disk CI failed on: 252 GB with 26 GB free kept 25.2 GB.
+        assert_eq!(results_disk_keep(252 * GIB), Bytes(10 * GIB));
+        assert_eq!(results_disk_keep(2048 * GIB), Bytes(10 * GIB));
+    }
 
     #[test]
     fn the_default_limit_is_a_quarter_of_the_disk_but_never_more_than_it_can_hold() {

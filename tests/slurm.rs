@@ -720,8 +720,17 @@ fn a_client_on_another_node_runs_there_in_a_two_node_job_and_one_node_refuses_it
     assert_ne!(client.node, node.name, "the client ran on the other node");
     assert_eq!(client.address, "127.0.0.1", "this cluster's NodeAddr");
     assert!(c.phases.iter().all(|p| p.total_ops > 0), "{:?}", c.phases);
-    // Each phase's log says where Slurm ran its generator.
     let dir = cell_dirs(&place.run_dir())[0].clone();
+    // The server is sampled; the client is not (its cgroup here holds
+    // only srun).
+    let samples: Vec<benchcage::results::model::ResourceSample> =
+        read_json(&dir.join("samples.json"));
+    assert!(samples.iter().any(|s| s.cgroup == "server"));
+    assert!(
+        !samples.iter().any(|s| s.cgroup == "client"),
+        "client sampled here"
+    );
+    // Each phase's log says where Slurm ran its generator.
     let logs: Vec<String> = std::fs::read_dir(dir.join("raw"))
         .unwrap()
         .flatten()

@@ -22,6 +22,12 @@ pub enum Target {
 }
 
 impl Target {
+    /// Both cgroups: the client runs on this host.
+    pub const BOTH: &'static [Target] = &[Target::Server, Target::Client];
+    /// The server's only: the client runs on another node, and what its
+    /// cgroup here holds (the `srun` that started it) is not the client.
+    pub const SERVER: &'static [Target] = &[Target::Server];
+
     /// The name recorded in [`ResourceSample::cgroup`].
     pub fn name(self) -> &'static str {
         match self {
@@ -79,14 +85,20 @@ pub(crate) struct Sampler {
 }
 
 impl Sampler {
-    /// Start sampling every `period`; `epoch` is the cell's start, from
-    /// which `t_ms` counts. The first sample is taken at once.
-    pub fn start(source: Arc<dyn StatsSource>, period: Duration, epoch: Instant) -> Sampler {
+    /// Start sampling `targets` every `period`; `epoch` is the cell's
+    /// start, from which `t_ms` counts. The first sample is taken at once.
+    pub fn start(
+        source: Arc<dyn StatsSource>,
+        targets: &'static [Target],
+        period: Duration,
+        epoch: Instant,
+    ) -> Sampler {
         let stop = CancellationToken::new();
         let phase = Arc::new(Mutex::new(String::new()));
         let (tx, latest) = watch::channel(None);
         let join = tokio::spawn(sample_loop(
             source,
+            targets,
             period,
             epoch,
             stop.clone(),
@@ -127,6 +139,7 @@ impl Sampler {
 
 async fn sample_loop(
     source: Arc<dyn StatsSource>,
+    targets: &'static [Target],
     period: Duration,
     epoch: Instant,
     stop: CancellationToken,
@@ -145,7 +158,7 @@ async fn sample_loop(
         };
         let t_ms = epoch.elapsed().as_millis() as u64;
         let label = phase.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        for target in [Target::Server, Target::Client] {
+        for &target in targets {
             if let Ok(stats) = source.stats(target).await {
                 let sample = to_sample(t_ms, target, &label, &stats);
                 if target == Target::Server {
@@ -193,6 +206,7 @@ mod tests {
     async fn sampler_records_one_sample_per_period_labelled_with_the_phase() {
         let sampler = Sampler::start(
             Arc::new(Growing(AtomicU64::new(0))),
+            Target::BOTH,
             Duration::from_millis(50),
             Instant::now(),
         );
@@ -219,6 +233,7 @@ mod tests {
     async fn stopping_takes_a_closing_sample_of_every_cgroup() {
         let sampler = Sampler::start(
             Arc::new(Topology),
+            Target::BOTH,
             Duration::from_secs(3600),
             Instant::now(),
         );
@@ -230,6 +245,24 @@ mod tests {
         let last: Vec<_> = samples.iter().filter(|s| s.phase == "teardown").collect();
         assert_eq!(last.len(), 3, "{samples:?}");
         assert!(last.iter().all(|s| s.t_ms >= 60), "{last:?}");
+    }
+
+    #[tokio::test]
+    async fn a_client_on_another_node_is_not_sampled_here() {
+        let sampler = Sampler::start(
+            Arc::new(Topology),
+            Target::SERVER,
+            Duration::from_secs(3600),
+            Instant::now(),
+        );
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        let samples = sampler.finish().await;
+        let of = |name: &str| samples.iter().filter(|s| s.cgroup == name).count();
+        assert_eq!(
+            (of("server"), of("m1"), of("client")),
+            (2, 2, 0),
+            "{samples:?}"
+        );
     }
 
     /// A server and two members, m2 not readable.
@@ -256,6 +289,7 @@ mod tests {
     async fn the_members_of_a_topology_are_sampled_beside_the_server_under_their_names() {
         let sampler = Sampler::start(
             Arc::new(Topology),
+            Target::BOTH,
             Duration::from_millis(40),
             Instant::now(),
         );

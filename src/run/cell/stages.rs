@@ -22,7 +22,19 @@ pub(super) async fn provision(work: &CellWork, ctx: &CellCtx, r: &mut Running) -
     let before = r.stats.server()?;
     r.oom_at_start = before.oom_kills;
     let stats = r.topology.stats(r.stats.clone());
-    r.sampler = Some(Sampler::start(stats, Duration::from_secs(1), r.epoch));
+    // A client on another node is not sampled: its cgroup here holds only
+    // the `srun` that started it.
+    let targets = if work.limits.client_node.is_same() {
+        Target::BOTH
+    } else {
+        Target::SERVER
+    };
+    r.sampler = Some(Sampler::start(
+        stats,
+        targets,
+        Duration::from_secs(1),
+        r.epoch,
+    ));
     Ok(())
 }
 

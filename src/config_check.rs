@@ -95,6 +95,7 @@ pub fn run(
         .stdin(Stdio::null())
         .stdout(Stdio::from(log.try_clone().map_err(|e| folder.err(e))?))
         .stderr(Stdio::from(log));
+    crate::sandbox::process::private_ipc_in_pre_exec(&mut cmd);
     join_in_pre_exec(&mut cmd, &[], Detach::Group, identity, None)?;
     // SAFETY: prctl is async-signal-safe. Set after the user switch above
     // (pre_exec closures run in order), which would clear it.

@@ -375,16 +375,16 @@ async fn an_engine_ignoring_sigterm_is_killed_after_the_grace_period() {
     assert_clean(&s, &[engine_pid(&h)]);
 }
 
-#[tokio::test]
-async fn a_double_forked_daemon_is_swept_from_the_cgroup() {
-    let s = Scratch::new("daemon");
-    let port = free_port().unwrap();
-    let mut l = redis(&s, port);
+/// A redis started in a fresh cgroup sandbox after the shell commands
+/// `prefix` (which end in `;` or `&&`), and ready.
+async fn redis_after(
+    s: &Scratch,
+    port: u16,
+    prefix: &str,
+) -> (CgroupSandbox, benchcage::sandbox::EngineHandle) {
+    let mut l = redis(s, port);
     let mut argv = vec!["/bin/sh".to_string(), "-c".into()];
-    argv.push(format!(
-        "setsid sh -c 'sleep 600 & echo $! > {}/daemon.pid' ; exec \"$@\"",
-        s.path().display()
-    ));
+    argv.push(format!("{prefix} exec \"$@\""));
     argv.push("sh".into());
     argv.extend(l.argv.clone());
     l.argv = argv;
@@ -392,6 +392,18 @@ async fn a_double_forked_daemon_is_swept_from_the_cgroup() {
     sb.provision(&limits(256)).await.unwrap();
     let h = sb.start_engine(&l).await.unwrap();
     ready::wait_ready(&mut sb, &l).await.unwrap();
+    (sb, h)
+}
+
+#[tokio::test]
+async fn a_double_forked_daemon_is_swept_from_the_cgroup() {
+    let s = Scratch::new("daemon");
+    let port = free_port().unwrap();
+    let prefix = format!(
+        "setsid sh -c 'sleep 600 & echo $! > {}/daemon.pid' ;",
+        s.path().display()
+    );
+    let (mut sb, h) = redis_after(&s, port, &prefix).await;
     let daemon: u32 = std::fs::read_to_string(s.path().join("daemon.pid"))
         .unwrap()
         .trim()
@@ -406,6 +418,44 @@ async fn a_double_forked_daemon_is_swept_from_the_cgroup() {
     let t = sb.teardown(BUDGET).await.unwrap();
     assert!(t.is_clean(), "{t:?}");
     assert_clean(&s, &[engine_pid(&h), daemon]);
+}
+
+/// PostgreSQL killed with SIGKILL (or on a PANIC) left its `PostgreSQL.*`
+/// segments in the host's /dev/shm and its System V segment for good.
+#[tokio::test]
+async fn an_engine_has_an_ipc_namespace_and_a_dev_shm_of_its_own() {
+    let s = Scratch::new("shm");
+    let port = free_port().unwrap();
+    let probe = format!("benchcage-probe-{}", std::process::id());
+    let prefix = format!(
+        "echo x > /dev/shm/{probe} && ipcmk -M 4096 > {}/ipc.txt &&",
+        s.path().display()
+    );
+    let (mut sb, h) = redis_after(&s, port, &prefix).await;
+    let pid = engine_pid(&h);
+    // The engine sees its segment file; the host does not.
+    assert!(
+        std::path::Path::new(&format!("/proc/{pid}/root/dev/shm/{probe}")).exists(),
+        "the engine's /dev/shm lacks its file"
+    );
+    assert!(!std::path::Path::new("/dev/shm").join(&probe).exists());
+    // Its System V segment was made in an IPC namespace of its own, which
+    // goes with its last process.
+    let said = std::fs::read_to_string(s.path().join("ipc.txt")).unwrap();
+    assert!(said.contains("Shared memory id"), "{said}");
+    for ns in ["ipc", "mnt"] {
+        let of = |p: &str| std::fs::read_link(format!("/proc/{p}/ns/{ns}")).unwrap();
+        assert_ne!(of(&pid.to_string()), of("self"), "{ns} namespace shared");
+    }
+    let stop = sb
+        .stop_engine(std::time::Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_ne!(stop.outcome, StopOutcome::Killed, "{stop:?}");
+    let t = sb.teardown(BUDGET).await.unwrap();
+    assert!(t.is_clean(), "{t:?}");
+    assert_clean(&s, &[pid]);
+    assert!(!std::path::Path::new("/dev/shm").join(&probe).exists());
 }
 
 #[tokio::test]

@@ -212,6 +212,66 @@ pub fn join_in_pre_exec(
     Ok(())
 }
 
+/// Where a process's POSIX shared memory lives.
+const DEV_SHM: &str = "/dev/shm";
+
+/// Make `cmd` start in an IPC namespace and a `/dev/shm` of its own, as a
+/// container does: what the engine leaves there when it is killed
+/// (PostgreSQL's `PostgreSQL.*` segments and its System V segment after a
+/// SIGKILL or a PANIC on a full disk) goes with its last process, not
+/// onto the host for good. The private `/dev/shm` is a tmpfs whose pages
+/// are charged to the engine's memory cgroup as the host's were. Only as
+/// root (it takes CAP_SYS_ADMIN); elsewhere a no-op. Register it before
+/// [`join_in_pre_exec`], which may drop the user.
+pub(crate) fn private_ipc_in_pre_exec(cmd: &mut std::process::Command) {
+    if !nix::unistd::geteuid().is_root() {
+        return;
+    }
+    let shm = std::path::Path::new(DEV_SHM)
+        .is_dir()
+        .then(|| std::ffi::CString::new(DEV_SHM).expect("no NUL"));
+    let tmpfs = std::ffi::CString::new("tmpfs").expect("no NUL");
+    let opts = std::ffi::CString::new("mode=1777").expect("no NUL");
+    let root = std::ffi::CString::new("/").expect("no NUL");
+    // SAFETY: unshare and mount are system calls, async-signal-safe, on
+    // strings made before fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            let flags = if shm.is_some() {
+                libc::CLONE_NEWIPC | libc::CLONE_NEWNS
+            } else {
+                libc::CLONE_NEWIPC
+            };
+            if libc::unshare(flags) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if let Some(shm) = &shm {
+                // A slave of the host's mounts: the tmpfs below stays in
+                // this namespace, and the host's unmounts still reach it.
+                let slave = libc::MS_REC | libc::MS_SLAVE;
+                if libc::mount(
+                    std::ptr::null(),
+                    root.as_ptr(),
+                    std::ptr::null(),
+                    slave,
+                    std::ptr::null(),
+                ) < 0
+                    || libc::mount(
+                        tmpfs.as_ptr(),
+                        shm.as_ptr(),
+                        tmpfs.as_ptr(),
+                        libc::MS_NOSUID | libc::MS_NODEV,
+                        opts.as_ptr().cast(),
+                    ) < 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
 /// What to run inside a group.
 #[derive(Debug, Clone)]
 pub struct Launch<'a> {
@@ -257,6 +317,7 @@ fn command(l: &Launch<'_>) -> Result<std::process::Command, SandboxError> {
     if let Some(cwd) = l.cwd {
         cmd.current_dir(cwd);
     }
+    private_ipc_in_pre_exec(&mut cmd);
     join_in_pre_exec(&mut cmd, l.procs, Detach::Session, l.user, l.netns)?;
     Ok(cmd)
 }

@@ -106,7 +106,8 @@ impl std::fmt::Display for Skipped {
             ),
             Skipped::ResultsDiskLow { free, keep } => write!(
                 f,
-                "not saved: the snapshot cache is on the results disk, which has {free} free and must keep {keep} free (a tenth of it, 2 to 10 GiB; {ROOT_ENV} moves the cache)"
+                "not saved: the snapshot cache is on the results disk, which has {free} free and must keep {keep} free ({:.0}% of it, {RESULTS_DISK_FLOOR} to {RESULTS_DISK_CEILING}; {ROOT_ENV} moves the cache)",
+                RESULTS_DISK_SHARE * 100.0
             ),
             Skipped::AlreadySaved => write!(f, "not saved: another run saved the same key first"),
         }
@@ -596,6 +597,15 @@ mod tests {
         // The disk CI failed on: 252 GB with 26 GB free kept 25.2 GB.
         assert_eq!(results_disk_keep(252 * GIB), Bytes(10 * GIB));
         assert_eq!(results_disk_keep(2048 * GIB), Bytes(10 * GIB));
+        let said = Skipped::ResultsDiskLow {
+            free: Bytes(26 * GIB),
+            keep: results_disk_keep(252 * GIB),
+        }
+        .to_string();
+        assert!(
+            said.contains("must keep 10GiB free (10% of it, 2GiB to 10GiB;"),
+            "{said}"
+        );
     }
 
     #[test]

@@ -18,13 +18,24 @@ if ! command -v dockerd >/dev/null; then
   exit 1
 fi
 if ! pgrep -x dockerd >/dev/null; then
-  # A daemon that died (SIGKILL, a test that killed it) leaves its pid file;
-  # once that pid is reused by another process dockerd refuses to start.
-  pidfile=/var/run/docker.pid
-  if [[ -f $pidfile ]] && [[ $(cat "/proc/$(cat "$pidfile")/comm" 2>/dev/null) != dockerd ]]; then
-    echo "dockerd.sh: removing the stale $pidfile (pid $(cat "$pidfile") is not dockerd)"
-    rm -f "$pidfile"
-  fi
+  # A daemon that died (SIGKILL, a machine restored from a snapshot) leaves
+  # its pid files behind. Once such a pid is reused by another process:
+  # - dockerd.pid: dockerd refuses to start;
+  # - containerd.pid (its managed containerd): dockerd says "containerd is
+  #   still running", waits for a socket nobody serves and gives up after
+  #   a minute ("timeout waiting for containerd to start").
+  # A pid file whose process is not the program it names is removed.
+  drop_stale_pidfile() { # FILE PROGRAM
+    local file=$1 program=$2 pid
+    [[ -f $file ]] || return 0
+    pid=$(cat "$file" 2>/dev/null || true)
+    if [[ $(cat "/proc/$pid/comm" 2>/dev/null) != "$program" ]]; then
+      echo "dockerd.sh: removing the stale $file (pid $pid is not $program)"
+      rm -f "$file"
+    fi
+  }
+  drop_stale_pidfile /var/run/docker.pid dockerd
+  drop_stale_pidfile /var/run/docker/containerd/containerd.pid containerd
   echo "dockerd.sh: starting dockerd --bridge=none --iptables=false (log: $log)"
   # Close every inherited descriptor above stderr first: the daemon lives on,
   # and would hold whatever it inherited (a test suite's flock, a pipe that a

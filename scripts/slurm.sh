@@ -129,6 +129,9 @@ fi
 mkdir -p /run/munge /var/log/munge /var/lib/munge
 chown munge:munge /run/munge /var/log/munge /var/lib/munge
 if ! pgrep -x munged >/dev/null; then
+  # A pid file left by a munged that died (or a machine restored from a
+  # snapshot) would be read below as the new daemon's.
+  rm -f /run/munge/munged.pid
   runuser -u munge -- munged
   # munged forks: its own pid file names the daemon.
   for ((i = 0; i < 50; i++)); do

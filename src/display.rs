@@ -25,6 +25,18 @@ pub(crate) fn approx(b: Bytes) -> String {
     }
 }
 
+/// An exact amount that stays readable: `Bytes`' own form (`32MiB`,
+/// `581.59MiB`), but a megabyte or more in whole KiB (a page-rounded
+/// cap) rounded with the exact figure beside it: `145.4MiB (148884KiB)`.
+pub(crate) fn exact(b: Bytes) -> String {
+    let whole = b.to_string();
+    if b.0 >= Bytes::MIB && whole.ends_with("KiB") {
+        format!("{} ({whole})", approx(b))
+    } else {
+        whole
+    }
+}
+
 /// A span for reading, whole seconds: `40s`, `7m04s`, `1h57m44s`.
 pub(crate) fn span(d: crate::units::Duration) -> String {
     let s = d.std().as_secs_f64().round() as u64;
@@ -39,6 +51,16 @@ pub(crate) fn span(d: crate::units::Duration) -> String {
 mod tests {
     use super::*;
     use crate::model::{IoLimits, SwapPolicy};
+
+    #[test]
+    fn an_exact_amount_keeps_a_whole_unit_and_rounds_the_rest_beside_it() {
+        assert_eq!(exact(Bytes(32 << 20)), "32MiB");
+        assert_eq!(exact(Bytes(3 << 30)), "3GiB");
+        assert_eq!(exact(Bytes(148_884 * 1024)), "145.4MiB (148884KiB)");
+        assert_eq!(exact(Bytes(609_843_855)), "581.59MiB");
+        assert_eq!(exact(Bytes(4096)), "4KiB");
+        assert_eq!(exact(Bytes(1000)), "1000B");
+    }
 
     #[test]
     fn spans_read_as_clock_time() {

@@ -444,6 +444,20 @@ fn a_settle_sweep_runs_one_cell_per_cap_each_capped_at_its_share_of_the_measured
             cell.fidelity.limits_read_back["server/memory limit after settle"],
             cap.to_string()
         );
+        // The record says the cap so a person can read it: a page-rounded
+        // cap in MiB with its exact KiB beside it, then why.
+        let settled = &cell.limits["memory_settled"];
+        let readable = if cap.is_multiple_of(1 << 20) {
+            format!("{}MiB (", cap >> 20)
+        } else {
+            format!(
+                "{:.1}MiB ({}KiB) (",
+                cap as f64 / (1 << 20) as f64,
+                cap >> 10
+            )
+        };
+        assert!(settled.starts_with(&readable), "{settled}: {readable}");
+        assert!(settled.contains("% of data "), "{settled}");
         // The provisioned cap was the environment's, before settle shrank it.
         assert_eq!(
             cell.fidelity.limits_read_back["server/memory.limit_in_bytes"],

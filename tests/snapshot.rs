@@ -328,6 +328,80 @@ fn a_snapshot_over_the_cache_limit_is_not_saved_and_every_cell_loads() {
     assert_eq!(cells.len(), 2);
 }
 
+#[test]
+fn a_save_leaves_the_next_cell_the_room_its_data_disk_needs_and_the_last_cell_saves() {
+    let place = Place::new();
+    // The work dir and the cache share a 256 MiB filesystem; each cell
+    // asks for a 240 MiB data disk there. Once the first cell's data takes
+    // more than 16 MiB of it, a snapshot would leave the second too little.
+    let shared = place.path("shared");
+    let _disk = Tmpfs::mount(&shared);
+    let (work, cache) = (shared.join("work"), shared.join("snapshots"));
+    let o = bc_in(
+        Path::new(HOME),
+        &place.path("results"),
+        &work,
+        &place.path("state"),
+    )
+    .env("BENCHCAGE_SNAPSHOTS", &cache)
+    .env_remove("BENCHCAGE_SNAPSHOT_LIMIT")
+    .args([
+        "run",
+        "tests/scenarios/run-snapshots.yaml",
+        "--only",
+        "postgres",
+        "--set",
+        "server.disk.size=240MiB",
+    ])
+    .output()
+    .unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(o.status.success(), "{out}\n{err}");
+    let run = run_dir_of(&out);
+    let cells: Vec<CellRecord> = cell_dirs(&run)
+        .iter()
+        .map(|d| read_json(&d.join("cell.json")))
+        .collect();
+    assert_eq!(cells.len(), 2);
+    let (first, second) = (&cells[0], &cells[1]);
+    assert_eq!((first.repetition, second.repetition), (0, 1));
+    match &first.load_source {
+        Some(LoadSource::Fresh {
+            saved: false,
+            note: Some(n),
+            ..
+        }) => assert!(
+            n.contains("a later cell of this run needs 240MiB there"),
+            "{n}"
+        ),
+        other => panic!("r0: {other:?}"),
+    }
+    // Nothing to restore, so the second loads; no cell comes after it.
+    assert!(
+        matches!(
+            second.load_source,
+            Some(LoadSource::Fresh { saved: true, .. })
+        ),
+        "r1: {:?}",
+        second.load_source
+    );
+    for c in &cells {
+        assert_eq!(c.status, CellStatus::Finished, "{:?}", c.failure);
+    }
+    let rec: RunRecord = read_json(&run.join("run.json"));
+    assert!(!work.join(&rec.run_id).exists(), "work dir left");
+    // One entry, the last cell's; the tmpfs goes with it.
+    let entries: Vec<String> = std::fs::read_dir(&cache)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+}
+
 /// The run id `benchcage run` printed (`results: RESULTS/ID`), never
 /// the newest folder (issue 34, point 17).
 fn printed_run_id(out: &str) -> String {

@@ -12,6 +12,7 @@ use crate::run::cell::{
 use crate::run::exec::DriveExec;
 use crate::run::key::cell_key;
 use crate::run::phase::Unrunnable;
+use crate::units::Bytes;
 use crate::workload::DriveConfig;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -163,7 +164,27 @@ fn snapshot_work(
             verify: s.verify,
             checkpoint: s.checkpoint.clone(),
             cache: cache.clone(),
+            later: Bytes(0),
         })
+}
+
+/// What the cells after each one need where the data dirs go, in run
+/// order: the most any one of them needs (its data disk's size, else its
+/// data's estimate, as plan checks it), zero for the last. A snapshot
+/// saved there stays, while a cell's data dir goes at its teardown.
+pub(crate) fn later_room(cells: &[PlannedCell]) -> Vec<Bytes> {
+    let mut out = vec![Bytes(0); cells.len()];
+    let mut most = Bytes(0);
+    for (i, c) in cells.iter().enumerate().rev() {
+        out[i] = most;
+        let needs = c
+            .limits
+            .disk
+            .or(c.footprint.as_ref().map(|f| f.estimate))
+            .unwrap_or_default();
+        most = most.max(needs);
+    }
+    out
 }
 
 /// The first member's limits (its CPUs from the topology's split) and the
@@ -385,6 +406,42 @@ mod tests {
 
     fn project() -> crate::spec::Project {
         crate::spec::Project::load(Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap()
+    }
+
+    #[test]
+    fn each_cell_leaves_room_for_the_largest_of_the_cells_after_it() {
+        let p = crate::plan::plan(&project(), "quickstart", &[], None, None).unwrap();
+        let base = p.cells[0].clone();
+        let estimate = base.footprint.as_ref().unwrap().estimate;
+        let with = |disk: Option<Bytes>, scale: u64| {
+            let mut c = base.clone();
+            c.limits.disk = disk;
+            if let Some(f) = &mut c.footprint {
+                f.estimate = Bytes(estimate.0 * scale);
+            }
+            c
+        };
+        // A disk counts at its size, whatever the data's estimate.
+        let cells = [
+            with(None, 1),
+            with(None, 5),
+            with(Some(Bytes(1 << 30)), 1),
+            with(None, 2),
+        ];
+        let mut no_estimate = with(None, 1);
+        no_estimate.footprint = None;
+        let room = later_room(&[cells.to_vec(), vec![no_estimate]].concat());
+        assert_eq!(
+            room,
+            [
+                Bytes(1 << 30),
+                Bytes(1 << 30),
+                Bytes(estimate.0 * 2),
+                Bytes(0),
+                Bytes(0)
+            ]
+        );
+        assert!(estimate.0 * 5 < 1 << 30, "{estimate}");
     }
 
     #[test]

@@ -193,11 +193,13 @@ fn cell_works(cp: &CommandPlan, snapshots: bool) -> anyhow::Result<Vec<CellWork>
     } else {
         None
     };
+    let later = adapt::later_room(&plan.cells);
     let cells: Vec<CellWork> = plan
         .cells
         .iter()
-        .map(|c| {
-            adapt::cell_work(
+        .zip(later)
+        .map(|(c, later)| {
+            let mut work = adapt::cell_work(
                 c,
                 exe.clone(),
                 Arc::new(ProbeFacts {
@@ -206,7 +208,11 @@ fn cell_works(cp: &CommandPlan, snapshots: bool) -> anyhow::Result<Vec<CellWork>
                     digest_sql: c.snapshot.as_ref().and_then(|s| s.digest_sql.clone()),
                 }),
                 cache.as_ref(),
-            )
+            );
+            if let Some(sw) = &mut work.snapshot {
+                sw.later = later;
+            }
+            work
         })
         .collect();
     for c in &cells {

@@ -93,6 +93,9 @@ pub enum Skipped {
     TooBig { need: Bytes, limit: Bytes },
     /// The cache shares the results disk, and it would run low.
     ResultsDiskLow { free: Bytes, keep: Bytes },
+    /// The cache shares the disk the run's data dirs go on, and a later
+    /// cell of the run would not find its data's room there.
+    LaterCellShort { free: Bytes, later: Bytes },
     /// Another run saved it first.
     AlreadySaved,
 }
@@ -109,9 +112,26 @@ impl std::fmt::Display for Skipped {
                 "not saved: the snapshot cache is on the results disk, which has {free} free and must keep {keep} free ({:.0}% of it, {RESULTS_DISK_FLOOR} to {RESULTS_DISK_CEILING}; {ROOT_ENV} moves the cache)",
                 RESULTS_DISK_SHARE * 100.0
             ),
+            Skipped::LaterCellShort { free, later } => write!(
+                f,
+                "not saved: the snapshot cache is on the disk of the engines' data, which would keep {free} free after this cell, and a later cell of this run needs {later} there ({ROOT_ENV} moves the cache)"
+            ),
             Skipped::AlreadySaved => write!(f, "not saved: another run saved the same key first"),
         }
     }
+}
+
+/// The room a save leaves for what comes after it.
+#[derive(Debug, Clone, Copy)]
+pub struct Room<'a> {
+    /// The cell's results folder: its disk keeps
+    /// [`results_disk_keep`] free.
+    pub results: &'a Path,
+    /// Where the run's data dirs (or their disk images) go.
+    pub work: &'a Path,
+    /// The most room one later cell of the run needs there: its data
+    /// disk's size, or its data's estimate; zero when none is left.
+    pub later: Bytes,
 }
 
 /// The snapshot cache.
@@ -194,8 +214,9 @@ impl Cache {
 
     /// Why a snapshot of `data_dir` under `id` would not be saved, asked
     /// before the engine is stopped for it: already there, over the limit,
-    /// or too big for the results disk the cache shares.
-    pub(crate) fn would_skip(&self, id: &str, data_dir: &Path, results: &Path) -> Option<Skipped> {
+    /// too big for the results disk the cache shares, or taking the room
+    /// a later cell needs for its data.
+    pub(crate) fn would_skip(&self, id: &str, data_dir: &Path, room: Room) -> Option<Skipped> {
         if self.find(id).is_some() {
             return Some(Skipped::AlreadySaved);
         }
@@ -206,21 +227,22 @@ impl Cache {
                 limit: self.limit,
             });
         }
-        results_disk_low(&self.root, results, data_bytes)
+        results_disk_low(&self.root, room.results, data_bytes)
+            .or_else(|| later_cell_short(&self.root, room.work, room.later))
     }
 
     /// Copy `data_dir` (the engine stopped) into a new entry for `key`.
     /// Removes least recently used entries to stay under the limit first.
-    /// `results` is the results folder, whose disk is kept from filling.
+    /// `room` is what the save must leave free (see [`Room`]).
     pub fn save(
         &self,
         key: &SnapshotKey,
         data_dir: &Path,
-        results: &Path,
+        room: Room,
         facts: LoadFacts,
     ) -> Result<Result<Meta, Skipped>, SnapshotError> {
         let id = key.id();
-        if let Some(skip) = self.would_skip(&id, data_dir, results) {
+        if let Some(skip) = self.would_skip(&id, data_dir, room) {
             return Ok(Err(skip));
         }
         let data_bytes = copy::disk_usage(data_dir);
@@ -554,6 +576,18 @@ fn results_disk_low(root: &Path, results: &Path, need: u64) -> Option<Skipped> {
     })
 }
 
+/// When the cache shares the disk where the run's data dirs go: skip a
+/// save that would leave a later cell less than it needs there. This
+/// cell's data dir (or its disk image) goes at its teardown and holds at
+/// least the snapshot's bytes, so what is free then is what is free now.
+fn later_cell_short(root: &Path, work: &Path, later: Bytes) -> Option<Skipped> {
+    if later.0 == 0 || !copy::same_filesystem(root, work) {
+        return None;
+    }
+    let free = crate::host::disk_available(work).ok()?;
+    (free < later).then_some(Skipped::LaterCellShort { free, later })
+}
+
 /// What a save must leave free on a results disk of `size` bytes.
 fn results_disk_keep(size: u64) -> Bytes {
     Bytes(
@@ -624,6 +658,15 @@ mod tests {
         assert!(default_limit(t.path()) <= free);
     }
 
+    /// Room with no later cell: the results in `t`, the data dirs too.
+    fn room(t: &Path) -> Room<'_> {
+        Room {
+            results: t,
+            work: t,
+            later: Bytes(0),
+        }
+    }
+
     fn cache(t: &Path, limit: u64) -> Cache {
         Cache {
             root: t.join("snapshots"),
@@ -653,13 +696,16 @@ mod tests {
         let c = cache(t.path(), 1 << 30);
         let key = crate::snapshot::tests::key();
         let src = data(t.path(), "data", 50_000);
-        let meta = c.save(&key, &src, t.path(), facts()).unwrap().unwrap();
+        let meta = c
+            .save(&key, &src, room(t.path()), facts())
+            .unwrap()
+            .unwrap();
         assert_eq!(meta.id, key.id());
         assert_eq!(meta.form, Form::Dir);
         assert_eq!(meta.digest.as_deref(), Some("d1"));
         assert!(meta.stored_bytes >= 50_000);
         // Saved once: a second save of the same key is skipped.
-        let again = c.save(&key, &src, t.path(), facts()).unwrap();
+        let again = c.save(&key, &src, room(t.path()), facts()).unwrap();
         assert_eq!(again.unwrap_err(), Skipped::AlreadySaved);
         let dest = t.path().join("restored");
         c.restore(&c.find(&key.id()).unwrap(), &dest).unwrap();
@@ -679,6 +725,46 @@ mod tests {
     }
 
     #[test]
+    fn a_save_leaves_a_later_cell_of_the_run_the_room_its_data_needs() {
+        let t = tempfile::tempdir().unwrap();
+        let c = cache(t.path(), 1 << 30);
+        let src = data(t.path(), "d", 50_000);
+        let key = crate::snapshot::tests::key();
+        let free = crate::host::disk_available(t.path()).unwrap();
+        // A later cell needing more than the data dirs' disk has free.
+        let short = Room {
+            later: Bytes(free.0 + (1 << 30)),
+            ..room(t.path())
+        };
+        let skipped = c.save(&key, &src, short, facts()).unwrap().unwrap_err();
+        assert!(
+            matches!(skipped, Skipped::LaterCellShort { later, .. } if later == short.later),
+            "{skipped}"
+        );
+        assert!(
+            skipped
+                .to_string()
+                .contains("a later cell of this run needs"),
+            "{skipped}"
+        );
+        assert!(c.entries().is_empty());
+        // The data dirs on another disk than the cache's: it takes none of
+        // their room.
+        let elsewhere = Room {
+            work: Path::new("/proc"),
+            ..short
+        };
+        assert_eq!(c.would_skip(&key.id(), &src, elsewhere), None);
+        // A later cell that fits: saved.
+        let fits = Room {
+            later: Bytes(1 << 20),
+            ..short
+        };
+        c.save(&key, &src, fits, facts()).unwrap().unwrap();
+        assert_eq!(c.entries().len(), 1);
+    }
+
+    #[test]
     fn the_least_recently_used_go_first_and_an_entry_over_the_limit_is_not_saved() {
         let t = tempfile::tempdir().unwrap();
         // Room for two entries of ~100 kB, not three.
@@ -688,7 +774,9 @@ mod tests {
             let mut key = crate::snapshot::tests::key();
             key.seed = seed;
             let src = data(t.path(), &format!("d{seed}"), 100_000);
-            c.save(&key, &src, t.path(), facts()).unwrap().unwrap();
+            c.save(&key, &src, room(t.path()), facts())
+                .unwrap()
+                .unwrap();
             ids.push(key.id());
             std::thread::sleep(std::time::Duration::from_millis(1100));
         }
@@ -698,7 +786,10 @@ mod tests {
         let big = data(t.path(), "big", 400_000);
         let mut key = crate::snapshot::tests::key();
         key.seed = 9;
-        let skipped = c.save(&key, &big, t.path(), facts()).unwrap().unwrap_err();
+        let skipped = c
+            .save(&key, &big, room(t.path()), facts())
+            .unwrap()
+            .unwrap_err();
         assert!(
             skipped
                 .to_string()
@@ -726,7 +817,9 @@ mod tests {
         let c = cache(t.path(), 1 << 30);
         let key = crate::snapshot::tests::key();
         let src = data(t.path(), "data", 50_000);
-        c.save(&key, &src, t.path(), facts()).unwrap().unwrap();
+        c.save(&key, &src, room(t.path()), facts())
+            .unwrap()
+            .unwrap();
         let entry = c.root.join(key.id());
         assert!(entry.join(crate::snapshot::manifest::MANIFEST).is_file());
         // Half of a table file is lost in the cache.
@@ -748,7 +841,7 @@ mod tests {
         assert!(q[0].2.contains("holds 25000 bytes"), "{:?}", q[0]);
         // The next load saves a new entry under the key; a prune clears
         // the quarantined one.
-        let saved = c.save(&key, &src, t.path(), facts()).unwrap();
+        let saved = c.save(&key, &src, room(t.path()), facts()).unwrap();
         assert!(saved.is_ok(), "{saved:?}");
         let dest2 = t.path().join("restored2");
         c.restore(&c.find(&key.id()).unwrap(), &dest2).unwrap();
@@ -772,7 +865,9 @@ mod tests {
         let c = cache(t.path(), 1 << 30);
         let key = crate::snapshot::tests::key();
         let src = data(t.path(), "data", 10_000);
-        c.save(&key, &src, t.path(), facts()).unwrap().unwrap();
+        c.save(&key, &src, room(t.path()), facts())
+            .unwrap()
+            .unwrap();
         let meta = c.find(&key.id()).unwrap();
         // Another run is restoring it: a prune (another process's cache
         // handle) keeps it.

@@ -210,7 +210,8 @@ impl CacheResize {
         );
         let violation = failed.map(|e| {
             format!(
-                "settle could not resize the engine's cache to {want} under the {cap} cap (`{}`): {e}",
+                "settle could not resize the engine's cache to {want} under the {} cap (`{}`): {e}",
+                crate::display::exact(cap),
                 crate::error::excerpt(&statement)
             )
         });
@@ -337,6 +338,9 @@ pub struct SnapshotWork {
     /// Sent to the engine before its clean stop (redis: `SAVE`).
     pub checkpoint: Option<String>,
     pub cache: crate::snapshot::store::Cache,
+    /// The most room one later cell of the run needs where the data dirs
+    /// go (see [`crate::run::adapt::later_room`]): a save leaves it.
+    pub later: crate::units::Bytes,
 }
 
 /// Where a cell runs and how it reports.

@@ -161,9 +161,10 @@ pub(super) async fn settle_memory(
             f.violations.extend(violation);
         }
         r.sandbox().set_memory_cap(cap, work.limits.swap)?;
-        r.record
-            .limits
-            .insert("memory_settled".into(), format!("{cap} ({why})"));
+        r.record.limits.insert(
+            "memory_settled".into(),
+            format!("{} ({why})", crate::display::exact(cap)),
+        );
     }
     if work.settle.drop_caches {
         r.sandbox().drop_page_cache()?;
@@ -371,7 +372,12 @@ pub(super) async fn save_snapshot(
         discarded,
     };
     // Asked before the engine stops for it.
-    if let Some(skip) = sw.cache.would_skip(&sw.id, &launch.data_dir, &ctx.cell_dir) {
+    let room = crate::snapshot::store::Room {
+        results: &ctx.cell_dir,
+        work: &ctx.work_dir,
+        later: sw.later,
+    };
+    if let Some(skip) = sw.cache.would_skip(&sw.id, &launch.data_dir, room) {
         set_note(&mut source, skip.to_string());
         r.record.load_source = Some(source);
         return Ok(());
@@ -399,10 +405,7 @@ pub(super) async fn save_snapshot(
         );
     } else {
         let started = Instant::now();
-        match sw
-            .cache
-            .save(&sw.key, &launch.data_dir, &ctx.cell_dir, facts)
-        {
+        match sw.cache.save(&sw.key, &launch.data_dir, room, facts) {
             Ok(Ok(_)) => {
                 if let LoadSource::Fresh { saved, save_s, .. } = &mut source {
                     *saved = true;

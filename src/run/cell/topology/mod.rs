@@ -298,7 +298,7 @@ impl Topology {
                 let limit = rr.stats.server()?.memory_limit;
                 member(record, name).limits_read_back.insert(
                     "memory limit after settle".into(),
-                    format!("{limit} (settled to {cap}: {why})"),
+                    format!("{limit} (settled to {}: {why})", crate::display::exact(cap)),
                 );
             }
             if work.settle.drop_caches {

@@ -3,7 +3,8 @@
 //! 64MiB disk fails its cell with the disk named; a disk large enough
 //! runs, and fidelity reads its size back; a run killed with SIGKILL
 //! leaves its disk mounted until `cleanup` unmounts it, detaches the loop
-//! device and deletes the image. Nothing is left mounted after any.
+//! device and deletes the image. Nothing is left mounted after any, and
+//! no PostgreSQL segment in the host's `/dev/shm` (the engine has its own).
 
 mod support;
 
@@ -23,6 +24,22 @@ const SCENARIO: &str = "tests/scenarios/run-disk.yaml";
 /// A temp folder postgres can traverse (its user must reach the work dir).
 struct Place {
     tmp: tempfile::TempDir,
+    /// PostgreSQL's segments in the host's /dev/shm before the test.
+    shm_before: Vec<String>,
+}
+
+/// PostgreSQL's dynamic shared memory files in the host's `/dev/shm`.
+/// A postgres that panics or is killed leaves its own behind; the engine
+/// has a `/dev/shm` of its own, so none may appear here.
+fn postgres_shm() -> Vec<String> {
+    std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("PostgreSQL."))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 impl Place {
@@ -32,7 +49,10 @@ impl Place {
             .tempdir()
             .unwrap();
         std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
-        Place { tmp }
+        Place {
+            tmp,
+            shm_before: postgres_shm(),
+        }
     }
 
     fn path(&self, name: &str) -> PathBuf {
@@ -85,6 +105,11 @@ impl Place {
         let loops = String::from_utf8_lossy(&loops.stdout);
         let here = self.tmp.path().to_string_lossy();
         assert!(!loops.contains(here.as_ref()), "losetup -a lists: {loops}");
+        let new: Vec<String> = postgres_shm()
+            .into_iter()
+            .filter(|n| !self.shm_before.contains(n))
+            .collect();
+        assert!(new.is_empty(), "left in the host's /dev/shm: {new:?}");
     }
 }
 

@@ -9,7 +9,8 @@
 #
 # BENCHCAGE_V2_MODES=plain|systemd runs one guest, BENCHCAGE_V2_ONLY=REGEX
 # only the tests it matches, BENCHCAGE_V2_TIMEOUT the seconds a guest may
-# take (600), BENCHCAGE_V2_PLAN=FILE a plan of its own (`name exe args...`
+# take (600), BENCHCAGE_V2_BOOT_WAIT the seconds it may take to come up
+# before it is booted once more (180), BENCHCAGE_V2_PLAN=FILE a plan of its own (`name exe args...`
 # per line). The console is in $target/v2/console-<mode>.log, each test's
 # log in $target/v2/out-<mode>/.
 set -euo pipefail
@@ -20,6 +21,7 @@ target=${CARGO_TARGET_DIR:-$repo/target}
 work=$target/v2
 modes=${BENCHCAGE_V2_MODES:-plain systemd}
 mem=${BENCHCAGE_V2_MEM:-3072}
+boot_wait=${BENCHCAGE_V2_BOOT_WAIT:-180}
 
 need=()
 for p in qemu-system-x86 busybox-static e2fsprogs xz-utils systemd; do
@@ -164,23 +166,42 @@ for mode in $modes; do
   printf 'PATH=%q\n' "$PATH:/usr/local/sbin:/usr/sbin:/sbin" >"$out/env"
   # The guest runs its own copy of the scripts: edits here cannot reach it.
   cp scripts/v2/inside.sh scripts/v2/benchcage-v2.service scripts/v2/benchcage-v2.target "$out/"
-  disk=$work/scratch-$mode.img
-  rm -f "$disk" && truncate -s 8G "$disk" && mkfs.ext4 -q -F "$disk"
-  echo "test-v2: booting the $mode guest (kernel $kver, ${mem} MiB, 2 vCPUs, TCG)"
-  started=$EPOCHREALTIME
-  # In the background so that an interrupted test-v2 takes its guest along.
-  timeout "${BENCHCAGE_V2_TIMEOUT:-600}" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m "$mem" \
-    -display none -monitor none -serial stdio -no-reboot \
-    -kernel "$kdir/vmlinux" -initrd "$initrd" \
-    -append "console=ttyS0 quiet loglevel=4 panic=-1 tsc=reliable clocksource=tsc cgroup_no_v1=all systemd.unified_cgroup_hierarchy=1 systemd.unit=benchcage-v2.target systemd.show_status=error bc.mode=$mode bc.init=/v2out/inside.sh bc.out=/v2out bc.repo=$repo bc.bin=$bin" \
-    -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
-    -virtfs "local,path=$out,mount_tag=out,security_model=none,multidevs=remap" \
-    -drive "file=$disk,format=raw,if=virtio,cache=unsafe" </dev/null > >(tee "$work/console-$mode.log") 2>&1 &
-  guest=$!
-  qemu_rc=0
-  wait "$guest" || qemu_rc=$?
-  guest=
-  rm -f "$disk"
+  # A guest that shows no sign of life within $boot_wait seconds hung
+  # while booting (TCG does now and then: the console stays empty) and
+  # is booted once more; one that came up has the whole timeout.
+  for attempt in 1 2; do
+    disk=$work/scratch-$mode.img
+    rm -f "$disk" && truncate -s 8G "$disk" && mkfs.ext4 -q -F "$disk"
+    echo "test-v2: booting the $mode guest (kernel $kver, ${mem} MiB, 2 vCPUs, TCG)"
+    started=$EPOCHREALTIME
+    # The last boot's console would say "up" before tee empties it.
+    rm -f "$work/console-$mode.log"
+    # In the background so that an interrupted test-v2 takes its guest along.
+    timeout "${BENCHCAGE_V2_TIMEOUT:-600}" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m "$mem" \
+      -display none -monitor none -serial stdio -no-reboot \
+      -kernel "$kdir/vmlinux" -initrd "$initrd" \
+      -append "console=ttyS0 quiet loglevel=4 panic=-1 tsc=reliable clocksource=tsc cgroup_no_v1=all systemd.unified_cgroup_hierarchy=1 systemd.unit=benchcage-v2.target systemd.show_status=error bc.mode=$mode bc.init=/v2out/inside.sh bc.out=/v2out bc.repo=$repo bc.bin=$bin" \
+      -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
+      -virtfs "local,path=$out,mount_tag=out,security_model=none,multidevs=remap" \
+      -drive "file=$disk,format=raw,if=virtio,cache=unsafe" </dev/null > >(tee "$work/console-$mode.log") 2>&1 &
+    guest=$!
+    hung=
+    while kill -0 "$guest" 2>/dev/null; do
+      if grep -q "^guest($mode): up after" "$work/console-$mode.log" 2>/dev/null; then break; fi
+      if (($(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%d", b - a }') >= boot_wait)); then
+        hung=1
+        kill "$guest" 2>/dev/null || true
+        break
+      fi
+      sleep 1
+    done
+    qemu_rc=0
+    wait "$guest" || qemu_rc=$?
+    guest=
+    rm -f "$disk"
+    [ -n "$hung" ] || break
+    echo "test-v2: the $mode guest was not up after ${boot_wait}s (console: $(wc -c <"$work/console-$mode.log") bytes); $( ((attempt == 1)) && echo "booting it once more" || echo "giving up")"
+  done
   took=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
   echo "test-v2: $mode guest ran ${took}s (qemu exit $qemu_rc)"
   summarize "$mode" "$out" || status=1

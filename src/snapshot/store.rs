@@ -217,18 +217,28 @@ impl Cache {
     /// too big for the results disk the cache shares, or taking the room
     /// a later cell needs for its data.
     pub(crate) fn would_skip(&self, id: &str, data_dir: &Path, room: Room) -> Option<Skipped> {
+        self.data_bytes_to_save(id, data_dir, room).err()
+    }
+
+    /// The bytes `data_dir` takes (one walk of it), or why it would not
+    /// be saved.
+    fn data_bytes_to_save(&self, id: &str, data_dir: &Path, room: Room) -> Result<u64, Skipped> {
         if self.find(id).is_some() {
-            return Some(Skipped::AlreadySaved);
+            return Err(Skipped::AlreadySaved);
         }
         let data_bytes = copy::disk_usage(data_dir);
         if Bytes(data_bytes) > self.limit {
-            return Some(Skipped::TooBig {
+            return Err(Skipped::TooBig {
                 need: Bytes(data_bytes),
                 limit: self.limit,
             });
         }
-        results_disk_low(&self.root, room.results, data_bytes)
+        match results_disk_low(&self.root, room.results, data_bytes)
             .or_else(|| later_cell_short(&self.root, room.work, room.later))
+        {
+            Some(skip) => Err(skip),
+            None => Ok(data_bytes),
+        }
     }
 
     /// Copy `data_dir` (the engine stopped) into a new entry for `key`.
@@ -242,10 +252,10 @@ impl Cache {
         facts: LoadFacts,
     ) -> Result<Result<Meta, Skipped>, SnapshotError> {
         let id = key.id();
-        if let Some(skip) = self.would_skip(&id, data_dir, room) {
-            return Ok(Err(skip));
-        }
-        let data_bytes = copy::disk_usage(data_dir);
+        let data_bytes = match self.data_bytes_to_save(&id, data_dir, room) {
+            Ok(b) => b,
+            Err(skip) => return Ok(Err(skip)),
+        };
         self.prune_to(self.limit.0.saturating_sub(data_bytes));
         std::fs::create_dir_all(&self.root).map_err(io_err(&self.root))?;
         let started = std::time::Instant::now();
